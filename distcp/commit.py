@@ -1,0 +1,231 @@
+"""Commit steps: the only code that touches final destinations.
+
+After Gobblin's CommitStep: every step is idempotent and has ``verify()`` (is it
+already done? judged from the target's observed state, never from memory) and
+``execute()``. A CommitSequence runs its steps in order, skipping the verified
+ones, so running it again after a crash finishes the job instead of redoing it.
+Steps hold URLs and small values only, never storage options (which may hold
+secrets): those arrive through the CommitContext.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from distcp import fs as fsutil
+from distcp.errors import PublishError, StateError
+
+#: Concurrent remote operations in one step (object stores, HDFS); local calls are serial.
+REMOTE_POOL = 16
+
+
+@dataclass(frozen=True)
+class CommitContext:
+    """What steps need at run time but must never be persisted."""
+
+    dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def fs(self, url: str) -> tuple[Any, str]:
+        return fsutil.filesystem(url, self.dst_options)
+
+
+class CommitStep(ABC):
+    """One idempotent action of a publish; serialisable by its ``kind``."""
+
+    kind: ClassVar[str] = ""
+    _kinds: ClassVar[dict[str, type[CommitStep]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind:
+            CommitStep._kinds[cls.kind] = cls
+
+    @abstractmethod
+    def verify(self, ctx: CommitContext) -> bool:
+        """True when the step's effect is already visible at the target."""
+
+    @abstractmethod
+    def execute(self, ctx: CommitContext) -> None:
+        """Make the effect happen; safe to call again after a partial run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}  # type: ignore[call-overload]
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> CommitStep:
+        data = dict(data)
+        kind = data.pop("kind", None)
+        cls = CommitStep._kinds.get(kind or "")
+        if cls is None:
+            raise StateError(f"unknown commit step kind {kind!r}")
+        return cls(**{k: _tuples(v) for k, v in data.items()})
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class CommitSequence:
+    """The ordered steps that publish one file set of one dataset."""
+
+    dataset_urn: str
+    file_set: str
+    steps: tuple[CommitStep, ...]
+
+    def run(self, ctx: CommitContext, after_step: Callable[[int], None] | None = None) -> None:
+        """Run every step not yet verified done; a failing step raises PublishError."""
+        for k, step in enumerate(self.steps):
+            try:
+                if not step.verify(ctx):
+                    step.execute(ctx)
+            except PublishError:
+                raise
+            except OSError as exc:
+                raise PublishError(
+                    f"cannot publish {self.dataset_urn} ({self.file_set}): {step.kind} "
+                    f"failed: {exc}", file_set=self.file_set) from exc
+            if after_step is not None:
+                after_step(k)
+
+
+@dataclass(frozen=True)
+class MakeDirectories(CommitStep):
+    """Create final directories (parents of published files and empty source dirs)."""
+
+    kind: ClassVar[str] = "mkdirs"
+    urls: tuple[str, ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return all(_isdir(ctx, u) for u in self.urls)
+
+    def execute(self, ctx: CommitContext) -> None:
+        for url in self.urls:
+            fs, path = ctx.fs(url)
+            if fsutil.is_local(fs):
+                os.makedirs(path, exist_ok=True)
+            else:
+                fs.makedirs(path, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class PublishFiles(CommitStep):
+    """Move staged files to their final paths (a rename where the filesystem has one).
+
+    ``moves`` are (staging URL, final URL, size). A move is done when its staging
+    copy is gone and the final path has the staged size.
+    """
+
+    kind: ClassVar[str] = "publish"
+    moves: tuple[tuple[str, str, int], ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return all(_moved(ctx, m) for m in self.moves)
+
+    def execute(self, ctx: CommitContext) -> None:
+        _for_each(ctx, self.moves, lambda m: None if _moved(ctx, m) else _move(ctx, m[0], m[1]))
+
+
+@dataclass(frozen=True)
+class SetAttributes(CommitStep):
+    """Set mode and mtime of final directories, deepest first (publishing bumps mtimes)."""
+
+    kind: ClassVar[str] = "attributes"
+    entries: tuple[tuple[str, int | None, float | None], ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return False  # cheap and idempotent: always applied
+
+    def execute(self, ctx: CommitContext) -> None:
+        for url, mode, mtime in sorted(self.entries, key=lambda e: -e[0].count("/")):
+            fs, path = ctx.fs(url)
+            if not fsutil.is_local(fs):
+                continue
+            if mode is not None:
+                os.chmod(path, mode & 0o7777)
+            if mtime is not None:
+                os.utime(path, (mtime, mtime))
+
+
+@dataclass(frozen=True)
+class DeletePaths(CommitStep):
+    """Remove destination entries that the source no longer has (``--delete``)."""
+
+    kind: ClassVar[str] = "delete"
+    urls: tuple[str, ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return not any(_exists(ctx, u) for u in self.urls)
+
+    def execute(self, ctx: CommitContext) -> None:
+        for url in self.urls:  # deepest first, as planned
+            fs, path = ctx.fs(url)
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
+
+
+@dataclass(frozen=True)
+class RemoveStaging(CommitStep):
+    """Remove a staging directory once everything in it is published."""
+
+    kind: ClassVar[str] = "remove-staging"
+    url: str
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return not _exists(ctx, self.url)
+
+    def execute(self, ctx: CommitContext) -> None:
+        fs, path = ctx.fs(self.url)
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+
+def _for_each(ctx: CommitContext, items: Iterable[Any], fn: Callable[[Any], None]) -> None:
+    """Serial on local disks (syscalls are µs), a bounded pool on remote stores."""
+    items = list(items)
+    if not items:
+        return
+    fs, _ = ctx.fs(items[0][0])
+    if fsutil.is_local(fs) or len(items) == 1:
+        for item in items:
+            fn(item)
+        return
+    with ThreadPoolExecutor(REMOTE_POOL) as pool:
+        list(pool.map(fn, items))
+
+
+def _move(ctx: CommitContext, src: str, dst: str) -> None:
+    fs, s = ctx.fs(src)
+    _, d = ctx.fs(dst)
+    if fsutil.is_local(fs):
+        os.replace(s, d)
+    else:
+        fs.mv(s, d)
+
+
+def _moved(ctx: CommitContext, move: tuple[str, str, int]) -> bool:
+    staging, final, size = move
+    fs, f = ctx.fs(final)
+    if _exists(ctx, staging):
+        return False
+    try:
+        return bool(fs.size(f) == size)
+    except FileNotFoundError:
+        return False
+
+
+def _exists(ctx: CommitContext, url: str) -> bool:
+    fs, path = ctx.fs(url)
+    return os.path.lexists(path) if fsutil.is_local(fs) else bool(fs.exists(path))
+
+
+def _isdir(ctx: CommitContext, url: str) -> bool:
+    fs, path = ctx.fs(url)
+    return os.path.isdir(path) if fsutil.is_local(fs) else bool(fs.isdir(path))

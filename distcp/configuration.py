@@ -1,0 +1,118 @@
+"""CopyConfiguration: every setting of one run, immutable and validated once.
+
+Built by the CLI from flags or by ``distcp.copy(**options)``; explicit values
+win over ``PYDISTCP_*`` environment variables, which win over defaults. Nothing
+here imports Spark or click.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from distcp.converters.base import ConverterOptions
+from distcp.errors import ConfigurationError
+
+PRESERVE_LETTERS = "ugptb"
+Verify = Literal["digest", "size"]
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CopyConfiguration:
+    """The settings of one copy run (see ``pydistcp copy --help`` for each)."""
+
+    sources: tuple[str, ...]
+    destination: str
+    dataset_glob: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    overwrite: bool = False
+    delete: bool = False
+    dry_run: bool = False
+    preserve: str = "pt"
+    converters: tuple[str, ...] = ()
+    converter_options: ConverterOptions = field(default_factory=ConverterOptions)
+    master: str = "local[*]"
+    parallelism: int | None = None
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    buffer_size: int = 8 << 20
+    file_cost: int = 256 << 10
+    verify: Verify = "digest"
+    progress: bool = True
+    summary_json: str | None = None
+    src_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    dst_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    log_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sources:
+            raise ConfigurationError("at least one source is required")
+        bad = set(self.preserve) - set(PRESERVE_LETTERS)
+        if bad:
+            raise ConfigurationError(
+                f"--preserve takes letters from {PRESERVE_LETTERS!r}, not {''.join(sorted(bad))!r}"
+            )
+        if self.verify not in ("digest", "size"):
+            raise ConfigurationError(f"--verify must be 'digest' or 'size', not {self.verify!r}")
+        if self.parallelism is not None and self.parallelism < 1:
+            raise ConfigurationError("--parallelism must be at least 1")
+        if self.buffer_size < 4096:
+            raise ConfigurationError("--buffer-size must be at least 4 KiB")
+
+    @classmethod
+    def build(cls, sources: tuple[str, ...] | list[str], destination: str,
+              **options: Any) -> CopyConfiguration:
+        """Build from keyword options, filling unset ones from ``PYDISTCP_*`` env vars."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(options) - names - set(_CONVERTER_FIELDS)
+        if unknown:
+            raise ConfigurationError(f"unknown option(s): {', '.join(sorted(unknown))}")
+        conv = {k: options.pop(k) for k in list(options) if k in _CONVERTER_FIELDS}
+        if "gpg_passphrase" not in conv and os.environ.get("PYDISTCP_GPG_PASSPHRASE"):
+            conv["gpg_passphrase"] = os.environ["PYDISTCP_GPG_PASSPHRASE"]
+        for name in ("master", "parallelism", "buffer_size", "verify", "preserve"):
+            env = os.environ.get(f"PYDISTCP_{name.upper()}")
+            if name not in options and env:
+                options[name] = parse_size(env) if name == "buffer_size" else env
+        if isinstance(options.get("parallelism"), str):
+            options["parallelism"] = int(options["parallelism"])
+        for key in ("include", "exclude", "converters"):
+            if key in options and options[key] is not None:
+                options[key] = tuple(options[key])
+        if "spark_conf" in options:
+            options["spark_conf"] = tuple(dict(options["spark_conf"]).items())
+        opts = ConverterOptions(**conv) if conv else ConverterOptions()
+        return cls(sources=tuple(sources), destination=destination,
+                   converter_options=opts, **options)
+
+    def with_(self, **changes: Any) -> CopyConfiguration:
+        return replace(self, **changes)
+
+
+_CONVERTER_FIELDS = tuple(f.name for f in fields(ConverterOptions))
+
+
+def parse_size(text: str | int) -> int:
+    """``"256M"`` -> 268435456; binary multiples, as DistCp and rclone read them."""
+    if isinstance(text, int):
+        return text
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ConfigurationError(f"not a size: {text!r} (examples: 1048576, 64K, 256M, 2G)")
+    number, unit = float(m.group(1)), m.group(2).lower()
+    return int(number * (1 << (10 * " kmgt".index(unit or " "))))
+
+
+def parse_key_values(pairs: tuple[str, ...] | list[str], flag: str) -> dict[str, str]:
+    """``("a=1", "b=2")`` -> dict; the error names the flag and the bad pair."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigurationError(f"{flag} takes key=value, got {pair!r}")
+        out[key.strip()] = value
+    return out

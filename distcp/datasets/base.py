@@ -1,0 +1,39 @@
+"""The CopyableDataset interface: one table, topic or directory tree to copy."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from distcp.configuration import CopyConfiguration
+from distcp.model import CopyableDirectory, CopyableFile
+
+
+@dataclass(frozen=True)
+class DatasetListing:
+    """What a dataset wants at the destination, before diffing against it."""
+
+    files: tuple[CopyableFile, ...]
+    directories: tuple[CopyableDirectory, ...]
+
+
+class CopyableDataset(ABC):
+    """A set of related files with one URN, copied and published together.
+
+    ``root`` is the origin URL, ``destination_root`` where it lands. A dataset
+    whose origin is a single file has ``destination_root`` equal to that file's
+    destination and ``is_file`` true; it cannot be mirrored with ``--delete``.
+    """
+
+    def __init__(self, urn: str, root: str, destination_root: str, *, is_file: bool = False):
+        self.urn = urn
+        self.root = root
+        self.destination_root = destination_root
+        self.is_file = is_file
+
+    @abstractmethod
+    def listing(self, cfg: CopyConfiguration) -> DatasetListing:
+        """The CopyableFiles and directories of this dataset (reads the origin only)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.urn!r} -> {self.destination_root!r})"

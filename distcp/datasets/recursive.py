@@ -1,0 +1,84 @@
+"""RecursiveCopyableDataset: every file and directory under one origin root."""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+
+from distcp import fs as fsutil
+from distcp.configuration import CopyConfiguration
+from distcp.converters.base import Converter, build_chain, rename_through
+from distcp.datasets.base import CopyableDataset, DatasetListing
+from distcp.model import CopyableDirectory, CopyableFile, FileStatus
+
+#: The file set of a dataset that is published as one unit.
+WHOLE = "all"
+
+
+class RecursiveCopyableDataset(CopyableDataset):
+    """One file set holding everything under ``root``, filtered by include/exclude."""
+
+    def listing(self, cfg: CopyConfiguration) -> DatasetListing:
+        fs, root = fsutil.filesystem(self.root, cfg.src_options)
+        chain = build_chain(cfg.converters, cfg.converter_options)
+        if self.is_file:
+            origin = fsutil.status(fs, fs.info(root))
+            return DatasetListing((self._file(origin, self.destination_root, chain, cfg),), ())
+        files: list[CopyableFile] = []
+        dirs: list[CopyableDirectory] = []
+        for path, info in fsutil.walk(fs, root):
+            rel = fsutil.relpath(path, root)
+            origin = fsutil.status(fs, info)
+            dest = fsutil.join(self.destination_root, rel)
+            if origin.is_dir:
+                dirs.append(self._directory(origin, dest, cfg))
+            elif selected(rel, cfg.include, cfg.exclude):
+                files.append(self._file(origin, dest, chain, cfg))
+        if cfg.include or cfg.exclude:
+            dirs = _dirs_holding(dirs, files) if cfg.include else dirs
+        return DatasetListing(tuple(files), tuple(dirs))
+
+    def _file(self, origin: FileStatus, dest: str, chain: list[Converter],
+              cfg: CopyConfiguration) -> CopyableFile:
+        p = cfg.preserve
+        return CopyableFile(
+            origin=origin,
+            destination=rename_through(chain, dest),
+            dataset_urn=self.urn,
+            file_set=WHOLE,
+            mode=origin.mode if "p" in p else None,
+            owner=origin.owner if "u" in p else None,
+            group=origin.group if "g" in p else None,
+            preserve=p,
+            converters=cfg.converters,
+        )
+
+    def _directory(self, origin: FileStatus, dest: str, cfg: CopyConfiguration) -> CopyableDirectory:
+        mode = origin.mode if "p" in cfg.preserve else None
+        mtime = origin.mtime if "t" in cfg.preserve else None
+        return CopyableDirectory(origin, dest, self.urn, WHOLE, mode, mtime)
+
+
+def selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """rclone-like filters: a pattern with "/" matches the relative path, else the name.
+
+    Exclude wins over include; with any include pattern, a file must match one.
+    """
+    def hit(pattern: str) -> bool:
+        target = rel if "/" in pattern else posixpath.basename(rel)
+        return fnmatch.fnmatchcase(target, pattern.strip("/"))
+
+    if any(hit(p) for p in exclude):
+        return False
+    return not include or any(hit(p) for p in include)
+
+
+def _dirs_holding(dirs: list[CopyableDirectory], files: list[CopyableFile]) -> list[CopyableDirectory]:
+    """Keep only directories that are ancestors of a selected file."""
+    needed: set[str] = set()
+    for f in files:
+        parent = posixpath.dirname(f.destination)
+        while parent and parent not in needed:
+            needed.add(parent)
+            parent = posixpath.dirname(parent)
+    return [d for d in dirs if d.destination in needed]

@@ -1,0 +1,86 @@
+"""The DistcpError tree.
+
+Errors are picklable (they cross from Spark executors to the driver inside task
+results) and classified by behaviour: ``retryable`` says whether trying the same
+file again can help, the rule rclone and Hadoop DistCp both follow.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class DistcpError(Exception):
+    """Base of every error pydistcp raises on purpose."""
+
+    def __init__(self, message: str, **attrs: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.attrs = attrs
+        for key, value in attrs.items():
+            setattr(self, key, value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Default exception pickling passes only args; keyword attributes would be lost.
+        return (_rebuild, (type(self), self.message, self.attrs))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild(cls: type[DistcpError], message: str, attrs: dict[str, Any]) -> DistcpError:
+    return cls(message, **attrs)
+
+
+class ConfigurationError(DistcpError, ValueError):
+    """A flag, option or job file is wrong; the CLI turns it into a usage error."""
+
+
+class PluginError(DistcpError, LookupError):
+    """A plugin name is unknown, taken twice, or its module does not import."""
+
+
+class PlanningError(DistcpError):
+    """The copy cannot be planned: missing source, destination inside source, ..."""
+
+
+class DuplicateDestinationError(PlanningError):
+    """Two origin files would be written to the same destination path."""
+
+
+class JavaMissingError(DistcpError):
+    """Spark cannot start because no suitable Java runtime was found."""
+
+
+class CopyError(DistcpError):
+    """One file could not be copied; carried back to the driver as data."""
+
+    retryable: ClassVar[bool] = False
+
+
+class SourceReadError(CopyError):
+    """Reading the origin failed (vanished, unreadable, changed while copying)."""
+
+    retryable = True
+
+
+class DestinationWriteError(CopyError):
+    """Writing the staged copy failed (no permission, disk full, ...)."""
+
+    retryable = True
+
+
+class ConversionError(CopyError):
+    """A converter rejected its input: corrupt gzip, wrong key, hostile archive."""
+
+
+class IntegrityError(CopyError):
+    """The staged bytes do not match what was read from the origin."""
+
+
+class PublishError(DistcpError):
+    """A file set could not be moved to its final place."""
+
+
+class StateError(DistcpError):
+    """A commit-log or state file is unreadable or corrupt."""

@@ -1,0 +1,106 @@
+"""fsspec glue: URLs to filesystems, listings to FileStatus, safe option display.
+
+Work units carry URLs and storage options, never filesystem objects (those do
+not survive pickling to executors); fsspec caches instances per process, so
+rebuilding one per call is cheap.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import fsspec
+from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
+
+from distcp.model import FileStatus
+
+#: Name of the hidden directory that holds staging, state and logs under a
+#: destination; Hadoop, Spark and Hive readers skip names starting with "." or "_".
+STATE_DIR_NAME = ".pydistcp"
+
+_SECRET_HINTS = ("secret", "password", "token", "passphrase", "session", "key")
+
+
+def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[AbstractFileSystem, str]:
+    """The filesystem for ``url`` and the path inside it."""
+    fs, path = fsspec.core.url_to_fs(url, **dict(options or {}))
+    return fs, path
+
+
+def is_local(fs: AbstractFileSystem) -> bool:
+    return isinstance(fs, LocalFileSystem)
+
+
+def to_url(fs: AbstractFileSystem, path: str) -> str:
+    """A URL that ``filesystem`` maps back to ``fs``; local paths stay plain paths."""
+    return path if is_local(fs) else fs.unstrip_protocol(path)
+
+
+def display(url: str) -> str:
+    """A URL as users typed it: without the ``file://`` prefix fsspec adds."""
+    return url[len("file://"):] if url.startswith("file://") else url
+
+
+def join(base: str, *parts: str) -> str:
+    return posixpath.join(base, *parts) if parts else base
+
+
+def relpath(path: str, root: str) -> str:
+    root = root.rstrip("/")
+    if path == root:
+        return ""
+    if not path.startswith(root + "/"):
+        raise ValueError(f"{path} is not under {root}")
+    return path[len(root) + 1:]
+
+
+def status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
+    """A FileStatus from an fsspec ``info``/``find(detail=True)`` entry."""
+    mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or 0.0
+    if not isinstance(mtime, (int, float)):
+        mtime = mtime.timestamp()
+    mode = info.get("mode")
+    return FileStatus(
+        url=to_url(fs, info["name"]),
+        size=int(info.get("size") or 0),
+        mtime=float(mtime),
+        mode=int(mode) & 0o7777 if mode is not None else None,
+        owner=_name_of(info.get("uid"), "pwd"),
+        group=_name_of(info.get("gid"), "grp"),
+        is_dir=info.get("type") == "directory",
+    )
+
+
+def walk(fs: AbstractFileSystem, root: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every file and directory below ``root`` (not ``root`` itself), skipping state dirs."""
+    listing = fs.find(root, withdirs=True, detail=True)
+    for path, info in sorted(listing.items()):
+        path = path.rstrip("/")
+        rel = relpath(path, root)
+        if rel and STATE_DIR_NAME not in rel.split("/"):
+            yield path, info
+
+
+def redact(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Storage options safe to print: values of secret-looking keys hidden."""
+    return {
+        k: "***" if any(h in k.lower() for h in _SECRET_HINTS) else v for k, v in options.items()
+    }
+
+
+def _name_of(ident: Any, module: str) -> str | None:
+    if ident is None:
+        return None
+    try:
+        if module == "pwd":
+            import pwd
+
+            return pwd.getpwuid(int(ident)).pw_name
+        import grp
+
+        return grp.getgrgid(int(ident)).gr_name
+    except (KeyError, ValueError, ImportError):
+        return str(ident)

@@ -1,0 +1,79 @@
+"""DRIVER: find datasets, list origin and target, and plan. Reads only.
+
+The only effect of this module is reading listings; everything it decides is
+done by the pure functions of ``planning``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from distcp import fs as fsutil
+from distcp.configuration import CopyConfiguration
+from distcp.datasets.base import CopyableDataset
+from distcp.errors import ConfigurationError, PlanningError
+from distcp.model import FileStatus
+from distcp.planning import DatasetPlan, Plan, check_duplicates, plan_dataset
+from distcp.registry import FINDERS
+
+
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    datasets: tuple[CopyableDataset, ...]
+
+
+def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
+    finder = FINDERS.get("glob" if cfg.dataset_glob else "single")(cfg)
+    datasets = list(finder.find())
+    if cfg.delete and any(d.is_file for d in datasets):
+        raise ConfigurationError(
+            "--delete mirrors directories; a file source has nothing to mirror")
+    return datasets
+
+
+def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileStatus]:
+    """What the destination already has under the dataset's destination root."""
+    fs, root = fsutil.filesystem(dataset.destination_root, cfg.dst_options)
+    try:
+        info = fs.info(root)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise PlanningError(f"cannot list destination {dataset.destination_root}: {exc}") from exc
+    if info["type"] != "directory":
+        if dataset.is_file:
+            st = fsutil.status(fs, info)
+            return {dataset.destination_root: st}
+        raise PlanningError(
+            f"cannot copy directory {fsutil.display(dataset.root)} onto file "
+            f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
+    if dataset.is_file:
+        return {dataset.destination_root: fsutil.status(fs, info)}
+    return {fsutil.to_url(fs, p): fsutil.status(fs, i) for p, i in fsutil.walk(fs, root)}
+
+
+def plan_all(cfg: CopyConfiguration, message: Callable[[str], None]) -> Planned:
+    """Find, list and plan every dataset of the run."""
+    datasets = find_datasets(cfg)
+    plans: list[DatasetPlan] = []
+    for ds in datasets:
+        message(f"listing {fsutil.display(ds.urn)}")
+        listing = ds.listing(cfg)
+        target = target_listing(ds, cfg)
+        plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
+                                  listing.directories, target,
+                                  overwrite=cfg.overwrite, delete=cfg.delete))
+    check_duplicates(plans)
+    return Planned(Plan(tuple(plans)), tuple(datasets))
+
+
+def state_root(cfg: CopyConfiguration, datasets: list[CopyableDataset] | tuple) -> str:
+    """``<DST>/.pydistcp``; for a single-file copy, beside the destination file."""
+    fs, dst = fsutil.filesystem(cfg.destination, cfg.dst_options)
+    if len(datasets) == 1 and datasets[0].is_file:
+        _, target = fsutil.filesystem(datasets[0].destination_root, cfg.dst_options)
+        dst = posixpath.dirname(target.rstrip("/")) or "/"
+    return fsutil.to_url(fs, fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME))

@@ -1,0 +1,137 @@
+"""The values that travel between planning, Spark executors and the commit log.
+
+Every type here is a frozen, slotted dataclass of plain fields (str, int, float,
+tuples of the same) so it pickles cheaply and identically in every process; none
+holds a filesystem object, handle or client. Executors rebuild those from URLs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["ok", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """What a listing knows about one origin file or directory."""
+
+    url: str
+    size: int
+    mtime: float
+    mode: int | None = None
+    owner: str | None = None
+    group: str | None = None
+    checksum: str | None = None
+    is_dir: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CopyableFile:
+    """Everything an executor needs to copy one file, and the publisher to place it.
+
+    ``destination`` is the final URL after converter renames; ``mode``/``owner``/
+    ``group`` are the wanted attributes (None: leave the filesystem's default).
+    """
+
+    origin: FileStatus
+    destination: str
+    dataset_urn: str
+    file_set: str
+    mode: int | None = None
+    owner: str | None = None
+    group: str | None = None
+    preserve: str = "pt"
+    converters: tuple[str, ...] = ()
+
+    @property
+    def guid(self) -> str:
+        """sha1 of origin url, length, mtime and checksum: stable across runs.
+
+        Two CopyableFiles with the same guid describe the same origin bytes, which
+        is what lets a later run reuse a copy that was staged but not published.
+        """
+        o = self.origin
+        key = f"{o.url}\x00{o.size}\x00{o.mtime!r}\x00{o.checksum or ''}"
+        return hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CopyableDirectory:
+    """A directory to reproduce at the destination (empty ones included)."""
+
+    origin: FileStatus
+    destination: str
+    dataset_urn: str
+    file_set: str
+    mode: int | None = None
+    mtime: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileSet:
+    """The unit published whole or not at all, e.g. one partition of one dataset."""
+
+    dataset_urn: str
+    name: str
+    destination_root: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.dataset_urn, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One byte range of a file that is copied by several tasks."""
+
+    index: int
+    count: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkUnit:
+    """What one Spark task does: several small files packed together, or one split."""
+
+    unit_id: int
+    files: tuple[CopyableFile, ...]
+    split: Split | None = None
+
+    @property
+    def size(self) -> int:
+        return self.split.length if self.split else sum(f.origin.size for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """One output file of one task attempt, success or failure, as data.
+
+    A converter that expands an archive yields several results for one origin
+    (same ``guid``, different ``destination``). Failures carry the error's type
+    name and message because Spark would carry an exception only as a string.
+    """
+
+    guid: str
+    unit_id: int
+    attempt: str
+    origin: str
+    destination: str
+    dataset_urn: str
+    file_set: str
+    status: Status
+    staging: str = ""
+    bytes_read: int = 0
+    bytes_written: int = 0
+    checksum: str = ""
+    error_type: str = ""
+    message: str = ""
+    retryable: bool = False
+    mode: int | None = field(default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"

@@ -1,0 +1,139 @@
+"""Pure planning: what each dataset wants + what the target has -> a Plan.
+
+No I/O here: listings come in as values, the plan goes out as a value, so every
+rule (skip, overwrite, delete, duplicate targets) is unit-tested with literals.
+The shape follows Hadoop DistCp's listing: validate, build, then check that no
+two files share a destination.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from distcp.errors import DuplicateDestinationError, PlanningError
+from distcp.fs import display
+from distcp.model import CopyableDirectory, CopyableFile, FileStatus
+
+#: Two mtimes closer than this are equal (float seconds lose sub-microsecond bits).
+MTIME_TOLERANCE_S = 1e-3
+
+
+@dataclass(frozen=True)
+class Action:
+    """One planned decision about a file, with the reason shown by --dry-run."""
+
+    file: CopyableFile
+    reason: str
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    urn: str
+    destination_root: str
+    copy: tuple[Action, ...]
+    skip: tuple[Action, ...]
+    delete: tuple[str, ...]
+    directories: tuple[CopyableDirectory, ...]
+
+    @property
+    def bytes_to_copy(self) -> int:
+        return sum(a.file.origin.size for a in self.copy)
+
+
+@dataclass(frozen=True)
+class Plan:
+    datasets: tuple[DatasetPlan, ...]
+
+    @property
+    def files_to_copy(self) -> list[CopyableFile]:
+        return [a.file for d in self.datasets for a in d.copy]
+
+    @property
+    def bytes_to_copy(self) -> int:
+        return sum(d.bytes_to_copy for d in self.datasets)
+
+
+def plan_dataset(
+    urn: str,
+    destination_root: str,
+    files: Iterable[CopyableFile],
+    directories: Iterable[CopyableDirectory],
+    target: Mapping[str, FileStatus],
+    *,
+    overwrite: bool = False,
+    delete: bool = False,
+) -> DatasetPlan:
+    """Decide copy/skip for each file and, with ``delete``, what to remove."""
+    copy: list[Action] = []
+    skip: list[Action] = []
+    dirs = tuple(directories)
+    for f in files:
+        existing = target.get(f.destination)
+        if existing is not None and existing.is_dir:
+            raise PlanningError(
+                f"cannot replace directory {display(f.destination)} with file "
+                f"{display(f.origin.url)}", path=f.destination)
+        reason, wanted = decide(f, existing, overwrite)
+        (copy if wanted else skip).append(Action(f, reason))
+    for d in dirs:
+        existing = target.get(d.destination)
+        if existing is not None and not existing.is_dir:
+            raise PlanningError(
+                f"cannot replace file {display(d.destination)} with directory "
+                f"{display(d.origin.url)}", path=d.destination)
+    doomed = _extras(target, [a.file for a in copy + skip], dirs) if delete else ()
+    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs)
+
+
+def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool) -> tuple[str, bool]:
+    """(reason, copy?) for one file against what the target has at its destination."""
+    if existing is None:
+        return "new", True
+    if overwrite:
+        return "--overwrite", True
+    o = f.origin
+    same_mtime = abs(existing.mtime - o.mtime) <= MTIME_TOLERANCE_S
+    if f.converters:
+        if "t" in f.preserve and same_mtime:
+            return "converted copy with the same mtime exists", False
+        return "converted copy is older or differs", True
+    if o.checksum and existing.checksum:
+        if o.checksum == existing.checksum and o.size == existing.size:
+            return "same checksum", False
+        return "checksum differs", True
+    if existing.size != o.size:
+        return "size differs", True
+    if "t" in f.preserve:
+        return ("same size and mtime", False) if same_mtime else ("mtime differs", True)
+    if existing.mtime >= o.mtime:
+        return "same size, destination not older", False
+    return "source is newer", True
+
+
+def _extras(target: Mapping[str, FileStatus], kept: list[CopyableFile],
+            dirs: tuple[CopyableDirectory, ...]) -> tuple[str, ...]:
+    """Target entries that the dataset does not have; deepest first."""
+    keep = {f.destination for f in kept} | {d.destination for d in dirs}
+    for f in kept:
+        parent = posixpath.dirname(f.destination)
+        while parent and parent not in keep:
+            keep.add(parent)
+            parent = posixpath.dirname(parent)
+    extras = [url for url in target if url not in keep]
+    return tuple(sorted(extras, key=lambda u: (-u.count("/"), u)))
+
+
+def check_duplicates(plans: Iterable[DatasetPlan]) -> None:
+    """Refuse two origin files that map to one destination (DistCp's final check)."""
+    seen: dict[str, CopyableFile] = {}
+    for p in plans:
+        for a in p.copy + p.skip:
+            other = seen.setdefault(a.file.destination, a.file)
+            if other is not a.file:
+                raise DuplicateDestinationError(
+                    f"two sources map to {display(a.file.destination)}: "
+                    f"{display(other.origin.url)} and {display(a.file.origin.url)}",
+                    path=a.file.destination,
+                )

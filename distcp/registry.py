@@ -1,0 +1,90 @@
+"""Name -> plugin class, lazily imported, extensible through entry points.
+
+Shaped after fsspec's registry: built-ins are "module:Class" strings so that
+importing pydistcp imports no plugin, third parties register through the
+``pydistcp.<family>`` entry-point group, and an unknown name lists the known ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+from distcp.errors import PluginError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Plugins of one family (finders, datasets, converters, publishers)."""
+
+    def __init__(self, family: str, base: str) -> None:
+        self.family = family
+        self.base = base
+        self._targets: dict[str, type[T] | str] = {}
+        self._entry_points_loaded = False
+
+    def register(self, name: str, target: type[T] | str, *, clobber: bool = False) -> None:
+        """Register ``target`` (a class or "module:Class") under ``name``."""
+        if name in self._targets and not clobber and self._targets[name] != target:
+            raise PluginError(
+                f"{self.family} plugin {name!r} is already registered; pass clobber=True "
+                "to replace it",
+                name=name,
+            )
+        self._targets[name] = target
+
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted(self._targets)
+
+    def get(self, name: str) -> type[T]:
+        """The class registered under ``name``, importing it on first use."""
+        self._load_entry_points()
+        if name not in self._targets:
+            known = ", ".join(self.names()) or "none"
+            raise PluginError(
+                f"unknown {self.family} plugin {name!r}; known: {known}. Third-party "
+                f"plugins register in the entry-point group 'pydistcp.{self.family}'",
+                name=name,
+            )
+        target = self._targets[name]
+        if isinstance(target, str):
+            target = _import(target, self.family, name)
+            self._targets[name] = target
+        return target
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        self._entry_points_loaded = True
+        for ep in entry_points(group=f"pydistcp.{self.family}"):
+            self._targets.setdefault(ep.name, ep.value)
+
+
+def _import(target: str, family: str, name: str) -> type:
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError) as exc:
+        raise PluginError(
+            f"{family} plugin {name!r} ({target}) cannot be imported: {exc}; "
+            "is the package that provides it installed?",
+            name=name,
+        ) from exc
+
+
+FINDERS: Registry = Registry("finders", "distcp.finders.base:DatasetsFinder")
+DATASETS: Registry = Registry("datasets", "distcp.datasets.base:CopyableDataset")
+CONVERTERS: Registry = Registry("converters", "distcp.converters.base:Converter")
+PUBLISHERS: Registry = Registry("publishers", "distcp.publishers.base:Publisher")
+
+# Built-in tables, kept sorted.
+for _name, _target in (
+    ("glob", "distcp.finders.glob:GlobDatasetsFinder"),
+    ("single", "distcp.finders.single:SingleRootFinder"),
+):
+    FINDERS.register(_name, _target)
+DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")
+PUBLISHERS.register("rename", "distcp.publishers.rename:RenamePublisher")

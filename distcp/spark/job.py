@@ -1,0 +1,200 @@
+"""DRIVER: plan, run the WorkUnits on Spark, collect TaskResults, commit.
+
+The driver holds metadata only: work units travel as pickled rows of a
+DataFrame and come back as pickled TaskResults; no file byte passes through
+here. Executors run ``distcp.task.run_batches`` through ``mapInArrow`` (not
+RDDs), so the same job runs on Spark Connect and on clusters without RDD access.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from functools import partial
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp.callbacks import DEFAULT_CALLBACK, Callback
+from distcp.configuration import CopyConfiguration
+from distcp.errors import PlanningError
+from distcp.listing import plan_all, state_root
+from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.packing import pack, unit_count
+from distcp.publish import publish_plan
+from distcp.spark.session import default_parallelism, spark_session
+from distcp.summary import Summary
+from distcp.task import TaskSpec, run_batches
+
+UNIT_SCHEMA = "unit_id long, payload binary"
+RESULT_SCHEMA = "unit_id long, results binary"
+
+
+def new_job_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> Summary:
+    """One whole run: plan, copy on Spark, publish per file set, summarise."""
+    start = time.monotonic()
+    summary = Summary(job_id=new_job_id(), dry_run=cfg.dry_run)
+    planned = plan_all(cfg, callback.message)
+    plan = planned.plan
+    summary.phases["plan_s"] = round(time.monotonic() - start, 3)
+    summary.datasets = len(plan.datasets)
+    summary.files_skipped = sum(len(d.skip) for d in plan.datasets)
+    if cfg.dry_run:
+        return _dry_run(summary, plan, start)
+    spec = _task_spec(cfg, summary.job_id, state_root(cfg, planned.datasets))
+    files = plan.files_to_copy
+    results: list[TaskResult] = []
+    if files:
+        _prepare_staging(spec, cfg)
+        results = _copy_on_spark(cfg, spec, files, callback, summary)
+    callback.message("publishing") if files else None
+    t = time.monotonic()
+    publish_plan(plan, results, spec, summary)
+    summary.phases["publish_s"] = round(time.monotonic() - t, 3)
+    _cleanup(spec)
+    summary.duration_s = round(time.monotonic() - start, 3)
+    return summary
+
+
+def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
+                   callback: Callback, summary: Summary) -> list[TaskResult]:
+    t = time.monotonic()
+    log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
+    summary.log_file = log_file
+    callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
+    with spark_session(cfg.master, dict(cfg.spark_conf), log_file) as spark:
+        summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
+        cores = cfg.parallelism or default_parallelism(spark)
+        units = pack(files, unit_count(len(files), cores), cfg.file_cost)
+        callback.set_size(len(files), sum(f.origin.size for f in files))
+        t = time.monotonic()
+        results = run_units(spark, units, spec, callback)
+        summary.phases["copy_s"] = round(time.monotonic() - t, 3)
+        callback.close()
+    return results
+
+
+def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
+              callback: Callback = DEFAULT_CALLBACK) -> list[TaskResult]:
+    """One Spark job, one task per WorkUnit; a failed job fails its files as data."""
+    key = "spark.sql.leafNodeDefaultParallelism"
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, str(len(units)))  # one partition, hence one task, per unit
+    try:
+        df = spark.createDataFrame([(u.unit_id, pickle.dumps(u)) for u in units], UNIT_SCHEMA)
+        mapped = df.mapInArrow(partial(run_batches, spec), RESULT_SCHEMA)
+        stop = threading.Event()
+        poller = threading.Thread(target=_poll_progress, args=(spec, callback, stop), daemon=True)
+        poller.start()
+        try:
+            rows = mapped.collect()
+        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
+            return _job_failed(units, exc)
+        finally:
+            stop.set()
+            poller.join()
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
+    results = [r for row in rows for r in pickle.loads(row["results"])]
+    callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
+    return results
+
+
+def _job_failed(units: Iterable[WorkUnit], exc: BaseException) -> list[TaskResult]:
+    text = str(exc).strip().splitlines()
+    reason = next((line for line in text if "Error" in line or "Exception" in line),
+                  text[0] if text else type(exc).__name__)[:300]
+    return [TaskResult(guid=f.guid, unit_id=u.unit_id, attempt="", origin=f.origin.url,
+                       destination=f.destination, dataset_urn=f.dataset_urn,
+                       file_set=f.file_set, status="failed", error_type="SparkJobError",
+                       message=f"{fsutil.display(f.origin.url)}: Spark job failed: {reason}")
+            for u in units for f in u.files]
+
+
+def _poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) -> None:
+    """Sum the tasks' progress files about twice a second until the job ends."""
+    fs, root = fsutil.filesystem(spec.progress_root, spec.dst_options)
+    while not stop.wait(0.5):
+        per_unit: dict[str, tuple[int, int]] = {}
+        try:
+            paths = fs.ls(root, detail=False)
+            for path in paths:
+                data = json.loads(fs.cat_file(path))
+                unit = path.rsplit("/", 1)[-1].split("-", 1)[0]
+                per_unit[unit] = max(per_unit.get(unit, (0, 0)), (data["files"], data["bytes"]))
+        except (OSError, ValueError, KeyError):
+            continue  # a file being rewritten, or none yet
+        callback.update(sum(f for f, _ in per_unit.values()), sum(b for _, b in per_unit.values()))
+
+
+def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
+    return TaskSpec(
+        job_id=job_id,
+        staging_root=fsutil.join(root, "staging", job_id),
+        progress_root=fsutil.join(root, "progress", job_id),
+        buffer_size=cfg.buffer_size,
+        verify=cfg.verify,
+        src_options=dict(cfg.src_options),
+        dst_options=dict(cfg.dst_options),
+        converter_options=cfg.converter_options,
+    )
+
+
+def _prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
+    """Fail fast, with one clear line, when the destination cannot take any write."""
+    for url in (spec.staging_root, spec.progress_root):
+        fs, path = fsutil.filesystem(url, spec.dst_options)
+        try:
+            fs.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise PlanningError(
+                f"cannot write to destination {fsutil.display(cfg.destination)}: "
+                f"{exc.strerror or exc}", path=cfg.destination) from exc
+
+
+def _cleanup(spec: TaskSpec) -> None:
+    """Remove this job's staging and progress; then the state dirs if left empty."""
+    for url in (spec.staging_root, spec.progress_root):
+        fs, path = fsutil.filesystem(url, spec.dst_options)
+        try:
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
+            for parent in (os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+                if fs.exists(parent) and not fs.ls(parent):
+                    fs.rmdir(parent)
+        except OSError:
+            pass  # leftovers of a failed cleanup are swept by the next run
+
+
+def _dry_run(summary: Summary, plan: Any, start: float) -> Summary:
+    for d in plan.datasets:
+        for a in d.copy:
+            summary.plan.append({"action": "copy", "path": a.file.destination, "reason": a.reason})
+        for a in d.skip:
+            summary.plan.append({"action": "skip", "path": a.file.destination, "reason": a.reason})
+        for url in d.delete:
+            summary.plan.append({"action": "delete", "path": url, "reason": "not in source"})
+    summary.files_copied = len(plan.files_to_copy)
+    summary.bytes_copied = plan.bytes_to_copy
+    summary.files_deleted = sum(len(d.delete) for d in plan.datasets)
+    summary.duration_s = round(time.monotonic() - start, 3)
+    return summary
+
+
+def _log_dir(cfg: CopyConfiguration) -> str:
+    if cfg.log_dir:
+        return cfg.log_dir
+    base = os.environ.get("PYDISTCP_LOG_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pydistcp", "logs")
+    return base

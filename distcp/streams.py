@@ -1,0 +1,31 @@
+"""FileAwareInputStream: a readable binary stream plus the file it belongs to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from distcp.model import CopyableFile
+
+
+@dataclass(frozen=True)
+class FileAwareInputStream:
+    """One stream on its way to the writer.
+
+    ``destination`` starts as the CopyableFile's destination and is rewritten by
+    converters (``x.gz`` -> ``x``; an archive entry -> ``<dir>/<entry>``).
+    ``mode``/``mtime`` describe this output when a converter knows them (archive
+    entries), else None and the writer applies the origin's preserved attributes.
+    The stream may raise a ``ConversionError`` from ``read()`` (at the latest at
+    EOF) or ``close()``: that is how a converter reports input it must reject.
+    """
+
+    file: CopyableFile
+    stream: BinaryIO
+    destination: str
+    mode: int | None = None
+    mtime: float | None = None
+
+    @classmethod
+    def of(cls, file: CopyableFile, stream: BinaryIO) -> FileAwareInputStream:
+        return cls(file=file, stream=stream, destination=file.destination)

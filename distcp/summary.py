@@ -1,0 +1,68 @@
+"""The outcome of a run: what the CLI prints, ``--summary-json`` writes and
+``distcp.copy`` returns."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from distcp.callbacks import human_bytes
+
+
+@dataclass(frozen=True)
+class Failure:
+    path: str
+    error: str
+
+
+@dataclass
+class Summary:
+    """Counts of one run. ``ok`` is true only when nothing failed."""
+
+    job_id: str = ""
+    files_copied: int = 0
+    files_skipped: int = 0
+    files_failed: int = 0
+    files_deleted: int = 0
+    files_not_published: int = 0
+    bytes_copied: int = 0
+    directories_created: int = 0
+    datasets: int = 0
+    duration_s: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    dry_run: bool = False
+    plan: list[dict[str, str]] = field(default_factory=list)
+    log_file: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.files_failed == 0
+
+    @property
+    def throughput(self) -> float:
+        copy = self.phases.get("copy_s") or self.duration_s
+        return self.bytes_copied / copy if copy > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["throughput_bytes_per_s"] = round(self.throughput, 1)
+        data["ok"] = self.ok
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    def render(self) -> str:
+        """The human summary printed at the end of a run."""
+        verb = "would copy" if self.dry_run else "copied"
+        lines = [
+            f"{verb} {self.files_copied} files ({human_bytes(self.bytes_copied)}), "
+            f"skipped {self.files_skipped}, failed {self.files_failed}, "
+            f"deleted {self.files_deleted} in {self.duration_s:.1f}s"
+            + (f" ({human_bytes(self.throughput)}/s)" if self.bytes_copied else ""),
+        ]
+        if self.files_not_published:
+            lines.append(f"not published (their file set failed): {self.files_not_published} files")
+        return "\n".join(lines)

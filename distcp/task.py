@@ -1,0 +1,201 @@
+"""EXECUTOR: run one WorkUnit and return its results as data.
+
+Spark carries an executor exception to the driver only as a traceback string,
+so every per-file failure becomes a failed TaskResult naming the file and the
+cause. This module must import without pyspark (it runs in plain processes in
+tests and on executors whose PySpark is only the worker side).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp.converters.base import ConverterOptions, build_chain, chain
+from distcp.errors import CopyError, SourceReadError
+from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.streams import FileAwareInputStream
+from distcp.writer import SourceReader, apply_attributes, write_staged
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """The slice of the configuration every task needs; secrets stay out of repr."""
+
+    job_id: str
+    staging_root: str
+    progress_root: str
+    buffer_size: int = 8 << 20
+    verify: str = "digest"
+    src_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    converter_options: ConverterOptions = field(default_factory=ConverterOptions)
+
+
+def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
+    """Copy every file of ``unit`` into this attempt's private staging directory."""
+    staging_dir = fsutil.join(spec.staging_root, f"u{unit.unit_id}-{attempt}")
+    fs, path = fsutil.filesystem(staging_dir, spec.dst_options)
+    fs.makedirs(path, exist_ok=True)
+    buffer = bytearray(spec.buffer_size)
+    progress = Progress(spec, unit.unit_id, attempt)
+    results: list[TaskResult] = []
+    for index, file in enumerate(unit.files):
+        results.extend(copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, buffer))
+        progress.advance(file.origin.size)
+    progress.flush()
+    return results
+
+
+def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
+              spec: TaskSpec, buffer: bytearray) -> list[TaskResult]:
+    """Stage every output of one origin file; on any failure, stage nothing of it."""
+    base = dict(guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
+                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    done: list[TaskResult] = []
+    reader: SourceReader | None = None
+    try:
+        reader = open_source(file, spec)
+        converters = build_chain(file.converters, spec.converter_options)
+        outputs = chain(converters, FileAwareInputStream.of(file, reader))  # type: ignore[arg-type]
+        for n, out in enumerate(outputs):
+            done.append(_stage_output(out, file, base, f"{staging_dir}/{index}-{n}", spec, buffer))
+        _check_unchanged(file, reader, spec)
+        if done:
+            done[0] = replace(done[0], bytes_read=reader.count)
+    except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
+        _discard_results(done, spec)
+        return [TaskResult(**base, destination=file.destination, status="failed",
+                           error_type=type(exc).__name__, message=_message(exc, file),
+                           retryable=getattr(exc, "retryable", False),
+                           bytes_read=reader.count if reader else 0)]
+    finally:
+        if reader is not None and not reader.closed:
+            reader.close()
+    return done
+
+
+def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str, Any],
+                  staging_url: str, spec: TaskSpec, buffer: bytearray) -> TaskResult:
+    if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
+        return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode)
+    staged = write_staged(out.stream, staging_url, spec.dst_options, buffer, spec.verify)
+    mtime = out.mtime if out.mtime is not None else file.origin.mtime
+    apply_attributes(staging_url, spec.dst_options,
+                     mode=out.mode if out.mode is not None else file.mode,
+                     mtime=mtime if "t" in file.preserve else None,
+                     owner=file.owner, group=file.group)
+    return TaskResult(**base, destination=out.destination, status="ok", staging=staging_url,
+                      bytes_written=staged.size, checksum=staged.checksum)
+
+
+def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
+    fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+    shown = fsutil.display(file.origin.url)
+    try:
+        if fsutil.is_local(fs):
+            raw: Any = open(path, "rb", buffering=0)
+        else:
+            raw = fs.open(path, "rb", block_size=spec.buffer_size)
+    except FileNotFoundError as exc:
+        raise SourceReadError(f"source vanished since listing: {shown}", path=shown) from exc
+    except IsADirectoryError as exc:
+        raise SourceReadError(f"source became a directory: {shown}", path=shown) from exc
+    except PermissionError as exc:
+        raise SourceReadError(f"cannot read {shown}: permission denied", path=shown) from exc
+    except OSError as exc:
+        raise SourceReadError(f"cannot open {shown}: {exc}", path=shown) from exc
+    return SourceReader(raw, file.origin.url)
+
+
+def _check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) -> None:
+    """Refuse a copy of a file that changed while it was read: never a mixed version."""
+    shown = fsutil.display(file.origin.url)
+    if not file.converters and reader.count != file.origin.size:
+        raise SourceReadError(f"source changed while copying: {shown} (listed "
+                              f"{file.origin.size} bytes, read {reader.count})", path=shown)
+    fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+    now = fsutil.status(fs, fs.info(path))
+    if now.size != file.origin.size or abs(now.mtime - file.origin.mtime) > 1e-3:
+        raise SourceReadError(f"source changed while copying: {shown}", path=shown)
+
+
+def _message(exc: BaseException, file: CopyableFile) -> str:
+    if isinstance(exc, CopyError):
+        return str(exc)
+    return f"{fsutil.display(file.origin.url)}: {type(exc).__name__}: {exc}"
+
+
+def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
+    for r in results:
+        if r.staging:
+            fs, path = fsutil.filesystem(r.staging, spec.dst_options)
+            try:
+                fs.rm_file(path)
+            except OSError:
+                pass
+
+
+class Progress:
+    """Publishes this attempt's counters for the driver's progress bar, at most 1/s.
+
+    A small JSON file on the destination filesystem works wherever executors
+    run (cluster, Spark Connect), unlike accumulators, which arrive only at
+    task end and may be applied twice on retries.
+    """
+
+    INTERVAL_S = 1.0
+
+    def __init__(self, spec: TaskSpec, unit_id: int, attempt: str) -> None:
+        self.url = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}.json")
+        self.options = spec.dst_options
+        self.files = 0
+        self.bytes = 0
+        self.last = time.monotonic()
+
+    def advance(self, nbytes: int) -> None:
+        self.files += 1
+        self.bytes += nbytes
+        if time.monotonic() - self.last >= self.INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        self.last = time.monotonic()
+        try:
+            fs, path = fsutil.filesystem(self.url, self.options)
+            fs.pipe_file(path, json.dumps({"files": self.files, "bytes": self.bytes}).encode())
+        except OSError:
+            pass  # progress is advisory; never fail a copy for it
+
+
+def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` entry point: pickled WorkUnits in, pickled TaskResults out."""
+    import pyarrow as pa
+
+    attempt = _attempt_id()
+    for batch in batches:
+        ids = batch.column("unit_id").to_pylist()
+        payloads = batch.column("payload").to_pylist()
+        out = [pickle.dumps(run_work_unit(pickle.loads(p), spec, attempt)) for p in payloads]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"]
+        )
+
+
+def _attempt_id() -> str:
+    """partition, attempt and stage: unique per task attempt (workers are reused, so no PID)."""
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+    except ImportError:
+        tc = None
+    if tc is None:
+        return f"local{os.getpid()}"
+    return f"s{tc.stageId()}p{tc.partitionId()}a{tc.attemptNumber()}"
