@@ -1,0 +1,110 @@
+"""The real ``pydistcp`` command, in a subprocess, on local Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, tree
+
+pytestmark = pytest.mark.e2e
+
+
+def make_tree(root: Path) -> None:
+    """Nested dirs, unicode/space names, a 0-byte file, empty dirs and mixed modes."""
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "empty" / "nested-empty").mkdir(parents=True)
+    (root / "a" / "b" / "c" / "deep.bin").write_bytes(os.urandom(3 << 20))
+    (root / "a" / "ünïcödé name.txt").write_text("grüße\n" * 100)
+    (root / "a" / "b" / "zero").write_bytes(b"")
+    (root / "top.csv").write_text("id,v\n1,2\n")
+    (root / "a" / "script.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "a" / "script.sh").chmod(0o750)
+    (root / "top.csv").chmod(0o444)
+    (root / "a" / "b").chmod(0o700)
+    for i, p in enumerate(sorted(root.rglob("*"), reverse=True)):
+        os.utime(p, (1_600_000_000 + i, 1_600_000_000 + i))
+
+
+def summary(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_tree_copy_is_identical_then_incremental(tmp_path: Path) -> None:
+    src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
+    make_tree(src)
+    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj))
+    assert first.returncode == 0, first.stderr
+    assert tree(dst) == tree(src)  # bytes, modes and mtimes, directories included
+    s = summary(sj)
+    total = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    assert (s["files_copied"], s["files_failed"], s["bytes_copied"]) == (5, 0, total)
+    assert {"files_skipped", "files_deleted", "duration_s", "failures"} <= set(s)
+    assert "copied 5 files" in first.stdout
+    assert "Exception" not in first.stderr and "WARN" not in first.stderr + first.stdout
+
+    again = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert (summary(sj)["files_copied"], summary(sj)["files_skipped"]) == (0, 5)
+    assert not (dst / "src").exists()  # a rerun never nests DST/SRC
+
+    (src / "top.csv").chmod(0o644)
+    (src / "top.csv").write_text("id,v\n1,3\n")
+    third = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress")
+    assert third.returncode == 0, third.stderr
+    assert summary(sj)["files_copied"] == 1
+    assert (dst / "top.csv").read_text() == "id,v\n1,3\n"
+    assert tree(dst) == tree(src)
+
+
+def test_dry_run_changes_nothing_and_delete_mirrors(tmp_path: Path) -> None:
+    src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
+    src.mkdir()
+    (src / "keep.txt").write_text("k")
+    dst.mkdir()
+    (dst / "keep.txt").write_text("k")
+    os.utime(dst / "keep.txt", (os.stat(src / "keep.txt").st_mtime,) * 2)
+    (dst / "old").mkdir()
+    (dst / "old" / "stale.txt").write_text("s")
+    before = tree(dst)
+
+    dry = run_cli("copy", str(src), str(dst), "--delete", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"delete {dst / 'old' / 'stale.txt'}  (not in source)" in dry.stdout
+    assert f"skip   {dst / 'keep.txt'}  (same size and mtime)" in dry.stdout
+    assert tree(dst) == before
+
+    real = run_cli("copy", str(src), str(dst), "--delete", "--summary-json", str(sj))
+    assert real.returncode == 0, real.stderr
+    assert sorted(p.name for p in dst.iterdir() if p.name != ".pydistcp") == ["keep.txt"]
+    assert summary(sj)["files_deleted"] == 2  # the file and its directory
+
+
+def test_glob_datasets_land_at_their_relative_paths(tmp_path: Path) -> None:
+    wh, out = tmp_path / "warehouse", tmp_path / "out"
+    for db, table in [("sales", "orders"), ("sales", "items"), ("hr", "people")]:
+        part = wh / db / "tables" / table / "dt=2026-01-01"
+        part.mkdir(parents=True)
+        (part / "part-0.parquet").write_bytes(os.urandom(1000))
+    (wh / "sales" / "scratch").mkdir()
+    (wh / "sales" / "scratch" / "tmp").write_text("not a dataset")
+    r = run_cli("copy", str(wh), str(out), "--dataset-glob", "*/tables/*", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    got = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
+    assert got == ["hr/tables/people/dt=2026-01-01/part-0.parquet",
+                   "sales/tables/items/dt=2026-01-01/part-0.parquet",
+                   "sales/tables/orders/dt=2026-01-01/part-0.parquet"]
+    assert not (out / "sales" / "scratch").exists()
+
+
+def test_non_tty_progress_prints_plain_lines(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(os.urandom(1000))
+    r = run_cli("copy", str(src), str(tmp_path / "dst"))
+    assert r.returncode == 0, r.stderr
+    assert "pydistcp: starting Spark (local[*])" in r.stdout
+    assert "100% 1/1 files" in r.stdout and "\r" not in r.stdout

@@ -1,0 +1,53 @@
+"""Values that travel to executors survive pickling, and guids are stable."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+from pyspark import cloudpickle
+
+from distcp.errors import ConversionError, SourceReadError
+from distcp.model import CopyableDirectory, CopyableFile, FileStatus, Split, TaskResult, WorkUnit
+
+ORIGIN = FileStatus(url="/data/ü b.txt", size=10, mtime=1700000000.25, mode=0o640)
+FILE = CopyableFile(ORIGIN, "/dst/ü b.txt", "urn:x", "all", mode=0o640, converters=("gunzip",))
+VALUES = [
+    ORIGIN,
+    FILE,
+    CopyableDirectory(ORIGIN, "/dst", "urn:x", "all", 0o755, 1.5),
+    WorkUnit(3, (FILE, FILE), Split(0, 2, 0, 5)),
+    TaskResult(FILE.guid, 3, "s0p1a0", ORIGIN.url, FILE.destination, "urn:x", "all", "ok",
+               staging="/s/0-0", bytes_written=10, checksum="xxh3_128:ab"),
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+def test_model_values_round_trip(value: object, dumps) -> None:  # type: ignore[no-untyped-def]
+    assert pickle.loads(dumps(value)) == value
+
+
+def test_guid_is_stable_across_processes() -> None:
+    code = ("from distcp.model import *; o=FileStatus(url='/data/ü b.txt', size=10, "
+            "mtime=1700000000.25, mode=0o640); print(CopyableFile(o, '/elsewhere', 'u', 's').guid)")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == FILE.guid
+    assert len(FILE.guid) == 40
+
+
+def test_guid_changes_with_origin_length_mtime_and_checksum() -> None:
+    from dataclasses import replace
+
+    variants = [replace(ORIGIN, size=11), replace(ORIGIN, mtime=1.0), replace(ORIGIN, checksum="c"),
+                replace(ORIGIN, url="/data/other")]
+    guids = {replace(FILE, origin=o).guid for o in variants}
+    assert len(guids) == 4 and FILE.guid not in guids
+
+
+def test_errors_keep_their_attributes_through_pickle() -> None:
+    err = pickle.loads(pickle.dumps(ConversionError("cannot gunzip /a: bad CRC", path="/a")))
+    assert isinstance(err, ConversionError) and err.path == "/a" and str(err).endswith("bad CRC")
+    assert SourceReadError.retryable and not ConversionError.retryable

@@ -1,0 +1,88 @@
+"""Planning rules, tested with literal listings (no filesystem, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from distcp.errors import DuplicateDestinationError, PlanningError
+from distcp.model import CopyableDirectory, CopyableFile, FileStatus
+from distcp.packing import pack, unit_count
+from distcp.planning import check_duplicates, decide, plan_dataset
+
+
+def cf(name: str, size: int = 10, mtime: float = 100.0, preserve: str = "pt",
+       converters: tuple[str, ...] = (), dest: str | None = None) -> CopyableFile:
+    return CopyableFile(FileStatus(f"/src/{name}", size, mtime), dest or f"/dst/{name}", "u",
+                        "all", preserve=preserve, converters=converters)
+
+
+def st(size: int = 10, mtime: float = 100.0, is_dir: bool = False) -> FileStatus:
+    return FileStatus("/dst/x", size, mtime, is_dir=is_dir)
+
+
+@pytest.mark.parametrize("existing, overwrite, expected", [
+    (None, False, ("new", True)),
+    (st(), False, ("same size and mtime", False)),
+    (st(), True, ("--overwrite", True)),
+    (st(size=11), False, ("size differs", True)),
+    (st(mtime=99.0), False, ("mtime differs", True)),
+    (st(mtime=100.0004), False, ("same size and mtime", False)),
+])
+def test_decide_by_size_and_mtime(existing, overwrite, expected) -> None:  # type: ignore[no-untyped-def]
+    assert decide(cf("a"), existing, overwrite) == expected
+
+
+def test_without_preserved_mtime_a_newer_destination_of_same_size_is_kept() -> None:
+    assert decide(cf("a", preserve="p"), st(mtime=200.0), False)[1] is False
+    assert decide(cf("a", preserve="p"), st(mtime=50.0), False)[1] is True
+
+
+def test_checksums_decide_when_both_known() -> None:
+    from dataclasses import replace
+
+    f = cf("a")
+    f = replace(f, origin=replace(f.origin, checksum="c1"))
+    assert decide(f, replace(st(mtime=5.0), checksum="c1"), False) == ("same checksum", False)
+    assert decide(f, replace(st(), checksum="c2"), False) == ("checksum differs", True)
+
+
+def test_converted_file_is_skipped_only_when_its_mtime_matches() -> None:
+    f = cf("a.gz", converters=("gunzip",), dest="/dst/a")
+    assert decide(f, st(size=999), False)[1] is False
+    assert decide(f, st(size=999, mtime=1.0), False)[1] is True
+
+
+def test_delete_lists_only_extras_deepest_first() -> None:
+    target = {"/dst/a": st(), "/dst/old": st(), "/dst/gone": st(is_dir=True),
+              "/dst/gone/f": st(), "/dst/keep": st(is_dir=True)}
+    d = CopyableDirectory(FileStatus("/src/keep", 0, 0, is_dir=True), "/dst/keep", "u", "all")
+    plan = plan_dataset("u", "/dst", [cf("a")], [d], target, delete=True)
+    assert plan.delete == ("/dst/gone/f", "/dst/gone", "/dst/old")
+    assert [a.file.destination for a in plan.skip] == ["/dst/a"]
+    assert plan_dataset("u", "/dst", [cf("a")], [d], target).delete == ()
+
+
+def test_file_onto_directory_is_refused() -> None:
+    with pytest.raises(PlanningError, match="cannot replace directory /dst/a"):
+        plan_dataset("u", "/dst", [cf("a")], [], {"/dst/a": st(is_dir=True)})
+
+
+def test_two_sources_to_one_destination_are_refused_with_both_names() -> None:
+    p1 = plan_dataset("u1", "/dst", [cf("a")], [], {})
+    p2 = plan_dataset("u2", "/dst", [cf("b", dest="/dst/a")], [], {})
+    with pytest.raises(DuplicateDestinationError, match="/src/a and /src/b"):
+        check_duplicates([p1, p2])
+
+
+def test_packing_balances_bytes_plus_per_file_cost() -> None:
+    files = [cf(f"big{i}", size=100) for i in range(4)] + [cf(f"s{i}", size=1) for i in range(400)]
+    units = pack(files, 4, file_cost=1)
+    loads = [sum(f.origin.size + 1 for f in u.files) for u in units]
+    assert len(units) == 4 and max(loads) - min(loads) <= 101
+    assert sorted(f.origin.url for u in units for f in u.files) == sorted(f.origin.url for f in files)
+
+
+def test_task_count_follows_cores_not_files() -> None:
+    assert unit_count(20000, cores=2) == 4
+    assert unit_count(3, cores=8) == 3
+    assert pack([], 4, 1) == []

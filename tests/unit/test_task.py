@@ -1,0 +1,82 @@
+"""The executor side, run in-process on real local files (no Spark needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from distcp.checksum import digest_of_bytes
+from distcp.configuration import CopyConfiguration
+from distcp.listing import plan_all
+from distcp.model import WorkUnit
+from distcp.task import TaskSpec, run_work_unit
+
+
+def _unit(src: Path, dst: Path) -> tuple[WorkUnit, TaskSpec]:
+    cfg = CopyConfiguration.build([str(src)], str(dst))
+    files = plan_all(cfg, lambda m: None).plan.files_to_copy
+    spec = TaskSpec("job", str(dst / ".pydistcp/staging/job"), str(dst / ".pydistcp/progress/job"))
+    return WorkUnit(0, tuple(files)), spec
+
+
+def test_staged_copies_are_verified_and_carry_attributes(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.bin").write_bytes(os.urandom(300_000))
+    (src / "a.bin").chmod(0o600)
+    os.utime(src / "a.bin", (1_600_000_000.5, 1_600_000_000.5))
+    (src / "empty").write_bytes(b"")
+    unit, spec = _unit(src, tmp_path / "dst")
+    results = run_work_unit(unit, spec, attempt="t1")
+    assert all(r.ok for r in results), results
+    by_name = {Path(r.destination).name: r for r in results}
+    staged = Path(by_name["a.bin"].staging)
+    assert staged.read_bytes() == (src / "a.bin").read_bytes()
+    assert by_name["a.bin"].checksum == digest_of_bytes((src / "a.bin").read_bytes())
+    assert staged.stat().st_mode & 0o777 == 0o600
+    assert staged.stat().st_mtime == 1_600_000_000.5
+    assert "u0-t1" in str(staged)  # the attempt is part of the staging path
+    assert by_name["empty"].bytes_written == 0
+    assert not (tmp_path / "dst" / "a.bin").exists()  # tasks never write final paths
+
+
+def test_vanished_source_is_a_failed_result_naming_the_file(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "gone.txt").write_text("x")
+    (src / "kept.txt").write_text("y")
+    unit, spec = _unit(src, tmp_path / "dst")
+    (src / "gone.txt").unlink()
+    results = {Path(r.origin).name: r for r in run_work_unit(unit, spec, attempt="t1")}
+    assert results["kept.txt"].ok
+    gone = results["gone.txt"]
+    assert gone.status == "failed" and gone.error_type == "SourceReadError"
+    assert gone.message == f"source vanished since listing: {src / 'gone.txt'}"
+    assert gone.retryable
+
+
+def test_source_rewritten_during_copy_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(b"x" * 1000)
+    unit, spec = _unit(src, tmp_path / "dst")
+    (src / "f").write_bytes(b"y" * 2000)
+    [result] = run_work_unit(unit, spec, attempt="t1")
+    assert result.status == "failed"
+    assert "source changed while copying" in result.message
+    staging = Path(spec.staging_root)
+    assert not [p for p in staging.rglob("*") if p.is_file()]  # nothing half-staged left
+
+
+@pytest.mark.parametrize("verify", ["digest", "size"])
+def test_verify_modes_both_stage_identical_bytes(tmp_path: Path, verify: str) -> None:
+    from dataclasses import replace
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(os.urandom(50_000))
+    unit, spec = _unit(src, tmp_path / "dst")
+    [result] = run_work_unit(unit, replace(spec, verify=verify, buffer_size=4096), "t1")
+    assert Path(result.staging).read_bytes() == (src / "f").read_bytes()
