@@ -52,7 +52,7 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration) -> dict[str
             f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
     if dataset.is_file:
         return {dataset.destination_root: fsutil.status(fs, info)}
-    return {fsutil.to_url(fs, p): fsutil.status(fs, i) for p, i in fsutil.walk(fs, root)}
+    return {fsutil.to_url(fs, p): st for p, st in fsutil.walk(fs, root)}
 
 
 def plan_all(cfg: CopyConfiguration, message: Callable[[str], None]) -> Planned:

@@ -26,6 +26,7 @@ class FileStatus:
     group: str | None = None
     checksum: str | None = None
     is_dir: bool = False
+    mtime_ns: int | None = None  # exact, where the filesystem has it (float seconds lose µs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,9 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str,
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
         return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode)
     staged = write_staged(out.stream, staging_url, spec.dst_options, buffer, spec.verify)
-    mtime = out.mtime if out.mtime is not None else file.origin.mtime
+    mtime: float | int | None = out.mtime
+    if mtime is None:
+        mtime = file.origin.mtime_ns or file.origin.mtime
     apply_attributes(staging_url, spec.dst_options,
                      mode=out.mode if out.mode is not None else file.mode,
                      mtime=mtime if "t" in file.preserve else None,

@@ -150,8 +150,10 @@ def _verify(fs: Any, path: str, staged: Staged, buffer: bytearray, verify: str) 
 
 
 def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | None,
-                     mtime: float | None, owner: str | None, group: str | None) -> None:
+                     mtime: float | int | None, owner: str | None, group: str | None) -> None:
     """Set mode, mtime and ownership on the staged file; a rename keeps them.
+
+    An ``int`` mtime is nanoseconds (exact), a ``float`` seconds.
 
     Ownership is applied only where the process may (root, or a group it is in);
     filesystems without POSIX attributes (object stores) keep their own.
@@ -163,7 +165,9 @@ def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | N
         os.chmod(path, mode & 0o7777)
     if owner is not None or group is not None:
         _chown(path, owner, group)
-    if mtime is not None:
+    if isinstance(mtime, int):
+        os.utime(path, ns=(mtime, mtime))
+    elif mtime is not None:
         os.utime(path, (mtime, mtime))
 
 

@@ -25,10 +25,11 @@ class RecursiveCopyableDataset(CopyableDataset):
             origin = fsutil.status(fs, fs.info(root))
             return DatasetListing((self._file(origin, self.destination_root, chain, cfg),), ())
         files: list[CopyableFile] = []
-        dirs: list[CopyableDirectory] = []
-        for path, info in fsutil.walk(fs, root):
+        # The root too, so that its mode and mtime are kept, as cp -a and rsync -a do.
+        root_status = fsutil.status(fs, fs.info(root))
+        dirs = [self._directory(root_status, self.destination_root, cfg)]
+        for path, origin in fsutil.walk(fs, root):
             rel = fsutil.relpath(path, root)
-            origin = fsutil.status(fs, info)
             dest = fsutil.join(self.destination_root, rel)
             if origin.is_dir:
                 dirs.append(self._directory(origin, dest, cfg))
@@ -55,7 +56,7 @@ class RecursiveCopyableDataset(CopyableDataset):
 
     def _directory(self, origin: FileStatus, dest: str, cfg: CopyConfiguration) -> CopyableDirectory:
         mode = origin.mode if "p" in cfg.preserve else None
-        mtime = origin.mtime if "t" in cfg.preserve else None
+        mtime = origin.mtime if "t" in cfg.preserve else None  # dirs: µs is plenty
         return CopyableDirectory(origin, dest, self.urn, WHOLE, mode, mtime)
 
 

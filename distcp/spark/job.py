@@ -164,15 +164,16 @@ def _prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
 
 
 def _cleanup(spec: TaskSpec) -> None:
-    """Remove this job's staging and progress; then the state dirs if left empty."""
+    """Remove this job's staging and progress directories.
+
+    The state directory itself stays: removing it would change the mtime of the
+    destination root after its attributes were set.
+    """
     for url in (spec.staging_root, spec.progress_root):
         fs, path = fsutil.filesystem(url, spec.dst_options)
         try:
             if fs.exists(path):
                 fs.rm(path, recursive=True)
-            for parent in (os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
-                if fs.exists(parent) and not fs.ls(parent):
-                    fs.rmdir(parent)
         except OSError:
             pass  # leftovers of a failed cleanup are swept by the next run
 

@@ -1,0 +1,65 @@
+"""``distcp.copy`` in-process, on the test session's shared SparkSession."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import distcp
+from distcp.callbacks import Callback
+from tests.conftest import tree
+
+pytestmark = pytest.mark.e2e
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "warehouse"
+
+
+class Recorder(Callback):
+    def __init__(self) -> None:
+        self.sizes: list[tuple[int, int]] = []
+        self.updates: list[tuple[int, int]] = []
+        self.messages: list[str] = []
+
+    def set_size(self, files: int, nbytes: int) -> None:
+        self.sizes.append((files, nbytes))
+
+    def update(self, files: int, nbytes: int) -> None:
+        self.updates.append((files, nbytes))
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+
+
+def test_copy_returns_the_summary_and_keeps_the_active_session(spark: Any, tmp_path: Path) -> None:
+    rec = Recorder()
+    s = distcp.copy(str(EXAMPLES), str(tmp_path / "out"), callback=rec,
+                    dataset_glob="*/tables/*")
+    assert s.ok and s.datasets == 3 and s.files_copied == 5
+    assert tree(tmp_path / "out" / "sales" / "tables") == tree(EXAMPLES / "sales" / "tables")
+    assert rec.sizes == [(5, sum(p.stat().st_size for p in EXAMPLES.rglob("*/tables/*/**/*")
+                                 if p.is_file()))]
+    assert rec.updates[-1] == rec.sizes[0]
+    assert spark.range(3).count() == 3  # the session we did not start is still alive
+
+
+def test_many_small_files_are_packed_into_few_tasks(spark: Any, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for d in range(10):
+        (src / f"d{d}").mkdir(parents=True)
+        for i in range(50):
+            (src / f"d{d}" / f"f{i}").write_bytes(os.urandom(100 + i))
+    s = distcp.copy(str(src), str(tmp_path / "dst"), parallelism=2)
+    assert s.ok and s.files_copied == 500
+    assert tree(tmp_path / "dst") == tree(src)
+    staging = tmp_path / "dst" / ".pydistcp"
+    assert not staging.exists() or not any(p.is_file() for p in staging.rglob("*"))
+
+
+def test_convert_chain_with_an_unknown_name_fails_before_copying(spark: Any, tmp_path: Path) -> None:
+    from distcp.errors import PluginError
+
+    with pytest.raises(PluginError, match="unknown converters plugin 'rot13'"):
+        distcp.copy(str(EXAMPLES), str(tmp_path / "o"), converters=["rot13"])
+    assert not (tmp_path / "o").exists()
