@@ -85,6 +85,18 @@ def main() -> None:
               help="Check each staged copy's size and xxh3 digest by re-reading it, or its size only.")
 @click.option("--src-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for sources.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for DST.")
+@click.option("--state-dir", metavar="URL",
+              help="Where commits, dataset state and recovery live [default: DST/.pydistcp].")
+@click.option("--commit-policy", type=click.Choice(["full", "successful", "partial"]),
+              default="successful", show_default=True,
+              help="full: publish nothing if any file set fails; successful: every file set "
+                   "whose files all succeeded; partial: every file that succeeded.")
+@click.option("--max-replays", type=int, default=3, show_default=True,
+              help="Set an unfinished commit of an earlier run aside after this many replays.")
+@click.option("--incremental", is_flag=True,
+              help="Skip what the state says was published, without listing DST.")
+@click.option("--recovery-retention", default="24h", show_default=True, metavar="DURATION",
+              help="Keep verified but unpublished copies this long for the next run to reuse.")
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="Write the run's summary as JSON.")
 @click.option("--log-dir", type=click.Path(file_okay=False),
@@ -119,7 +131,8 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         "dataset_glob", "include", "exclude", "overwrite", "delete", "dry_run", "preserve",
         "converters", "master", "parallelism", "verify", "summary_json", "log_dir",
         "gpg_home", "gpg_recipients", "gpg_require_signature", "max_expansion_ratio",
-        "expand_into_parent")}
+        "expand_into_parent", "state_dir", "commit_policy", "max_replays", "incremental",
+        "recovery_retention")}
     opts["buffer_size"] = parse_size(flags["buffer_size"])
     opts["spark_conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = parse_key_values(flags["src_option"], "--src-option")
@@ -159,3 +172,51 @@ def _dump_trace() -> str:
     with os.fdopen(fd, "w") as f:
         traceback.print_exc(file=f)
     return path
+
+
+def _state_options(dst_option: tuple[str, ...]) -> dict[str, str]:
+    return parse_key_values(dst_option, "--dst-option")
+
+
+@main.command("status")
+@click.argument("destination", required=False, metavar="[DST]")
+@click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
+def status_command(destination: str | None, state_dir: str | None, as_json: bool,
+                   dst_option: tuple[str, ...]) -> None:
+    """Show pending commits, watermarks per dataset, recoverable files and last runs."""
+    def action() -> int:
+        import json
+
+        from distcp.inspect import render_status, resolve_state_root, status_report
+
+        options = _state_options(dst_option)
+        report = status_report(resolve_state_root(destination, state_dir, options), options)
+        click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
+        return 0
+
+    _run(action)
+
+
+@main.command("recover")
+@click.argument("destination", required=False, metavar="[DST]")
+@click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
+@click.option("--max-replays", type=int, default=3, show_default=True)
+@click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
+def recover_command(destination: str | None, state_dir: str | None, max_replays: int,
+                    dst_option: tuple[str, ...]) -> None:
+    """Finish unfinished commits of earlier runs without copying anything new."""
+    def action() -> int:
+        from distcp.inspect import recover_only, resolve_state_root
+
+        options = _state_options(dst_option)
+        summary = recover_only(resolve_state_root(destination, state_dir, options), options,
+                               max_replays)
+        for failure in summary.failures:
+            click.echo(f"pydistcp: FAILED {failure.error}", err=True)
+        click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "
+                   f"{summary.sequences_set_aside}")
+        return 0 if summary.ok else 1
+
+    _run(action)

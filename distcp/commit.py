@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from distcp import fs as fsutil
 from distcp.errors import PublishError, StateError
+from distcp.faults import crash_point
 
 #: Concurrent remote operations in one step (object stores, HDFS); local calls are serial.
 REMOTE_POOL = 16
@@ -29,6 +30,7 @@ class CommitContext:
     """What steps need at run time but must never be persisted."""
 
     dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    state_root: str = ""
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)
@@ -79,21 +81,35 @@ class CommitSequence:
     dataset_urn: str
     file_set: str
     steps: tuple[CommitStep, ...]
+    id: str = ""
 
-    def run(self, ctx: CommitContext, after_step: Callable[[int], None] | None = None) -> None:
-        """Run every step not yet verified done; a failing step raises PublishError."""
-        for k, step in enumerate(self.steps):
+    def run(self, ctx: CommitContext) -> None:
+        """Run every step not yet verified done; a failing step raises PublishError.
+
+        The crash points ``before_step`` and ``after_step`` (see ``faults``) bracket
+        each step so the tests can kill the process at every commit boundary.
+        """
+        for step in self.steps:
+            crash_point("before_step")
             try:
                 if not step.verify(ctx):
                     step.execute(ctx)
-            except PublishError:
+            except (PublishError, StateError):
                 raise
             except OSError as exc:
                 raise PublishError(
-                    f"cannot publish {self.dataset_urn} ({self.file_set}): {step.kind} "
-                    f"failed: {exc}", file_set=self.file_set) from exc
-            if after_step is not None:
-                after_step(k)
+                    f"cannot publish {fsutil.display(self.dataset_urn)} ({self.file_set}): "
+                    f"{step.kind} failed: {exc}", file_set=self.file_set) from exc
+            crash_point("after_step")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "dataset_urn": self.dataset_urn, "file_set": self.file_set,
+                "steps": [s.to_dict() for s in self.steps]}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> CommitSequence:
+        return CommitSequence(data["dataset_urn"], data["file_set"],
+                              tuple(CommitStep.from_dict(s) for s in data["steps"]), data["id"])
 
 
 @dataclass(frozen=True)
@@ -130,7 +146,12 @@ class PublishFiles(CommitStep):
         return all(_moved(ctx, m) for m in self.moves)
 
     def execute(self, ctx: CommitContext) -> None:
-        _for_each(ctx, self.moves, lambda m: None if _moved(ctx, m) else _move(ctx, m[0], m[1]))
+        def one(move: tuple[str, str, int]) -> None:
+            if not _moved(ctx, move):
+                _move(ctx, move[0], move[1])
+                crash_point("mid_publish")
+
+        _for_each(ctx, self.moves, one)
 
 
 @dataclass(frozen=True)
@@ -150,7 +171,9 @@ class SetAttributes(CommitStep):
                 continue
             if mode is not None:
                 os.chmod(path, mode & 0o7777)
-            if mtime is not None:
+            if isinstance(mtime, int):
+                os.utime(path, ns=(mtime, mtime))
+            elif mtime is not None:
                 os.utime(path, (mtime, mtime))
 
 
@@ -173,18 +196,19 @@ class DeletePaths(CommitStep):
 
 @dataclass(frozen=True)
 class RemoveStaging(CommitStep):
-    """Remove a staging directory once everything in it is published."""
+    """Remove staging or recovery entries once everything in them is published."""
 
     kind: ClassVar[str] = "remove-staging"
-    url: str
+    urls: tuple[str, ...]
 
     def verify(self, ctx: CommitContext) -> bool:
-        return not _exists(ctx, self.url)
+        return not any(_exists(ctx, u) for u in self.urls)
 
     def execute(self, ctx: CommitContext) -> None:
-        fs, path = ctx.fs(self.url)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
+        for url in self.urls:
+            fs, path = ctx.fs(url)
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
 
 
 def _for_each(ctx: CommitContext, items: Iterable[Any], fn: Callable[[Any], None]) -> None:

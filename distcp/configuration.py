@@ -47,6 +47,11 @@ class CopyConfiguration:
     src_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     dst_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     log_dir: str | None = None
+    state_dir: str | None = None
+    commit_policy: str = "successful"
+    max_replays: int = 3
+    incremental: bool = False
+    recovery_retention: float = 24 * 3600.0
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -60,6 +65,11 @@ class CopyConfiguration:
             raise ConfigurationError(f"--verify must be 'digest' or 'size', not {self.verify!r}")
         if self.parallelism is not None and self.parallelism < 1:
             raise ConfigurationError("--parallelism must be at least 1")
+        if self.commit_policy not in ("full", "successful", "partial"):
+            raise ConfigurationError(
+                f"--commit-policy must be full, successful or partial, not {self.commit_policy!r}")
+        if self.max_replays < 1:
+            raise ConfigurationError("--max-replays must be at least 1")
         if self.buffer_size < 4096:
             raise ConfigurationError("--buffer-size must be at least 4 KiB")
 
@@ -78,6 +88,8 @@ class CopyConfiguration:
             env = os.environ.get(f"PYDISTCP_{name.upper()}")
             if name not in options and env:
                 options[name] = parse_size(env) if name == "buffer_size" else env
+        if isinstance(options.get("recovery_retention"), str):
+            options["recovery_retention"] = parse_duration(options["recovery_retention"])
         if isinstance(options.get("parallelism"), str):
             options["parallelism"] = int(options["parallelism"])
         for key in ("include", "exclude", "converters"):
@@ -105,6 +117,19 @@ def parse_size(text: str | int) -> int:
         raise ConfigurationError(f"not a size: {text!r} (examples: 1048576, 64K, 256M, 2G)")
     number, unit = float(m.group(1)), m.group(2).lower()
     return int(number * (1 << (10 * " kmgt".index(unit or " "))))
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+def parse_duration(text: str | float) -> float:
+    """``"24h"`` -> 86400.0; plain numbers are seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = _DURATION.match(text)
+    if not m:
+        raise ConfigurationError(f"not a duration: {text!r} (examples: 3600, 30m, 24h, 7d)")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
 def parse_key_values(pairs: tuple[str, ...] | list[str], flag: str) -> dict[str, str]:

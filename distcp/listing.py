@@ -17,12 +17,14 @@ from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
 from distcp.planning import DatasetPlan, Plan, check_duplicates, plan_dataset
 from distcp.registry import FINDERS
+from distcp.state import DatasetState, StateStore
 
 
 @dataclass(frozen=True)
 class Planned:
     plan: Plan
     datasets: tuple[CopyableDataset, ...]
+    destination_listings: int = 0
 
 
 def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
@@ -55,23 +57,43 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration) -> dict[str
     return {fsutil.to_url(fs, p): st for p, st in fsutil.walk(fs, root)}
 
 
-def plan_all(cfg: CopyConfiguration, message: Callable[[str], None]) -> Planned:
-    """Find, list and plan every dataset of the run."""
-    datasets = find_datasets(cfg)
+def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
+             datasets: list[CopyableDataset] | None = None,
+             state: StateStore | None = None) -> Planned:
+    """List and plan every dataset of the run (found here unless given).
+
+    With ``--incremental`` (and a state store) the target is what the dataset's
+    manifest says was published, so the destination is not listed at all.
+    """
+    datasets = find_datasets(cfg) if datasets is None else datasets
     plans: list[DatasetPlan] = []
+    listings = 0
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
         listing = ds.listing(cfg)
-        target = target_listing(ds, cfg)
+        if cfg.incremental and state is not None and not cfg.delete:
+            target = manifest_listing(state.load(ds.urn))
+        else:
+            target = target_listing(ds, cfg)
+            listings += 1
         plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
                                   listing.directories, target,
                                   overwrite=cfg.overwrite, delete=cfg.delete))
     check_duplicates(plans)
-    return Planned(Plan(tuple(plans)), tuple(datasets))
+    return Planned(Plan(tuple(plans)), tuple(datasets), listings)
+
+
+def manifest_listing(state: DatasetState) -> dict[str, FileStatus]:
+    """The target as the state's manifest knows it: (size, origin mtime, digest)."""
+    return {dest: FileStatus(dest, int(size), float(mtime)) for dest, (size, mtime, _d, _g)
+            in state.manifest.items()}
 
 
 def state_root(cfg: CopyConfiguration, datasets: list[CopyableDataset] | tuple) -> str:
-    """``<DST>/.pydistcp``; for a single-file copy, beside the destination file."""
+    """``--state-dir``, else ``<DST>/.pydistcp``; for a single-file copy, beside the file."""
+    if cfg.state_dir:
+        fs, path = fsutil.filesystem(cfg.state_dir, cfg.dst_options)
+        return fsutil.to_url(fs, path.rstrip("/"))
     fs, dst = fsutil.filesystem(cfg.destination, cfg.dst_options)
     if len(datasets) == 1 and datasets[0].is_file:
         _, target = fsutil.filesystem(datasets[0].destination_root, cfg.dst_options)

@@ -68,7 +68,7 @@ class CopyableDirectory:
     dataset_urn: str
     file_set: str
     mode: int | None = None
-    mtime: float | None = None
+    mtime: float | int | None = None  # int: nanoseconds (exact), float: seconds
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,45 @@
-"""DRIVER: group task results by file set and publish each set whole, or not at all."""
+"""DRIVER: group task results by file set and publish each through the commit log.
+
+For each publishable file set: build its CommitSequence (the publisher's steps,
+then state, run record and event), persist it, run it, remove it. A crash at any
+point leaves either nothing (not yet persisted: the copies go to the recovery
+area on the next run) or a persisted sequence that the next run replays.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from distcp import fs as fsutil
-from distcp.commit import CommitContext
-from distcp.errors import PublishError
-from distcp.model import TaskResult
+from distcp.commit import CommitContext, CommitSequence, RemoveStaging
+from distcp.commit_log import CommitStepStore
+from distcp.errors import PublishError, StateError
+from distcp.model import CopyableFile, TaskResult
 from distcp.planning import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
+from distcp.recovery import RecoveryArea
 from distcp.registry import PUBLISHERS
+from distcp.state import urn_key
+from distcp.state_steps import AdvanceWatermark, EmitEvent, RecordRun
 from distcp.summary import Failure, Summary
-from distcp.task import TaskSpec
+
+CommitPolicy = Literal["full", "successful", "partial"]
+
+
+@dataclass(frozen=True)
+class Publishing:
+    """What publishing one run needs besides the results."""
+
+    job_id: str
+    started: float
+    ctx: CommitContext
+    store: CommitStepStore
+    recovery: RecoveryArea
+    policy: CommitPolicy = "successful"
 
 
 def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult]) -> list[FileSetOutcome]:
@@ -41,40 +67,111 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult]) -> list[Fil
         deletes=dataset.delete if name == first else ()) for name in sorted(names)]
 
 
-def publish_plan(plan: Plan, results: Sequence[TaskResult], spec: TaskSpec, summary: Summary,
-                 publisher: Publisher | None = None) -> None:
-    """Publish every file set whose files all succeeded; record the rest as failures."""
+def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
+                 summary: Summary, publisher: Publisher | None = None) -> None:
+    """Publish per the commit policy; keep unpublished verified copies for recovery."""
     publisher = publisher or PUBLISHERS.get("rename")()
-    ctx = CommitContext(dst_options=dict(spec.dst_options))
+    files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
     by_dataset: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
         by_dataset[r.dataset_urn].append(r)
-    for dataset in plan.datasets:
-        for outcome in outcomes_of(dataset, by_dataset.get(dataset.urn, [])):
-            if not outcome.ok:
-                _record_failed(outcome, summary)
-                continue
-            try:
-                publisher.sequence_for(outcome, [spec.staging_root]).run(ctx)
-            except PublishError as exc:
-                summary.failures.append(Failure(fsutil.display(outcome.destination_root), str(exc)))
-                summary.files_not_published += sum(1 for r in outcome.results if r.staging)
-                continue
-            _record_published(outcome, summary)
+    outcomes = [o for d in plan.datasets for o in outcomes_of(d, by_dataset.get(d.urn, []))]
+    all_ok = all(o.ok for o in outcomes)
+    for outcome in outcomes:
+        _record_failures(outcome, summary)
+        wanted = outcome if outcome.ok else _ok_part(outcome) if pub.policy == "partial" else None
+        if wanted is None or (pub.policy == "full" and not all_ok):
+            _keep_for_recovery(outcome, files, pub.recovery, summary)
+            continue
+        try:
+            sequence = _sequence(publisher, wanted, files, pub)
+            pub.store.persist(sequence, pub.job_id)
+            sequence.run(pub.ctx)
+            pub.store.remove(sequence.id)
+        except (PublishError, StateError) as exc:
+            summary.failures.append(Failure(fsutil.display(outcome.destination_root),
+                                            f"{exc}; the next run retries it"))
+            summary.files_not_published += sum(1 for r in wanted.results if r.staging)
+            continue
+        _record_published(wanted, summary)
+
+
+def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],
+              pub: Publishing) -> CommitSequence:
+    base = publisher.sequence_for(outcome, [])
+    sid = sequence_id(pub.job_id, outcome.dataset_urn, outcome.file_set)
+    staged = [r for r in outcome.results if r.staging]
+    entries = tuple(_manifest_entries(outcome.results, files))
+    mtimes = [files[r.guid].origin.mtime for r in staged if r.guid in files]
+    nbytes = sum(r.bytes_written for r in staged)
+    recovered = tuple(sorted({pub.recovery.folder_url(r.guid) for r in outcome.results
+                              if r.attempt == "recovered"}))
+    steps = list(base.steps)
+    if recovered:
+        steps.append(RemoveStaging(recovered))
+    steps += [
+        AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None, entries,
+                         tuple(outcome.deletes)),
+        RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
+                  "ok" if outcome.ok else "partial", len(staged), nbytes, pub.started),
+        EmitEvent(sid, outcome.dataset_urn, outcome.file_set, outcome.destination_root,
+                  len(staged), nbytes),
+    ]
+    return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
+
+
+def sequence_id(job_id: str, urn: str, file_set: str) -> str:
+    return f"{job_id}-{urn_key(urn)[:10]}-{hashlib.sha1(file_set.encode()).hexdigest()[:6]}"
+
+
+def _manifest_entries(results: Sequence[TaskResult], files: dict[str, CopyableFile]):  # type: ignore[no-untyped-def]
+    """(destination, size, origin mtime, digest, guid) per output, plus the planned
+    destination of converted files, so --incremental can skip them too."""
+    for r in results:
+        f = files.get(r.guid)
+        if f is None or not r.staging:
+            continue
+        yield (r.destination, r.bytes_written, f.origin.mtime, r.checksum, r.guid)
+        if f.converters and r.destination != f.destination:
+            yield (f.destination, -1, f.origin.mtime, "", r.guid)
+
+
+def _ok_part(outcome: FileSetOutcome) -> FileSetOutcome | None:
+    """Under --commit-policy partial: the files of a failed set that did succeed."""
+    ok = tuple(r for r in outcome.results if r.ok)
+    return replace(outcome, results=ok, deletes=()) if ok else None
+
+
+def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
+                       recovery: RecoveryArea, summary: Summary) -> None:
+    by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in outcome.results:
+        by_guid[r.guid].append(r)
+    for guid, rs in by_guid.items():
+        staged = [r for r in rs if r.staging]
+        if not staged or not all(r.ok for r in rs) or rs[0].attempt == "recovered":
+            continue
+        f = files.get(guid)
+        try:
+            recovery.keep(guid, f.destination if f else rs[0].destination, rs)
+            summary.files_not_published += len(staged)
+        except OSError:
+            pass  # cannot keep it: it is staged garbage, swept with its job
 
 
 def _record_published(outcome: FileSetOutcome, summary: Summary) -> None:
     staged = [r for r in outcome.results if r.staging]
+    recovered = [r for r in staged if r.attempt == "recovered"]
     summary.files_copied += len(staged)
     summary.bytes_copied += sum(r.bytes_written for r in staged)
+    summary.files_recovered += len(recovered)
+    summary.bytes_recovered += sum(r.bytes_written for r in recovered)
     summary.files_deleted += len(outcome.deletes)
     summary.directories_created += len(outcome.directories)
 
 
-def _record_failed(outcome: FileSetOutcome, summary: Summary) -> None:
+def _record_failures(outcome: FileSetOutcome, summary: Summary) -> None:
     for r in outcome.results:
-        if r.ok:
-            summary.files_not_published += 1 if r.staging else 0
-        else:
+        if not r.ok:
             summary.files_failed += 1
             summary.failures.append(Failure(fsutil.display(r.origin), r.message))

@@ -26,6 +26,12 @@ class Summary:
     files_failed: int = 0
     files_deleted: int = 0
     files_not_published: int = 0
+    files_recovered: int = 0
+    bytes_recovered: int = 0
+    sequences_replayed: int = 0
+    sequences_set_aside: int = 0
+    recovery_expired: int = 0
+    destination_listings: int = 0
     bytes_copied: int = 0
     directories_created: int = 0
     datasets: int = 0
@@ -63,6 +69,14 @@ class Summary:
             f"deleted {self.files_deleted} in {self.duration_s:.1f}s"
             + (f" ({human_bytes(self.throughput)}/s)" if self.bytes_copied else ""),
         ]
+        if self.sequences_replayed or self.sequences_set_aside:
+            lines.append(f"replayed {self.sequences_replayed} unfinished commit(s) of earlier "
+                         f"runs; set aside {self.sequences_set_aside}")
+        if self.files_recovered:
+            lines.append(f"recovered {self.files_recovered} files "
+                         f"({human_bytes(self.bytes_recovered)}) copied by earlier runs, "
+                         "without reading their sources again")
         if self.files_not_published:
-            lines.append(f"not published (their file set failed): {self.files_not_published} files")
+            lines.append(f"not published (their file set failed): {self.files_not_published} "
+                         "files, kept for recovery by the next run")
         return "\n".join(lines)

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from distcp import fs as fsutil
 from distcp.converters.base import ConverterOptions, build_chain, chain
 from distcp.errors import CopyError, SourceReadError
+from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.streams import FileAwareInputStream
 from distcp.writer import SourceReader, apply_attributes, write_staged
@@ -47,8 +49,10 @@ def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResu
     progress = Progress(spec, unit.unit_id, attempt)
     results: list[TaskResult] = []
     for index, file in enumerate(unit.files):
-        results.extend(copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, buffer))
-        progress.advance(file.origin.size)
+        done = copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, buffer)
+        results.extend(done)
+        progress.advance(file, done)
+        crash_point("after_stage")
     progress.flush()
     return results
 
@@ -144,36 +148,54 @@ def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
                 pass
 
 
-class Progress:
-    """Publishes this attempt's counters for the driver's progress bar, at most 1/s.
+#: Names of journal segments among the progress files.
+JOURNAL = re.compile(r"\.j\d+\.json$")
 
-    A small JSON file on the destination filesystem works wherever executors
-    run (cluster, Spark Connect), unlike accumulators, which arrive only at
-    task end and may be applied twice on retries.
+
+class Progress:
+    """This attempt's counters and journal, written at most once a second.
+
+    The counters (``u<unit>-<attempt>.json``) feed the driver's progress bar: a
+    small file on the destination filesystem works wherever executors run
+    (cluster, Spark Connect), unlike accumulators, which arrive only at task end
+    and may be applied twice. The journal segments (``....j<k>.json``) list the
+    verified staged copies, so that a run killed mid-copy leaves copies the next
+    run can recover instead of reading the source again.
     """
 
     INTERVAL_S = 1.0
 
     def __init__(self, spec: TaskSpec, unit_id: int, attempt: str) -> None:
-        self.url = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}.json")
+        self.prefix = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}")
         self.options = spec.dst_options
         self.files = 0
         self.bytes = 0
+        self.segment = 0
+        self.pending: list[dict[str, Any]] = []
         self.last = time.monotonic()
 
-    def advance(self, nbytes: int) -> None:
+    def advance(self, file: CopyableFile, results: list[TaskResult]) -> None:
         self.files += 1
-        self.bytes += nbytes
+        self.bytes += file.origin.size
+        if results and all(r.ok for r in results):
+            self.pending.append({"planned": file.destination,
+                                 "results": [asdict(r) for r in results]})
         if time.monotonic() - self.last >= self.INTERVAL_S:
             self.flush()
 
     def flush(self) -> None:
         self.last = time.monotonic()
         try:
-            fs, path = fsutil.filesystem(self.url, self.options)
+            fs, _ = fsutil.filesystem(self.prefix, self.options)
+            if self.pending:
+                _, path = fsutil.filesystem(f"{self.prefix}.j{self.segment}.json", self.options)
+                fs.pipe_file(path, json.dumps(self.pending).encode())
+                self.segment += 1
+                self.pending = []
+            _, path = fsutil.filesystem(f"{self.prefix}.json", self.options)
             fs.pipe_file(path, json.dumps({"files": self.files, "bytes": self.bytes}).encode())
         except OSError:
-            pass  # progress is advisory; never fail a copy for it
+            pass  # advisory; the driver's collected results are what gets published
 
 
 def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:

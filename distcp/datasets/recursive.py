@@ -56,7 +56,7 @@ class RecursiveCopyableDataset(CopyableDataset):
 
     def _directory(self, origin: FileStatus, dest: str, cfg: CopyConfiguration) -> CopyableDirectory:
         mode = origin.mode if "p" in cfg.preserve else None
-        mtime = origin.mtime if "t" in cfg.preserve else None  # dirs: µs is plenty
+        mtime = (origin.mtime_ns or origin.mtime) if "t" in cfg.preserve else None
         return CopyableDirectory(origin, dest, self.urn, WHOLE, mode, mtime)
 
 

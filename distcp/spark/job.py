@@ -22,13 +22,18 @@ from distcp import fs as fsutil
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.configuration import CopyConfiguration
 from distcp.errors import PlanningError
-from distcp.listing import plan_all, state_root
+from distcp.commit import CommitContext
+from distcp.commit_log import CommitStepStore
+from distcp.listing import find_datasets, plan_all, state_root
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.packing import pack, unit_count
-from distcp.publish import publish_plan
+from distcp.publish import Publishing, publish_plan
+from distcp.recovery import RecoveryArea
+from distcp.replay import replay_pending, sweep_dead_jobs
 from distcp.spark.session import default_parallelism, spark_session
+from distcp.state import StateStore
 from distcp.summary import Summary
-from distcp.task import TaskSpec, run_batches
+from distcp.task import JOURNAL, TaskSpec, run_batches
 
 UNIT_SCHEMA = "unit_id long, payload binary"
 RESULT_SCHEMA = "unit_id long, results binary"
@@ -39,29 +44,73 @@ def new_job_id() -> str:
 
 
 def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> Summary:
-    """One whole run: plan, copy on Spark, publish per file set, summarise."""
+    """One whole run: finish earlier runs' work, plan, copy on Spark, publish, summarise."""
     start = time.monotonic()
     summary = Summary(job_id=new_job_id(), dry_run=cfg.dry_run)
-    planned = plan_all(cfg, callback.message)
+    datasets = find_datasets(cfg)
+    root = state_root(cfg, datasets)
+    pub = _publishing(cfg, summary.job_id, root)
+    if not cfg.dry_run:
+        blocked = recover(pub, cfg, summary)
+        datasets = [d for d in datasets if d.urn not in blocked]
+    planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)))
     plan = planned.plan
+    summary.destination_listings = planned.destination_listings
     summary.phases["plan_s"] = round(time.monotonic() - start, 3)
     summary.datasets = len(plan.datasets)
     summary.files_skipped = sum(len(d.skip) for d in plan.datasets)
     if cfg.dry_run:
         return _dry_run(summary, plan, start)
-    spec = _task_spec(cfg, summary.job_id, state_root(cfg, planned.datasets))
-    files = plan.files_to_copy
-    results: list[TaskResult] = []
+    spec = _task_spec(cfg, summary.job_id, root)
+    recovered, files = _split_recovered(plan.files_to_copy, pub.recovery)
+    results: list[TaskResult] = [r for rs in recovered for r in rs]
     if files:
         _prepare_staging(spec, cfg)
-        results = _copy_on_spark(cfg, spec, files, callback, summary)
-    callback.message("publishing") if files else None
+        results += _copy_on_spark(cfg, spec, files, callback, summary)
+    if plan.files_to_copy:
+        callback.message("publishing")
     t = time.monotonic()
-    publish_plan(plan, results, spec, summary)
+    publish_plan(plan, results, pub, summary)
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
     _cleanup(spec)
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary
+
+
+def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[str]:
+    """Replay pending commits, keep orphaned verified copies, expire old ones.
+
+    Returns the URNs whose commits could not be finished: they are not copied now.
+    """
+    blocked = replay_pending(pub.store, pub.ctx, cfg.max_replays, summary)
+    aside_jobs = {p.job_id for p in pub.store.pending(aside=True)}
+    sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
+                    aside_jobs)
+    summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
+    return blocked
+
+
+def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
+    options = dict(cfg.dst_options)
+    ctx = CommitContext(dst_options=options, state_root=root)
+    return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
+                      store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
+                      policy=cfg.commit_policy)  # type: ignore[arg-type]
+
+
+def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea
+                     ) -> tuple[list[list[TaskResult]], list[CopyableFile]]:
+    """Files whose verified copy an earlier run kept, and the files still to copy."""
+    kept = recovery.guids()
+    recovered: list[list[TaskResult]] = []
+    todo: list[CopyableFile] = []
+    for f in files:
+        results = recovery.take(f) if f.guid in kept else None
+        if results:
+            recovered.append(results)
+        else:
+            todo.append(f)
+    return recovered, todo
 
 
 def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
@@ -129,7 +178,7 @@ def _poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) ->
         per_unit: dict[str, tuple[int, int]] = {}
         try:
             paths = fs.ls(root, detail=False)
-            for path in paths:
+            for path in (p for p in paths if not JOURNAL.search(p)):
                 data = json.loads(fs.cat_file(path))
                 unit = path.rsplit("/", 1)[-1].split("-", 1)[0]
                 per_unit[unit] = max(per_unit.get(unit, (0, 0)), (data["files"], data["bytes"]))

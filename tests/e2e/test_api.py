@@ -53,8 +53,9 @@ def test_many_small_files_are_packed_into_few_tasks(spark: Any, tmp_path: Path) 
     s = distcp.copy(str(src), str(tmp_path / "dst"), parallelism=2)
     assert s.ok and s.files_copied == 500
     assert tree(tmp_path / "dst") == tree(src)
-    staging = tmp_path / "dst" / ".pydistcp"
-    assert not staging.exists() or not any(p.is_file() for p in staging.rglob("*"))
+    state = tmp_path / "dst" / ".pydistcp"
+    assert not [p for p in (state / "staging").rglob("*") if p.is_file()]  # no debris
+    assert not list((state / "commits").glob("*.json"))  # nothing pending
 
 
 def test_convert_chain_with_an_unknown_name_fails_before_copying(spark: Any, tmp_path: Path) -> None:

@@ -1,0 +1,81 @@
+"""CommitStepStore: the write-ahead log of commit sequences.
+
+A sequence is written (atomically) before its first step runs and removed
+after its last one succeeded; whatever is found here at the start of a run is
+unfinished work, replayed before anything new is copied (Gobblin's exactly-once
+publisher). One document per file set: the log stays O(file sets), not O(files).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import distcp.state_steps  # noqa: F401 - registers the state step kinds for from_dict
+from distcp import fs as fsutil
+from distcp.commit import CommitSequence
+from distcp.errors import StateError
+from distcp.faults import crash_point
+from distcp.state import read_json, write_atomic
+
+
+@dataclass(frozen=True)
+class PendingSequence:
+    sequence: CommitSequence
+    job_id: str
+    replays: int
+    url: str
+
+
+class CommitStepStore:
+    """``commits/`` (pending) and ``commits/aside/`` (given up after --max-replays)."""
+
+    def __init__(self, state_root: str, options: dict[str, Any]) -> None:
+        self.root = fsutil.join(state_root, "commits")
+        self.options = options
+
+    def url_of(self, sequence_id: str, aside: bool = False) -> str:
+        return fsutil.join(self.root, "aside" if aside else "", f"{sequence_id}.json")
+
+    def persist(self, sequence: CommitSequence, job_id: str, replays: int = 0) -> None:
+        crash_point("before_persist")
+        body = {"version": 1, "job_id": job_id, "replays": replays, **sequence.to_dict()}
+        write_atomic(self.url_of(sequence.id), json.dumps(body).encode(), self.options)
+        crash_point("after_persist")
+
+    def remove(self, sequence_id: str) -> None:
+        crash_point("before_remove")
+        fs, path = fsutil.filesystem(self.url_of(sequence_id), self.options)
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+    def set_aside(self, pending: PendingSequence) -> None:
+        body = {"version": 1, "job_id": pending.job_id, "replays": pending.replays,
+                **pending.sequence.to_dict()}
+        write_atomic(self.url_of(pending.sequence.id, aside=True), json.dumps(body).encode(),
+                     self.options)
+        self.remove(pending.sequence.id)
+
+    def pending(self, aside: bool = False) -> list[PendingSequence]:
+        """Unfinished sequences, oldest job first."""
+        fs, path = fsutil.filesystem(fsutil.join(self.root, "aside") if aside else self.root,
+                                     self.options)
+        try:
+            names = sorted(n for n in fs.ls(path, detail=False) if n.endswith(".json"))
+        except FileNotFoundError:
+            return []
+        return [self._load(fsutil.to_url(fs, n)) for n in names]
+
+    def _load(self, url: str) -> PendingSequence:
+        data = read_json(url, self.options, "commit log entry")
+        try:
+            return PendingSequence(CommitSequence.from_dict(data), data["job_id"],
+                                   int(data.get("replays", 0)), url)
+        except (KeyError, TypeError, ValueError, StateError) as exc:
+            raise StateError(
+                f"corrupt commit log entry {fsutil.display(url)}: {exc}; no data was changed. "
+                "Inspect it, then move it out of the state directory and run again",
+                path=url) from exc

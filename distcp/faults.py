@@ -1,0 +1,26 @@
+"""Named crash points for the fault-injection tests.
+
+``DISTCP_CRASH_AT=<point>:<n>`` makes the n-th (1-based) passage through
+``crash_point(<point>)`` in this process call ``os._exit(137)``: like kill -9,
+no ``finally`` and no ``atexit`` run. Unset (always, outside tests) it costs one
+dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+_seen: Counter[str] = Counter()
+
+
+def crash_point(name: str) -> None:
+    spec = os.environ.get("DISTCP_CRASH_AT")
+    if not spec:
+        return
+    point, _, nth = spec.rpartition(":")
+    if point != name:
+        return
+    _seen[name] += 1
+    if _seen[name] == int(nth or 1):
+        os._exit(137)

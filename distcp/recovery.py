@@ -1,0 +1,91 @@
+"""The recovery area: verified copies that were not published, kept by guid.
+
+When a file set fails (or the run dies) after some of its files were copied
+and verified, those copies move here, under the origin file's guid (sha1 of
+origin path, length, mtime, checksum). A later run that wants the same origin
+bytes at the same destination publishes the kept copy instead of reading the
+source again (the Gobblin Distcp design's "recovery of unpublished files").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp.model import CopyableFile, TaskResult
+from distcp.state import write_atomic
+
+
+class RecoveryArea:
+    """``<state root>/recovery/<guid>/{meta.json, 0, 1, ...}``."""
+
+    def __init__(self, state_root: str, options: dict[str, Any]) -> None:
+        self.root = fsutil.join(state_root, "recovery")
+        self.options = options
+        self.fs, self.path = fsutil.filesystem(self.root, options)
+
+    def guids(self) -> set[str]:
+        try:
+            return {n.rstrip("/").rsplit("/", 1)[-1] for n in self.fs.ls(self.path, detail=False)}
+        except FileNotFoundError:
+            return set()
+
+    def keep(self, guid: str, planned_destination: str, results: list[TaskResult]) -> None:
+        """Move the staged outputs of one origin file here (a rename on filesystems)."""
+        folder = fsutil.join(self.path, guid)
+        self.fs.makedirs(folder, exist_ok=True)
+        outputs = []
+        for n, r in enumerate(results):
+            target = fsutil.join(folder, str(n)) if r.staging else ""
+            if r.staging:
+                self.fs.mv(fsutil.filesystem(r.staging, self.options)[1], target)
+            outputs.append({**asdict(r), "staging": fsutil.to_url(self.fs, target) if target else ""})
+        meta = {"guid": guid, "destination": planned_destination, "kept": time.time(),
+                "outputs": outputs}
+        write_atomic(fsutil.to_url(self.fs, fsutil.join(folder, "meta.json")),
+                     json.dumps(meta).encode(), self.options)
+
+    def take(self, file: CopyableFile) -> list[TaskResult] | None:
+        """The kept results for ``file`` if they are intact and meant for its destination."""
+        folder = fsutil.join(self.path, file.guid)
+        try:
+            meta = json.loads(self.fs.cat_file(fsutil.join(folder, "meta.json")))
+            if meta["destination"] != file.destination:
+                return None
+            results = [TaskResult(**{**o, "attempt": "recovered"}) for o in meta["outputs"]]
+            for r in results:
+                if r.staging and self.fs.size(fsutil.filesystem(r.staging, self.options)[1]) \
+                        != r.bytes_written:
+                    return None
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return None
+        return results
+
+    def folder_url(self, guid: str) -> str:
+        return fsutil.to_url(self.fs, fsutil.join(self.path, guid))
+
+    def expire(self, retention_s: float, now: float | None = None) -> int:
+        """Remove entries kept longer than ``retention_s``; returns how many."""
+        now = now or time.time()
+        removed = 0
+        for guid in self.guids():
+            folder = fsutil.join(self.path, guid)
+            try:
+                kept = json.loads(self.fs.cat_file(fsutil.join(folder, "meta.json")))["kept"]
+            except (FileNotFoundError, ValueError, KeyError):
+                kept = 0.0  # a half-written entry: useless, remove it
+            if now - kept > retention_s:
+                self.fs.rm(folder, recursive=True)
+                removed += 1
+        return removed
+
+    def entries(self) -> Iterable[dict[str, Any]]:
+        for guid in sorted(self.guids()):
+            try:
+                yield json.loads(self.fs.cat_file(fsutil.join(self.path, guid, "meta.json")))
+            except (FileNotFoundError, ValueError):
+                continue

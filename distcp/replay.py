@@ -1,0 +1,112 @@
+"""DRIVER: finish what earlier runs left: pending commits, then orphaned copies.
+
+Runs before anything new is planned (Gobblin's exactly-once rule): every
+persisted CommitSequence is replayed (verified steps skipped, the rest
+executed); one that keeps failing is set aside after ``max_replays`` tries and
+its dataset is not copied in this run. Then the staging directories of dead
+jobs are swept: copies their tasks journaled as verified move to the recovery
+area, the rest is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp.commit import CommitContext
+from distcp.commit_log import CommitStepStore
+from distcp.errors import PublishError, StateError
+from distcp.model import TaskResult
+from distcp.recovery import RecoveryArea
+from distcp.summary import Failure, Summary
+from distcp.task import JOURNAL
+
+
+def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int,
+                   summary: Summary) -> set[str]:
+    """Replay every pending sequence; return the URNs that must not be copied now."""
+    blocked: set[str] = set()
+    for pending in store.pending():
+        seq = pending.sequence
+        if pending.replays >= max_replays:
+            store.set_aside(pending)
+            summary.sequences_set_aside += 1
+            summary.failures.append(Failure(
+                fsutil.display(seq.dataset_urn),
+                f"commit {seq.id} failed {pending.replays} replays; set aside in "
+                f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied"))
+            blocked.add(seq.dataset_urn)
+            continue
+        store.persist(seq, pending.job_id, replays=pending.replays + 1)
+        try:
+            seq.run(ctx)
+        except (PublishError, StateError) as exc:
+            summary.failures.append(Failure(fsutil.display(seq.dataset_urn),
+                                            f"replay of commit {seq.id} failed: {exc}"))
+            blocked.add(seq.dataset_urn)
+            continue
+        store.remove(seq.id)
+        summary.sequences_replayed += 1
+    return blocked
+
+
+def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
+                    recovery: RecoveryArea, keep_jobs: set[str]) -> int:
+    """Move journaled copies of finished or killed jobs to recovery; delete the rest."""
+    kept = 0
+    staging_fs, staging = fsutil.filesystem(fsutil.join(state_root, "staging"), options)
+    try:
+        jobs = [j.rstrip("/").rsplit("/", 1)[-1] for j in staging_fs.ls(staging, detail=False)]
+    except FileNotFoundError:
+        jobs = []
+    for job in jobs:
+        if job == current_job or job in keep_jobs:
+            continue
+        kept += _promote_journal(state_root, options, job, recovery)
+        for part in ("staging", "progress"):
+            fs, path = fsutil.filesystem(fsutil.join(state_root, part, job), options)
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
+    return kept
+
+
+def _promote_journal(state_root: str, options: dict[str, Any], job: str,
+                     recovery: RecoveryArea) -> int:
+    fs, progress = fsutil.filesystem(fsutil.join(state_root, "progress", job), options)
+    try:
+        names = [n for n in fs.ls(progress, detail=False) if JOURNAL.search(n)]
+    except FileNotFoundError:
+        return 0
+    planned: dict[str, str] = {}
+    by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+    for name in names:
+        try:
+            records = json.loads(fs.cat_file(name))
+        except (OSError, ValueError):
+            continue  # a segment cut short by the kill: its copies are simply re-done
+        for rec in records:
+            results = [TaskResult(**r) for r in rec["results"]]
+            by_guid[results[0].guid] = results
+            planned[results[0].guid] = rec["planned"]
+    kept = 0
+    for guid, results in by_guid.items():
+        if guid in recovery.guids() or not _intact(results, options):
+            continue
+        recovery.keep(guid, planned[guid], results)
+        kept += 1
+    return kept
+
+
+def _intact(results: list[TaskResult], options: dict[str, Any]) -> bool:
+    for r in results:
+        if not r.staging:
+            continue
+        fs, path = fsutil.filesystem(r.staging, options)
+        try:
+            if fs.size(path) != r.bytes_written:
+                return False
+        except FileNotFoundError:
+            return False
+    return True
