@@ -78,7 +78,7 @@ def recover_only(root: str, options: dict[str, Any], max_replays: int = 3) -> Su
     start = time.monotonic()
     store = CommitStepStore(root, options)
     replay_pending(store, CommitContext(dict(options), root), max_replays, summary)
-    aside = {p.job_id for p in store.pending(aside=True)}
-    sweep_dead_jobs(root, options, "", RecoveryArea(root, options), aside)
+    keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
+    sweep_dead_jobs(root, options, "", RecoveryArea(root, options), keep)
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary

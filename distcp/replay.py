@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp.commit import CommitContext
+from distcp.commit import CommitContext, PublishFiles
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError, StateError
 from distcp.model import TaskResult
@@ -49,6 +49,9 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int,
             continue
         store.remove(seq.id)
         summary.sequences_replayed += 1
+        moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
+        summary.files_recovered += len(moves)  # published without reading the source again
+        summary.bytes_recovered += sum(size for _, _, size in moves)
     return blocked
 
 

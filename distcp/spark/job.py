@@ -72,7 +72,8 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     t = time.monotonic()
     publish_plan(plan, results, pub, summary)
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
-    _cleanup(spec)
+    if summary.job_id not in _jobs_with_commits(pub.store):
+        _cleanup(spec)  # else the pending commit still needs its staged copies
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary
 
@@ -83,11 +84,15 @@ def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[st
     Returns the URNs whose commits could not be finished: they are not copied now.
     """
     blocked = replay_pending(pub.store, pub.ctx, cfg.max_replays, summary)
-    aside_jobs = {p.job_id for p in pub.store.pending(aside=True)}
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
-                    aside_jobs)
+                    _jobs_with_commits(pub.store))
     summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
     return blocked
+
+
+def _jobs_with_commits(store: CommitStepStore) -> set[str]:
+    """Jobs whose staged copies a pending or set-aside commit still refers to."""
+    return {p.job_id for p in store.pending() + store.pending(aside=True)}
 
 
 def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
