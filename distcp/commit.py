@@ -147,9 +147,12 @@ class PublishFiles(CommitStep):
 
     def execute(self, ctx: CommitContext) -> None:
         def one(move: tuple[str, str, int]) -> None:
-            if not _moved(ctx, move):
-                _move(ctx, move[0], move[1])
-                crash_point("mid_publish")
+            try:
+                _move(ctx, move[0], move[1])  # the common case: one rename, no stat first
+            except FileNotFoundError:
+                if not _moved(ctx, move):  # moved by an earlier, interrupted run?
+                    raise
+            crash_point("mid_publish")
 
         _for_each(ctx, self.moves, one)
 
