@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from distcp.callbacks import Callback
     from distcp.summary import Summary
 
-__all__ = ["copy", "__version__"]
+__all__ = ["__version__", "copy"]
 __version__ = "0.1.0"
 
 

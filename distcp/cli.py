@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from distcp import __version__
-from distcp.configuration import CopyConfiguration, parse_key_values, parse_size
+from distcp.configuration import parse_key_values, parse_size
 from distcp.errors import ConfigurationError, DistcpError, JavaMissingError, PlanningError
 
 COPY_HELP = """Copy SRC... to DST as a Spark job, verified, published per file set.

@@ -31,6 +31,9 @@ class CommitContext:
 
     dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
     state_root: str = ""
+    #: Dataset states read or written in this run (this process is their only writer
+    #: while it runs), so steps of one sequence do not re-read a large manifest.
+    state_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)
@@ -146,15 +149,28 @@ class PublishFiles(CommitStep):
         return all(_moved(ctx, m) for m in self.moves)
 
     def execute(self, ctx: CommitContext) -> None:
+        if self.moves and fsutil.is_local(ctx.fs(self.moves[0][0])[0]):
+            self._rename_all_local(ctx)  # ~µs per file: a plain loop beats any pool
+            return
+
         def one(move: tuple[str, str, int]) -> None:
             try:
-                _move(ctx, move[0], move[1])  # the common case: one rename, no stat first
+                _move(ctx, move[0], move[1])
             except FileNotFoundError:
                 if not _moved(ctx, move):  # moved by an earlier, interrupted run?
                     raise
             crash_point("mid_publish")
 
         _for_each(ctx, self.moves, one)
+
+    def _rename_all_local(self, ctx: CommitContext) -> None:
+        for move in self.moves:
+            try:
+                os.replace(_local(move[0]), _local(move[1]))  # one syscall, no stat first
+            except FileNotFoundError:
+                if not _moved(ctx, move):
+                    raise
+            crash_point("mid_publish")
 
 
 @dataclass(frozen=True)
@@ -226,6 +242,10 @@ def _for_each(ctx: CommitContext, items: Iterable[Any], fn: Callable[[Any], None
         return
     with ThreadPoolExecutor(REMOTE_POOL) as pool:
         list(pool.map(fn, items))
+
+
+def _local(url: str) -> str:
+    return url.removeprefix("file://")
 
 
 def _move(ctx: CommitContext, src: str, dst: str) -> None:

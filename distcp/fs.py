@@ -44,7 +44,7 @@ def to_url(fs: AbstractFileSystem, path: str) -> str:
 
 def display(url: str) -> str:
     """A URL as users typed it: without the ``file://`` prefix fsspec adds."""
-    return url[len("file://"):] if url.startswith("file://") else url
+    return url.removeprefix("file://")
 
 
 def join(base: str, *parts: str) -> str:

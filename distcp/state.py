@@ -76,14 +76,22 @@ class DatasetState:
 class StateStore:
     """The ``datasets/`` part of a state root."""
 
-    def __init__(self, root: str, options: dict[str, Any]) -> None:
+    def __init__(self, root: str, options: dict[str, Any],
+                 cache: dict[str, DatasetState] | None = None) -> None:
         self.root = root
         self.options = options
+        self.cache = cache if cache is not None else {}
 
     def url_of(self, urn: str) -> str:
         return fsutil.join(self.root, "datasets", f"{urn_key(urn)}.json")
 
     def load(self, urn: str) -> DatasetState:
+        """The dataset's state, read once per run; callers change it only to save it."""
+        if urn not in self.cache:
+            self.cache[urn] = self._read(urn)
+        return self.cache[urn]
+
+    def _read(self, urn: str) -> DatasetState:
         data = read_json(self.url_of(urn), self.options, "dataset state")
         if data is None:
             return DatasetState(urn)
@@ -94,7 +102,12 @@ class StateStore:
                             data.get("runs", []), data.get("applied", []))
 
     def save(self, state: DatasetState) -> None:
-        write_atomic(self.url_of(state.urn), state.to_json(), self.options)
+        try:
+            write_atomic(self.url_of(state.urn), state.to_json(), self.options)
+        except BaseException:
+            self.cache.pop(state.urn, None)  # what is on disk is the truth again
+            raise
+        self.cache[state.urn] = state
 
     def all(self) -> list[DatasetState]:
         fs, path = fsutil.filesystem(fsutil.join(self.root, "datasets"), self.options)

@@ -111,4 +111,4 @@ class EmitEvent(CommitStep):
 
 
 def _store(ctx: CommitContext) -> StateStore:
-    return StateStore(ctx.state_root, ctx.dst_options)
+    return StateStore(ctx.state_root, ctx.dst_options, ctx.state_cache)

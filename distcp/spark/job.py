@@ -20,10 +20,10 @@ from typing import Any
 
 from distcp import fs as fsutil
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
-from distcp.configuration import CopyConfiguration
-from distcp.errors import PlanningError
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
+from distcp.configuration import CopyConfiguration
+from distcp.errors import PlanningError
 from distcp.listing import find_datasets, plan_all, state_root
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.packing import pack, unit_count

@@ -57,8 +57,12 @@ def check_java() -> str:
 
 
 def base_conf(log_file: str, log_dir: str) -> dict[str, str]:
-    """Our defaults: quiet terminal, reused Python workers, our interpreter on workers."""
-    props = os.path.join(log_dir, "log4j2.properties")
+    """Our defaults: quiet terminal, reused Python workers, our interpreter on workers.
+
+    The log4j file is per job, so concurrent runs sharing a log dir keep their logs apart.
+    """
+    stem = os.path.splitext(os.path.basename(log_file))[0]
+    props = os.path.join(log_dir, f"{stem}.log4j2.properties")
     with open(props, "w") as f:
         f.write(_LOG4J.format(log=log_file))
     return {
@@ -91,9 +95,12 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterat
         check_java()
     log_dir = os.path.dirname(log_file)
     os.makedirs(log_dir, exist_ok=True)
-    settings = {**base_conf(log_file, log_dir), **conf}
+    remote = master.startswith("sc://")
+    # A Spark Connect server owns its JVM and workers: our JVM-side defaults would only
+    # be refused (CANNOT_MODIFY_CONFIG), so only the user's settings are sent.
+    settings = {**({} if remote else base_conf(log_file, log_dir)), **conf}
     builder = SparkSession.builder
-    builder = builder.remote(master) if master.startswith("sc://") else builder.master(master)
+    builder = builder.remote(master) if remote else builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     with _stderr_to(log_file), warnings.catch_warnings():

@@ -1,0 +1,202 @@
+"""Commit-side benchmarks (issue 3): publish cost and incremental reruns.
+
+1. Publish one file set of N small staged files through pydistcp's commit
+   sequence (persisted, then PublishFiles: serial renames on a local disk, a
+   bounded pool of requests on S3), against a plain serial loop of the same
+   moves, on local disk and on a local S3 server (moto, started here).
+2. Rerun of a copy of a 50,000-file tree in which 100 files changed:
+   ``--incremental`` (plans against the state's manifest, lists no destination)
+   against the default full diff (lists the destination), inside one Spark session.
+
+Run: ``python benchmarks/bench_commit.py [--files 20000] [--s3-files 5000] [--rounds 3]``.
+Writes ``benchmarks/results/commit.json`` and ``commit.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def _stage_local(root: Path, n: int) -> list[tuple[str, str, int]]:
+    staging, final = root / "staging", root / "final"
+    staging.mkdir(parents=True)
+    (final / "d").mkdir(parents=True)
+    moves = []
+    for i in range(n):
+        p = staging / f"{i}"
+        p.write_bytes(b"x" * 100)
+        moves.append((str(p), str(final / "d" / f"f{i}"), 100))
+    return moves
+
+
+def _publish_with_sequence(moves: list[tuple[str, str, int]], state: str,
+                           options: dict[str, Any]) -> float:
+    from distcp.commit import CommitContext, CommitSequence, PublishFiles
+    from distcp.commit_log import CommitStepStore
+
+    ctx = CommitContext(dst_options=options, state_root=state)
+    store = CommitStepStore(state, options)
+    seq = CommitSequence("urn:bench", "all", (PublishFiles(tuple(moves)),), "bench-seq")
+    t = time.perf_counter()
+    store.persist(seq, "bench")
+    seq.run(ctx)
+    store.remove(seq.id)
+    return time.perf_counter() - t
+
+
+def bench_local_publish(n: int, rounds: int) -> dict[str, float]:
+    ours, loop = [], []
+    for _ in range(rounds):
+        for kind in ("ours", "loop"):
+            root = Path(tempfile.mkdtemp(prefix="pub-"))
+            moves = _stage_local(root, n)
+            if kind == "ours":
+                ours.append(_publish_with_sequence(moves, str(root / "state"), {}))
+            else:
+                t = time.perf_counter()
+                for s, d, _ in moves:
+                    os.rename(s, d)
+                loop.append(time.perf_counter() - t)
+            shutil.rmtree(root)
+    return {"files": n, "ours_s": statistics.median(ours), "serial_loop_s": statistics.median(loop)}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    port = _free_port()
+    server = ThreadedMotoServer("127.0.0.1", port)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                      AWS_DEFAULT_REGION="us-east-1")
+    options = {"endpoint_url": endpoint, "key": "bench", "secret": "bench"}
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**options)
+    ours, loop = [], []
+    try:
+        for r in range(rounds):
+            for kind in ("ours", "loop"):
+                bucket = f"bench-{kind}-{r}"
+                s3.create_bucket(Bucket=bucket)
+                def put(i: int, bucket: str = bucket) -> None:
+                    s3.put_object(Bucket=bucket, Key=f"st/{i}", Body=b"x" * 100)
+
+                with ThreadPoolExecutor(16) as pool:
+                    list(pool.map(put, range(n)))
+                moves = [(f"s3://{bucket}/st/{i}", f"s3://{bucket}/final/f{i}", 100)
+                         for i in range(n)]
+                fs.invalidate_cache()
+                if kind == "ours":
+                    ours.append(_publish_with_sequence(moves, f"s3://{bucket}/state", options))
+                else:
+                    t = time.perf_counter()
+                    for src, dst, _ in moves:
+                        fs.mv(src, dst)
+                    loop.append(time.perf_counter() - t)
+    finally:
+        server.stop()
+    return {"files": n, "ours_s": statistics.median(ours), "serial_loop_s": statistics.median(loop)}
+
+
+def bench_incremental(files: int, changed: int, rounds: int) -> dict[str, float]:
+    import distcp
+    from distcp.spark.session import spark_session
+
+    root = Path(tempfile.mkdtemp(prefix="incr-"))
+    src, dst = root / "src", root / "dst"
+    per_dir = 500
+    for d in range(files // per_dir):
+        (src / f"d{d:04d}").mkdir(parents=True)
+        for i in range(per_dir):
+            (src / f"d{d:04d}" / str(i)).write_bytes(b"x" * (i % 64))
+    timings: dict[str, list[float]] = {"incremental": [], "full_diff": []}
+    run = 0
+    with spark_session("local[2]", {}, str(root / "spark.log")):
+        assert distcp.copy(str(src), str(dst)).ok
+        for _ in range(rounds):
+            for kind in ("incremental", "full_diff"):
+                run += 1  # each timed run changes `changed` files nobody changed before
+                for d in range(changed):
+                    (src / f"d{d:04d}" / str(run)).write_bytes(os.urandom(100))
+                t = time.perf_counter()
+                s = distcp.copy(str(src), str(dst), incremental=(kind == "incremental"))
+                timings[kind].append(time.perf_counter() - t)
+                assert s.ok and s.files_copied == changed, (kind, s.files_copied)
+    shutil.rmtree(root)
+    return {"files": files, "changed": changed,
+            **{f"{k}_s": statistics.median(v) for k, v in timings.items()}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--s3-files", type=int, default=5_000)
+    ap.add_argument("--tree", type=int, default=50_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    results: dict[str, Any] = {"machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
+                               "date": time.strftime("%Y-%m-%d")}
+    steps: list[tuple[str, Callable[[], dict[str, float]]]] = [
+        ("publish_local", lambda: bench_local_publish(args.files, args.rounds)),
+        ("publish_s3_moto", lambda: bench_s3_publish(args.s3_files, args.rounds)),
+        ("incremental_rerun", lambda: bench_incremental(args.tree, 100, args.rounds)),
+    ]
+    for name, fn in steps:
+        try:
+            results[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - report, keep going
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(name, json.dumps(results[name]), flush=True)
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / "commit.json").write_text(json.dumps(results, indent=2))
+    (out / "commit.md").write_text(render(results))
+    print(render(results))
+
+
+def render(r: dict[str, Any]) -> str:
+    rows = ["| benchmark | pydistcp | baseline | ratio (baseline / pydistcp) |", "|---|---|---|---|"]
+    for name, base in (("publish_local", "serial_loop_s"), ("publish_s3_moto", "serial_loop_s")):
+        v = r.get(name, {})
+        if "ours_s" in v:
+            rows.append(f"| publish {v['files']} files, {name.split('_', 1)[1]} | "
+                        f"{v['ours_s']:.2f} s | serial loop {v[base]:.2f} s | "
+                        f"{v[base] / v['ours_s']:.2f}x |")
+    v = r.get("incremental_rerun", {})
+    if "incremental_s" in v:
+        rows.append(f"| rerun, {v['files']} files, {v['changed']} changed | --incremental "
+                    f"{v['incremental_s']:.2f} s | full diff {v['full_diff_s']:.2f} s | "
+                    f"{v['full_diff_s'] / v['incremental_s']:.2f}x |")
+    return f"{r['machine']}, {r['date']}\n\n" + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+from tests.fixtures.spark_cluster import spark_standalone, spark_connect_server  # noqa: F401

@@ -1,0 +1,119 @@
+"""The real ``pydistcp`` CLI against real Spark daemons: a standalone master +
+worker, and a Spark Connect server (fixtures in tests/fixtures/spark_cluster.py).
+
+Needs Java 17+ and, for the Spark Connect test, ``pip install 'pydistcp[connect]'``
+(grpcio, grpcio-status, googleapis-common-protos, zstandard).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, tree
+from tests.fixtures.spark_cluster import MASTER, SparkConnectUrl, SparkMaster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
+
+CLI_TIMEOUT = 600  # the machine is shared: be generous, but never hang
+
+# Executors log their tasks at INFO to stderr, i.e. into the worker's
+# work/<app-id>/<executor-id>/stderr: proof of where the tasks ran.
+EXECUTOR_LOG4J = """\
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = info
+"""
+
+
+def make_tree(root: Path) -> int:
+    """Nested dirs, a unicode name with a space, a 0-byte file, an empty dir and a
+    few MiB of random data, with mixed modes and fixed mtimes. Returns the file count."""
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "empty").mkdir()
+    (root / "a" / "b" / "c" / "random.bin").write_bytes(os.urandom(3 << 20))
+    (root / "a" / "b" / "more.bin").write_bytes(os.urandom((1 << 20) + 12345))
+    (root / "a" / "ünïcödé näme.txt").write_text("grüße, 世界\n" * 500, encoding="utf-8")
+    (root / "a" / "zero").write_bytes(b"")
+    (root / "top.csv").write_text("id,v\n1,2\n")
+    (root / "a" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "a" / "run.sh").chmod(0o750)
+    (root / "top.csv").chmod(0o444)
+    (root / "a" / "b").chmod(0o700)
+    for i, p in enumerate(sorted(root.rglob("*"), reverse=True)):
+        os.utime(p, (1_600_000_000 + i, 1_600_000_000 + i))
+    return sum(1 for p in root.rglob("*") if p.is_file())
+
+
+def copy_and_check(tmp_path: Path, master: str, *extra: str) -> dict:
+    src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "summary.json"
+    files = make_tree(src)
+    total = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    result = run_cli("copy", str(src), str(dst), "--master", master, "--no-progress",
+                     "--summary-json", str(sj), "--log-dir", str(tmp_path / "logs"), *extra,
+                     timeout=CLI_TIMEOUT)
+    assert result.returncode == 0, (result.stdout, result.stderr, _driver_log(tmp_path))
+    assert tree(dst) == tree(src)  # bytes, modes and mtimes, directories included
+    assert (dst / "empty").is_dir() and (dst / "a" / "zero").stat().st_size == 0
+    s = json.loads(sj.read_text())
+    assert (s["ok"], s["files_copied"], s["files_failed"], s["bytes_copied"]) == (
+        True, files, 0, total), s
+    assert (s["files_skipped"], s["files_deleted"], s["failures"]) == (0, 0, []), s
+    assert f"copied {files} files" in result.stdout
+    return s
+
+
+def _driver_log(tmp_path: Path) -> str:
+    logs = sorted((tmp_path / "logs").glob("spark-*.log"))
+    return logs[-1].read_text(errors="replace")[-4000:] if logs else "(no driver log)"
+
+
+def test_copy_on_standalone_cluster_runs_in_worker_executor(
+        tmp_path: Path, spark_standalone: SparkMaster) -> None:
+    work = spark_standalone.worker_dir
+    apps_before = {p.name for p in work.iterdir()}
+    props = tmp_path / "executor-log4j2.properties"
+    props.write_text(EXECUTOR_LOG4J)
+
+    copy_and_check(tmp_path, spark_standalone, "--conf",
+                   f"spark.executor.extraJavaOptions=-Dlog4j.configurationFile=file:{props}")
+
+    # The master registered the CLI's application and gave it an executor on our worker.
+    new_apps = sorted(p for p in work.iterdir() if p.name not in apps_before)
+    assert len(new_apps) == 1, (new_apps, spark_standalone.log(MASTER).read_text()[-3000:])
+    app = new_apps[0]
+    master_log = spark_standalone.log(MASTER).read_text(errors="replace")
+    assert f"Registered app pydistcp with ID {app.name}" in master_log
+    assert f"Launching executor {app.name}/" in master_log
+    # ... and that executor, a separate JVM launched by the worker, ran the tasks.
+    stderrs = list(app.glob("*/stderr"))
+    assert stderrs, list(app.rglob("*"))
+    text = "\n".join(p.read_text(errors="replace") for p in stderrs)
+    assert "Spark Executor Command:" in text and "CoarseGrainedExecutorBackend" in text
+    assert f'"--app-id" "{app.name}"' in text
+    started, finished = text.count("Executor: Running task"), text.count("Executor: Finished task")
+    assert started >= 1 and finished == started, text[-3000:]
+
+
+def test_copy_on_spark_connect_server(tmp_path: Path,
+                                      spark_connect_server: SparkConnectUrl) -> None:
+    log = spark_connect_server.log()
+    before = log.read_text(errors="replace").count("Finished task")
+
+    s = copy_and_check(tmp_path, spark_connect_server)
+
+    # The tasks ran in the server's JVM (the client has no JVM at all).
+    after = log.read_text(errors="replace").count("Finished task")
+    assert after > before, log.read_text(errors="replace")[-3000:]
+    assert s["phases"]["copy_s"] > 0
+    # The client's spark.stop() ends its session only, never the shared server.
+    assert spark_connect_server.alive()
