@@ -53,6 +53,8 @@ def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResu
         results.extend(done)
         progress.advance(file, done)
         crash_point("after_stage")
+        if attempt.endswith("a0"):
+            crash_point("first_attempt_after_stage")  # lets tests force a Spark retry
     progress.flush()
     return results
 

@@ -201,3 +201,20 @@ def test_corrupt_commit_log_entry_is_named_and_nothing_changes(
     assert line.startswith(f"pydistcp: error: corrupt commit log entry {bad}: ")
     assert "no data was changed" in line and "Traceback" not in r.stderr
     assert tree(dst) == before
+
+
+def test_a_retried_task_publishes_once_and_leaves_no_stray_attempt(
+        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    """The first attempt of every task dies after staging a file; Spark retries it
+    (local[2,3] allows retries) and only the accepted attempt's copies are published."""
+    import json
+
+    src, _, _ = golden
+    dst, sj = tmp_path / "dst", tmp_path / "s.json"
+    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                "--master", "local[2,3]", "--summary-json", str(sj),
+                env={"DISTCP_CRASH_AT": "first_attempt_after_stage:1"})
+    assert r.returncode == 0, r.stderr
+    assert_like_golden(dst, golden)
+    log = Path(json.loads(sj.read_text())["log_file"]).read_text()
+    assert "Lost task" in log  # the first attempts really died and were retried
