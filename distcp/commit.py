@@ -207,27 +207,18 @@ class DeletePaths(CommitStep):
         return not any(_exists(ctx, u) for u in self.urls)
 
     def execute(self, ctx: CommitContext) -> None:
-        for url in self.urls:  # deepest first, as planned
+        for url in self.urls:  # deepest first
             fs, path = ctx.fs(url)
             if fs.exists(path):
                 fs.rm(path, recursive=True)
 
 
 @dataclass(frozen=True)
-class RemoveStaging(CommitStep):
-    """Remove staging or recovery entries once everything in them is published."""
+class RemoveStaging(DeletePaths):
+    """Remove staging or recovery entries once everything in them is published
+    (a delete under its own name, so a commit log reads as what it does)."""
 
     kind: ClassVar[str] = "remove-staging"
-    urls: tuple[str, ...]
-
-    def verify(self, ctx: CommitContext) -> bool:
-        return not any(_exists(ctx, u) for u in self.urls)
-
-    def execute(self, ctx: CommitContext) -> None:
-        for url in self.urls:
-            fs, path = ctx.fs(url)
-            if fs.exists(path):
-                fs.rm(path, recursive=True)
 
 
 def _for_each(ctx: CommitContext, items: Iterable[Any], fn: Callable[[Any], None]) -> None:
