@@ -37,6 +37,14 @@ def is_local(fs: AbstractFileSystem) -> bool:
     return isinstance(fs, LocalFileSystem)
 
 
+def local_path(url: str) -> str | None:
+    """The plain path of a local URL, else None; a string check, for per-file hot paths
+    where resolving a filesystem through fsspec would cost more than the copy."""
+    if url.startswith("file://"):
+        return url[len("file://"):]
+    return None if "://" in url or "::" in url else url
+
+
 def to_url(fs: AbstractFileSystem, path: str) -> str:
     """A URL that ``filesystem`` maps back to ``fs``; local paths stay plain paths."""
     return path if is_local(fs) else fs.unstrip_protocol(path)

@@ -14,7 +14,7 @@ import pickle
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from distcp import fs as fsutil
@@ -104,12 +104,13 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str,
 
 
 def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
-    fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+    local = fsutil.local_path(file.origin.url)
     shown = fsutil.display(file.origin.url)
     try:
-        if fsutil.is_local(fs):
-            raw: Any = open(path, "rb", buffering=0)
+        if local is not None:
+            raw: Any = open(local, "rb", buffering=0)
         else:
+            fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
             raw = fs.open(path, "rb", block_size=spec.buffer_size)
     except FileNotFoundError as exc:
         raise SourceReadError(f"source vanished since listing: {shown}", path=shown) from exc
@@ -128,9 +129,15 @@ def _check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) -
     if not file.converters and reader.count != file.origin.size:
         raise SourceReadError(f"source changed while copying: {shown} (listed "
                               f"{file.origin.size} bytes, read {reader.count})", path=shown)
-    fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
-    now = fsutil.status(fs, fs.info(path))
-    if now.size != file.origin.size or abs(now.mtime - file.origin.mtime) > 1e-3:
+    local = fsutil.local_path(file.origin.url)
+    if local is not None:
+        st = os.stat(local)
+        size, mtime = st.st_size, st.st_mtime
+    else:
+        fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+        now = fsutil.status(fs, fs.info(path))
+        size, mtime = now.size, now.mtime
+    if size != file.origin.size or abs(mtime - file.origin.mtime) > 1e-3:
         raise SourceReadError(f"source changed while copying: {shown}", path=shown)
 
 
@@ -181,7 +188,7 @@ class Progress:
         self.bytes += file.origin.size
         if results and all(r.ok for r in results):
             self.pending.append({"planned": file.destination,
-                                 "results": [asdict(r) for r in results]})
+                                 "results": [_fields_of(r) for r in results]})
         if time.monotonic() - self.last >= self.INTERVAL_S:
             self.flush()
 
@@ -198,6 +205,14 @@ class Progress:
             fs.pipe_file(path, json.dumps({"files": self.files, "bytes": self.bytes}).encode())
         except OSError:
             pass  # advisory; the driver's collected results are what gets published
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(TaskResult))
+
+
+def _fields_of(result: TaskResult) -> dict[str, Any]:
+    """A TaskResult as a plain dict; ``asdict`` deep-copies and costs 10x more."""
+    return {name: getattr(result, name) for name in _RESULT_FIELDS}
 
 
 def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:

@@ -78,10 +78,11 @@ class SourceReader:
 def write_staged(stream: Any, staging_url: str, options: dict[str, Any], buffer: bytearray,
                  verify: str) -> Staged:
     """Copy ``stream`` to ``staging_url``; verify size (and digest) of what landed."""
-    fs, path = fsutil.filesystem(staging_url, options)
+    local = fsutil.local_path(staging_url)
+    fs, path = (None, local) if local is not None else fsutil.filesystem(staging_url, options)
     digest = Digest()
     try:
-        if fsutil.is_local(fs):
+        if fs is None:
             with open(path, "wb", buffering=0) as out:
                 _pump(stream, out, buffer, digest)
         else:
@@ -124,15 +125,18 @@ def _pump(stream: Any, out: Any, buffer: bytearray, digest: Digest) -> None:
 
 
 def _verify(fs: Any, path: str, staged: Staged, buffer: bytearray, verify: str) -> None:
-    """Check that the staged copy holds what was read: its size, and its digest."""
+    """Check that the staged copy holds what was read: its size, and its digest.
+
+    ``fs`` is None for a local path (plain os calls).
+    """
     try:
-        size = os.stat(path).st_size if fsutil.is_local(fs) else fs.size(path)
+        size = os.stat(path).st_size if fs is None else fs.size(path)
         if size != staged.size:
             raise IntegrityError(
                 f"size differs: read {staged.size} bytes but staged {size} "
                 f"({fsutil.display(staged.url)})", path=staged.url)
         if verify == "digest":
-            opener = open(path, "rb", buffering=0) if fsutil.is_local(fs) else fs.open(path, "rb")
+            opener = open(path, "rb", buffering=0) if fs is None else fs.open(path, "rb")
             with opener as f:
                 got = digest_of_stream(f, buffer).hexdigest()
             if got != staged.checksum:
@@ -158,8 +162,8 @@ def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | N
     Ownership is applied only where the process may (root, or a group it is in);
     filesystems without POSIX attributes (object stores) keep their own.
     """
-    fs, path = fsutil.filesystem(staging_url, options)
-    if not fsutil.is_local(fs):
+    path = fsutil.local_path(staging_url)
+    if path is None:
         return
     if mode is not None:
         os.chmod(path, mode & 0o7777)
@@ -185,7 +189,7 @@ def _chown(path: str, owner: str | None, group: str | None) -> None:
 
 def _discard(fs: Any, path: str) -> None:
     try:
-        if fsutil.is_local(fs):
+        if fs is None:
             os.unlink(path)
         else:
             fs.rm_file(path)
