@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from distcp.converters.base import ConverterOptions
+from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 
 PRESERVE_LETTERS = "ugptb"
@@ -72,6 +72,8 @@ class CopyConfiguration:
             raise ConfigurationError("--max-replays must be at least 1")
         if self.buffer_size < 4096:
             raise ConfigurationError("--buffer-size must be at least 4 KiB")
+        if self.converters:
+            check_chain(self.converters, self.converter_options)
 
     @classmethod
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,

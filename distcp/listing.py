@@ -15,7 +15,13 @@ from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
-from distcp.planning import DatasetPlan, Plan, check_duplicates, plan_dataset
+from distcp.planning import (
+    DatasetPlan,
+    Plan,
+    check_duplicates,
+    expansion_targets,
+    plan_dataset,
+)
 from distcp.registry import FINDERS
 from distcp.state import DatasetState, StateStore
 
@@ -76,6 +82,10 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         else:
             target = target_listing(ds, cfg)
             listings += 1
+        if state is not None and any(f.destination.endswith("/") for f in listing.files):
+            published = {entry[3] for entry in state.load(ds.urn).manifest.values()}
+            target = expansion_targets(listing.files, target, published, ds.destination_root,
+                                       listed=not (cfg.incremental and not cfg.delete))
         plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
                                   listing.directories, target,
                                   overwrite=cfg.overwrite, delete=cfg.delete))

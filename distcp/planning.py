@@ -9,7 +9,7 @@ two files share a destination.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from distcp.errors import DuplicateDestinationError, PlanningError
@@ -71,7 +71,9 @@ def plan_dataset(
     dirs = tuple(directories)
     for f in files:
         existing = target.get(f.destination)
-        if existing is not None and existing.is_dir:
+        if f.destination.endswith("/"):  # an archive expands into this directory
+            _check_expansion_root(f, target)
+        elif existing is not None and existing.is_dir:
             raise PlanningError(
                 f"cannot replace directory {display(f.destination)} with file "
                 f"{display(f.origin.url)}", path=f.destination)
@@ -85,6 +87,39 @@ def plan_dataset(
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs) if delete else ()
     return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs)
+
+
+def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:
+    there = target.get(f.destination.rstrip("/"))
+    if there is not None and not there.is_dir:
+        raise PlanningError(
+            f"cannot expand {display(f.origin.url)} into {display(f.destination)}: a file "
+            "is there", path=f.destination)
+
+
+def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileStatus],
+                      published: Collection[str], destination_root: str, *,
+                      listed: bool = True) -> dict[str, FileStatus]:
+    """The target as planning sees archives.
+
+    ``DST/x/`` (trailing "/") stands for "this archive's expansion": present only
+    when the state says this exact origin version (its guid, in ``published``)
+    was published and, for a real listing (``listed``), its directory still
+    exists. A directory's own mtime cannot tell: publishing into it changes it,
+    and with --expand-into-parent several archives share it.
+    """
+    out = dict(target)
+    for f in files:
+        if not f.destination.endswith("/"):
+            continue
+        out.pop(f.destination, None)
+        root_url = f.destination.rstrip("/")
+        root = target.get(root_url)
+        present = not listed or (root is not None and root.is_dir) or (
+            root_url == destination_root.rstrip("/") and bool(target))
+        if f.guid in published and present:
+            out[f.destination] = FileStatus(f.destination, -1, f.origin.mtime)
+    return out
 
 
 def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool) -> tuple[str, bool]:
@@ -116,12 +151,15 @@ def _extras(target: Mapping[str, FileStatus], kept: list[CopyableFile],
             dirs: tuple[CopyableDirectory, ...]) -> tuple[str, ...]:
     """Target entries that the dataset does not have; deepest first."""
     keep = {f.destination for f in kept} | {d.destination for d in dirs}
+    expanded = tuple(f.destination for f in kept if f.destination.endswith("/"))
     for f in kept:
         parent = posixpath.dirname(f.destination)
         while parent and parent not in keep:
             keep.add(parent)
             parent = posixpath.dirname(parent)
-    extras = [url for url in target if url not in keep]
+    # What archives expanded is not known before they are read: keep all of it.
+    extras = [url for url in target if url not in keep and url.rstrip("/") + "/" not in expanded
+              and not url.startswith(expanded)]
     return tuple(sorted(extras, key=lambda u: (-u.count("/"), u)))
 
 
@@ -131,7 +169,8 @@ def check_duplicates(plans: Iterable[DatasetPlan]) -> None:
     for p in plans:
         for a in p.copy + p.skip:
             other = seen.setdefault(a.file.destination, a.file)
-            if other is not a.file:
+            if other is not a.file and not a.file.destination.endswith("/"):
+                # archives may share a directory (--expand-into-parent); files may not
                 raise DuplicateDestinationError(
                     f"two sources map to {display(a.file.destination)}: "
                     f"{display(other.origin.url)} and {display(a.file.origin.url)}",

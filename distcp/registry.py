@@ -86,5 +86,16 @@ for _name, _target in (
     ("single", "distcp.finders.single:SingleRootFinder"),
 ):
     FINDERS.register(_name, _target)
+for _name, _target in (
+    ("bunzip2", "distcp.converters.codecs:Bunzip2Converter"),
+    ("decrypt", "distcp.converters.gpg:DecryptConverter"),
+    ("encrypt", "distcp.converters.gpg:EncryptConverter"),
+    ("gunzip", "distcp.converters.codecs:GunzipConverter"),
+    ("gzip", "distcp.converters.codecs:GzipConverter"),
+    ("untar", "distcp.converters.untar:UntarConverter"),
+    ("unxz", "distcp.converters.codecs:UnxzConverter"),
+    ("unzip", "distcp.converters.unzip:UnzipConverter"),
+):
+    CONVERTERS.register(_name, _target)
 DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")
 PUBLISHERS.register("rename", "distcp.publishers.rename:RenamePublisher")

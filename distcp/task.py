@@ -66,9 +66,10 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
                 dataset_urn=file.dataset_urn, file_set=file.file_set)
     done: list[TaskResult] = []
     reader: SourceReader | None = None
+    outputs: Any = None
     try:
         reader = open_source(file, spec)
-        converters = build_chain(file.converters, spec.converter_options)
+        converters = build_chain(file.converters, _converter_options(spec, staging_dir))
         outputs = chain(converters, FileAwareInputStream.of(file, reader))  # type: ignore[arg-type]
         for n, out in enumerate(outputs):
             done.append(_stage_output(out, file, base, f"{staging_dir}/{index}-{n}", spec, buffer))
@@ -82,9 +83,17 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
                            retryable=getattr(exc, "retryable", False),
                            bytes_read=reader.count if reader else 0)]
     finally:
+        if outputs is not None:
+            getattr(outputs, "close", lambda: None)()  # converters stop their helpers (gpg threads) before the source closes
         if reader is not None and not reader.closed:
             reader.close()
     return done
+
+
+def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
+    """The run's converter options plus this attempt's private local scratch directory."""
+    local = fsutil.local_path(staging_dir)
+    return replace(spec.converter_options, scratch_dir=local) if local else spec.converter_options
 
 
 def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str, Any],

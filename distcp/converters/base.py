@@ -8,6 +8,7 @@ is produced and memory stays bounded by buffer sizes, not by file size.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ class ConverterOptions:
     max_expanded_bytes: int | None = None
     expand_into_parent: bool = False
     buffer_size: int = 1 << 20
+    #: A private local directory of the running task (its staging area), where
+    #: converters that need random access (unzip) spool their input; set by the
+    #: task, None means the system's temporary directory.
+    scratch_dir: str | None = None
 
 
 class Converter(ABC):
@@ -54,6 +59,26 @@ class Converter(ABC):
         """
         return destination
 
+    def check_options(self) -> None:
+        """Raise ConfigurationError when ``options`` cannot work for this converter
+        (called once when the run is configured, before anything is read)."""
+
+
+def check_chain(names: Sequence[str], options: ConverterOptions) -> None:
+    """Refuse unknown converter names and unusable options up front (exit 2)."""
+    from distcp.errors import ConfigurationError, PluginError
+
+    if options.max_expansion_ratio <= 0:
+        raise ConfigurationError("--max-expansion-ratio must be positive")
+    if options.max_expanded_bytes is not None and options.max_expanded_bytes <= 0:
+        raise ConfigurationError("--max-expanded-bytes must be positive")
+    try:
+        converters = build_chain(names, options)
+    except PluginError as exc:
+        raise ConfigurationError(f"--convert: {exc}") from exc
+    for converter in converters:
+        converter.check_options()
+
 
 def rename_through(converters: Sequence[Converter], destination: str) -> str:
     """Apply each converter's ``rename`` in order (planning-time destination)."""
@@ -65,11 +90,34 @@ def rename_through(converters: Sequence[Converter], destination: str) -> str:
 def chain(
     converters: Sequence[Converter], stream: FileAwareInputStream
 ) -> Iterator[FileAwareInputStream]:
-    """Lazily apply ``converters`` in order to one input stream."""
+    """Lazily apply ``converters`` in order to one input stream.
+
+    ``stream.destination`` is the planned destination, which already holds the
+    renames of every converter up to and including the first one-to-many one
+    (planning cannot see past an archive's entries). Those converters run with
+    ``rename`` as the identity so that nothing is renamed twice; converters
+    after an expansion rename each entry themselves (``untar,gunzip``: ``d/a.gz``
+    -> ``d/a``). Converters must therefore derive output destinations through
+    ``self.rename``.
+    """
     streams: Iterable[FileAwareInputStream] = (stream,)
+    planned = True
     for converter in converters:
+        if planned:
+            planned = not converter.one_to_many
+            converter = _without_rename(converter)
         streams = _flat_map(converter, streams)
     return iter(streams)
+
+
+def _without_rename(converter: Converter) -> Converter:
+    twin = copy.copy(converter)
+    twin.rename = _identity  # type: ignore[method-assign]
+    return twin
+
+
+def _identity(destination: str) -> str:
+    return destination
 
 
 def _flat_map(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+from collections.abc import Sequence
 
 from distcp import fs as fsutil
 from distcp.configuration import CopyConfiguration
@@ -16,14 +17,30 @@ WHOLE = "all"
 
 
 class RecursiveCopyableDataset(CopyableDataset):
-    """One file set holding everything under ``root``, filtered by include/exclude."""
+    """Everything under ``root``, filtered by include/exclude.
+
+    Without converters the dataset is one file set (published whole). With
+    converters each origin file is its own file set: an archive expands into
+    many files and must land whole or not at all, but one bad archive must not
+    hold back the good ones. ``converters`` (in code) overrides the run's
+    ``--convert`` for this dataset.
+    """
+
+    def __init__(self, urn: str, root: str, destination_root: str, *, is_file: bool = False,
+                 converters: Sequence[str] | None = None) -> None:
+        super().__init__(urn, root, destination_root, is_file=is_file)
+        self.converters = None if converters is None else tuple(converters)
 
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
         fs, root = fsutil.filesystem(self.root, cfg.src_options)
+        if self.converters is not None:
+            cfg = cfg.with_(converters=self.converters)
         chain = build_chain(cfg.converters, cfg.converter_options)
         if self.is_file:
             origin = fsutil.status(fs, fs.info(root))
-            return DatasetListing((self._file(origin, self.destination_root, chain, cfg),), ())
+            name = posixpath.basename(root.rstrip("/"))
+            return DatasetListing(
+                (self._file(origin, self.destination_root, chain, cfg, name),), ())
         files: list[CopyableFile] = []
         # The root too, so that its mode and mtime are kept, as cp -a and rsync -a do.
         root_status = fsutil.status(fs, fs.info(root))
@@ -34,19 +51,19 @@ class RecursiveCopyableDataset(CopyableDataset):
             if origin.is_dir:
                 dirs.append(self._directory(origin, dest, cfg))
             elif selected(rel, cfg.include, cfg.exclude):
-                files.append(self._file(origin, dest, chain, cfg))
+                files.append(self._file(origin, dest, chain, cfg, rel))
         if cfg.include or cfg.exclude:
             dirs = _dirs_holding(dirs, files) if cfg.include else dirs
         return DatasetListing(tuple(files), tuple(dirs))
 
     def _file(self, origin: FileStatus, dest: str, chain: list[Converter],
-              cfg: CopyConfiguration) -> CopyableFile:
+              cfg: CopyConfiguration, rel: str) -> CopyableFile:
         p = cfg.preserve
         return CopyableFile(
             origin=origin,
             destination=rename_through(chain, dest),
             dataset_urn=self.urn,
-            file_set=WHOLE,
+            file_set=file_set_of(rel, cfg.converters),
             mode=origin.mode if "p" in p else None,
             owner=origin.owner if "u" in p else None,
             group=origin.group if "g" in p else None,
@@ -58,6 +75,12 @@ class RecursiveCopyableDataset(CopyableDataset):
         mode = origin.mode if "p" in cfg.preserve else None
         mtime = (origin.mtime_ns or origin.mtime) if "t" in cfg.preserve else None
         return CopyableDirectory(origin, dest, self.urn, WHOLE, mode, mtime)
+
+
+def file_set_of(rel: str, converters: Sequence[str]) -> str:
+    """``all`` for plain copies; the file's own set (named by its relative path) when
+    converted, so that each archive is published whole or not at all, on its own."""
+    return f"file:{rel}" if converters else WHOLE
 
 
 def selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:

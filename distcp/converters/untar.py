@@ -1,0 +1,201 @@
+"""``untar``: one tar stream in, one output per regular file or directory out.
+
+Safe by construction rather than by filter (PITFALLS.md, Archives):
+
+- members are read in stream mode (``r|``), never ``extract``/``extractall``;
+  each entry's bytes go to our writer through ``extractfile``;
+- only regular files and directories are accepted; links, devices, FIFOs and
+  setuid/setgid bits are refused with the entry's name; names are validated by
+  ``safety.entry_path`` (no absolute paths, no ``..``);
+- gzip/bzip2/xz inside are opened by us, not by tarfile: tarfile never checks
+  the gzip CRC, so after the last member we drain our gzip layer to EOF, which
+  raises on a bad CRC or length;
+- the archive must end with tar's end-of-archive block: tarfile silently stops
+  at a truncated or corrupt header, we do not;
+- expanded bytes are counted as produced, against ``--max-expansion-ratio`` and
+  ``--max-expanded-bytes``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+from collections.abc import Iterator
+from typing import Any
+
+from distcp.converters.base import Converter
+from distcp.converters.codecs import describe
+from distcp.converters.iostreams import ConvertedReader, CountingReader, peek
+from distcp.converters.names import expansion_root
+from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
+from distcp.errors import ConversionError, CopyError
+from distcp.fs import display
+from distcp.streams import FileAwareInputStream
+
+#: tarfile's read-ahead; larger costs a copy of the rest per 512-byte header.
+TAR_BUFSIZE = 64 << 10
+
+
+class _StrictTarInfo(tarfile.TarInfo):
+    """Records why tarfile stopped reading headers (it hides the reason)."""
+
+    @classmethod
+    def fromtarfile(cls, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        try:
+            return super().fromtarfile(tar)
+        except tarfile.HeaderError as exc:
+            tar.pydistcp_end = exc  # type: ignore[attr-defined]
+            raise
+
+
+class UntarConverter(Converter):
+    """Expands a tar (plain, .gz, .bz2 or .xz) under ``DST/<archive name>/``."""
+
+    name = "untar"
+    one_to_many = True
+
+    def rename(self, destination: str) -> str:
+        return expansion_root(destination, self.options.expand_into_parent)
+
+    def convert(self, stream: FileAwareInputStream) -> Iterator[FileAwareInputStream]:
+        job = _Expansion(self, stream)
+        try:
+            yield from job.run()
+        finally:
+            job.close()
+
+
+class _Expansion:
+    """The state of expanding one archive: its layers, budget and the names seen."""
+
+    def __init__(self, converter: UntarConverter, stream: FileAwareInputStream) -> None:
+        opts = converter.options
+        self.stream = stream
+        self.origin = stream.file.origin.url
+        self.root = converter.rename(stream.destination)
+        self.into_parent = opts.expand_into_parent
+        self.consumed = CountingReader(stream.stream)
+        self.budget = ExpansionBudget(self.origin, "untar", opts.max_expansion_ratio,
+                                      opts.max_expanded_bytes)
+        self.layer: Any = None
+        self.tar_bytes: CountingReader | None = None
+        self.files: set[str] = set()
+        self.dirs: set[str] = set()
+
+    def error(self, why: str) -> ConversionError:
+        return ConversionError(f"cannot untar {display(self.origin)}: {why}", path=self.origin)
+
+    def translate(self, exc: BaseException) -> CopyError:
+        if isinstance(exc, CopyError):
+            return exc
+        if isinstance(exc, tarfile.ReadError):
+            return self.error(f"truncated or corrupt tar ({exc})")
+        return self.error(describe(exc))
+
+    def run(self) -> Iterator[FileAwareInputStream]:
+        tar = self._open()
+        if not self.into_parent:
+            mtime = self.stream.file.origin.mtime_ns or self.stream.file.origin.mtime
+            yield self._output(self.root, io.BytesIO(), None, mtime)
+        while True:
+            member = self._next(tar)
+            if member is None:
+                break
+            out = self._entry(tar, member)
+            if out is not None:
+                yield out
+        self._finish(tar)
+
+    def _open(self) -> tarfile.TarFile:
+        head, raw = peek(self.consumed, 6)
+        if head.startswith(b"\x1f\x8b"):
+            self.layer = gzip.GzipFile(fileobj=raw, mode="rb")
+        elif head.startswith(b"BZh"):
+            self.layer = bz2.BZ2File(raw, mode="rb")
+        elif head.startswith(b"\xfd7zXZ\x00"):
+            self.layer = lzma.LZMAFile(raw, mode="rb")
+        else:
+            self.layer = raw
+        self.tar_bytes = CountingReader(self.layer)
+        try:
+            return tarfile.open(fileobj=self.tar_bytes, mode="r|", bufsize=TAR_BUFSIZE,
+                                tarinfo=_StrictTarInfo)
+        except Exception as exc:  # noqa: BLE001 - mapped to one line naming the file
+            raise self.translate(exc) from exc
+
+    def _next(self, tar: tarfile.TarFile) -> tarfile.TarInfo | None:
+        try:
+            member = tar.next()
+        except Exception as exc:  # noqa: BLE001
+            raise self.translate(exc) from exc
+        tar.members.clear()  # stream mode keeps every TarInfo: O(members) memory otherwise
+        return member
+
+    def _entry(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> FileAwareInputStream | None:
+        rel = entry_path(member.name, self.origin, "untar")
+        _check_type(member, self.error)
+        mode = entry_mode(member.mode, member.name, self.origin, "untar")
+        if not rel:
+            return None  # "./": the expansion root itself
+        self._check_unique(rel, member.isdir())
+        if member.isdir():
+            return self._output(self.root + rel + "/", io.BytesIO(), mode, float(member.mtime))
+        try:
+            raw = tar.extractfile(member)
+        except Exception as exc:  # noqa: BLE001
+            raise self.translate(exc) from exc
+        reader = ConvertedReader(raw, self.translate, self.budget, lambda: self.consumed.count)
+        return self._output(self.root + rel, reader, mode, float(member.mtime))
+
+    def _check_unique(self, rel: str, is_dir: bool) -> None:
+        """Refuse a name seen twice (tar lets the last win) or a file used as a directory."""
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in self.files:
+                raise self.error(f"entry {rel!r} is below a file entry of the same archive")
+        if rel in self.files or (is_dir is False and rel in self.dirs):
+            raise self.error(f"duplicate member {rel!r}")
+        (self.dirs if is_dir else self.files).add(rel)
+
+    def _finish(self, tar: tarfile.TarFile) -> None:
+        end = getattr(tar, "pydistcp_end", None)
+        if isinstance(end, tarfile.InvalidHeaderError):
+            raise self.error(f"corrupt tar header at offset {tar.offset} ({end})")
+        if not isinstance(end, tarfile.EOFHeaderError):
+            raise self.error("truncated tar: it ends without the end-of-archive block")
+        try:
+            while self.tar_bytes is not None and self.tar_bytes.read(1 << 20):
+                pass  # drain every layer to EOF: the gzip CRC/length trailer is checked here
+        except Exception as exc:  # noqa: BLE001
+            raise self.translate(exc) from exc
+
+    def _output(self, destination: str, reader: Any, mode: int | None,
+                mtime: float | int | None) -> FileAwareInputStream:
+        keep_time = "t" in self.stream.file.preserve
+        return FileAwareInputStream(self.stream.file, reader, destination, mode,
+                                    mtime if keep_time else None)
+
+    def close(self) -> None:
+        if self.layer is not None and hasattr(self.layer, "close"):
+            self.layer.close()
+
+
+def _check_type(member: tarfile.TarInfo, error: Any) -> None:
+    """Only regular files and directories: anything else can escape or surprise."""
+    if member.isreg() or member.isdir():
+        return
+    if member.issym():
+        why = f"is a symbolic link to {member.linkname!r}"
+    elif member.islnk():
+        why = f"is a hard link to {member.linkname!r}"
+    elif member.ischr() or member.isblk():
+        why = "is a device file"
+    elif member.isfifo():
+        why = "is a FIFO"
+    else:
+        why = f"has unsupported type {member.type!r}"
+    raise error(f"entry {member.name!r} {why}; only regular files and directories are "
+                "expanded, nothing of this archive was published")
