@@ -83,6 +83,9 @@ def main() -> None:
 @click.option("--buffer-size", default="8M", show_default=True, metavar="SIZE", help="Copy buffer per task.")
 @click.option("--verify", type=click.Choice(["digest", "size"]), default="digest", show_default=True,
               help="Check each staged copy's size and xxh3 digest by re-reading it, or its size only.")
+@click.option("--split-size", metavar="SIZE",
+              help="Copy files larger than SIZE (e.g. 256M) as byte ranges in parallel tasks, "
+                   "joined at publish and resumed after a crash (local and S3 destinations).")
 @click.option("--src-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for sources.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for DST.")
 @click.option("--state-dir", metavar="URL",
@@ -134,6 +137,8 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         "expand_into_parent", "state_dir", "commit_policy", "max_replays", "incremental",
         "recovery_retention")}
     opts["buffer_size"] = parse_size(flags["buffer_size"])
+    if flags["split_size"]:
+        opts["split_size"] = parse_size(flags["split_size"])
     opts["spark_conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = parse_key_values(flags["src_option"], "--src-option")
     opts["dst_options"] = parse_key_values(flags["dst_option"], "--dst-option")
@@ -218,5 +223,33 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "
                    f"{summary.sequences_set_aside}")
         return 0 if summary.ok else 1
+
+    _run(action)
+
+
+@main.command("cleanup")
+@click.argument("destination", metavar="DST")
+@click.option("--older-than", default="1h", show_default=True, metavar="DURATION",
+              help="Abort only uploads started (and split files left) longer ago than this.")
+@click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
+@click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
+def cleanup_command(destination: str, older_than: str, state_dir: str | None,
+                    dst_option: tuple[str, ...]) -> None:
+    """Abort multipart uploads left under DST by killed or failed runs.
+
+    Uploads a pending commit will complete are kept; split files that a later
+    run could resume are kept until they are older than --older-than.
+    """
+    def action() -> int:
+        from distcp.configuration import parse_duration
+        from distcp.inspect import resolve_state_root
+        from distcp.orphans import abort_orphans
+
+        options = _state_options(dst_option)
+        root = resolve_state_root(destination, state_dir, options)
+        n = abort_orphans(destination, root, options, parse_duration(older_than),
+                          expire_splits=True)
+        click.echo(f"aborted {n} orphaned multipart upload(s) under {destination}")
+        return 0
 
     _run(action)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import distcp.state_steps  # noqa: F401 - registers the state step kinds for from_dict
+import distcp.upload_steps  # noqa: F401 - registers the upload step kinds for from_dict
 from distcp import fs as fsutil
 from distcp.commit import CommitSequence
 from distcp.errors import StateError

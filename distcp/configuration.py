@@ -52,6 +52,8 @@ class CopyConfiguration:
     max_replays: int = 3
     incremental: bool = False
     recovery_retention: float = 24 * 3600.0
+    #: Files larger than this are copied as ranges by several tasks (None: never split).
+    split_size: int | None = None
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -70,6 +72,13 @@ class CopyConfiguration:
                 f"--commit-policy must be full, successful or partial, not {self.commit_policy!r}")
         if self.max_replays < 1:
             raise ConfigurationError("--max-replays must be at least 1")
+        if self.split_size is not None:
+            if self.split_size < (1 << 20):
+                raise ConfigurationError("--split-size must be at least 1M")
+            if self.converters:
+                raise ConfigurationError(
+                    "--split-size cannot be used with --convert: a converter needs the whole "
+                    "stream of a file in one task (drop one of the two options)")
         if self.buffer_size < 4096:
             raise ConfigurationError("--buffer-size must be at least 4 KiB")
         if self.converters:
@@ -94,6 +103,8 @@ class CopyConfiguration:
             options["recovery_retention"] = parse_duration(options["recovery_retention"])
         if isinstance(options.get("parallelism"), str):
             options["parallelism"] = int(options["parallelism"])
+        if isinstance(options.get("split_size"), str):
+            options["split_size"] = parse_size(options["split_size"])
         for key in ("include", "exclude", "converters"):
             if key in options and options[key] is not None:
                 options[key] = tuple(options[key])

@@ -86,12 +86,21 @@ class FileSet:
 
 @dataclass(frozen=True, slots=True)
 class Split:
-    """One byte range of a file that is copied by several tasks."""
+    """One byte range of a file that is copied by several tasks.
+
+    ``staging`` is shared by every range of the file: the local staging file the
+    ranges are written into at their offsets, or the staged multipart upload
+    (``s3-upload:<id>:<final url>``) whose part ``index + 1`` this range is.
+    ``records`` is the folder (``<state>/splits/<guid>``) where a range that was
+    written and verified leaves its record, so that a later run resumes the file.
+    """
 
     index: int
     count: int
     offset: int
     length: int
+    staging: str = ""
+    records: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +141,15 @@ class TaskResult:
     message: str = ""
     retryable: bool = False
     mode: int | None = field(default=None)
+    #: Split ranges: the range's index (-1: a whole file) and its block digests (hex).
+    split_index: int = -1
+    blocks: str = ""
+    #: Staged multipart uploads: (part number, ETag, size) of each part.
+    parts: tuple[tuple[int, str, int], ...] = ()
+    #: A whole split file: the folder of its range records, removed once it is published.
+    records: str = ""
+    #: Bytes the store copied itself (S3 UploadPartCopy): none went through the task.
+    bytes_server_side: int = 0
 
     @property
     def ok(self) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from distcp import fs as fsutil
+from distcp import s3
 from distcp.commit import CommitContext, CommitSequence, RemoveStaging
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError, StateError
@@ -26,6 +27,7 @@ from distcp.registry import PUBLISHERS
 from distcp.state import urn_key
 from distcp.state_steps import AdvanceWatermark, EmitEvent, RecordRun
 from distcp.summary import Failure, Summary
+from distcp.upload_steps import abort_uploads
 
 CommitPolicy = Literal["full", "successful", "partial"]
 
@@ -56,15 +58,19 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult]) -> list[Fil
                 destination=a.file.destination, dataset_urn=dataset.urn,
                 file_set=a.file.file_set, status="failed", error_type="LostResult",
                 message=f"{fsutil.display(a.file.origin.url)}: no task reported this file"))
-    names = set(by_set) | {d.file_set for d in dataset.directories}
+    holding = {d.file_set for d in dataset.directories}
+    names = set(by_set) | holding
     if dataset.delete or not names:
         names.add(next(iter(sorted(names)), "all"))
-    first = sorted(names)[0]
+    # Sets holding directory attributes go last: publishing files into a directory
+    # changes its mtime (converted datasets have one file set per file).
+    order = sorted(names, key=lambda n: (n in holding, n))
+    first = next((n for n in order if n in holding), order[0])
     return [FileSetOutcome(
         dataset_urn=dataset.urn, file_set=name, destination_root=dataset.destination_root,
         results=tuple(by_set.get(name, ())),
         directories=tuple(d for d in dataset.directories if d.file_set == name),
-        deletes=dataset.delete if name == first else ()) for name in sorted(names)]
+        deletes=dataset.delete if name == first else ()) for name in order]
 
 
 def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
@@ -81,7 +87,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         _record_failures(outcome, summary)
         wanted = outcome if outcome.ok else _ok_part(outcome) if pub.policy == "partial" else None
         if wanted is None or (pub.policy == "full" and not all_ok):
-            _keep_for_recovery(outcome, files, pub.recovery, summary)
+            _keep_for_recovery(outcome, files, pub.recovery, summary, pub.ctx)
             continue
         try:
             sequence = _sequence(publisher, wanted, files, pub)
@@ -143,9 +149,19 @@ def _ok_part(outcome: FileSetOutcome) -> FileSetOutcome | None:
 
 
 def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
-                       recovery: RecoveryArea, summary: Summary) -> None:
+                       recovery: RecoveryArea, summary: Summary, ctx: CommitContext) -> None:
+    """Keep verified copies of a failed set for the next run; abort its staged uploads.
+
+    A staged upload is not kept: a failed file set leaves no object and no pending
+    upload (split files excepted: their ranges stay for the next run to resume).
+    """
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
     for r in outcome.results:
+        if r.records:
+            continue
+        if r.staging and s3.is_staged(r.staging):
+            abort_uploads([r.staging], ctx.dst_options)
+            continue
         by_guid[r.guid].append(r)
     for guid, rs in by_guid.items():
         staged = [r for r in rs if r.staging]

@@ -106,6 +106,8 @@ def _intact(results: list[TaskResult], options: dict[str, Any]) -> bool:
     for r in results:
         if not r.staging:
             continue
+        if r.staging.startswith(("s3-upload:", "s3-empty:")):
+            return False  # staged uploads are not kept: the orphan sweep aborts them
         fs, path = fsutil.filesystem(r.staging, options)
         try:
             if fs.size(path) != r.bytes_written:

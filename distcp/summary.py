@@ -33,6 +33,15 @@ class Summary:
     recovery_expired: int = 0
     destination_listings: int = 0
     bytes_copied: int = 0
+    #: Bytes that went through the tasks (read from sources), and bytes the object
+    #: store copied itself (S3 server-side copy): none of those went through a task.
+    bytes_read: int = 0
+    bytes_server_side: int = 0
+    #: Ranges of split files that earlier runs had sent, reused instead of sent again.
+    ranges_resumed: int = 0
+    bytes_resumed: int = 0
+    uploads_aborted: int = 0
+    notes: list[str] = field(default_factory=list)
     directories_created: int = 0
     datasets: int = 0
     duration_s: float = 0.0
@@ -76,6 +85,13 @@ class Summary:
             lines.append(f"recovered {self.files_recovered} files "
                          f"({human_bytes(self.bytes_recovered)}) copied by earlier runs, "
                          "without reading their sources again")
+        if self.bytes_resumed:
+            lines.append(f"resumed {self.ranges_resumed} ranges of split files "
+                         f"({human_bytes(self.bytes_resumed)} saved) sent by earlier runs")
+        if self.bytes_server_side:
+            lines.append(f"copied {human_bytes(self.bytes_server_side)} server-side "
+                         "(no byte through the tasks)")
+        lines.extend(self.notes)
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from distcp import fs as fsutil
+from distcp import s3
 from distcp.converters.base import ConverterOptions, build_chain, chain
 from distcp.errors import CopyError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.streams import FileAwareInputStream
+from distcp.upload import StagedUpload, stage_server_side, stage_upload
 from distcp.writer import SourceReader, apply_attributes, write_staged
 
 
@@ -38,10 +40,17 @@ class TaskSpec:
     src_options: dict[str, Any] = field(default_factory=dict, repr=False)
     dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
     converter_options: ConverterOptions = field(default_factory=ConverterOptions)
+    #: "local", "s3" (stage as multipart uploads) or "other" (fsspec staging + rename).
+    dst_kind: str = "local"
+    #: Sources and destination are S3 on one endpoint: copy S3 sources server-side.
+    server_side: bool = False
+    part_size: int = 8 << 20
 
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
     """Copy every file of ``unit`` into this attempt's private staging directory."""
+    if unit.split is not None:
+        return _run_range(unit, spec, attempt)
     staging_dir = fsutil.join(spec.staging_root, f"u{unit.unit_id}-{attempt}")
     fs, path = fsutil.filesystem(staging_dir, spec.dst_options)
     fs.makedirs(path, exist_ok=True)
@@ -59,11 +68,30 @@ def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResu
     return results
 
 
+def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
+    from distcp.ranges import copy_range
+
+    file, split = unit.files[0], unit.split
+    assert split is not None
+    base = dict(guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
+                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    buffer = bytearray(spec.buffer_size)
+    return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), base,
+                       buffer)]
+
+
+def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
+    """Whether the store copies this file itself (S3 -> S3, one endpoint, no converter)."""
+    return spec.server_side and not file.converters and file.origin.url.startswith("s3://")
+
+
 def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
               spec: TaskSpec, buffer: bytearray) -> list[TaskResult]:
     """Stage every output of one origin file; on any failure, stage nothing of it."""
     base = dict(guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
                 dataset_urn=file.dataset_urn, file_set=file.file_set)
+    if server_side(file, spec):
+        return [_copy_server_side(file, base, spec)]
     done: list[TaskResult] = []
     reader: SourceReader | None = None
     outputs: Any = None
@@ -100,6 +128,10 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str,
                   staging_url: str, spec: TaskSpec, buffer: bytearray) -> TaskResult:
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
         return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode)
+    if spec.dst_kind == "s3":
+        hint = 0 if file.converters else file.origin.size
+        up = stage_upload(out.stream, out.destination, spec.dst_options, buffer, hint)
+        return _upload_result(base, out.destination, up)
     staged = write_staged(out.stream, staging_url, spec.dst_options, buffer, spec.verify)
     mtime: float | int | None = out.mtime
     if mtime is None:
@@ -110,6 +142,29 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str,
                      owner=file.owner, group=file.group)
     return TaskResult(**base, destination=out.destination, status="ok", staging=staging_url,
                       bytes_written=staged.size, checksum=staged.checksum)
+
+
+def _upload_result(base: dict[str, Any], destination: str, up: StagedUpload) -> TaskResult:
+    return TaskResult(**base, destination=destination, status="ok", staging=up.staging,
+                      bytes_written=up.size, checksum=up.checksum, parts=up.parts,
+                      bytes_server_side=up.server_side)
+
+
+def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec) -> TaskResult:
+    """UploadPartCopy into a staged upload: the task's byte counters stay at zero."""
+    try:
+        up = stage_server_side(file.origin.url, file.destination, spec.dst_options,
+                               file.origin.size, spec.part_size)
+        try:
+            recheck_source(file, spec)
+        except CopyError:
+            _discard_results([_upload_result(base, file.destination, up)], spec)
+            raise
+    except Exception as exc:  # noqa: BLE001 - reported as data
+        return TaskResult(**base, destination=file.destination, status="failed",
+                          error_type=type(exc).__name__, message=_message(exc, file),
+                          retryable=getattr(exc, "retryable", False))
+    return _upload_result(base, file.destination, up)
 
 
 def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
@@ -138,6 +193,12 @@ def _check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) -
     if not file.converters and reader.count != file.origin.size:
         raise SourceReadError(f"source changed while copying: {shown} (listed "
                               f"{file.origin.size} bytes, read {reader.count})", path=shown)
+    recheck_source(file, spec)
+
+
+def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
+    """The origin still has its listed size and mtime (after a copy or a range of it)."""
+    shown = fsutil.display(file.origin.url)
     local = fsutil.local_path(file.origin.url)
     if local is not None:
         st = os.stat(local)
@@ -158,12 +219,25 @@ def _message(exc: BaseException, file: CopyableFile) -> str:
 
 def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
     for r in results:
-        if r.staging:
+        if r.staging and s3.is_staged(r.staging):
+            abort_staged(r.staging, spec.dst_options)
+        elif r.staging:
             fs, path = fsutil.filesystem(r.staging, spec.dst_options)
             try:
                 fs.rm_file(path)
             except OSError:
                 pass
+
+
+def abort_staged(staging: str, options: dict[str, Any]) -> None:
+    """Abort a staged upload (an empty file's marker stages nothing)."""
+    upload_id, final = s3.parse_staged(staging)
+    if upload_id:
+        fs, _ = fsutil.filesystem(final, options)
+        try:
+            s3.abort(fs, final, upload_id)
+        except OSError:
+            pass  # left for the end-of-run sweep and ``pydistcp cleanup``
 
 
 #: Names of journal segments among the progress files.

@@ -19,18 +19,21 @@ from functools import partial
 from typing import Any
 
 from distcp import fs as fsutil
+from distcp import s3
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
 from distcp.configuration import CopyConfiguration
-from distcp.errors import PlanningError
+from distcp.errors import ConfigurationError, PlanningError
 from distcp.listing import find_datasets, plan_all, state_root
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.orphans import abort_orphans
 from distcp.packing import pack, unit_count
 from distcp.publish import Publishing, publish_plan
 from distcp.recovery import RecoveryArea
 from distcp.replay import replay_pending, sweep_dead_jobs
 from distcp.spark.session import default_parallelism, spark_session
+from distcp.splitting import SplitFile, SplitStore, join_results, resumed_results, units_for
 from distcp.state import StateStore
 from distcp.summary import Summary
 from distcp.task import JOURNAL, TaskSpec, run_batches
@@ -62,6 +65,7 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     if cfg.dry_run:
         return _dry_run(summary, plan, start)
     spec = _task_spec(cfg, summary.job_id, root)
+    _check_destination(cfg, spec, plan.files_to_copy)
     recovered, files = _split_recovered(plan.files_to_copy, pub.recovery)
     results: list[TaskResult] = [r for rs in recovered for r in rs]
     if files:
@@ -74,6 +78,8 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
     if summary.job_id not in _jobs_with_commits(pub.store):
         _cleanup(spec)  # else the pending commit still needs its staged copies
+    if spec.dst_kind == "s3":  # uploads of lost attempts and of failed files
+        summary.uploads_aborted += abort_orphans(cfg.destination, root, spec.dst_options)
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary
 
@@ -87,7 +93,34 @@ def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[st
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
                     _jobs_with_commits(pub.store))
     summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
+    if destination_kind(cfg) == "s3":
+        summary.uploads_aborted += abort_orphans(cfg.destination, pub.ctx.state_root,
+                                                 pub.ctx.dst_options)
     return blocked
+
+
+def destination_kind(cfg: CopyConfiguration) -> str:
+    """"local", "s3" (staged as multipart uploads) or "other" (fsspec staging + rename)."""
+    fs, _ = fsutil.filesystem(cfg.destination, cfg.dst_options)
+    return "local" if fsutil.is_local(fs) else "s3" if s3.is_s3(fs) else "other"
+
+
+def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
+                       files: list[CopyableFile]) -> None:
+    """Refuse, before any copy, what the destination cannot take."""
+    if cfg.split_size and spec.dst_kind == "other":
+        raise ConfigurationError(
+            f"--split-size needs a local or S3 destination; {fsutil.display(cfg.destination)} "
+            "is neither (copy without --split-size)")
+    if spec.dst_kind != "s3":
+        return
+    fs, _ = fsutil.filesystem(cfg.destination, cfg.dst_options)
+    for f in files:
+        problem = s3.key_problem(s3.bucket_key(fs, f.destination)[1])
+        if problem:
+            raise PlanningError(f"cannot copy {fsutil.display(f.origin.url)} to "
+                                f"{f.destination}: {problem}; rename it at the source or "
+                                "exclude it (--exclude)", path=f.destination)
 
 
 def _jobs_with_commits(store: CommitStepStore) -> set[str]:
@@ -127,13 +160,39 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
     with spark_session(cfg.master, dict(cfg.spark_conf), log_file) as spark:
         summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
-        units = pack(files, unit_count(len(files), cores), cfg.file_cost)
+        splits = _prepare_splits(cfg, spec, files, summary)
+        whole = [f for f in files if f.guid not in splits]
+        units = pack(whole, unit_count(len(whole), cores), cfg.file_cost)
+        for sf in splits.values():
+            units += units_for(sf, len(units))
         callback.set_size(len(files), sum(f.origin.size for f in files))
         t = time.monotonic()
-        results = run_units(spark, units, spec, callback)
+        results = run_units(spark, units, spec, callback) if units else []
         summary.phases["copy_s"] = round(time.monotonic() - t, 3)
         callback.close()
-    return results
+    results += [r for sf in splits.values() for r in resumed_results(sf)]
+    summary.bytes_read += sum(r.bytes_read for r in results)
+    summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
+    return join_results(results, splits)
+
+
+def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
+                    summary: Summary) -> dict[str, SplitFile]:
+    """The split files of this run, with the ranges earlier runs already sent."""
+    if not cfg.split_size:
+        return {}
+    store = SplitStore(spec.progress_root.rsplit("/progress/", 1)[0], spec.dst_options,
+                       spec.dst_kind)
+    splits = {f.guid: store.prepare(f, cfg.split_size) for f in files
+              if f.origin.size > cfg.split_size}
+    adjusted = sorted({sf.range_size for sf in splits.values()} - {cfg.split_size})
+    for size in adjusted:
+        summary.notes.append(f"split ranges of {size} bytes instead of --split-size "
+                             f"{cfg.split_size}: ranges are whole MiB (the digest block) and, "
+                             "on S3, parts of 5 MiB or more, at most 10,000 per file")
+    summary.ranges_resumed = sum(len(sf.done) for sf in splits.values())
+    summary.bytes_resumed = sum(sf.bytes_resumed for sf in splits.values())
+    return splits
 
 
 def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
@@ -202,7 +261,17 @@ def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
         src_options=dict(cfg.src_options),
         dst_options=dict(cfg.dst_options),
         converter_options=cfg.converter_options,
+        dst_kind=destination_kind(cfg),
+        server_side=_server_side(cfg),
+        part_size=max(cfg.buffer_size, s3.MIN_PART),
     )
+
+
+def _server_side(cfg: CopyConfiguration) -> bool:
+    """S3 -> S3 with the same options (one endpoint, one account) and no converter."""
+    if cfg.converters or destination_kind(cfg) != "s3":
+        return False
+    return dict(cfg.src_options) == dict(cfg.dst_options)
 
 
 def _prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:

@@ -1,0 +1,161 @@
+"""EXECUTOR: copy one byte range of a split file into the file's shared staging.
+
+A file larger than ``--split-size`` is copied by several tasks, one range each
+(seed 003's block-level work units). On S3 a range is one part (number
+``index + 1``) of the multipart upload the driver created for the file; on a
+local filesystem it is written at its offset into one staging file. A range
+that was written and verified leaves a record (its block digests and part
+ETag) in ``<state>/splits/<guid>/r<index>.json``: a later run reuses it instead
+of sending those bytes again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp import s3
+from distcp.checksum import Digest
+from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
+from distcp.faults import crash_point
+from distcp.model import CopyableFile, Split, TaskResult
+from distcp.state import write_atomic
+
+
+def copy_range(file: CopyableFile, split: Split, spec: Any, base: dict[str, Any],
+               buffer: bytearray) -> TaskResult:
+    """Copy ``split`` of ``file``; a failure is a failed TaskResult, as for whole files."""
+    from distcp.task import open_source, recheck_source
+
+    reader = None
+    try:
+        if spec.server_side:
+            etag, blocks, read = _copy_server_side(file, split, spec), b"", 0
+        else:
+            reader = open_source(file, spec)
+            reader.seek(split.offset)
+            etag, blocks = _write(reader, file, split, spec, buffer)
+            read = reader.count
+        recheck_source(file, spec)
+        record = {"index": split.index, "offset": split.offset, "length": split.length,
+                  "etag": etag, "blocks": blocks.hex()}
+        write_atomic(fsutil.join(split.records, f"r{split.index}.json"),
+                     json.dumps(record).encode(), spec.dst_options)
+        crash_point("after_range")
+    except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
+        message = str(exc) if isinstance(exc, CopyError) else \
+            f"{fsutil.display(file.origin.url)}: {type(exc).__name__}: {exc}"
+        return TaskResult(**base, destination=file.destination, status="failed",
+                          split_index=split.index, error_type=type(exc).__name__,
+                          message=message, retryable=getattr(exc, "retryable", False),
+                          bytes_read=reader.count if reader else 0)
+    finally:
+        if reader is not None:
+            reader.close()
+    return range_result(file, split, base, record, read)
+
+
+def range_result(file: CopyableFile, split: Split, base: dict[str, Any],
+                 record: dict[str, Any], bytes_read: int) -> TaskResult:
+    """The TaskResult of a range, from its record (also for ranges a run resumes)."""
+    parts = ((split.index + 1, record["etag"], split.length),) if record["etag"] else ()
+    return TaskResult(**base, destination=file.destination, status="ok", staging=split.staging,
+                      bytes_read=bytes_read, bytes_written=split.length,
+                      split_index=split.index, blocks=record["blocks"], parts=parts,
+                      bytes_server_side=0 if record["blocks"] else split.length)
+
+
+def _write(reader: Any, file: CopyableFile, split: Split, spec: Any,
+           buffer: bytearray) -> tuple[str, bytes]:
+    if s3.is_staged(split.staging):
+        return _write_part(reader, file, split, spec)
+    return "", _write_local(reader, split, spec, buffer)
+
+
+def _read_exactly(reader: Any, view: memoryview, digest: Digest, file: CopyableFile) -> None:
+    pos = 0
+    while pos < len(view):
+        n = reader.readinto(view[pos:])
+        if not n:
+            raise SourceReadError(f"source changed while copying: {fsutil.display(file.origin.url)}"
+                                  f" ended before its listed size", path=file.origin.url)
+        digest.update(view[pos:pos + n])
+        pos += n
+
+
+def _write_part(reader: Any, file: CopyableFile, split: Split, spec: Any) -> tuple[str, bytes]:
+    """One range = one part: S3 needs the whole part in one request, so the part's
+    bytes are held in memory (the range size; see README on --split-size)."""
+    upload_id, final = s3.parse_staged(split.staging)
+    fs, _ = fsutil.filesystem(final, spec.dst_options)
+    body = bytearray(split.length)
+    digest = Digest()
+    _read_exactly(reader, memoryview(body), digest, file)
+    try:
+        etag = s3.upload_part(fs, final, upload_id, split.index + 1, body)
+    except OSError as exc:
+        raise DestinationWriteError(f"cannot stage part {split.index + 1} of "
+                                    f"{fsutil.display(final)}: {exc}", path=final) from exc
+    held = (s3.list_parts(fs, final, upload_id) or {}).get(split.index + 1)
+    if held != (etag, split.length):
+        raise IntegrityError(f"part {split.index + 1} of {fsutil.display(final)} holds "
+                             f"{held}, sent {split.length} bytes", path=final)
+    return etag, digest.blocks()
+
+
+def _write_local(reader: Any, split: Split, spec: Any, buffer: bytearray) -> bytes:
+    """pwrite at the range's offset into the shared staging file, then re-read to verify."""
+    path = fsutil.local_path(split.staging) or split.staging
+    digest = Digest()
+    view = memoryview(buffer)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        pos = 0
+        while pos < split.length:
+            n = reader.readinto(view[:min(len(view), split.length - pos)])
+            if not n:
+                raise SourceReadError(f"source ended before its listed size: "
+                                      f"{fsutil.display(reader.url)}", path=reader.url)
+            digest.update(view[:n])
+            os.pwrite(fd, view[:n], split.offset + pos)
+            pos += n
+    except OSError as exc:
+        raise DestinationWriteError(f"cannot write range {split.index} to staging "
+                                    f"{fsutil.display(path)}: {exc}", path=path) from exc
+    finally:
+        os.close(fd)
+    if spec.verify == "digest":
+        _verify_local(path, split, buffer, digest.blocks())
+    return digest.blocks()
+
+
+def _verify_local(path: str, split: Split, buffer: bytearray, want: bytes) -> None:
+    got = Digest()
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as f:
+        f.seek(split.offset)
+        left = split.length
+        while left:
+            n = f.readinto(view[:min(len(view), left)])
+            if not n:
+                break
+            got.update(view[:n])
+            left -= n
+    if got.blocks() != want:
+        raise IntegrityError(f"range {split.index} of {fsutil.display(path)} differs from what "
+                             "was read after writing it", path=path)
+
+
+def _copy_server_side(file: CopyableFile, split: Split, spec: Any) -> str:
+    upload_id, final = s3.parse_staged(split.staging)
+    fs, _ = fsutil.filesystem(final, spec.dst_options)
+    last = split.offset + split.length - 1
+    try:
+        return s3.copy_part(fs, final, upload_id, split.index + 1, file.origin.url,
+                            split.offset, last)
+    except OSError as exc:
+        raise DestinationWriteError(f"cannot copy part {split.index + 1} of "
+                                    f"{fsutil.display(final)} server-side: {exc}",
+                                    path=final) from exc

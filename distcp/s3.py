@@ -1,0 +1,184 @@
+"""S3 multipart uploads: the staging area of object stores.
+
+On S3 a rename is a full copy, so staging-then-rename pays for every byte
+twice. Instead a file is staged as an *uncompleted multipart upload* on its
+final key: invisible to HEAD, GET and LIST until ``CompleteMultipartUpload``
+(the publish), and removed without trace by ``AbortMultipartUpload``. A staged
+upload is written ``s3-upload:<upload id>:<final url>`` in TaskResults, the
+journal and the commit log, so any of them can complete or abort it later.
+
+Every request goes through ``call`` with a watchdog: s3fs can hang forever on a
+request a server rejects up front (PITFALLS.md), and keys are validated before
+anything is sent. Storage options (which hold the secret in plain text) are
+only ever passed to ``filesystem``; nothing here logs or stores them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import fsspec.asyn
+
+
+UPLOAD_PREFIX = "s3-upload:"
+#: A 0-byte file is staged as nothing at all and published with one PUT (never an MPU).
+EMPTY_PREFIX = "s3-empty:"
+MIN_PART = 5 << 20
+MAX_PART = 5 << 30
+MAX_PARTS = 10_000
+MAX_KEY_BYTES = 1024
+#: Seconds one request may take before it is abandoned as hung.
+WATCHDOG_S = 600.0
+
+
+def is_s3(fs: Any) -> bool:
+    protocol = getattr(fs, "protocol", ())
+    return "s3" in (protocol if isinstance(protocol, (tuple, list)) else (protocol,))
+
+
+def is_staged(staging: str) -> bool:
+    """True for a staging marker that lives in S3 (an upload or an empty file)."""
+    return staging.startswith((UPLOAD_PREFIX, EMPTY_PREFIX))
+
+
+def staged_upload(upload_id: str, final_url: str) -> str:
+    return f"{UPLOAD_PREFIX}{upload_id}:{final_url}"
+
+
+def parse_staged(staging: str) -> tuple[str, str]:
+    """(upload id, final URL) of a marker; the upload id is "" for an empty file."""
+    if staging.startswith(EMPTY_PREFIX):
+        return "", staging[len(EMPTY_PREFIX):]
+    body = staging[len(UPLOAD_PREFIX):]
+    upload_id, sep, rest = body.partition(":s3://")
+    if not sep:
+        raise ValueError(f"not a staged upload: {staging!r}")
+    return upload_id, "s3://" + rest
+
+
+def bucket_key(fs: Any, url: str) -> tuple[str, str]:
+    bucket, _, key = fs._strip_protocol(url).partition("/")
+    return bucket, key
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` must not be sent to a server, or None.
+
+    Empty, ``.`` and ``..`` segments are rejected up front: strict servers refuse
+    them, and s3fs was seen to hang on such a refusal (PITFALLS.md).
+    """
+    if len(key.encode("utf-8", "surrogateescape")) > MAX_KEY_BYTES:
+        return f"key longer than {MAX_KEY_BYTES} bytes"
+    segments = key.split("/")
+    if any(s in ("", ".", "..") for s in segments):
+        return "key has an empty, '.' or '..' segment"
+    return None
+
+
+def call(fs: Any, method: str, **kwargs: Any) -> Any:
+    """One S3 request through s3fs, abandoned (FSTimeoutError) after WATCHDOG_S."""
+    return fsspec.asyn.sync(fs.loop, fs._call_s3, method, timeout=WATCHDOG_S, **kwargs)
+
+
+def create(fs: Any, url: str) -> str:
+    bucket, key = bucket_key(fs, url)
+    return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
+
+
+def upload_part(fs: Any, url: str, upload_id: str, number: int, data: bytes | memoryview) -> str:
+    bucket, key = bucket_key(fs, url)
+    out = call(fs, "upload_part", Bucket=bucket, Key=key, UploadId=upload_id,
+               PartNumber=number, Body=bytes(data))
+    return str(out["ETag"])
+
+
+def copy_part(fs: Any, url: str, upload_id: str, number: int, source_url: str,
+              first: int, last: int) -> str:
+    """UploadPartCopy of source bytes [first, last]: the server copies, nothing comes here."""
+    bucket, key = bucket_key(fs, url)
+    sbucket, skey = bucket_key(fs, source_url)
+    out = call(fs, "upload_part_copy", Bucket=bucket, Key=key, UploadId=upload_id,
+               PartNumber=number, CopySource={"Bucket": sbucket, "Key": skey},
+               CopySourceRange=f"bytes={first}-{last}")
+    return str(out["CopyPartResult"]["ETag"])
+
+
+def complete(fs: Any, url: str, upload_id: str, parts: Sequence[Sequence[Any]]) -> None:
+    bucket, key = bucket_key(fs, url)
+    call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
+         MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
+                                    for n, e, _ in sorted(parts)]})
+
+
+def abort(fs: Any, url: str, upload_id: str) -> None:
+    """Abort an upload; one that is already gone (completed or aborted) is fine."""
+    bucket, key = bucket_key(fs, url)
+    try:
+        call(fs, "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id)
+    except FileNotFoundError:
+        pass
+
+
+def put(fs: Any, url: str, data: bytes) -> None:
+    bucket, key = bucket_key(fs, url)
+    call(fs, "put_object", Bucket=bucket, Key=key, Body=data)
+
+
+def head(fs: Any, url: str) -> dict[str, Any] | None:
+    bucket, key = bucket_key(fs, url)
+    try:
+        return dict(call(fs, "head_object", Bucket=bucket, Key=key))
+    except FileNotFoundError:
+        return None
+
+
+def list_parts(fs: Any, url: str, upload_id: str) -> dict[int, tuple[str, int]] | None:
+    """part number -> (ETag, size) of a pending upload; None when it is gone."""
+    bucket, key = bucket_key(fs, url)
+    parts: dict[int, tuple[str, int]] = {}
+    marker = 0
+    while True:
+        try:
+            out = call(fs, "list_parts", Bucket=bucket, Key=key, UploadId=upload_id,
+                       PartNumberMarker=marker)
+        except FileNotFoundError:
+            return None
+        for p in out.get("Parts", []):
+            parts[int(p["PartNumber"])] = (str(p["ETag"]), int(p["Size"]))
+        if not out.get("IsTruncated"):
+            return parts
+        marker = int(out["NextPartNumberMarker"])
+
+
+def uploads(fs: Any, prefix_url: str) -> Iterator[tuple[str, str, float]]:
+    """(final URL, upload id, initiated epoch seconds) of pending uploads under a prefix."""
+    bucket, prefix = bucket_key(fs, prefix_url)
+    prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    while True:
+        out = call(fs, "list_multipart_uploads", **kwargs)
+        for u in out.get("Uploads", []):
+            yield f"s3://{bucket}/{u['Key']}", str(u["UploadId"]), u["Initiated"].timestamp()
+        if not out.get("IsTruncated"):
+            return
+        kwargs.update(KeyMarker=out["NextKeyMarker"], UploadIdMarker=out["NextUploadIdMarker"])
+
+
+def multipart_etag(etags: Sequence[str]) -> str:
+    """The ETag S3 gives an object completed from these parts: md5 of the part md5s + "-N"."""
+    md5s = b"".join(bytes.fromhex(e.strip('"')) for e in etags)
+    return f'"{hashlib.md5(md5s).hexdigest()}-{len(etags)}"'
+
+
+def part_size_for(size: int, wanted: int) -> int:
+    """A part size >= ``wanted`` that respects S3's 5 MiB minimum and 10,000 parts."""
+    need = -(-size // MAX_PARTS) if size else 0
+    part = max(wanted, MIN_PART, need)
+    return -(-part // (1 << 20)) * (1 << 20)  # whole MiB: a multiple of the digest block
+
+
+def older_than(initiated: float, seconds: float, now: float | None = None) -> bool:
+    return (now or time.time()) - initiated >= seconds

@@ -1,0 +1,198 @@
+"""DRIVER: split big files into ranges, resume them, and join their results.
+
+A file larger than ``--split-size`` becomes one WorkUnit per byte range (seed
+003's block-level work units) so that one big file no longer decides the wall
+time of a job. The ranges share one staging: the multipart upload the driver
+creates on S3 (a range is one part), or one local staging file they are
+written into at their offsets. Both live under ``<state>/splits/<guid>/`` with
+a ``meta.json``, and every range that was written and verified leaves
+``r<index>.json``: a run killed half-way leaves the next one only the missing
+ranges to copy (the guid changes when the source does, so a changed file is
+never resumed from stale ranges).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp import s3
+from distcp.checksum import BLOCK, compose
+from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
+from distcp.ranges import range_result
+from distcp.state import read_json, write_atomic
+from distcp.writer import apply_attributes
+
+
+def range_size(size: int, wanted: int, dst_kind: str) -> int:
+    """``wanted`` rounded up to the digest block; on S3 also to S3's part rules."""
+    size_ = -(-wanted // BLOCK) * BLOCK
+    return s3.part_size_for(size, size_) if dst_kind == "s3" else size_
+
+
+@dataclass
+class SplitFile:
+    """One split file of this run: its staging, ranges, and the ranges already done."""
+
+    file: CopyableFile
+    range_size: int
+    staging: str
+    records: str
+    done: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return max(1, -(-self.file.origin.size // self.range_size))
+
+    def split(self, index: int) -> Split:
+        offset = index * self.range_size
+        length = min(self.range_size, self.file.origin.size - offset)
+        return Split(index, self.count, offset, length, self.staging, self.records)
+
+    @property
+    def bytes_resumed(self) -> int:
+        return sum(self.split(i).length for i in self.done)
+
+
+class SplitStore:
+    """``<state root>/splits/<guid>/{meta.json, r<index>.json, data}``."""
+
+    def __init__(self, state_root: str, options: dict[str, Any], dst_kind: str) -> None:
+        self.root = fsutil.join(state_root, "splits")
+        self.options = options
+        self.dst_kind = dst_kind
+
+    def folder(self, guid: str) -> str:
+        return fsutil.join(self.root, guid)
+
+    def prepare(self, file: CopyableFile, wanted: int) -> SplitFile:
+        """The file's split staging: resumed when an earlier run left a matching one."""
+        size = range_size(file.origin.size, wanted, self.dst_kind)
+        folder = self.folder(file.guid)
+        meta = read_json(fsutil.join(folder, "meta.json"), self.options, "split record")
+        if meta and meta.get("destination") == file.destination and meta.get("range") == size:
+            sf = SplitFile(file, size, meta["staging"], folder)
+            done = self._done(sf)
+            if done is not None:
+                sf.done = done
+                return sf
+        if meta:
+            self.discard(meta, folder)
+        sf = SplitFile(file, size, self._new_staging(file, folder), folder)
+        body = {"guid": file.guid, "destination": file.destination, "range": size,
+                "staging": sf.staging, "created": time.time()}
+        write_atomic(fsutil.join(folder, "meta.json"), json.dumps(body).encode(), self.options)
+        return sf
+
+    def _new_staging(self, file: CopyableFile, folder: str) -> str:
+        if self.dst_kind != "s3":
+            fs, path = fsutil.filesystem(folder, self.options)
+            fs.makedirs(path, exist_ok=True)
+            return fsutil.join(path, "data")
+        fs, _ = fsutil.filesystem(file.destination, self.options)
+        final = fsutil.to_url(fs, fs._strip_protocol(file.destination))
+        return s3.staged_upload(s3.create(fs, final), final)
+
+    def _done(self, sf: SplitFile) -> dict[int, dict[str, Any]] | None:
+        """Ranges whose record and staged bytes are both still there; None: start again."""
+        records = {}
+        for i in range(sf.count):
+            rec = read_json(fsutil.join(sf.records, f"r{i}.json"), self.options, "range record")
+            if rec and rec.get("length") == sf.split(i).length:
+                records[i] = rec
+        if s3.is_staged(sf.staging):
+            upload_id, final = s3.parse_staged(sf.staging)
+            fs, _ = fsutil.filesystem(final, self.options)
+            parts = s3.list_parts(fs, final, upload_id)
+            if parts is None:
+                return None
+            return {i: r for i, r in records.items()
+                    if parts.get(i + 1) == (r["etag"], sf.split(i).length)}
+        try:
+            have = os.stat(sf.staging).st_size
+        except FileNotFoundError:
+            return None
+        return {i: r for i, r in records.items() if have >= sf.split(i).offset + r["length"]}
+
+    def discard(self, meta: dict[str, Any], folder: str) -> None:
+        staging = str(meta.get("staging", ""))
+        if s3.is_staged(staging):
+            upload_id, final = s3.parse_staged(staging)
+            fs, _ = fsutil.filesystem(final, self.options)
+            s3.abort(fs, final, upload_id)
+        fs, path = fsutil.filesystem(folder, self.options)
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+    def metas(self) -> list[tuple[str, dict[str, Any]]]:
+        """(folder, meta) of every split staged by this or an earlier run."""
+        fs, path = fsutil.filesystem(self.root, self.options)
+        try:
+            names = fs.ls(path, detail=False)
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            folder = fsutil.to_url(fs, name.rstrip("/"))
+            meta = read_json(fsutil.join(folder, "meta.json"), self.options, "split record")
+            out.append((folder, meta or {}))
+        return out
+
+
+def units_for(sf: SplitFile, first_id: int) -> list[WorkUnit]:
+    missing = [i for i in range(sf.count) if i not in sf.done]
+    return [WorkUnit(first_id + n, (sf.file,), sf.split(i)) for n, i in enumerate(missing)]
+
+
+def resumed_results(sf: SplitFile) -> list[TaskResult]:
+    f = sf.file
+    base = dict(guid=f.guid, unit_id=-1, attempt="resumed", origin=f.origin.url,
+                dataset_urn=f.dataset_urn, file_set=f.file_set)
+    return [range_result(f, sf.split(i), base, rec, 0) for i, rec in sorted(sf.done.items())]
+
+
+def join_results(results: Sequence[TaskResult], splits: dict[str, SplitFile]) -> list[TaskResult]:
+    """Whole-file results: each split file's ranges joined into one (failed if any failed)."""
+    out = [r for r in results if r.split_index < 0]
+    by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in results:
+        if r.split_index >= 0:
+            by_guid[r.guid].append(r)
+    for guid, sf in splits.items():
+        out.append(_joined(sf, by_guid.get(guid, [])))
+    return out
+
+
+def _joined(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
+    f = sf.file
+    base = dict(guid=f.guid, unit_id=-1, attempt="split", origin=f.origin.url,
+                destination=f.destination, dataset_urn=f.dataset_urn, file_set=f.file_set,
+                bytes_read=sum(r.bytes_read for r in ranges))
+    ok = {r.split_index: r for r in ranges if r.ok}
+    failed = [r for r in ranges if not r.ok]
+    if failed or len(ok) != sf.count:
+        first = failed[0] if failed else None
+        missing = sf.count - len(ok)
+        return TaskResult(**base, status="failed",
+                          error_type=first.error_type if first else "LostResult",
+                          message=first.message if first else
+                          f"{fsutil.display(f.origin.url)}: {missing} of {sf.count} ranges "
+                          "not copied; the next run copies only those",
+                          retryable=True)
+    ordered = [ok[i] for i in range(sf.count)]
+    checksum = compose(bytes.fromhex(r.blocks) for r in ordered) \
+        if all(r.blocks for r in ordered) else ""
+    if not s3.is_staged(sf.staging) and os.path.exists(sf.staging):  # else CheckDigests fails it
+        apply_attributes(sf.staging, {}, mode=f.mode, owner=f.owner, group=f.group,
+                         mtime=(f.origin.mtime_ns or f.origin.mtime) if "t" in f.preserve
+                         else None)
+    return TaskResult(**base, status="ok", staging=sf.staging, bytes_written=f.origin.size,
+                      checksum=checksum, parts=tuple(p for r in ordered for p in r.parts),
+                      records=sf.records,
+                      bytes_server_side=sum(r.bytes_server_side for r in ordered))

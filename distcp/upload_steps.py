@@ -1,0 +1,120 @@
+"""Commit steps that publish staged multipart uploads and check joined files.
+
+``CompleteUploads`` is the zero-copy publish of object stores: completing an
+upload makes the object appear whole, in one request, with no byte copied.
+Its ``verify()`` judges from the object's observed state (size and the
+multipart ETag the completed parts must give), so a replay after a crash
+between complete and the removal of the sequence does nothing twice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from distcp import fs as fsutil
+from distcp import s3
+from distcp.checksum import digest_of_stream
+from distcp.commit import CommitContext, CommitStep, _for_each
+from distcp.errors import PublishError
+from distcp.faults import crash_point
+
+#: (staging marker, final URL, size, parts as (number, ETag, size))
+Upload = tuple[str, str, int, tuple[tuple[int, str, int], ...]]
+
+
+@dataclass(frozen=True)
+class CompleteUploads(CommitStep):
+    """Complete each staged upload (or PUT an empty file) at its final key."""
+
+    kind: ClassVar[str] = "s3-complete"
+    uploads: tuple[Upload, ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return all(_published(ctx, u) for u in self.uploads)
+
+    def execute(self, ctx: CommitContext) -> None:
+        def one(upload: Upload) -> None:
+            staging, final, _, parts = upload
+            upload_id, _ = s3.parse_staged(staging)
+            fs, _ = ctx.fs(final)
+            try:
+                if upload_id:
+                    s3.complete(fs, final, upload_id, parts)
+                elif not _published(ctx, upload):
+                    s3.put(fs, final, b"")
+            except FileNotFoundError:
+                if not _published(ctx, upload):  # completed by an interrupted run?
+                    raise
+            if not _published(ctx, upload):  # the whole object, as S3 now holds it
+                raise PublishError(f"{fsutil.display(final)} does not have the size and "
+                                   "ETag of its staged parts after completing it", file_set="")
+            crash_point("mid_publish")
+
+        _for_each(ctx, [(u[1], u) for u in self.uploads], lambda item: one(item[1]))
+
+
+def _published(ctx: CommitContext, upload: Upload) -> bool:
+    staging, final, size, parts = upload
+    fs, _ = ctx.fs(final)
+    found = s3.head(fs, final)
+    if found is None or int(found.get("ContentLength", -1)) != size:
+        return False
+    if not s3.parse_staged(staging)[0]:
+        return True
+    return str(found.get("ETag")) == s3.multipart_etag([e for _, e, _ in sorted(parts)])
+
+
+@dataclass(frozen=True)
+class CheckDigests(CommitStep):
+    """Re-read files joined from ranges and compare with the ranges' composite digest.
+
+    ``entries`` are (staging URL, final URL, size, digest). A file already
+    published (staging gone, final of the right size) passes.
+    """
+
+    kind: ClassVar[str] = "check-digest"
+    entries: tuple[tuple[str, str, int, str], ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return not self._bad(ctx)
+
+    def execute(self, ctx: CommitContext) -> None:
+        bad = self._bad(ctx)
+        if bad:
+            raise PublishError(f"joined file differs from its ranges: "
+                               f"{', '.join(fsutil.display(b) for b in bad)}; its ranges are "
+                               "copied again by the next run", file_set="")
+
+    def _bad(self, ctx: CommitContext) -> list[str]:
+        bad = []
+        buffer = bytearray(8 << 20)
+        for staging, final, size, digest in self.entries:
+            fs, path = ctx.fs(staging)
+            if not fs.exists(path):
+                if not _final_has(ctx, final, size):
+                    bad.append(final)
+                continue
+            with fs.open(path, "rb") as f:
+                got = digest_of_stream(f, buffer)
+            if got.size != size or got.hexdigest() != digest:
+                bad.append(final)
+        return bad
+
+
+def _final_has(ctx: CommitContext, url: str, size: int) -> bool:
+    fs, path = ctx.fs(url)
+    try:
+        return bool((os.stat(path).st_size if fsutil.is_local(fs) else fs.size(path)) == size)
+    except FileNotFoundError:
+        return False
+
+
+def abort_uploads(stagings: list[str], options: dict[str, Any]) -> None:
+    """Abort staged uploads that will not be published (their file set failed)."""
+    for staging in stagings:
+        upload_id, final = s3.parse_staged(staging)
+        if upload_id:
+            fs, _ = fsutil.filesystem(final, options)
+            s3.abort(fs, final, upload_id)

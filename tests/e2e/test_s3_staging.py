@@ -1,0 +1,224 @@
+"""Staging on S3 as uncompleted multipart uploads, against a real S3 server (moto).
+
+In-process (no Spark): each fsspec/s3fs pitfall of PITFALLS.md is a test here,
+next to the behaviour we built instead of it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from distcp import s3 as s3ops
+from distcp.checksum import digest_of_bytes
+from distcp.cli import main
+from distcp.commit import CommitContext, CommitSequence
+from distcp.configuration import CopyConfiguration
+from distcp.errors import CopyError, DestinationWriteError, PlanningError
+from distcp.listing import plan_all
+from distcp.model import WorkUnit
+from distcp.publish import publish_plan
+from distcp.spark.job import _check_destination, _publishing, _task_spec
+from distcp.summary import Summary
+from distcp.task import TaskSpec, run_work_unit
+from distcp.upload import stage_upload
+from distcp.upload_steps import CompleteUploads
+from distcp.writer import SourceReader
+from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
+    CANARY,
+    S3Server,
+    assert_no_canary,
+    moto_server,
+    s3,
+)
+
+pytestmark = pytest.mark.e2e
+MiB = 1 << 20
+
+
+class FailingSource(io.RawIOBase):
+    """A source stream that fails after ``n`` bytes, as a dropped connection would."""
+
+    def __init__(self, data: bytes, n: int) -> None:
+        self.data, self.n, self.pos = data, n, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.pos >= self.n:
+            raise ConnectionResetError("connection reset by peer")
+        k = min(len(b), self.n - self.pos, len(self.data) - self.pos)
+        b[:k] = self.data[self.pos:self.pos + k]
+        self.pos += k
+        return k
+
+
+def nothing_left(s3srv: S3Server, key: str) -> None:
+    assert key not in s3srv.objects("dst"), f"an object was published at {key}"
+    assert s3srv.pending_uploads() == [], "an upload was left pending"
+
+
+def test_fs_open_publishes_a_partial_object_on_exception_and_our_writer_does_not(
+        s3: S3Server) -> None:  # noqa: F811
+    fs = s3.filesystem()
+    with pytest.raises(RuntimeError):
+        with fs.open("dst/pitfall.bin", "wb") as f:
+            f.write(b"half of it")
+            raise RuntimeError("the source failed")
+    assert s3.objects("dst")["pitfall.bin"] == b"half of it"  # the pitfall, still there
+    data = os.urandom(20 * MiB)
+    reader = SourceReader(FailingSource(data, 9 * MiB), "/src/x.bin")  # >= one part sent
+    with pytest.raises(CopyError, match="connection reset"):
+        stage_upload(reader, "s3://dst/x.bin", s3.options, bytearray(8 * MiB), len(data))
+    nothing_left(s3, "x.bin")
+
+
+def test_writer_failing_at_its_last_part_leaves_no_object_and_no_upload(
+        s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The last part is sent when the stream ends: the S3 writer's close()."""
+    real = s3ops.upload_part
+    sent: list[int] = []
+
+    def flaky(fs: Any, url: str, upload_id: str, number: int, data: Any) -> str:
+        sent.append(number)
+        if number == 2:
+            raise OSError(5, "connection lost while closing")
+        return real(fs, url, upload_id, number, data)
+
+    monkeypatch.setattr(s3ops, "upload_part", flaky)
+    data = os.urandom(12 * MiB)
+    with pytest.raises(DestinationWriteError, match="closing"):
+        stage_upload(io.BytesIO(data), "s3://dst/y.bin", s3.options, bytearray(8 * MiB), len(data))
+    assert sent == [1, 2]
+    nothing_left(s3, "y.bin")
+
+
+def test_staged_upload_is_invisible_until_completed_and_replay_is_idempotent(
+        s3: S3Server) -> None:  # noqa: F811
+    data = os.urandom(13 * MiB)
+    up = stage_upload(io.BytesIO(data), "s3://dst/z.bin", s3.options, bytearray(8 * MiB),
+                      len(data))
+    assert up.checksum == digest_of_bytes(data) and [p[2] for p in up.parts] == [8 * MiB, 5 * MiB]
+    client = s3.client()
+    assert client.list_objects_v2(Bucket="dst").get("KeyCount") == 0
+    with pytest.raises(client.exceptions.ClientError):
+        client.head_object(Bucket="dst", Key="z.bin")
+    step = CompleteUploads(((up.staging, "s3://dst/z.bin", up.size, up.parts),))
+    seq = CommitSequence("urn", "fs", (step,), "id")
+    ctx = CommitContext(dst_options=s3.options)
+    assert not step.verify(ctx)
+    again = CommitSequence.from_dict(seq.to_dict())  # as a replay reads it from the log
+    seq.run(ctx)
+    assert step.verify(ctx)
+    again.run(ctx)  # verified done: nothing executed twice
+    assert s3.objects("dst")["z.bin"] == data
+    assert s3.pending_uploads() == []
+
+
+def test_failed_file_set_leaves_no_object_and_no_pending_upload(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, size in [("a.bin", 6 * MiB), ("b.bin", 1000), ("c.bin", 0), ("d.bin", 10)]:
+        (src / name).write_bytes(os.urandom(size))
+    cfg = CopyConfiguration.build([str(src)], "s3://dst/set", dst_options=s3.options)
+    plan = plan_all(cfg, lambda m: None).plan
+    spec = _task_spec(cfg, "job1", "s3://dst/set/.pydistcp")
+    assert spec.dst_kind == "s3"
+    files = plan.files_to_copy
+    (src / "d.bin").write_bytes(b"changed!")  # d.bin fails: its source changed after listing
+    results = run_work_unit(WorkUnit(0, tuple(files)), spec, "a0")
+    assert [r.ok for r in sorted(results, key=lambda r: r.destination)] == [True] * 3 + [False]
+    assert len(s3.pending_uploads()) == 2  # a.bin and b.bin staged; c.bin is a 0-byte PUT later
+    summary = Summary()
+    publish_plan(plan, results, _publishing(cfg, "job1", "s3://dst/set/.pydistcp"), summary)
+    assert summary.files_failed == 1 and summary.files_copied == 0
+    assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()
+    assert s3.pending_uploads() == []
+
+
+def test_merge_neither_aborts_nor_checks_part_sizes_so_we_size_parts_ourselves(
+        s3: S3Server) -> None:  # noqa: F811
+    fs = s3.filesystem()
+    fs.pipe_file("dst/p1", b"a" * MiB)
+    fs.pipe_file("dst/p2", b"b" * MiB)
+    with pytest.raises(OSError):
+        fs.merge("dst/merged", ["dst/p1", "dst/p2"])  # non-last part < 5 MiB
+    assert len(s3.pending_uploads()) == 1  # s3fs left its upload behind: the pitfall
+    for size in (1, 5 * MiB, 6 * MiB + 1, 80 * (1 << 30), 5 * (1 << 40)):
+        part = s3ops.part_size_for(size, 8 * MiB)
+        assert part >= s3ops.MIN_PART and part % MiB == 0
+        assert -(-size // part) <= s3ops.MAX_PARTS
+
+
+def test_keys_a_server_may_hang_on_are_refused_before_any_request(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    for key in ("a//b", "a/./b", "a/../b", "/lead", "x" * 1025):
+        assert s3ops.key_problem(key), key
+    assert s3ops.key_problem("ok/sp ace+plus=%2F&ü.txt") is None
+    (tmp_path / "f").write_bytes(b"x")
+    cfg = CopyConfiguration.build([str(tmp_path / "f")], "s3://dst/a//b", dst_options=s3.options)
+    spec = _task_spec(cfg, "j", "s3://dst/a/.pydistcp")
+    files = plan_all(cfg, lambda m: None).plan.files_to_copy
+    with pytest.raises(PlanningError, match="empty"):
+        _check_destination(cfg, spec, files)
+
+
+def test_a_hung_request_is_abandoned_by_the_watchdog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that accepts the connection and never answers (s3fs would wait forever)."""
+    import s3fs
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(silent.accept()[0]), daemon=True).start()
+    port = silent.getsockname()[1]
+    monkeypatch.setattr(s3ops, "WATCHDOG_S", 2.0)
+    fs = s3fs.S3FileSystem(key="k", secret="s", skip_instance_cache=True,
+                           endpoint_url=f"http://127.0.0.1:{port}",
+                           config_kwargs={"read_timeout": 3600, "retries": {"max_attempts": 1}})
+    t = time.monotonic()
+    with pytest.raises(Exception) as info:
+        s3ops.create(fs, "s3://dst/hang.bin")
+    assert "Timeout" in type(info.value).__name__ and time.monotonic() - t < 30
+    silent.close()
+
+
+def test_storage_options_hold_the_secret_but_nothing_we_print_or_store_does(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    fs = s3.filesystem()
+    assert CANARY in repr(fs.storage_options)  # the pitfall: plain text in fsspec
+    cfg = CopyConfiguration.build([str(tmp_path)], "s3://dst/o", dst_options=s3.options,
+                                  src_options=s3.options)
+    spec = _task_spec(cfg, "j", "s3://dst/o/.pydistcp")
+    ctx = CommitContext(dst_options=s3.options)
+    assert_no_canary(repr(cfg), repr(spec), repr(ctx), Summary().to_json())
+
+
+def test_cleanup_aborts_orphans_but_keeps_uploads_a_pending_commit_needs(
+        s3: S3Server) -> None:  # noqa: F811
+    fs = s3.filesystem()
+    orphan = s3ops.create(fs, "s3://dst/c/orphan.bin")
+    other = s3ops.create(fs, "s3://dst/elsewhere.bin")  # not under DST: not ours
+    needed = s3ops.create(fs, "s3://dst/c/needed.bin")
+    from distcp.commit_log import CommitStepStore
+
+    step = CompleteUploads(((s3ops.staged_upload(needed, "s3://dst/c/needed.bin"),
+                             "s3://dst/c/needed.bin", 0, ()),))
+    CommitStepStore("s3://dst/c/.pydistcp", s3.options).persist(
+        CommitSequence("urn", "fs", (step,), "seq1"), "job0")
+    r = CliRunner().invoke(main, ["cleanup", "s3://dst/c", "--older-than", "0s"])
+    assert r.exit_code == 0, r.output
+    assert "aborted 1 orphaned" in r.output
+    left = {u["UploadId"] for u in s3.pending_uploads()}
+    assert left == {other, needed} and orphan not in left

@@ -1,0 +1,95 @@
+"""Big files split into ranges, a run killed half-way, and the next run resuming it.
+
+A 256 MiB file in 8 ranges of 32 MiB (the issue asks for 1 GiB; that size is
+in benchmarks/bench_s3.py, sized down here for a 2-core machine shared with
+other test runs). A task is killed (os._exit(137), like SIGKILL) after its
+second range; the next run sends only the missing ranges, reports the bytes
+saved, and publishes a byte-identical file whose digest equals the source's
+whole-file digest. Once to a local destination, once to S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from distcp.checksum import Digest
+from distcp.inspect import status_report
+from tests.conftest import run_cli
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.e2e
+MiB = 1 << 20
+BIG = 256 * MiB
+RANGE = 32 * MiB
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    src = tmp_path_factory.mktemp("split") / "src"
+    src.mkdir()
+    digest = Digest()
+    with open(src / "big.bin", "wb") as f:
+        for _ in range(BIG // (8 * MiB)):
+            chunk = os.urandom(8 * MiB)
+            digest.update(chunk)
+            f.write(chunk)
+    (src / "small.txt").write_bytes(b"small\n")
+    return src, digest.hexdigest()
+
+
+def copy(src: Path, dst: str, tmp: Path, name: str, env: dict[str, str] | None = None) -> dict:
+    r = run_cli("copy", str(src), dst, "--no-progress", "--master", "local[2]",
+                "--split-size", "32M", "--summary-json", str(tmp / name), env=env)
+    if not (tmp / name).exists():
+        return {"returncode": r.returncode, "stderr": r.stderr}
+    return {**json.loads((tmp / name).read_text()), "returncode": r.returncode,
+            "stderr": r.stderr}
+
+
+def check_resumed(first: dict, second: dict, records_before: int) -> None:
+    assert first["returncode"] == 1 and second["returncode"] == 0, second["stderr"]
+    assert 2 <= records_before < 8, "the kill should leave some ranges done, some not"
+    assert second["ranges_resumed"] == records_before
+    assert second["bytes_resumed"] == records_before * RANGE
+    assert second["bytes_read"] == BIG - records_before * RANGE + len(b"small\n")
+
+
+def test_local_destination_resumes_a_split_file_after_a_killed_task(
+        source: tuple[Path, str], tmp_path: Path) -> None:
+    src, digest = source
+    dst = tmp_path / "dst"
+    first = copy(src, str(dst), tmp_path, "1.json", {"DISTCP_CRASH_AT": "after_range:2"})
+    records = list((dst / ".pydistcp" / "splits").glob("*/r*.json"))
+    second = copy(src, str(dst), tmp_path, "2.json")
+    check_resumed(first, second, len(records))
+    assert (dst / "big.bin").read_bytes() == (src / "big.bin").read_bytes()
+    assert not list((dst / ".pydistcp" / "splits").glob("*")), "split staging left behind"
+    manifest = status_report(str(dst / ".pydistcp"), {})["datasets"][0]
+    state = json.loads(next((dst / ".pydistcp" / "datasets").glob("*.json")).read_text())
+    assert state["manifest"][str(dst / "big.bin")][2] == digest, manifest
+
+
+def test_s3_destination_resumes_a_split_file_from_its_uploaded_parts(
+        source: tuple[Path, str], tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+    src, digest = source
+    env = {**s3.env, "DISTCP_CRASH_AT": "after_range:2"}
+    first = copy(src, "s3://dst/big", tmp_path, "1.json", env)
+    assert len(s3.pending_uploads()) == 1, "the split file's upload is kept for the next run"
+    records = [k for k in s3.objects("dst", "big/.pydistcp/splits/") if "/r" in k]
+    second = copy(src, "s3://dst/big", tmp_path, "2.json", s3.env)
+    check_resumed(first, second, len(records))
+    client = s3.client()
+    head = client.head_object(Bucket="dst", Key="big/big.bin")
+    assert head["ContentLength"] == BIG and head["ETag"].endswith('-8"')
+    body = client.get_object(Bucket="dst", Key="big/big.bin")["Body"]
+    with open(src / "big.bin", "rb") as f:
+        while chunk := body.read(8 * MiB):
+            assert chunk == f.read(len(chunk))
+    assert s3.pending_uploads() == []
+    assert not [k for k in s3.objects("dst", "big/.pydistcp/splits/")]
+    state = [json.loads(v) for k, v in s3.objects("dst", "big/.pydistcp/datasets/").items()]
+    assert state[0]["manifest"]["s3://dst/big/big.bin"][2] == digest

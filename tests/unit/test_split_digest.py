@@ -1,0 +1,89 @@
+"""Block-composite digests, range sizing and the joining of split results (no Spark, no I/O)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import replace
+
+from pyspark import cloudpickle
+import pytest
+
+from distcp.checksum import BLOCK, Digest, compose, digest_of_bytes
+from distcp.configuration import CopyConfiguration
+from distcp.errors import ConfigurationError
+from distcp.model import CopyableFile, FileStatus, Split, TaskResult, WorkUnit
+from distcp.splitting import SplitFile, join_results, range_size, units_for
+
+MiB = 1 << 20
+
+
+def test_a_file_split_anywhere_on_block_boundaries_has_its_whole_digest() -> None:
+    data = os.urandom(7 * BLOCK + 12345)
+    whole = digest_of_bytes(data)
+    for cut in (BLOCK, 3 * BLOCK, 7 * BLOCK):
+        a, b = Digest(), Digest()
+        a.update(data[:cut])
+        b.update(data[cut:])
+        assert compose([a.blocks(), b.blocks()]) == whole
+    odd = Digest()
+    for i in range(0, len(data), 777_777):  # reads that straddle block boundaries
+        odd.update(data[i:i + 777_777])
+    assert odd.hexdigest() == whole and odd.size == len(data)
+    assert digest_of_bytes(b"") == compose([]) and whole.startswith("xxh3c128-1m:")
+    assert digest_of_bytes(data[:-1]) != whole
+
+
+def test_range_sizes_are_whole_mib_and_respect_s3_part_rules() -> None:
+    assert range_size(10 << 30, 3 * MiB + 1, "local") == 4 * MiB
+    assert range_size(10 << 30, 1 * MiB, "s3") == 5 * MiB  # S3's minimum part
+    huge = 100 << 30  # 100 GiB at 8 MiB would be 12,800 parts
+    size = range_size(huge, 8 * MiB, "s3")
+    assert -(-huge // size) <= 10_000 and size % MiB == 0
+
+
+def file(size: int) -> CopyableFile:
+    return CopyableFile(FileStatus("/src/big", size, 1.0), "/dst/big", "urn", "all")
+
+
+def test_units_cover_the_missing_ranges_and_results_join_in_order() -> None:
+    sf = SplitFile(file(10 * MiB + 5), 4 * MiB, "/state/splits/g/data", "/state/splits/g")
+    assert sf.count == 3 and sf.split(2).length == 2 * MiB + 5
+    sf.done = {1: {"etag": "", "blocks": "", "length": 4 * MiB}}
+    units = units_for(sf, 7)
+    assert [(u.unit_id, u.split.index) for u in units] == [(7, 0), (8, 2)]  # type: ignore[union-attr]
+    data = os.urandom(sf.file.origin.size)
+    results = []
+    for i in (2, 0, 1):  # any order
+        s = sf.split(i)
+        d = Digest()
+        d.update(data[s.offset:s.offset + s.length])
+        results.append(TaskResult(sf.file.guid, i, "a0", "/src/big", "/dst/big", "urn", "all",
+                                  "ok", staging=sf.staging, bytes_read=s.length,
+                                  bytes_written=s.length, split_index=i, blocks=d.blocks().hex()))
+    sf.done = {}
+    (joined,) = join_results(results, {sf.file.guid: sf})
+    assert joined.ok and joined.checksum == digest_of_bytes(data)
+    assert joined.bytes_written == len(data) and joined.records == sf.records
+    failed = replace(results[0], status="failed", message="boom")
+    (bad,) = join_results([failed, *results[1:]], {sf.file.guid: sf})
+    assert not bad.ok and bad.message == "boom"
+    (lost,) = join_results(results[1:], {sf.file.guid: sf})
+    assert not lost.ok and "1 of 3 ranges" in lost.message
+
+
+def test_split_values_pickle_for_executors() -> None:
+    unit = WorkUnit(3, (file(9),), Split(1, 2, 4, 5, "s3-upload:id:s3://b/k", "s3://b/.p/s/g"))
+    result = TaskResult("g", 3, "a0", "o", "d", "u", "f", "ok", parts=((1, '"e"', 5),),
+                        split_index=1, blocks="00" * 16, records="r", bytes_server_side=5)
+    for value in (unit, result):
+        assert pickle.loads(pickle.dumps(value)) == value
+        assert cloudpickle.loads(cloudpickle.dumps(value)) == value
+
+
+def test_split_size_with_a_converter_is_refused_at_configuration_time() -> None:
+    with pytest.raises(ConfigurationError, match="--split-size cannot be used with --convert"):
+        CopyConfiguration.build(["/a"], "/b", split_size="256M", converters=["gunzip"])
+    with pytest.raises(ConfigurationError, match="at least 1M"):
+        CopyConfiguration.build(["/a"], "/b", split_size=1000)
+    assert CopyConfiguration.build(["/a"], "/b", split_size="256M").split_size == 256 * MiB
