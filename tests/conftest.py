@@ -26,14 +26,21 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield session
 
 
+#: How tests start the command: the interpreter running the tests, so its packages.
+PYDISTCP = [sys.executable, "-m", "distcp"]
+
+
+def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a CLI run: Spark's logs out of the user's cache."""
+    log_dir = os.environ.get("PYDISTCP_TEST_LOG_DIR", "/tmp/pydistcp-test-logs")
+    return {**os.environ, "PYDISTCP_LOG_DIR": log_dir, **(env or {})}
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run ``pydistcp ARGS`` in a fresh process, as a user would."""
-    full_env = {**os.environ, "PYDISTCP_LOG_DIR": os.environ.get("PYDISTCP_TEST_LOG_DIR", "/tmp/pydistcp-test-logs")}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "distcp", *args], capture_output=True,
-                          text=True, env=full_env, timeout=timeout, stdin=subprocess.DEVNULL,
-                          **kwargs)
+    return subprocess.run([*PYDISTCP, *args], capture_output=True, text=True, env=cli_env(env),
+                          timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
 
 def tree(root: Path) -> dict[str, tuple[bytes | None, int, int]]:

@@ -103,7 +103,8 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterat
     builder = builder.remote(master) if remote else builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with _stderr_to(log_file), warnings.catch_warnings():
+    python = None if remote else settings["spark.pyspark.python"]
+    with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         spark = builder.getOrCreate()
     try:
@@ -120,6 +121,25 @@ def default_parallelism(spark: Any) -> int:
     except Exception:  # noqa: BLE001 - Spark Connect raises a variety here
         value = spark.conf.get("spark.default.parallelism", None)
         return int(value) if value else os.cpu_count() or 2
+
+
+@contextmanager
+def _worker_python(python: str | None) -> Iterator[None]:
+    """Make Python workers start ``python`` while the SparkContext is built.
+
+    PySpark takes the workers' interpreter from ``PYSPARK_PYTHON`` when the context
+    is created (default: whatever ``python3`` is first on PATH), not from the
+    ``spark.pyspark.python`` setting, so an unactivated venv or a pipx install would
+    run workers without our packages. A ``PYSPARK_PYTHON`` the user exported wins.
+    """
+    if python is None or "PYSPARK_PYTHON" in os.environ:
+        yield
+        return
+    os.environ["PYSPARK_PYTHON"] = python
+    try:
+        yield
+    finally:
+        del os.environ["PYSPARK_PYTHON"]
 
 
 @contextmanager

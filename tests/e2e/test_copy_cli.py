@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, tree
+from tests.conftest import PYDISTCP, cli_env, run_cli, tree
 
 pytestmark = pytest.mark.e2e
 
@@ -108,3 +110,52 @@ def test_non_tty_progress_prints_plain_lines(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "pydistcp: starting Spark (local[*])" in r.stdout
     assert "100% 1/1 files" in r.stdout and "\r" not in r.stdout
+
+
+def run_on_terminal(*args: str, timeout: float = 300) -> tuple[int, str]:
+    """Run ``pydistcp ARGS`` on a pseudo-terminal, as in an interactive shell."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*PYDISTCP, *args], stdin=subprocess.DEVNULL, stdout=follower,
+                            stderr=follower, env=cli_env())
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(timeout=timeout), b"".join(chunks).decode(errors="replace")
+
+
+def test_tty_progress_is_one_bar_redrawn_in_place(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(40):
+        (src / f"f{i:02d}").write_bytes(os.urandom(32 << 10))
+    rc, out = run_on_terminal("copy", str(src), str(tmp_path / "dst"))
+    assert rc == 0, out
+    bars = [line for line in out.split("\r") if line.startswith("[")]
+    assert bars, out
+    final = bars[-1]
+    assert "100% 40/40 files" in final and "1.2 MiB/1.2 MiB" in final and "ETA 0s" in final
+    assert all("\x1b[K" in b for b in bars)  # each redraw clears the rest of the line
+    assert "copied 40 files" in out
+
+
+def test_workers_run_the_interpreter_that_runs_pydistcp(tmp_path: Path) -> None:
+    """As from an unactivated venv or pipx: the first python3 on PATH is another one."""
+    decoy = tmp_path / "bin"
+    decoy.mkdir()
+    (decoy / "python3").write_text("#!/bin/sh\necho wrong interpreter >&2\nexit 1\n")
+    (decoy / "python3").chmod(0o755)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(b"data")
+    r = run_cli("copy", str(src), str(tmp_path / "dst"), "--no-progress",
+                env={"PATH": f"{decoy}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "dst" / "f").read_bytes() == b"data"
