@@ -42,9 +42,15 @@ def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
     return datasets
 
 
-def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileStatus]:
-    """What the destination already has under the dataset's destination root."""
-    fs, root = fsutil.filesystem(dataset.destination_root, cfg.dst_options)
+def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
+                   renamed: str | None = None) -> dict[str, FileStatus]:
+    """What the destination already has under the dataset's destination root.
+
+    ``renamed``: for a single converted file, the destination its converters give it
+    (``x.gz`` -> ``x``, ``logs.tar`` -> ``logs/``), which is what a rerun must find.
+    """
+    url = renamed.rstrip("/") if renamed else dataset.destination_root
+    fs, root = fsutil.filesystem(url, cfg.dst_options)
     try:
         info = fs.info(root)
     except FileNotFoundError:
@@ -54,12 +60,12 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration) -> dict[str
     if info["type"] != "directory":
         if dataset.is_file:
             st = fsutil.status(fs, info)
-            return {dataset.destination_root: st}
+            return {url: st}
         raise PlanningError(
             f"cannot copy directory {fsutil.display(dataset.root)} onto file "
             f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
     if dataset.is_file:
-        return {dataset.destination_root: fsutil.status(fs, info)}
+        return {url: fsutil.status(fs, info)}
     return {fsutil.to_url(fs, p): st for p, st in fsutil.walk(fs, root)}
 
 
@@ -80,7 +86,9 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         if cfg.incremental and state is not None and not cfg.delete:
             target = manifest_listing(state.load(ds.urn))
         else:
-            target = target_listing(ds, cfg)
+            single = listing.files[0] if ds.is_file and listing.files else None
+            renamed = single.destination if single is not None and single.converters else None
+            target = target_listing(ds, cfg, renamed)
             listings += 1
         if state is not None and any(f.destination.endswith("/") for f in listing.files):
             published = {entry[3] for entry in state.load(ds.urn).manifest.values()}

@@ -62,8 +62,8 @@ class _Decompress(Converter):
             return ConversionError(f"cannot {self.name} {display(origin)}: {describe(exc)}",
                                    path=origin)
 
-        out = ConvertedReader(inner, translate, budget, lambda: counted.count, inner.close)
-        yield replace(stream, stream=out, destination=self.rename(stream.destination))  # type: ignore[arg-type]
+        out: Any = ConvertedReader(inner, translate, budget, lambda: counted.count, inner.close)
+        yield replace(stream, stream=out, destination=self.rename(stream.destination))
 
 
 class GunzipConverter(_Decompress):
@@ -107,5 +107,5 @@ class GzipConverter(Converter):
 
     def convert(self, stream: FileAwareInputStream) -> Iterator[FileAwareInputStream]:
         compressor = zlib.compressobj(self.level, zlib.DEFLATED, 31)  # 31: gzip framing
-        out = CompressingReader(stream.stream, compressor, self.options.buffer_size)
-        yield replace(stream, stream=out, destination=self.rename(stream.destination))  # type: ignore[arg-type]
+        out: Any = CompressingReader(stream.stream, compressor, self.options.buffer_size)
+        yield replace(stream, stream=out, destination=self.rename(stream.destination))

@@ -105,3 +105,19 @@ def test_third_party_converter_through_the_entry_point_group(tmp_path: Path) -> 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": f"{tmp_path}:{Path.cwd()}"}, check=True)
     assert out.stdout.split() == ["Upper", "a.up"]
+
+
+def test_single_converted_file_is_found_under_its_renamed_destination(tmp_path: Path) -> None:
+    import os
+
+    from distcp.listing import plan_all
+
+    (tmp_path / "x.gz").write_bytes(b"")
+    (tmp_path / "dst").mkdir()
+    (tmp_path / "dst" / "x").write_bytes(b"already converted")
+    st = os.stat(tmp_path / "x.gz")
+    os.utime(tmp_path / "dst" / "x", ns=(st.st_mtime_ns, st.st_mtime_ns))
+    cfg = CopyConfiguration.build([str(tmp_path / "x.gz")], str(tmp_path / "dst"),
+                                  converters=["gunzip"])
+    [dataset] = plan_all(cfg, lambda m: None).plan.datasets
+    assert [a.reason for a in dataset.skip] == ["converted copy with the same mtime exists"]

@@ -198,3 +198,23 @@ def test_good_archive_beside_a_bad_one_is_its_own_file_set(docs: Path, tmp_path:
     good = run.ok_for("good.tar.gz")
     assert good and {r.file_set for r in good} == {"file:good.tar.gz"}
     assert len(run.staged()) == sum(1 for p in docs.rglob("*") if p.is_file())
+
+
+def test_converters_after_untar_apply_to_each_entry(docs: Path, tmp_path: Path) -> None:
+    """``untar,gunzip``: every gzip'd changelog inside is un-gzipped and renamed."""
+    import gzip
+
+    src = tmp_path / "src"
+    src.mkdir()
+    only_gz = tmp_path / "gz"
+    for p in docs.rglob("*.gz"):
+        target = only_gz / p.relative_to(docs)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(p.read_bytes())
+    tar_of(only_gz, src / "logs.tar")
+    run = run_convert(src, tmp_path / "dst", "untar,gunzip")
+    assert not run.failed, run.failed
+    outputs = run.by_destination(tmp_path / "dst")
+    for p in only_gz.rglob("*.gz"):
+        rel = p.relative_to(only_gz).as_posix().removesuffix(".gz")
+        assert Path(outputs["logs/" + rel].staging).read_bytes() == gzip.decompress(p.read_bytes())
