@@ -150,6 +150,8 @@ class TaskResult:
     records: str = ""
     #: Bytes the store copied itself (S3 UploadPartCopy): none went through the task.
     bytes_server_side: int = 0
+    #: A directory an archive holds: its mtime (int: nanoseconds, float: seconds).
+    mtime: float | int | None = None
 
     @property
     def ok(self) -> bool:

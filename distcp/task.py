@@ -127,7 +127,8 @@ def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
 def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str, Any],
                   staging_url: str, spec: TaskSpec, buffer: bytearray) -> TaskResult:
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
-        return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode)
+        return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode,
+                          mtime=out.mtime if "t" in file.preserve else None)
     if spec.dst_kind == "s3":
         hint = 0 if file.converters else file.origin.size
         up = stage_upload(out.stream, out.destination, spec.dst_options, buffer, hint)

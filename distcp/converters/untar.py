@@ -24,6 +24,7 @@ import io
 import lzma
 import tarfile
 from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from distcp.converters.base import Converter
@@ -142,13 +143,13 @@ class _Expansion:
             return None  # "./": the expansion root itself
         self._check_unique(rel, member.isdir())
         if member.isdir():
-            return self._output(self.root + rel + "/", io.BytesIO(), mode, float(member.mtime))
+            return self._output(self.root + rel + "/", io.BytesIO(), mode, _mtime(member))
         try:
             raw = tar.extractfile(member)
         except Exception as exc:  # noqa: BLE001
             raise self.translate(exc) from exc
         reader = ConvertedReader(raw, self.translate, self.budget, lambda: self.consumed.count)
-        return self._output(self.root + rel, reader, mode, float(member.mtime))
+        return self._output(self.root + rel, reader, mode, _mtime(member))
 
     def _check_unique(self, rel: str, is_dir: bool) -> None:
         """Refuse a name seen twice (tar lets the last win) or a file used as a directory."""
@@ -181,6 +182,17 @@ class _Expansion:
     def close(self) -> None:
         if self.layer is not None and hasattr(self.layer, "close"):
             self.layer.close()
+
+
+def _mtime(member: tarfile.TarInfo) -> int | float:
+    """Nanoseconds from a pax ``mtime`` record (exact), else float seconds (ustar/GNU)."""
+    text = member.pax_headers.get("mtime")
+    if text:
+        try:
+            return int(Decimal(text) * 1_000_000_000)
+        except (InvalidOperation, ValueError):
+            pass
+    return float(member.mtime)
 
 
 def _check_type(member: tarfile.TarInfo, error: Any) -> None:

@@ -67,8 +67,10 @@ class UnzipConverter(Converter):
             budget = ExpansionBudget(origin, "unzip", self.options.max_expansion_ratio,
                                      self.options.max_expanded_bytes)
             keep_time = "t" in stream.file.preserve
-            if not self.options.expand_into_parent:
-                yield FileAwareInputStream(stream.file, io.BytesIO(), root)
+            if not self.options.expand_into_parent:  # DST/<name>/ dated as the archive
+                origin_mtime = stream.file.origin.mtime_ns or stream.file.origin.mtime
+                yield FileAwareInputStream(stream.file, io.BytesIO(), root, None,
+                                           origin_mtime if keep_time else None)
             for e in entries:
                 if not e.rel:
                     continue  # "./": the expansion root itself

@@ -52,7 +52,7 @@ class RenamePublisher(Publisher):
             steps.append(CompleteUploads(tuple((r.staging, r.destination, r.bytes_written,
                                                 tuple(r.parts)) for r in uploads)))
         attrs = [(d.destination, d.mode, d.mtime) for d in outcome.directories]
-        attrs += [(u, m, None) for u, m in _archive_dirs(outcome)]
+        attrs += _archive_dirs(outcome)
         if attrs:
             steps.append(SetAttributes(tuple(attrs)))
         records = sorted({r.records for r in files if r.records})
@@ -67,6 +67,7 @@ def _directories(outcome: FileSetOutcome, files: list[TaskResult]) -> set[str]:
     return dirs | {d.destination for d in outcome.directories} | set(made)
 
 
-def _archive_dirs(outcome: FileSetOutcome) -> list[tuple[str, int | None]]:
-    return [(r.destination.rstrip("/"), r.mode) for r in outcome.results
-            if r.destination.endswith("/") and r.mode is not None]
+def _archive_dirs(outcome: FileSetOutcome) -> list[tuple[str, int | None, float | int | None]]:
+    """(path, mode, mtime) of the directories archives hold, set after their files land."""
+    return [(r.destination.rstrip("/"), r.mode, r.mtime) for r in outcome.results
+            if r.destination.endswith("/") and (r.mode is not None or r.mtime is not None)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -222,3 +223,25 @@ def test_passphrase_is_never_in_argv_or_repr(ring: Keyring, tmp_path: Path) -> N
         watcher.join()
     assert any("--decrypt" in s for s in seen)  # the watcher did see gpg running
     assert not any(PASSPHRASE.replace(" ", "\x00") in s or PASSPHRASE in s for s in seen)
+
+
+def test_signed_by_a_known_but_untrusted_key_with_require_signature(
+        ring: Keyring, plain: Path, tmp_path: Path) -> None:
+    import tempfile
+
+    home = tempfile.mkdtemp(prefix="pu", dir="/tmp")  # short: the agent's socket lives here
+    try:
+        shutil.copytree(ring.home, home, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("S.*"))
+        gpg(home, "--import", data=gpg(ring.other, "--export", MALLORY).stdout)
+        encrypt(ring, plain, _src(tmp_path) / "x.gpg", sign_with=MALLORY)
+        run = run_convert(_src(tmp_path), tmp_path / "dst", "decrypt", gpg_home=home,
+                          gpg_passphrase=PASSPHRASE, gpg_require_signature=True)
+        assert "signed by a key the keyring does not trust" in run.failed[0].message
+        assert run.staged() == []
+        plain_run = run_convert(_src(tmp_path), tmp_path / "dst2", "decrypt", gpg_home=home,
+                                gpg_passphrase=PASSPHRASE)
+        assert not plain_run.failed  # without the policy, a valid signature is enough
+    finally:
+        subprocess.run(["gpgconf", "--homedir", home, "--kill", "gpg-agent"])
+        shutil.rmtree(home, ignore_errors=True)

@@ -32,6 +32,9 @@ def _expanded_matches(run: Run, dst: Path, root: str, tree: Path) -> None:
         rel = p.relative_to(tree).as_posix()
         if p.is_dir():
             assert outputs[f"{root}{rel}/"].mode == p.stat().st_mode & 0o777
+            got = outputs[f"{root}{rel}/"].mtime
+            ns = got if isinstance(got, int) else int((got or 0) * 1e9)
+            assert ns // 10**6 == p.stat().st_mtime_ns // 10**6  # ms: exact in pax, not ustar
             continue
         r = outputs[root + rel]
         staged = Path(r.staging)
@@ -218,3 +221,21 @@ def test_converters_after_untar_apply_to_each_entry(docs: Path, tmp_path: Path) 
     for p in only_gz.rglob("*.gz"):
         rel = p.relative_to(only_gz).as_posix().removesuffix(".gz")
         assert Path(outputs["logs/" + rel].staging).read_bytes() == gzip.decompress(p.read_bytes())
+
+
+def test_tar_block_device_is_rejected(tmp_path: Path) -> None:
+    _rejected(tmp_path, tar_member("sda", tarfile.BLKTYPE), "entry 'sda' is a device file")
+
+
+def test_world_writable_entries_lose_the_bit(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    with tarfile.open(src / "w.tar", "w") as tar:
+        info = tar_member("open.txt", mode=0o666)
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"abc"))
+        tar.addfile(tar_member("d", tarfile.DIRTYPE, mode=0o777))
+    run = run_convert(src, tmp_path / "dst", "untar")
+    outputs = run.by_destination(tmp_path / "dst")
+    assert Path(outputs["w/open.txt"].staging).stat().st_mode & 0o777 == 0o664
+    assert outputs["w/d/"].mode == 0o775
