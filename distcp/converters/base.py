@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from distcp.errors import ConfigurationError, PluginError
 from distcp.streams import FileAwareInputStream
 
 
@@ -64,10 +65,13 @@ class Converter(ABC):
         (called once when the run is configured, before anything is read)."""
 
 
+class UnknownConverterError(ConfigurationError, PluginError):
+    """A --convert name nobody registered: a bad invocation (exit 2) and a plugin lookup
+    failure, so callers catching either see it."""
+
+
 def check_chain(names: Sequence[str], options: ConverterOptions) -> None:
     """Refuse unknown converter names and unusable options up front (exit 2)."""
-    from distcp.errors import ConfigurationError, PluginError
-
     if options.max_expansion_ratio <= 0:
         raise ConfigurationError("--max-expansion-ratio must be positive")
     if options.max_expanded_bytes is not None and options.max_expanded_bytes <= 0:
@@ -75,7 +79,7 @@ def check_chain(names: Sequence[str], options: ConverterOptions) -> None:
     try:
         converters = build_chain(names, options)
     except PluginError as exc:
-        raise ConfigurationError(f"--convert: {exc}") from exc
+        raise UnknownConverterError(f"--convert: {exc}", **exc.attrs) from exc
     for converter in converters:
         converter.check_options()
 
