@@ -1,9 +1,11 @@
 """Commit-side benchmarks (issue 3): publish cost and incremental reruns.
 
 1. Publish one file set of N small staged files through pydistcp's commit
-   sequence (persisted, then PublishFiles: serial renames on a local disk, a
-   bounded pool of requests on S3), against a plain serial loop of the same
-   moves, on local disk and on a local S3 server (moto, started here).
+   sequence against a plain serial loop of the same operations: on a local disk
+   PublishFiles (renames) against serial ``os.rename``; on a local S3 server (moto,
+   started here) the zero-copy publish, CompleteUploads (a bounded pool of
+   CompleteMultipartUpload requests, each then checked by HEAD) against serial
+   completes of the same staged uploads.
 2. Rerun of a copy of a 50,000-file tree in which 100 files changed:
    ``--incremental`` (plans against the state's manifest, lists no destination)
    against the default full diff (lists the destination), inside one Spark session.
@@ -20,6 +22,7 @@ import os
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -80,50 +83,82 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _publish_uploads(uploads: list[Any], state: str, options: dict[str, Any]) -> float:
+    from distcp.commit import CommitContext, CommitSequence
+    from distcp.commit_log import CommitStepStore
+    from distcp.upload_steps import CompleteUploads
+
+    ctx = CommitContext(dst_options=options, state_root=state)
+    store = CommitStepStore(state, options)
+    seq = CommitSequence("urn:bench", "all", (CompleteUploads(tuple(uploads)),), "bench-seq")
+    t = time.perf_counter()
+    store.persist(seq, "bench")
+    seq.run(ctx)
+    store.remove(seq.id)
+    return time.perf_counter() - t
+
+
 def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
+    """Zero-copy publish: complete N staged one-part uploads, ours against a serial loop."""
     from concurrent.futures import ThreadPoolExecutor
 
     import boto3
-    from moto.server import ThreadedMotoServer
+    import s3fs
 
-    import logging
+    from distcp import s3
+    from distcp.upload_steps import CompleteUploads  # noqa: F401 - imported before timing
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    port = _free_port()
-    server = ThreadedMotoServer("127.0.0.1", port)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    server, endpoint = _moto_server()
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
                       AWS_DEFAULT_REGION="us-east-1")
     options = {"endpoint_url": endpoint, "key": "bench", "secret": "bench"}
-    s3 = boto3.client("s3", endpoint_url=endpoint)
-    import s3fs
-
+    client = boto3.client("s3", endpoint_url=endpoint)
     fs = s3fs.S3FileSystem(**options)
     ours, loop = [], []
     try:
         for r in range(rounds):
             for kind in ("ours", "loop"):
                 bucket = f"bench-{kind}-{r}"
-                s3.create_bucket(Bucket=bucket)
-                def put(i: int, bucket: str = bucket) -> None:
-                    s3.put_object(Bucket=bucket, Key=f"st/{i}", Body=b"x" * 100)
+                client.create_bucket(Bucket=bucket)
+
+                def stage(i: int, bucket: str = bucket) -> Any:
+                    url = f"s3://{bucket}/final/f{i}"
+                    upload_id = s3.create(fs, url)
+                    etag = s3.upload_part(fs, url, upload_id, 1, b"x" * 100)
+                    return (s3.staged_upload(upload_id, url), url, 100, ((1, etag, 100),))
 
                 with ThreadPoolExecutor(16) as pool:
-                    list(pool.map(put, range(n)))
-                moves = [(f"s3://{bucket}/st/{i}", f"s3://{bucket}/final/f{i}", 100)
-                         for i in range(n)]
+                    uploads = list(pool.map(stage, range(n)))
                 fs.invalidate_cache()
                 if kind == "ours":
-                    ours.append(_publish_with_sequence(moves, f"s3://{bucket}/state", options))
+                    ours.append(_publish_uploads(uploads, f"s3://{bucket}/state", options))
                 else:
                     t = time.perf_counter()
-                    for src, dst, _ in moves:
-                        fs.mv(src, dst)
+                    for staging, url, _, parts in uploads:
+                        s3.complete(fs, url, s3.parse_staged(staging)[0], parts)
                     loop.append(time.perf_counter() - t)
     finally:
-        server.stop()
+        server.terminate()
+        server.wait()
     return {"files": n, "ours_s": statistics.median(ours), "serial_loop_s": statistics.median(loop)}
+
+
+def _moto_server() -> tuple[subprocess.Popen[bytes], str]:
+    """moto in its own process, as a real server is (in-process it would share our GIL)."""
+    import urllib.request
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(endpoint, timeout=1)
+            return proc, endpoint
+        except OSError:
+            time.sleep(0.1)
+    proc.terminate()
+    raise RuntimeError("moto server did not start")
 
 
 def bench_incremental(files: int, changed: int, rounds: int) -> dict[str, float]:
