@@ -18,6 +18,7 @@ from distcp.errors import ConfigurationError
 
 PRESERVE_LETTERS = "ugptb"
 Verify = Literal["digest", "size"]
+_CREDENTIALS_IN_URL = re.compile(r"^[a-zA-Z][\w+.-]*://[^/@]*:[^/@]*@")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)?\s*$", re.IGNORECASE)
 
 
@@ -72,6 +73,13 @@ class CopyConfiguration:
                 f"--commit-policy must be full, successful or partial, not {self.commit_policy!r}")
         if self.max_replays < 1:
             raise ConfigurationError("--max-replays must be at least 1")
+        for url in (*self.sources, self.destination):
+            if _CREDENTIALS_IN_URL.match(url):
+                scheme = url.split("://", 1)[0]
+                raise ConfigurationError(
+                    f"a {scheme}:// URL with credentials in it is refused (they would show in "
+                    "logs and process lists); use the AWS environment or profile, or "
+                    "--src-option/--dst-option key=... secret=...")
         if self.split_size is not None:
             if self.split_size < (1 << 20):
                 raise ConfigurationError("--split-size must be at least 1M")

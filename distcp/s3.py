@@ -31,7 +31,7 @@ MAX_PART = 5 << 30
 MAX_PARTS = 10_000
 MAX_KEY_BYTES = 1024
 #: Seconds one request may take before it is abandoned as hung.
-WATCHDOG_S = 600.0
+WATCHDOG_S = 300.0
 
 
 def is_s3(fs: Any) -> bool:
@@ -159,7 +159,10 @@ def uploads(fs: Any, prefix_url: str) -> Iterator[tuple[str, str, float]]:
     prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
-        out = call(fs, "list_multipart_uploads", **kwargs)
+        try:
+            out = call(fs, "list_multipart_uploads", **kwargs)
+        except FileNotFoundError:  # rclone serve s3 answers NoSuchUpload when there is none
+            return
         for u in out.get("Uploads", []):
             yield f"s3://{bucket}/{u['Key']}", str(u["UploadId"]), u["Initiated"].timestamp()
         if not out.get("IsTruncated"):

@@ -11,6 +11,7 @@ the partial object (PITFALLS.md).
 
 from __future__ import annotations
 
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,25 +65,43 @@ def _read(stream: Any, view: memoryview) -> bytes:
     return bytes(view[:n]) if n else b""
 
 
+#: Parts of one file in flight at once: a server's per-request latency is hidden the way
+#: ``aws s3 cp`` hides it, at a memory cost of this many parts per task.
+PARTS_IN_FLIGHT = 4
+
+
 def _send_parts(fs: Any, url: str, upload_id: str, stream: Any, view: memoryview, first: bytes,
                 digest: Digest, part_size: int) -> list[tuple[int, str, int]]:
-    parts: list[tuple[int, str, int]] = []
+    futures: list[tuple[int, int, Future[str]]] = []
     pending, held = [first], len(first)
     digest.update(first)
-    while True:
-        chunk = _read(stream, view)
-        if chunk:
-            digest.update(chunk)
-            pending.append(chunk)
-            held += len(chunk)
-        if held >= part_size or (not chunk and held):
-            data = b"".join(pending)
-            body, rest = (data[:part_size], data[part_size:]) if chunk else (data, b"")
-            number = len(parts) + 1
-            parts.append((number, s3.upload_part(fs, url, upload_id, number, body), len(body)))
-            pending, held = ([rest], len(rest)) if rest else ([], 0)
-        if not chunk:
-            return parts
+    with ThreadPoolExecutor(PARTS_IN_FLIGHT) as pool:
+        while True:
+            chunk = _read(stream, view)
+            if chunk:
+                digest.update(chunk)
+                pending.append(chunk)
+                held += len(chunk)
+            if held >= part_size or (not chunk and held):
+                data = b"".join(pending)
+                body, rest = (data[:part_size], data[part_size:]) if chunk else (data, b"")
+                number = len(futures) + 1
+                futures.append((number, len(body), pool.submit(
+                    s3.upload_part, fs, url, upload_id, number, body)))
+                pending, held = ([rest], len(rest)) if rest else ([], 0)
+                _wait_window(futures)
+            if not chunk:
+                return [(n, f.result(), size) for n, size, f in futures]
+
+
+def _wait_window(futures: list[tuple[int, int, Future[str]]]) -> None:
+    """Block until fewer than PARTS_IN_FLIGHT parts are in flight; raise a part's error."""
+    running = [f for _, _, f in futures if not f.done()]
+    if len(running) >= PARTS_IN_FLIGHT:
+        wait(running, return_when=FIRST_COMPLETED)
+    for _, _, f in futures:
+        if f.done() and f.exception() is not None:
+            raise f.exception()  # type: ignore[misc]
 
 
 def _verify_parts(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]]) -> None:

@@ -10,13 +10,16 @@ between complete and the removal of the sequence does nothing twice.
 from __future__ import annotations
 
 import os
+import posixpath
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from distcp import fs as fsutil
 from distcp import s3
 from distcp.checksum import digest_of_stream
-from distcp.commit import CommitContext, CommitStep, _for_each
+from distcp.commit import REMOTE_POOL, CommitContext, CommitStep
 from distcp.errors import PublishError
 from distcp.faults import crash_point
 
@@ -26,23 +29,35 @@ Upload = tuple[str, str, int, tuple[tuple[int, str, int], ...]]
 
 @dataclass(frozen=True)
 class CompleteUploads(CommitStep):
-    """Complete each staged upload (or PUT an empty file) at its final key."""
+    """Complete each staged upload (or PUT an empty file) at its final key.
+
+    An upload still listed as pending is not done whatever the key holds (an
+    older object of the same size must not pass for the new one); one that is no
+    longer pending is done when the object has its size and multipart ETag.
+    """
 
     kind: ClassVar[str] = "s3-complete"
     uploads: tuple[Upload, ...]
 
     def verify(self, ctx: CommitContext) -> bool:
-        return all(_published(ctx, u) for u in self.uploads)
+        pending = _pending(ctx, self.uploads)
+        if any(s3.parse_staged(u[0])[0] in pending for u in self.uploads):
+            return False
+        return all(_map(ctx, self.uploads, lambda u: _published(ctx, u)))
 
     def execute(self, ctx: CommitContext) -> None:
+        pending = _pending(ctx, self.uploads)
+
         def one(upload: Upload) -> None:
             staging, final, _, parts = upload
             upload_id, _ = s3.parse_staged(staging)
             fs, _ = ctx.fs(final)
+            if upload_id not in pending and _published(ctx, upload):
+                return
             try:
                 if upload_id:
                     s3.complete(fs, final, upload_id, parts)
-                elif not _published(ctx, upload):
+                else:
                     s3.put(fs, final, b"")
             except FileNotFoundError:
                 if not _published(ctx, upload):  # completed by an interrupted run?
@@ -52,7 +67,25 @@ class CompleteUploads(CommitStep):
                                    "ETag of its staged parts after completing it", file_set="")
             crash_point("mid_publish")
 
-        _for_each(ctx, [(u[1], u) for u in self.uploads], lambda item: one(item[1]))
+        _map(ctx, self.uploads, one)
+
+
+def _map(ctx: CommitContext, uploads: tuple[Upload, ...], fn: Callable[[Upload], Any]) -> list:
+    """``fn`` over the uploads in a bounded pool: each is a remote round trip."""
+    if len(uploads) <= 1:
+        return [fn(u) for u in uploads]
+    with ThreadPoolExecutor(min(REMOTE_POOL, len(uploads))) as pool:
+        return list(pool.map(fn, uploads))
+
+
+def _pending(ctx: CommitContext, uploads: tuple[Upload, ...]) -> set[str]:
+    """Ids of uploads still pending under the uploads' common prefix (a few LISTs)."""
+    finals = [u[1] for u in uploads if s3.parse_staged(u[0])[0]]
+    if not finals:
+        return set()
+    prefix = posixpath.dirname(os.path.commonprefix(finals))
+    fs, _ = ctx.fs(finals[0])
+    return {upload_id for _, upload_id, _ in s3.uploads(fs, prefix)}
 
 
 def _published(ctx: CommitContext, upload: Upload) -> bool:
@@ -61,9 +94,10 @@ def _published(ctx: CommitContext, upload: Upload) -> bool:
     found = s3.head(fs, final)
     if found is None or int(found.get("ContentLength", -1)) != size:
         return False
-    if not s3.parse_staged(staging)[0]:
-        return True
-    return str(found.get("ETag")) == s3.multipart_etag([e for _, e, _ in sorted(parts)])
+    etag = str(found.get("ETag", ""))
+    if not s3.parse_staged(staging)[0] or "-" not in etag:
+        return True  # an empty file, or a server that gives a plain MD5 (rclone serve s3)
+    return etag == s3.multipart_etag([e for _, e, _ in sorted(parts)])
 
 
 @dataclass(frozen=True)

@@ -23,18 +23,27 @@ from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     assert_no_canary,
     moto_server,
-    s3,
+    rclone_server,
+    s3_any,
     scan_tree_for_canary,
+    xfail_on,
 )
 
 pytestmark = pytest.mark.e2e
 
 
-def make_tree(root: Path) -> dict[str, bytes]:
-    """Small, empty and multipart-sized files, nested, plus an empty directory."""
+def make_tree(root: Path, special_names: bool = True) -> dict[str, bytes]:
+    """Small, empty and multipart-sized files, nested, plus an empty directory.
+
+    ``special_names`` adds a key with a space, '+' and '=': rclone serve s3 never
+    answers a request for it (a known gap: s3fs then waits, PITFALLS.md), so the
+    rclone runs leave it out.
+    """
     rng = random.Random(5)
     files = {"a.bin": rng.randbytes(100_000), "empty.txt": b"", "d/e/f.txt": b"hello\n",
-             "d/big.bin": rng.randbytes(11 * (1 << 20) + 17), "sp ace+plus=.txt": b"x" * 10}
+             "d/big.bin": rng.randbytes(11 * (1 << 20) + 17)}
+    if special_names:
+        files["sp ace+plus=.txt"] = b"x" * 10
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
@@ -81,10 +90,16 @@ def s3_state(s3srv: S3Server, prefix: str) -> dict[str, bytes]:
     return {k: v for k, v in s3srv.objects("dst", prefix).items() if "/.pydistcp/" in k}
 
 
-def test_local_to_s3_to_local_and_s3_to_s3_are_identical_and_leak_nothing(
-        s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_local_to_s3_to_local_is_identical_invisible_until_published_and_leaks_nothing(
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:  # noqa: F811
+    s3 = s3_any
+    xfail_on(request, s3, "rclone", "against rclone serve s3 v1.75 the Spark tasks' requests "
+                                    "stall (no answer within 5 minutes; in-process staging "
+                                    "works, see test_s3_staging.py): not diagnosed yet",
+             run=False)
     src, back, logs = tmp_path / "src", tmp_path / "back", tmp_path / "logs"
-    files = make_tree(src)
+    files = make_tree(src, special_names=s3.kind != "rclone")
     outputs: list[str] = []
     watcher = ChildWatcher()
     watcher.start()
@@ -97,7 +112,8 @@ def test_local_to_s3_to_local_and_s3_to_s3_are_identical_and_leak_nothing(
         assert crash.returncode == 137, crash.stderr
         visible = {k for k in s3.objects("dst", "tree/") if "/.pydistcp/" not in k}
         assert visible == set(), "a reader saw an object before its file set was published"
-        assert len(s3.pending_uploads()) == 4  # the 4 non-empty files; the 0-byte one: a PUT
+        non_empty = sum(1 for data in files.values() if data)
+        assert len(s3.pending_uploads()) == non_empty  # the 0-byte file: one PUT at publish
         r = run_cli("copy", str(src), "s3://dst/tree", "--no-progress", "--log-dir", str(logs),
                     "--master", "local[2]", "--summary-json", str(tmp_path / "s1.json"),
                     env=s3.env)
@@ -115,30 +131,41 @@ def test_local_to_s3_to_local_and_s3_to_s3_are_identical_and_leak_nothing(
         outputs += [r.stdout, r.stderr]
         assert r.returncode == 0, r.stderr
         assert local_files(back) == files
-        # 3. S3 -> S3 on one endpoint, options on both sides: a server-side copy.
-        r = run_cli("copy", "s3://dst/tree", "s3://dst/copy", "--no-progress", "--log-dir",
-                    str(logs), "--master", "local[2]", *s3.cli_options("--src-option"),
-                    *s3.cli_options("--dst-option"), "--summary-json", str(tmp_path / "s3.json"))
-        outputs += [r.stdout, r.stderr]
-        assert r.returncode == 0, r.stderr
     finally:
         watcher.stop.set()
         watcher.join()
-    copied = {k.removeprefix("copy/"): v for k, v in s3.objects("dst", "copy/").items()
-              if "/.pydistcp/" not in k}
-    assert copied == files
-    summary = json.loads((tmp_path / "s3.json").read_text())
-    assert summary["bytes_read"] == 0, "bytes went through the tasks"
-    assert summary["bytes_server_side"] == sum(len(v) for v in files.values())
-    assert s3.pending_uploads() == []
     # The canary secret: nowhere in outputs, logs, state (local and on S3), summaries,
     # events, or the command lines of any process the runs started.
     assert_no_canary(*outputs)
     assert scan_tree_for_canary(str(logs)) > 0
     assert scan_tree_for_canary(str(back / ".pydistcp")) > 0
-    assert_no_canary((tmp_path / "s1.json").read_text(), json.dumps(summary))
+    assert_no_canary((tmp_path / "s1.json").read_text())
     state = s3_state(s3, "")
     assert any("/events/" in k for k in state) and any("/datasets/" in k for k in state)
     assert_no_canary(*state.values())
     assert len(watcher.seen) > 3, "the watcher saw no child process"
     assert_no_canary(*watcher.seen.values())
+
+
+def test_s3_to_s3_on_one_endpoint_is_a_server_side_copy(
+        s3_any: S3Server, tmp_path: Path, request: pytest.FixtureRequest) -> None:  # noqa: F811
+    s3 = s3_any
+    xfail_on(request, s3, "rclone", "rclone serve s3 answers UploadPartCopy with an empty 200 "
+                                    "(PITFALLS.md), and exits after the abort that follows",
+             run=False)
+    files = make_tree(tmp_path / "src")
+    client = s3.client()
+    for rel, data in files.items():
+        client.put_object(Bucket="src", Key=f"tree/{rel}", Body=data)
+    r = run_cli("copy", "s3://src/tree", "s3://dst/copy", "--no-progress", "--master", "local[2]",
+                "--log-dir", str(tmp_path / "logs"), "--summary-json", str(tmp_path / "s.json"),
+                env=s3.env)
+    assert r.returncode == 0, r.stderr
+    copied = {k.removeprefix("copy/"): v for k, v in s3.objects("dst", "copy/").items()
+              if "/.pydistcp/" not in k}
+    assert copied == files
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["bytes_read"] == 0, "bytes went through the tasks"
+    assert summary["bytes_server_side"] == sum(len(v) for v in files.values())
+    assert s3.pending_uploads() == []
+    assert_no_canary(r.stdout, r.stderr, json.dumps(summary))

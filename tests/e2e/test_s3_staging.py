@@ -37,7 +37,9 @@ from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     assert_no_canary,
     moto_server,
+    rclone_server,
     s3,
+    s3_any,
 )
 
 pytestmark = pytest.mark.e2e
@@ -83,7 +85,8 @@ def test_fs_open_publishes_a_partial_object_on_exception_and_our_writer_does_not
 
 
 def test_writer_failing_at_its_last_part_leaves_no_object_and_no_upload(
-        s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        s3_any: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    s3 = s3_any
     """The last part is sent when the stream ends: the S3 writer's close()."""
     real = s3ops.upload_part
     sent: list[int] = []
@@ -103,13 +106,14 @@ def test_writer_failing_at_its_last_part_leaves_no_object_and_no_upload(
 
 
 def test_staged_upload_is_invisible_until_completed_and_replay_is_idempotent(
-        s3: S3Server) -> None:  # noqa: F811
+        s3_any: S3Server) -> None:  # noqa: F811
+    s3 = s3_any
     data = os.urandom(13 * MiB)
     up = stage_upload(io.BytesIO(data), "s3://dst/z.bin", s3.options, bytearray(8 * MiB),
                       len(data))
     assert up.checksum == digest_of_bytes(data) and [p[2] for p in up.parts] == [8 * MiB, 5 * MiB]
     client = s3.client()
-    assert client.list_objects_v2(Bucket="dst").get("KeyCount") == 0
+    assert client.list_objects_v2(Bucket="dst").get("Contents", []) == []
     with pytest.raises(client.exceptions.ClientError):
         client.head_object(Bucket="dst", Key="z.bin")
     step = CompleteUploads(((up.staging, "s3://dst/z.bin", up.size, up.parts),))
@@ -126,6 +130,7 @@ def test_staged_upload_is_invisible_until_completed_and_replay_is_idempotent(
 
 def test_failed_file_set_leaves_no_object_and_no_pending_upload(
         s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    """moto only: rclone serve s3 v1.75 exits after errors aborting uploads (a known gap)."""
     src = tmp_path / "src"
     src.mkdir()
     for name, size in [("a.bin", 6 * MiB), ("b.bin", 1000), ("c.bin", 0), ("d.bin", 10)]:
@@ -206,7 +211,8 @@ def test_storage_options_hold_the_secret_but_nothing_we_print_or_store_does(
 
 
 def test_cleanup_aborts_orphans_but_keeps_uploads_a_pending_commit_needs(
-        s3: S3Server) -> None:  # noqa: F811
+        s3_any: S3Server) -> None:  # noqa: F811
+    s3 = s3_any
     fs = s3.filesystem()
     orphan = s3ops.create(fs, "s3://dst/c/orphan.bin")
     other = s3ops.create(fs, "s3://dst/elsewhere.bin")  # not under DST: not ours

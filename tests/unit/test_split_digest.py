@@ -87,3 +87,10 @@ def test_split_size_with_a_converter_is_refused_at_configuration_time() -> None:
     with pytest.raises(ConfigurationError, match="at least 1M"):
         CopyConfiguration.build(["/a"], "/b", split_size=1000)
     assert CopyConfiguration.build(["/a"], "/b", split_size="256M").split_size == 256 * MiB
+
+
+def test_credentials_inside_a_url_are_refused_without_echoing_them() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        CopyConfiguration.build(["s3://AKIA123:s3cr3tvalue@bucket/x"], "/dst")
+    assert "s3cr3tvalue" not in str(info.value)
+    assert CopyConfiguration.build(["s3://bucket/a:b@c"], "/dst")  # a key may hold ':' and '@'
