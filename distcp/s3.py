@@ -106,11 +106,13 @@ def copy_part(fs: Any, url: str, upload_id: str, number: int, source_url: str,
     return str(out["CopyPartResult"]["ETag"])
 
 
-def complete(fs: Any, url: str, upload_id: str, parts: Sequence[Sequence[Any]]) -> None:
+def complete(fs: Any, url: str, upload_id: str, parts: Sequence[Sequence[Any]]) -> str:
+    """Complete an upload; returns the ETag the server gave the object."""
     bucket, key = bucket_key(fs, url)
-    call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
-         MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
-                                    for n, e, _ in sorted(parts)]})
+    out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
+               MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
+                                          for n, e, _ in sorted(parts)]})
+    return str(out.get("ETag", ""))
 
 
 def abort(fs: Any, url: str, upload_id: str) -> None:

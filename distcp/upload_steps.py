@@ -54,15 +54,19 @@ class CompleteUploads(CommitStep):
             fs, _ = ctx.fs(final)
             if upload_id not in pending and _published(ctx, upload):
                 return
+            etag = ""
             try:
                 if upload_id:
-                    s3.complete(fs, final, upload_id, parts)
+                    etag = s3.complete(fs, final, upload_id, parts)
                 else:
                     s3.put(fs, final, b"")
             except FileNotFoundError:
                 if not _published(ctx, upload):  # completed by an interrupted run?
                     raise
-            if not _published(ctx, upload):  # the whole object, as S3 now holds it
+            expected = s3.multipart_etag([e for _, e, _ in sorted(parts)]) if parts else ""
+            if etag and etag == expected:
+                pass  # the server built the object from exactly our parts
+            elif not _published(ctx, upload):  # the whole object, as S3 now holds it
                 raise PublishError(f"{fsutil.display(final)} does not have the size and "
                                    "ETag of its staged parts after completing it", file_set="")
             crash_point("mid_publish")
