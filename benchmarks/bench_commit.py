@@ -45,14 +45,14 @@ def _stage_local(root: Path, n: int) -> list[tuple[str, str, int]]:
     return moves
 
 
-def _publish_with_sequence(moves: list[tuple[str, str, int]], state: str,
-                           options: dict[str, Any]) -> float:
-    from distcp.commit import CommitContext, CommitSequence, PublishFiles
+def _publish_with_sequence(step: Any, state: str, options: dict[str, Any]) -> float:
+    """Seconds to publish through one commit sequence holding ``step``: persist, run, remove."""
+    from distcp.commit import CommitContext, CommitSequence
     from distcp.commit_log import CommitStepStore
 
     ctx = CommitContext(dst_options=options, state_root=state)
     store = CommitStepStore(state, options)
-    seq = CommitSequence("urn:bench", "all", (PublishFiles(tuple(moves)),), "bench-seq")
+    seq = CommitSequence("urn:bench", "all", (step,), "bench-seq")
     t = time.perf_counter()
     store.persist(seq, "bench")
     seq.run(ctx)
@@ -61,13 +61,15 @@ def _publish_with_sequence(moves: list[tuple[str, str, int]], state: str,
 
 
 def bench_local_publish(n: int, rounds: int) -> dict[str, float]:
+    from distcp.commit import PublishFiles
+
     ours, loop = [], []
     for _ in range(rounds):
         for kind in ("ours", "loop"):
             root = Path(tempfile.mkdtemp(prefix="pub-"))
             moves = _stage_local(root, n)
             if kind == "ours":
-                ours.append(_publish_with_sequence(moves, str(root / "state"), {}))
+                ours.append(_publish_with_sequence(PublishFiles(tuple(moves)), str(root / "state"), {}))
             else:
                 t = time.perf_counter()
                 for s, d, _ in moves:
@@ -83,21 +85,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _publish_uploads(uploads: list[Any], state: str, options: dict[str, Any]) -> float:
-    from distcp.commit import CommitContext, CommitSequence
-    from distcp.commit_log import CommitStepStore
-    from distcp.upload_steps import CompleteUploads
-
-    ctx = CommitContext(dst_options=options, state_root=state)
-    store = CommitStepStore(state, options)
-    seq = CommitSequence("urn:bench", "all", (CompleteUploads(tuple(uploads)),), "bench-seq")
-    t = time.perf_counter()
-    store.persist(seq, "bench")
-    seq.run(ctx)
-    store.remove(seq.id)
-    return time.perf_counter() - t
-
-
 def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
     """Zero-copy publish: complete N staged one-part uploads, ours against a serial loop."""
     from concurrent.futures import ThreadPoolExecutor
@@ -106,7 +93,7 @@ def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
     import s3fs
 
     from distcp import s3
-    from distcp.upload_steps import CompleteUploads  # noqa: F401 - imported before timing
+    from distcp.upload_steps import CompleteUploads  # imported before timing
 
     server, endpoint = _moto_server()
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
@@ -131,7 +118,8 @@ def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
                     uploads = list(pool.map(stage, range(n)))
                 fs.invalidate_cache()
                 if kind == "ours":
-                    ours.append(_publish_uploads(uploads, f"s3://{bucket}/state", options))
+                    ours.append(_publish_with_sequence(CompleteUploads(tuple(uploads)),
+                                                      f"s3://{bucket}/state", options))
                 else:
                     t = time.perf_counter()
                     for staging, url, _, parts in uploads:
