@@ -32,18 +32,12 @@ from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
 pytestmark = pytest.mark.e2e
 
 
-def make_tree(root: Path, special_names: bool = True) -> dict[str, bytes]:
-    """Small, empty and multipart-sized files, nested, plus an empty directory.
-
-    ``special_names`` adds a key with a space, '+' and '=': rclone serve s3 never
-    answers a request for it (a known gap: s3fs then waits, PITFALLS.md), so the
-    rclone runs leave it out.
-    """
+def make_tree(root: Path) -> dict[str, bytes]:
+    """Small, empty and multipart-sized files, nested, a key with a space, '+' and '=',
+    plus an empty directory."""
     rng = random.Random(5)
     files = {"a.bin": rng.randbytes(100_000), "empty.txt": b"", "d/e/f.txt": b"hello\n",
-             "d/big.bin": rng.randbytes(11 * (1 << 20) + 17)}
-    if special_names:
-        files["sp ace+plus=.txt"] = b"x" * 10
+             "d/big.bin": rng.randbytes(11 * (1 << 20) + 17), "sp ace+plus=.txt": b"x" * 10}
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
@@ -94,12 +88,8 @@ def test_local_to_s3_to_local_is_identical_invisible_until_published_and_leaks_n
         s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest) -> None:  # noqa: F811
     s3 = s3_any
-    xfail_on(request, s3, "rclone", "against rclone serve s3 v1.75 the Spark tasks' requests "
-                                    "stall (no answer within 5 minutes; in-process staging "
-                                    "works, see test_s3_staging.py): not diagnosed yet",
-             run=False)
     src, back, logs = tmp_path / "src", tmp_path / "back", tmp_path / "logs"
-    files = make_tree(src, special_names=s3.kind != "rclone")
+    files = make_tree(src)
     outputs: list[str] = []
     watcher = ChildWatcher()
     watcher.start()
