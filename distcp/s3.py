@@ -11,16 +11,31 @@ Every request goes through ``call`` with a watchdog: s3fs can hang forever on a
 request a server rejects up front (PITFALLS.md), and keys are validated before
 anything is sent. Storage options (which hold the secret in plain text) are
 only ever passed to ``filesystem``; nothing here logs or stores them.
+
+Two bounds keep a server that stops answering from hanging a run:
+
+- ``bounded_options`` gives every s3fs filesystem we build botocore timeouts per
+  attempt and a bounded number of attempts (unless the user set them), so each
+  request s3fs makes for us ends, whichever API makes it (``fs.ls``, ``fs.open``...);
+- ``call`` and ``sync_bounded`` (state, journal and progress documents) also put a
+  watchdog around the whole operation, retries included, because no socket timeout
+  covers a request body the server stopped reading (aiohttp has no write timeout).
+
+Both come from ``PYDISTCP_S3_TIMEOUT`` (seconds, default 300): the longest one S3
+operation may take. Per-attempt socket timeouts are capped by it too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import fsspec.asyn
+from fsspec.exceptions import FSTimeoutError
 
 
 UPLOAD_PREFIX = "s3-upload:"
@@ -30,8 +45,14 @@ MIN_PART = 5 << 20
 MAX_PART = 5 << 30
 MAX_PARTS = 10_000
 MAX_KEY_BYTES = 1024
-#: Seconds one request may take before it is abandoned as hung.
+#: Seconds one S3 operation (all its retries) may take before it is abandoned as hung;
+#: ``PYDISTCP_S3_TIMEOUT`` overrides it (tests set a few seconds).
 WATCHDOG_S = 300.0
+TIMEOUT_ENV = "PYDISTCP_S3_TIMEOUT"
+#: Per-attempt socket timeouts and attempts botocore gets unless the user chose them.
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 60.0
+MAX_ATTEMPTS = 3
 
 
 def is_s3(fs: Any) -> bool:
@@ -78,9 +99,47 @@ def key_problem(key: str) -> str | None:
     return None
 
 
+def watchdog_seconds() -> float:
+    """The bound of one S3 operation: ``PYDISTCP_S3_TIMEOUT`` if it is a positive number."""
+    raw = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return WATCHDOG_S
+    return value if value > 0 and math.isfinite(value) else WATCHDOG_S
+
+
+def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """s3fs storage options with per-attempt timeouts and attempts set where the user
+    set none: botocore retries a timed-out attempt and s3fs retries botocore's error,
+    so without a cap on attempts one silent server costs many times the timeout."""
+    limit = watchdog_seconds()
+    config = dict(options.get("config_kwargs") or {})
+    config.setdefault("connect_timeout", min(CONNECT_TIMEOUT_S, limit))
+    config.setdefault("read_timeout", min(READ_TIMEOUT_S, limit))
+    config.setdefault("retries", {"max_attempts": MAX_ATTEMPTS, "mode": "standard"})
+    return {**options, "config_kwargs": config}
+
+
+def sync_bounded(fs: Any, what: str, coroutine: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run an async s3fs method; a TimeoutError naming ``what`` after watchdog_seconds().
+
+    The abandoned request is left to the event loop (fsspec cannot cancel it); its
+    socket timeouts end it later.
+    """
+    limit = watchdog_seconds()
+    try:
+        return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=limit, **kwargs)
+    except FSTimeoutError as exc:
+        raise TimeoutError(f"no answer from the S3 server within {limit:g} s for {what} "
+                           f"(the server is down, stalled or unreachable; {TIMEOUT_ENV} "
+                           "sets this bound)") from exc
+
+
 def call(fs: Any, method: str, **kwargs: Any) -> Any:
-    """One S3 request through s3fs, abandoned (FSTimeoutError) after WATCHDOG_S."""
-    return fsspec.asyn.sync(fs.loop, fs._call_s3, method, timeout=WATCHDOG_S, **kwargs)
+    """One S3 request through s3fs, abandoned (TimeoutError) after watchdog_seconds()."""
+    what = f"{method} s3://{kwargs.get('Bucket', '')}/{kwargs.get('Key', '')}"
+    return sync_bounded(fs, what, fs._call_s3, method, **kwargs)
 
 
 def create(fs: Any, url: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp import fs as fsutil
+from distcp import s3
 from distcp.errors import StateError
 
 MAX_RUNS = 50
@@ -33,6 +34,8 @@ def write_atomic(url: str, data: bytes, options: dict[str, Any]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    elif s3.is_s3(fs):  # one PUT: atomic; bounded, as a silent server would hang the run
+        s3.sync_bounded(fs, f"writing {fsutil.display(url)}", fs._pipe_file, path, data)
     else:
         fs.pipe_file(path, data)  # one PUT: atomic on object stores
 
@@ -41,7 +44,11 @@ def read_json(url: str, options: dict[str, Any], what: str) -> Any:
     """Parse a state/log document; a damaged one is a StateError that says what to do."""
     fs, path = fsutil.filesystem(url, options)
     try:
-        raw = fs.cat_file(path)
+        if s3.is_s3(fs):
+            raw = s3.sync_bounded(fs, f"reading the {what} {fsutil.display(url)}",
+                                   fs._cat_file, path)
+        else:
+            raw = fs.cat_file(path)
     except FileNotFoundError:
         return None
     try:

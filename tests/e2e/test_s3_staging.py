@@ -188,7 +188,7 @@ def test_a_hung_request_is_abandoned_by_the_watchdog(monkeypatch: pytest.MonkeyP
     held: list[socket.socket] = []
     threading.Thread(target=lambda: held.append(silent.accept()[0]), daemon=True).start()
     port = silent.getsockname()[1]
-    monkeypatch.setattr(s3ops, "WATCHDOG_S", 2.0)
+    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "2")
     fs = s3fs.S3FileSystem(key="k", secret="s", skip_instance_cache=True,
                            endpoint_url=f"http://127.0.0.1:{port}",
                            config_kwargs={"read_timeout": 3600, "retries": {"max_attempts": 1}})

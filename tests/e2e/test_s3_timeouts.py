@@ -1,0 +1,97 @@
+"""A server that stops answering ends a run with an error, never a hang.
+
+Between s3fs and a real moto server sits a TCP proxy that can freeze (connections
+stay open, nothing is forwarded), which is how a stalled or SIGSTOPped server looks
+from the client. ``PYDISTCP_S3_TIMEOUT`` makes the bound a few seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from distcp import fs as fsutil
+from distcp import s3 as s3ops
+from distcp.state import DatasetState, StateStore, read_json, write_atomic
+from tests.fixtures.s3_server import ACCESS_KEY, SECRET_KEY, S3Server  # noqa: F401
+from tests.fixtures.s3_server import moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.stall_proxy import StallProxy, stall_proxy  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.e2e
+BOUND = 2.0
+
+
+def options_via(proxy: StallProxy) -> dict[str, Any]:
+    return {"key": ACCESS_KEY, "secret": SECRET_KEY,
+            "client_kwargs": {"endpoint_url": proxy.endpoint, "region_name": "us-east-1"}}
+
+
+@pytest.fixture()
+def short_bound(monkeypatch: pytest.MonkeyPatch) -> float:
+    monkeypatch.setenv(s3ops.TIMEOUT_ENV, str(BOUND))
+    return BOUND
+
+
+def test_state_documents_on_a_stalled_server_fail_naming_the_file_within_the_bound(
+        stall_proxy: StallProxy, short_bound: float) -> None:  # noqa: F811
+    options = options_via(stall_proxy)
+    url = "s3://dst/root/.pydistcp/datasets/x.json"
+    write_atomic(url, b'{"a": 1}', options)  # answered while the server is live
+    assert read_json(url, options, "dataset state") == {"a": 1}
+    stall_proxy.frozen.set()
+    for action in (lambda: write_atomic(url, b"{}", options),
+                   lambda: read_json(url, options, "dataset state"),
+                   lambda: StateStore("s3://dst/root/.pydistcp", options).save(
+                       DatasetState("urn:x"))):
+        t = time.monotonic()
+        with pytest.raises(TimeoutError) as info:
+            action()
+        took = time.monotonic() - t
+        assert took < short_bound + 3, took
+        message = str(info.value)
+        assert "s3://dst/root/.pydistcp/datasets/" in message and "no answer" in message
+        assert s3ops.TIMEOUT_ENV in message and SECRET_KEY not in message
+
+
+def test_multipart_calls_on_a_stalled_server_fail_within_the_bound(
+        stall_proxy: StallProxy, short_bound: float) -> None:  # noqa: F811
+    fs, _ = fsutil.filesystem("s3://dst/x", options_via(stall_proxy))
+    stall_proxy.frozen.set()
+    t = time.monotonic()
+    with pytest.raises(TimeoutError, match="create_multipart_upload s3://dst/big.bin"):
+        s3ops.create(fs, "s3://dst/big.bin")
+    assert time.monotonic() - t < short_bound + 3
+
+
+def test_every_s3fs_request_gets_socket_timeouts_and_bounded_attempts(
+        stall_proxy: StallProxy, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Calls we make through s3fs's own API (listing, reading) end too, in at most
+    s3fs's 5 tries x botocore's 3 attempts x the per-attempt timeout (capped by the
+    bound: 1 s here), plus botocore's backoff (up to 1 + 2 s per try)."""
+    bound = 1.0
+    monkeypatch.setenv(s3ops.TIMEOUT_ENV, str(bound))
+    fs, _ = fsutil.filesystem("s3://dst/x", options_via(stall_proxy))
+    fs.pipe_file("dst/d/f.txt", b"x")
+    stall_proxy.frozen.set()
+    fs.invalidate_cache()
+    t = time.monotonic()
+    with pytest.raises(OSError, match="(?i)timeout"):
+        fs.ls("dst/d")
+    took = time.monotonic() - t
+    assert took < 5 * (s3ops.MAX_ATTEMPTS * bound + 3 + 1) + 10, took
+
+
+def test_user_settings_win_over_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(s3ops.TIMEOUT_ENV, raising=False)
+    mine = {"key": "k", "config_kwargs": {"read_timeout": 900, "retries": {"max_attempts": 9}}}
+    out = s3ops.bounded_options(mine)
+    assert out["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9},
+                                    "connect_timeout": s3ops.CONNECT_TIMEOUT_S}
+    assert mine["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9}}
+    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "4")
+    assert s3ops.bounded_options({})["config_kwargs"]["read_timeout"] == 4
+    for bad in ("", "0", "-1", "nan", "soon"):
+        monkeypatch.setenv(s3ops.TIMEOUT_ENV, bad)
+        assert s3ops.watchdog_seconds() == s3ops.WATCHDOG_S
