@@ -8,6 +8,7 @@ rebuilding one per call is cheap.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import posixpath
 import stat
@@ -19,7 +20,10 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from distcp import s3
+from distcp import s3
 from distcp.model import FileStatus
+
+fsspec.register_implementation("ftp", "distcp.ftp.ListingFTPFileSystem", clobber=True)
 
 #: Name of the hidden directory that holds staging, state and logs under a
 #: destination; Hadoop, Spark and Hive readers skip names starting with "." or "_".
@@ -32,8 +36,45 @@ def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[Abst
     """The filesystem for ``url`` and the path inside it."""
     if url.split("://", 1)[0] in ("s3", "s3a"):
         options = s3.bounded_options(options or {})  # every request bounded: see s3.py
-    fs, path = fsspec.core.url_to_fs(url, **dict(options or {}))
+    if url.split("://", 1)[0] in ("s3", "s3a"):
+        options = s3.bounded_options(options or {})  # every request bounded: see s3.py
+    fs, path = fsspec.core.url_to_fs(url, **typed_options(url, options or {}))
     return fs, path
+
+
+def typed_options(url: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with strings turned into the numbers and booleans the filesystem's
+    constructor defaults to: ``--dst-option port=2121`` arrives as a string, and
+    ftplib (like most clients) compares ports as ints."""
+    kinds = _option_kinds(url.split("://", 1)[0] if "://" in url and "::" not in url else "")
+    out = dict(options)
+    for key, value in out.items():
+        kind = kinds.get(key)
+        if kind is None or not isinstance(value, str):
+            continue
+        if kind is bool:
+            if value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                out[key] = value.lower() in ("1", "true", "yes", "on")
+            continue
+        try:
+            out[key] = kind(value)
+        except ValueError:
+            pass  # left as given: the filesystem's own error names it
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _option_kinds(protocol: str) -> dict[str, type]:
+    """name -> bool/int/float for the constructor parameters with such defaults."""
+    if not protocol:
+        return {}
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+        params = inspect.signature(cls.__init__).parameters.values()
+    except (ImportError, ValueError, TypeError):
+        return {}
+    return {p.name: type(p.default) for p in params
+            if type(p.default) in (bool, int, float)}
 
 
 def is_local(fs: AbstractFileSystem) -> bool:
@@ -76,6 +117,8 @@ def status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
     if is_local(fs):
         return local_status(info["name"])
     mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or 0.0
+    if not mtime and isinstance(info.get("modify"), str):
+        mtime = _mlsd_time(info["modify"])  # FTP's MLSD fact
     if not isinstance(mtime, (int, float)):
         mtime = mtime.timestamp()
     mode = info.get("mode")
@@ -88,6 +131,18 @@ def status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
         group=_name_of(info.get("gid"), "grp"),
         is_dir=info.get("type") == "directory",
     )
+
+
+def _mlsd_time(value: str) -> float:
+    """``YYYYMMDDHHMMSS[.sss]`` in UTC (RFC 3659) -> epoch seconds; 0.0 if malformed."""
+    import calendar
+    import time
+
+    whole, _, frac = value.partition(".")
+    try:
+        return calendar.timegm(time.strptime(whole, "%Y%m%d%H%M%S")) + float(f"0.{frac or 0}")
+    except ValueError:
+        return 0.0
 
 
 def walk(fs: AbstractFileSystem, root: str) -> Iterator[tuple[str, FileStatus]]:
