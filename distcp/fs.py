@@ -20,7 +20,6 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from distcp import s3
-from distcp import s3
 from distcp.model import FileStatus
 
 fsspec.register_implementation("ftp", "distcp.ftp.ListingFTPFileSystem", clobber=True)
@@ -34,8 +33,6 @@ _SECRET_HINTS = ("secret", "password", "token", "passphrase", "session", "key")
 
 def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[AbstractFileSystem, str]:
     """The filesystem for ``url`` and the path inside it."""
-    if url.split("://", 1)[0] in ("s3", "s3a"):
-        options = s3.bounded_options(options or {})  # every request bounded: see s3.py
     if url.split("://", 1)[0] in ("s3", "s3a"):
         options = s3.bounded_options(options or {})  # every request bounded: see s3.py
     fs, path = fsspec.core.url_to_fs(url, **typed_options(url, options or {}))
