@@ -77,6 +77,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
                  summary: Summary, publisher: Publisher | None = None) -> None:
     """Publish per the commit policy; keep unpublished verified copies for recovery."""
     publisher = publisher or PUBLISHERS.get("rename")()
+    _note_server_side_fallbacks(results, summary)
     files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
     by_dataset: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
@@ -100,6 +101,15 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
             summary.files_not_published += sum(1 for r in wanted.results if r.staging)
             continue
         _record_published(wanted, summary)
+
+
+def _note_server_side_fallbacks(results: Sequence[TaskResult], summary: Summary) -> None:
+    """Say when S3 -> S3 files went through the tasks because the server cannot copy."""
+    fallbacks = [r for r in results if r.ok and r.message.startswith(s3.NO_SERVER_SIDE)]
+    if fallbacks:
+        why = fallbacks[0].message.removeprefix(s3.NO_SERVER_SIDE)
+        summary.notes.append(f"server-side copy not used for {len(fallbacks)} file(s), "
+                             f"copied through the tasks instead: {why}")
 
 
 def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],

@@ -55,6 +55,15 @@ READ_TIMEOUT_S = 60.0
 MAX_ATTEMPTS = 3
 
 
+#: How a TaskResult says its file went through the task after server-side copy failed.
+NO_SERVER_SIDE = "server-side copy not used: "
+
+
+class ServerSideCopyUnsupported(OSError):
+    """The server accepted UploadPartCopy but did not copy (rclone serve s3 v1.75 answers
+    an empty 200 and stores an empty part): copy the bytes through the task instead."""
+
+
 def is_s3(fs: Any) -> bool:
     protocol = getattr(fs, "protocol", ())
     return "s3" in (protocol if isinstance(protocol, (tuple, list)) else (protocol,))
@@ -162,7 +171,11 @@ def copy_part(fs: Any, url: str, upload_id: str, number: int, source_url: str,
     out = call(fs, "upload_part_copy", Bucket=bucket, Key=key, UploadId=upload_id,
                PartNumber=number, CopySource={"Bucket": sbucket, "Key": skey},
                CopySourceRange=f"bytes={first}-{last}")
-    return str(out["CopyPartResult"]["ETag"])
+    etag = (out.get("CopyPartResult") or {}).get("ETag")
+    if not etag:
+        raise ServerSideCopyUnsupported("the server answered UploadPartCopy without a part "
+                                        "ETag, so it does not copy server-side")
+    return str(etag)
 
 
 def complete(fs: Any, url: str, upload_id: str, parts: Sequence[Sequence[Any]]) -> str:

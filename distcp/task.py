@@ -91,8 +91,12 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
     """Stage every output of one origin file; on any failure, stage nothing of it."""
     base = dict(guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
                 dataset_urn=file.dataset_urn, file_set=file.file_set)
+    note = ""
     if server_side(file, spec):
-        return [_copy_server_side(file, base, spec)]
+        try:
+            return [_copy_server_side(file, base, spec)]
+        except s3.ServerSideCopyUnsupported as exc:  # the bytes come through here instead
+            spec, note = replace(spec, server_side=False), f"{s3.NO_SERVER_SIDE}{exc}"
     done: list[TaskResult] = []
     reader: SourceReader | None = None
     outputs: Any = None
@@ -105,6 +109,7 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
         _check_unchanged(file, reader, spec)
         if done:
             done[0] = replace(done[0], bytes_read=reader.count)
+        done = [replace(r, message=note) for r in done] if note else done
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         _discard_results(done, spec)
         return [TaskResult(**base, destination=file.destination, status="failed",
@@ -162,6 +167,8 @@ def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec) 
         except CopyError:
             _discard_results([_upload_result(base, file.destination, up)], spec)
             raise
+    except s3.ServerSideCopyUnsupported:
+        raise  # copy_file copies through the task instead
     except Exception as exc:  # noqa: BLE001 - reported as data
         return TaskResult(**base, destination=file.destination, status="failed",
                           error_type=type(exc).__name__, message=_message(exc, file),

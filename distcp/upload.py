@@ -104,14 +104,17 @@ def _wait_window(futures: list[tuple[int, int, Future[str]]]) -> None:
             raise f.exception()  # type: ignore[misc]
 
 
-def _verify_parts(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]]) -> None:
+def _verify_parts(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]],
+                  always: bool = False) -> None:
     """What the server holds for this upload is exactly the parts we sent.
 
     A one-part upload is not listed again: the server checked that part's body
     against the request checksum botocore sends, and its size is checked at
     publish (a request per small file is what small-file throughput is made of).
+    Parts copied server-side are always listed (``always``): no body of ours was
+    checked, and a server may answer a copy it did not make.
     """
-    if len(sent) == 1:
+    if len(sent) == 1 and not always:
         return
     held = s3.list_parts(fs, url, upload_id) or {}
     want = {n: (e, size) for n, e, size in sent}
@@ -136,10 +139,11 @@ def stage_server_side(source_url: str, final_url: str, options: dict[str, Any],
             number = len(parts) + 1
             etag = s3.copy_part(fs, final_url, upload_id, number, source_url, offset, last)
             parts.append((number, etag, last - offset + 1))
-        _verify_parts(fs, final_url, upload_id, parts)
+        _verify_parts(fs, final_url, upload_id, parts, always=True)
     except BaseException as exc:
         s3.abort(fs, final_url, upload_id)
-        if isinstance(exc, OSError) and not isinstance(exc, CopyError):
+        if isinstance(exc, OSError) and not isinstance(exc, (CopyError,
+                                                             s3.ServerSideCopyUnsupported)):
             raise DestinationWriteError(f"cannot copy {fsutil.display(source_url)} to "
                                         f"{fsutil.display(final_url)} server-side: {exc}",
                                         path=final_url) from exc

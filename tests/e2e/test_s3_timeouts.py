@@ -81,17 +81,3 @@ def test_every_s3fs_request_gets_socket_timeouts_and_bounded_attempts(
         fs.ls("dst/d")
     took = time.monotonic() - t
     assert took < 5 * (s3ops.MAX_ATTEMPTS * bound + 3 + 1) + 10, took
-
-
-def test_user_settings_win_over_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(s3ops.TIMEOUT_ENV, raising=False)
-    mine = {"key": "k", "config_kwargs": {"read_timeout": 900, "retries": {"max_attempts": 9}}}
-    out = s3ops.bounded_options(mine)
-    assert out["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9},
-                                    "connect_timeout": s3ops.CONNECT_TIMEOUT_S}
-    assert mine["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9}}
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "4")
-    assert s3ops.bounded_options({})["config_kwargs"]["read_timeout"] == 4
-    for bad in ("", "0", "-1", "nan", "soon"):
-        monkeypatch.setenv(s3ops.TIMEOUT_ENV, bad)
-        assert s3ops.watchdog_seconds() == s3ops.WATCHDOG_S
