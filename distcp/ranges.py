@@ -3,10 +3,13 @@
 A file larger than ``--split-size`` is copied by several tasks, one range each
 (seed 003's block-level work units). On S3 a range is one part (number
 ``index + 1``) of the multipart upload the driver created for the file; on a
-local filesystem it is written at its offset into one staging file. A range
-that was written and verified leaves a record (its block digests and part
-ETag) in ``<state>/splits/<guid>/r<index>.json``: a later run reuses it instead
-of sending those bytes again.
+local filesystem it is written at its offset into one staging file; on other
+filesystems (FTP, SFTP, ...: no writes at an offset, no multipart uploads) it is
+its own part file, ``p<index>-<attempt>`` beside the records, which a join task
+concatenates later (``distcp.join``). A range that was written and verified
+leaves a record (its block digests, part ETag or part file name) in
+``<state>/splits/<guid>/r<index>.json``: a later run reuses it instead of
+sending those bytes again.
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ from typing import Any
 
 from distcp import fs as fsutil
 from distcp import s3
-from distcp.checksum import Digest
+from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
 from distcp.state import write_atomic
+
+#: Times a part is sent again when the server then holds another body under its
+#: number: a late request of a killed earlier attempt of the range can land after
+#: ours and replace it (seen once); the last writer wins, so we write again.
+PART_RESENDS = 2
 
 
 def copy_range(file: CopyableFile, split: Split, spec: Any, base: dict[str, Any],
@@ -36,11 +44,13 @@ def copy_range(file: CopyableFile, split: Split, spec: Any, base: dict[str, Any]
         else:
             reader = open_source(file, spec)
             reader.seek(split.offset)
-            etag, blocks = _write(reader, file, split, spec, buffer)
+            etag, blocks, part = _write(reader, file, split, spec, buffer, base["attempt"])
             read = reader.count
         recheck_source(file, spec)
         record = {"index": split.index, "offset": split.offset, "length": split.length,
                   "etag": etag, "blocks": blocks.hex()}
+        if part:
+            record["part"] = part
         write_atomic(fsutil.join(split.records, f"r{split.index}.json"),
                      json.dumps(record).encode(), spec.dst_options)
         crash_point("after_range")
@@ -67,11 +77,21 @@ def range_result(file: CopyableFile, split: Split, base: dict[str, Any],
                       bytes_server_side=0 if record["blocks"] else split.length)
 
 
-def _write(reader: Any, file: CopyableFile, split: Split, spec: Any,
-           buffer: bytearray) -> tuple[str, bytes]:
+def _write(reader: Any, file: CopyableFile, split: Split, spec: Any, buffer: bytearray,
+           attempt: str) -> tuple[str, bytes, str]:
+    """(part ETag, block digests, part file name) of the range as written."""
     if s3.is_staged(split.staging):
-        return _write_part(reader, file, split, spec)
-    return "", _write_local(reader, split, spec, buffer)
+        return (*_write_part(reader, file, split, spec), "")
+    if spec.dst_kind == "other":
+        name = part_name(split.index, attempt)
+        return "", _write_part_file(reader, split, spec, buffer, name), name
+    return "", _write_local(reader, split, spec, buffer), ""
+
+
+def part_name(index: int, attempt: str) -> str:
+    """One part file per range and task attempt: two attempts of a range (a retry,
+    speculation) never write the same file; the record names the one it verified."""
+    return f"p{index}-{attempt}"
 
 
 def _read_exactly(reader: Any, view: memoryview, digest: Digest, file: CopyableFile) -> None:
@@ -93,16 +113,70 @@ def _write_part(reader: Any, file: CopyableFile, split: Split, spec: Any) -> tup
     body = bytearray(split.length)
     digest = Digest()
     _read_exactly(reader, memoryview(body), digest, file)
+    for _ in range(1 + PART_RESENDS):
+        try:
+            etag = s3.upload_part(fs, final, upload_id, split.index + 1, body)
+        except OSError as exc:
+            raise DestinationWriteError(f"cannot stage part {split.index + 1} of "
+                                        f"{fsutil.display(final)}: {exc}", path=final) from exc
+        held = (s3.list_parts(fs, final, upload_id) or {}).get(split.index + 1)
+        if held == (etag, split.length):
+            return etag, digest.blocks()
+    raise IntegrityError(f"part {split.index + 1} of {fsutil.display(final)} holds "
+                         f"{held}, sent {split.length} bytes with ETag {etag} "
+                         f"{1 + PART_RESENDS} times", path=final)
+
+
+
+def _write_part_file(reader: Any, split: Split, spec: Any, buffer: bytearray,
+                     name: str) -> bytes:
+    """The range as its own file, written in buffer-sized blocks (one request each on
+    FTP), then checked: its size, and with ``--verify digest`` its bytes re-read."""
+    url = fsutil.join(split.records, name)
+    fs, path = fsutil.filesystem(url, spec.dst_options)
+    digest = Digest()
+    view = memoryview(buffer)
     try:
-        etag = s3.upload_part(fs, final, upload_id, split.index + 1, body)
-    except OSError as exc:
-        raise DestinationWriteError(f"cannot stage part {split.index + 1} of "
-                                    f"{fsutil.display(final)}: {exc}", path=final) from exc
-    held = (s3.list_parts(fs, final, upload_id) or {}).get(split.index + 1)
-    if held != (etag, split.length):
-        raise IntegrityError(f"part {split.index + 1} of {fsutil.display(final)} holds "
-                             f"{held}, sent {split.length} bytes", path=final)
-    return etag, digest.blocks()
+        with fs.open(path, "wb", block_size=len(buffer)) as out:
+            pos = 0
+            while pos < split.length:
+                n = reader.readinto(view[:min(len(view), split.length - pos)])
+                if not n:
+                    raise SourceReadError(f"source ended before its listed size: "
+                                          f"{fsutil.display(reader.url)}", path=reader.url)
+                digest.update(view[:n])
+                out.write(view[:n])
+                pos += n
+        _verify_part_file(fs, path, split, buffer, digest.blocks(), spec.verify)
+    except BaseException as exc:
+        _remove_quietly(fs, path)
+        if isinstance(exc, OSError):
+            raise DestinationWriteError(f"cannot write range {split.index} to part file "
+                                        f"{fsutil.display(url)}: {exc}", path=url) from exc
+        raise
+    return digest.blocks()
+
+
+def _verify_part_file(fs: Any, path: str, split: Split, buffer: bytearray, want: bytes,
+                      verify: str) -> None:
+    size = fs.size(path)
+    if size != split.length:
+        raise IntegrityError(f"range {split.index}: part file {fsutil.display(path)} holds "
+                             f"{size} bytes, {split.length} were written", path=path)
+    if verify != "digest":
+        return
+    with fs.open(path, "rb", block_size=len(buffer)) as f:
+        got = digest_of_stream(f, buffer)
+    if got.blocks() != want:
+        raise IntegrityError(f"range {split.index}: part file {fsutil.display(path)} differs "
+                             "from what was read after writing it", path=path)
+
+
+def _remove_quietly(fs: Any, path: str) -> None:
+    try:
+        fs.rm_file(path)
+    except Exception:  # noqa: BLE001 - ftplib's errors are no OSError
+        pass  # never written, or the filesystem is gone: the folder goes with the split
 
 
 def _write_local(reader: Any, split: Split, spec: Any, buffer: bytearray) -> bytes:

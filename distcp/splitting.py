@@ -3,12 +3,13 @@
 A file larger than ``--split-size`` becomes one WorkUnit per byte range (seed
 003's block-level work units) so that one big file no longer decides the wall
 time of a job. The ranges share one staging: the multipart upload the driver
-creates on S3 (a range is one part), or one local staging file they are
-written into at their offsets. Both live under ``<state>/splits/<guid>/`` with
-a ``meta.json``, and every range that was written and verified leaves
-``r<index>.json``: a run killed half-way leaves the next one only the missing
-ranges to copy (the guid changes when the source does, so a changed file is
-never resumed from stale ranges).
+creates on S3 (a range is one part), one local staging file they are written
+into at their offsets, or, on other filesystems, one part file per range that a
+join task concatenates into the staging file ``data`` (``distcp.join``). All
+live under ``<state>/splits/<guid>/`` with a ``meta.json``, and every range that
+was written and verified leaves ``r<index>.json``: a run killed half-way leaves
+the next one only the missing ranges to copy (the guid changes when the source
+does, so a changed file is never resumed from stale ranges).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
 from distcp.ranges import range_result
 from distcp.state import read_json, write_atomic
 from distcp.writer import apply_attributes
+
+#: Name of the staging file of a split file (locally: ranges written at their
+#: offsets; elsewhere: what the join concatenates the part files into).
+JOINED = "data"
 
 
 def range_size(size: int, wanted: int, dst_kind: str) -> int:
@@ -94,7 +99,7 @@ class SplitStore:
         if self.dst_kind != "s3":
             fs, path = fsutil.filesystem(folder, self.options)
             fs.makedirs(path, exist_ok=True)
-            return fsutil.join(path, "data")
+            return fsutil.to_url(fs, fsutil.join(path, JOINED))
         fs, _ = fsutil.filesystem(file.destination, self.options)
         final = fsutil.to_url(fs, fs._strip_protocol(file.destination))
         return s3.staged_upload(s3.create(fs, final), final)
@@ -114,11 +119,27 @@ class SplitStore:
                 return None
             return {i: r for i, r in records.items()
                     if parts.get(i + 1) == (r["etag"], sf.split(i).length)}
+        if self.dst_kind == "other":
+            return self._parts_done(sf, records)
         try:
             have = os.stat(sf.staging).st_size
         except FileNotFoundError:
             return None
         return {i: r for i, r in records.items() if have >= sf.split(i).offset + r["length"]}
+
+    def _parts_done(self, sf: SplitFile, records: dict[int, dict[str, Any]]
+                    ) -> dict[int, dict[str, Any]] | None:
+        """Ranges whose part file is there with its length (one listing), or all of
+        them when an earlier join left the verified staging file (parts removed)."""
+        fs, path = fsutil.filesystem(sf.records, self.options)
+        try:
+            sizes = {name.rstrip("/").rsplit("/", 1)[-1]: int(info.get("size") or 0)
+                     for name, info in ((i["name"], i) for i in fs.ls(path, detail=True))}
+        except FileNotFoundError:
+            return None
+        if sizes.get(JOINED) == sf.file.origin.size and len(records) == sf.count:
+            return records
+        return {i: r for i, r in records.items() if sizes.get(r.get("part", "")) == r["length"]}
 
     def discard(self, meta: dict[str, Any], folder: str) -> None:
         staging = str(meta.get("staging", ""))

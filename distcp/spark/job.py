@@ -15,6 +15,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -24,7 +25,9 @@ from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
 from distcp.configuration import CopyConfiguration
-from distcp.errors import ConfigurationError, PlanningError
+from distcp.errors import PlanningError
+from distcp.join import JOB_SCHEMA as JOIN_SCHEMA
+from distcp.join import Join, run_join_batches
 from distcp.listing import find_datasets, plan_all, state_root
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.orphans import abort_orphans
@@ -66,6 +69,8 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
         return _dry_run(summary, plan, start)
     spec = _task_spec(cfg, summary.job_id, root)
     _check_destination(cfg, spec, plan.files_to_copy)
+    if spec.dst_kind == "other":
+        _prepare_state_dirs(root, spec.dst_options)
     recovered, files = _split_recovered(plan.files_to_copy, pub.recovery)
     results: list[TaskResult] = [r for rs in recovered for r in rs]
     if files:
@@ -108,10 +113,6 @@ def destination_kind(cfg: CopyConfiguration) -> str:
 def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
                        files: list[CopyableFile]) -> None:
     """Refuse, before any copy, what the destination cannot take."""
-    if cfg.split_size and spec.dst_kind == "other":
-        raise ConfigurationError(
-            f"--split-size needs a local or S3 destination; {fsutil.display(cfg.destination)} "
-            "is neither (copy without --split-size)")
     if spec.dst_kind != "s3":
         return
     fs, _ = fsutil.filesystem(cfg.destination, cfg.dst_options)
@@ -121,6 +122,22 @@ def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
             raise PlanningError(f"cannot copy {fsutil.display(f.origin.url)} to "
                                 f"{f.destination}: {problem}; rename it at the source or "
                                 "exclude it (--exclude)", path=f.destination)
+
+
+#: Folders of the state root that commit steps write single documents into.
+STATE_FOLDERS = ("commits", "commits/aside", "datasets", "events")
+
+
+def _prepare_state_dirs(root: str, options: dict[str, Any]) -> None:
+    """Create the state root's folders on filesystems that need a folder before a
+    file goes into it (FTP, SFTP...); object stores and local writes need none."""
+    for name in STATE_FOLDERS:
+        fs, path = fsutil.filesystem(fsutil.join(root, name), options)
+        try:
+            fs.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise PlanningError(f"cannot write to the state directory {fsutil.display(root)}: "
+                                f"{exc}", path=root) from exc
 
 
 def _jobs_with_commits(store: CommitStepStore) -> set[str]:
@@ -170,10 +187,49 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         results = run_units(spark, units, spec, callback) if units else []
         summary.phases["copy_s"] = round(time.monotonic() - t, 3)
         callback.close()
-    results += [r for sf in splits.values() for r in resumed_results(sf)]
-    summary.bytes_read += sum(r.bytes_read for r in results)
-    summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
-    return join_results(results, splits)
+        results += [r for sf in splits.values() for r in resumed_results(sf)]
+        summary.bytes_read += sum(r.bytes_read for r in results)
+        summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
+        joined = join_results(results, splits)
+        if spec.dst_kind == "other" and splits:
+            t = time.monotonic()
+            callback.message(f"joining the ranges of {len(splits)} split files")
+            joined = _join_on_spark(spark, joined, splits, spec)
+            summary.phases["join_s"] = round(time.monotonic() - t, 3)
+    return joined
+
+
+def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
+                   spec: TaskSpec) -> list[TaskResult]:
+    """One join task per split file whose ranges all arrived (``distcp.join``), in
+    parallel; a failed join fails its file, never the run."""
+    jobs = [Join(r, splits[r.guid].records, splits[r.guid].count, splits[r.guid].file.origin.size)
+            for r in results if r.ok and r.guid in splits]
+    if not jobs:
+        return results
+    key = "spark.sql.leafNodeDefaultParallelism"
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, str(len(jobs)))  # one partition, hence one task, per join
+    try:
+        df = spark.createDataFrame([(n, pickle.dumps(j)) for n, j in enumerate(jobs)],
+                                   JOIN_SCHEMA)
+        mapped = df.mapInArrow(partial(run_join_batches, dict(spec.dst_options),
+                                       spec.buffer_size, spec.verify), RESULT_SCHEMA)
+        try:
+            rows = mapped.collect()
+            done = {r.guid: r for row in rows for r in pickle.loads(row["results"])}
+        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            done = {j.result.guid: replace(
+                j.result, status="failed", staging="", records="", error_type="SparkJobError",
+                message=f"{fsutil.display(j.result.origin)}: join failed: {reason}; the next "
+                        "run joins its ranges again") for j in jobs}
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
+    return [done.get(r.guid, r) if r.guid in splits else r for r in results]
 
 
 def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
