@@ -8,6 +8,7 @@ from the client. ``PYDISTCP_S3_TIMEOUT`` makes the bound a few seconds.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ import pytest
 from distcp import fs as fsutil
 from distcp import s3 as s3ops
 from distcp.state import DatasetState, StateStore, read_json, write_atomic
-from tests.fixtures.s3_server import ACCESS_KEY, SECRET_KEY, S3Server  # noqa: F401
+from tests.conftest import run_cli
+from tests.fixtures.s3_server import ACCESS_KEY, SECRET_KEY, S3Server, assert_no_canary
 from tests.fixtures.s3_server import moto_server, s3  # noqa: F401 - fixtures
 from tests.fixtures.stall_proxy import StallProxy, stall_proxy  # noqa: F401 - fixture
 
@@ -81,3 +83,29 @@ def test_every_s3fs_request_gets_socket_timeouts_and_bounded_attempts(
         fs.ls("dst/d")
     took = time.monotonic() - t
     assert took < 5 * (s3ops.MAX_ATTEMPTS * bound + 3 + 1) + 10, took
+
+
+def test_a_run_whose_server_stops_answering_at_publish_ends_naming_the_file(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    """The real CLI on Spark: the server goes silent at the first commit-log write."""
+    host, port = s3.endpoint.removeprefix("http://").split(":")
+    proxy = StallProxy((host, int(port)), trigger=b"/.pydistcp/commits/")
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "a.txt").write_bytes(b"a" * 1000)
+    (src / "b.bin").write_bytes(b"b" * 100_000)
+    try:
+        t = time.monotonic()
+        r = run_cli("copy", str(src), "s3://dst/tree", "--no-progress", "--master", "local[2]",
+                    "--log-dir", str(tmp_path / "logs"),
+                    env={**s3.env, "AWS_ENDPOINT_URL": proxy.endpoint,
+                         s3ops.TIMEOUT_ENV: "3"})
+        took = time.monotonic() - t
+    finally:
+        proxy.close()
+    assert proxy.frozen.is_set(), "the run never wrote its commit log"
+    assert r.returncode != 0 and took < 240, (r.returncode, took)
+    assert "no answer from the S3 server within 3 s" in r.stderr, r.stderr
+    assert "s3://dst/tree/.pydistcp/commits/" in r.stderr and s3ops.TIMEOUT_ENV in r.stderr
+    assert_no_canary(r.stdout, r.stderr)
+    assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()
