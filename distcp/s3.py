@@ -27,9 +27,11 @@ operation may take. Per-attempt socket timeouts are capped by it too.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
+import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -53,6 +55,11 @@ TIMEOUT_ENV = "PYDISTCP_S3_TIMEOUT"
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
 MAX_ATTEMPTS = 3
+#: Times a request the server throttled (SlowDown, ServiceUnavailable) is sent again,
+#: after a growing, jittered pause: s3fs's own few retries span under 2 s, while a
+#: server shedding load (S3 at a hot prefix, rclone serve s3 under many uploads) asks
+#: for seconds.
+THROTTLE_RETRIES = 7
 
 
 #: How a TaskResult says its file went through the task after server-side copy failed.
@@ -137,12 +144,18 @@ def sync_bounded(fs: Any, what: str, coroutine: Any, *args: Any, **kwargs: Any) 
     socket timeouts end it later.
     """
     limit = watchdog_seconds()
-    try:
-        return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=limit, **kwargs)
-    except FSTimeoutError as exc:
-        raise TimeoutError(f"no answer from the S3 server within {limit:g} s for {what} "
-                           f"(the server is down, stalled or unreachable; {TIMEOUT_ENV} "
-                           "sets this bound)") from exc
+    for attempt in range(THROTTLE_RETRIES + 1):
+        try:
+            return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=limit, **kwargs)
+        except FSTimeoutError as exc:
+            raise TimeoutError(f"no answer from the S3 server within {limit:g} s for {what} "
+                               f"(the server is down, stalled or unreachable; {TIMEOUT_ENV} "
+                               "sets this bound)") from exc
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or attempt == THROTTLE_RETRIES:
+                raise
+            time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
+    raise AssertionError("unreachable")
 
 
 def call(fs: Any, method: str, **kwargs: Any) -> Any:

@@ -1,7 +1,12 @@
-"""Pure S3 helpers: the request bound's defaults and mtime comparison across precisions."""
+"""Pure S3 helpers: the request bound's defaults, throttling, mtimes across precisions."""
 
 from __future__ import annotations
 
+import errno
+from types import SimpleNamespace
+from typing import Any
+
+import fsspec.asyn
 import pytest
 
 from distcp import s3 as s3ops
@@ -30,3 +35,38 @@ def test_mtimes_compare_at_the_coarser_precision() -> None:
     assert same_mtime(listed, listed + 0.0005)
     assert not same_mtime(listed, 1_800_000_001.0)
     assert not same_mtime(listed, listed + 0.1)  # both precise: a real change
+
+
+def _flaky(failures: list[OSError]) -> Any:
+    calls: list[int] = []
+
+    async def request() -> str:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return "answer"
+
+    return request, calls
+
+
+def test_a_throttled_request_is_sent_again_after_growing_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr(s3ops.time, "sleep", pauses.append)
+    request, calls = _flaky([OSError(errno.EBUSY, "SlowDown")] * 3)
+    fs = SimpleNamespace(loop=fsspec.asyn.get_loop())
+    assert s3ops.sync_bounded(fs, "upload_part s3://b/k", request) == "answer"
+    assert len(calls) == 4 and len(pauses) == 3
+    assert pauses[0] < pauses[2]  # backs off: 0.25-0.5 s, then up to 2 s
+
+
+def test_throttling_that_never_ends_and_other_errors_are_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(s3ops.time, "sleep", lambda s: None)
+    fs = SimpleNamespace(loop=fsspec.asyn.get_loop())
+    request, calls = _flaky([OSError(errno.EBUSY, "SlowDown")] * 99)
+    with pytest.raises(OSError, match="SlowDown"):
+        s3ops.sync_bounded(fs, "put_object s3://b/k", request)
+    assert len(calls) == s3ops.THROTTLE_RETRIES + 1
+    request, calls = _flaky([PermissionError(errno.EACCES, "AccessDenied")])
+    with pytest.raises(PermissionError):
+        s3ops.sync_bounded(fs, "put_object s3://b/k", request)
+    assert len(calls) == 1  # not a throttle: never sent again
