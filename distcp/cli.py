@@ -162,6 +162,8 @@ def _run(action: Any) -> None:
         _fail(str(exc), 1)
     except KeyboardInterrupt:
         _fail("interrupted; nothing unverified was published, rerun to finish", 130)
+    except OSError as exc:  # the storage failed the driver (gone, full, silent): not a bug
+        _fail(f"{exc}; nothing unverified was published, rerun to finish once it is fixed", 1)
     except Exception as exc:  # noqa: BLE001 - a bug: keep the trace, show one line
         _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {_dump_trace()})", 1)
     sys.exit(code)

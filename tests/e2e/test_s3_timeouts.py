@@ -106,6 +106,7 @@ def test_a_run_whose_server_stops_answering_at_publish_ends_naming_the_file(
     assert proxy.frozen.is_set(), "the run never wrote its commit log"
     assert r.returncode != 0 and took < 240, (r.returncode, took)
     assert "no answer from the S3 server within 3 s" in r.stderr, r.stderr
+    assert "internal error" not in r.stderr and "rerun to finish" in r.stderr, r.stderr
     assert "s3://dst/tree/.pydistcp/commits/" in r.stderr and s3ops.TIMEOUT_ENV in r.stderr
     assert_no_canary(r.stdout, r.stderr)
     assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()
