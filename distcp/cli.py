@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from distcp import __version__
-from distcp.configuration import parse_key_values, parse_size
+from distcp.configuration import parse_key_values, parse_options_file, parse_size
 from distcp.errors import ConfigurationError, DistcpError, JavaMissingError, PlanningError
 
 COPY_HELP = """Copy SRC... to DST as a Spark job, verified, published per file set.
@@ -88,6 +88,12 @@ def main() -> None:
                    "joined at publish and resumed after a crash (local and S3 destinations).")
 @click.option("--src-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for sources.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for DST.")
+@click.option("--src-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
+              help="Source storage options, one key=value a line (keeps secrets out of argv); "
+                   "--src-option wins.")
+@click.option("--dst-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
+              help="DST storage options, one key=value a line (keeps secrets out of argv); "
+                   "--dst-option wins.")
 @click.option("--state-dir", metavar="URL",
               help="Where commits, dataset state and recovery live [default: DST/.pydistcp].")
 @click.option("--commit-policy", type=click.Choice(["full", "successful", "partial"]),
@@ -140,8 +146,8 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
     if flags["split_size"]:
         opts["split_size"] = parse_size(flags["split_size"])
     opts["spark_conf"] = parse_key_values(flags["spark_conf"], "--conf")
-    opts["src_options"] = parse_key_values(flags["src_option"], "--src-option")
-    opts["dst_options"] = parse_key_values(flags["dst_option"], "--dst-option")
+    opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
+    opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
     if flags["max_expanded_bytes"]:
         opts["max_expanded_bytes"] = parse_size(flags["max_expanded_bytes"])
     if flags["gpg_passphrase_file"]:
@@ -181,8 +187,20 @@ def _dump_trace() -> str:
     return path
 
 
-def _state_options(dst_option: tuple[str, ...]) -> dict[str, str]:
-    return parse_key_values(dst_option, "--dst-option")
+def _side_options(pairs: tuple[str, ...], path: str | None, side: str) -> dict[str, str]:
+    """``--<side>-options-file`` overlaid with ``--<side>-option`` flags (flags win)."""
+    from_file = parse_options_file(path, f"--{side}-options-file") if path else {}
+    return {**from_file, **parse_key_values(pairs, f"--{side}-option")}
+
+
+def _state_options(dst_option: tuple[str, ...], path: str | None = None) -> dict[str, str]:
+    return _side_options(dst_option, path, "dst")
+
+
+_DST_OPTIONS_FILE = click.option(
+    "--dst-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
+    help="Storage options, one key=value a line (keeps secrets out of argv); "
+         "--dst-option wins.")
 
 
 @main.command("status")
@@ -190,15 +208,16 @@ def _state_options(dst_option: tuple[str, ...]) -> dict[str, str]:
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
+@_DST_OPTIONS_FILE
 def status_command(destination: str | None, state_dir: str | None, as_json: bool,
-                   dst_option: tuple[str, ...]) -> None:
+                   dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
     """Show pending commits, watermarks per dataset, recoverable files and last runs."""
     def action() -> int:
         import json
 
         from distcp.inspect import render_status, resolve_state_root, status_report
 
-        options = _state_options(dst_option)
+        options = _state_options(dst_option, dst_options_file)
         report = status_report(resolve_state_root(destination, state_dir, options), options)
         click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
         return 0
@@ -211,13 +230,14 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
 @click.option("--max-replays", type=int, default=3, show_default=True)
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
+@_DST_OPTIONS_FILE
 def recover_command(destination: str | None, state_dir: str | None, max_replays: int,
-                    dst_option: tuple[str, ...]) -> None:
+                    dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
     """Finish unfinished commits of earlier runs without copying anything new."""
     def action() -> int:
         from distcp.inspect import recover_only, resolve_state_root
 
-        options = _state_options(dst_option)
+        options = _state_options(dst_option, dst_options_file)
         summary = recover_only(resolve_state_root(destination, state_dir, options), options,
                                max_replays)
         for failure in summary.failures:
@@ -235,8 +255,9 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
               help="Abort only uploads started (and split files left) longer ago than this.")
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
+@_DST_OPTIONS_FILE
 def cleanup_command(destination: str, older_than: str, state_dir: str | None,
-                    dst_option: tuple[str, ...]) -> None:
+                    dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
     """Abort multipart uploads left under DST by killed or failed runs.
 
     Uploads a pending commit will complete are kept; split files that a later
@@ -247,7 +268,7 @@ def cleanup_command(destination: str, older_than: str, state_dir: str | None,
         from distcp.inspect import resolve_state_root
         from distcp.orphans import abort_orphans
 
-        options = _state_options(dst_option)
+        options = _state_options(dst_option, dst_options_file)
         root = resolve_state_root(destination, state_dir, options)
         n = abort_orphans(destination, root, options, parse_duration(older_than),
                           expire_splits=True)

@@ -76,10 +76,12 @@ class CopyConfiguration:
         for url in (*self.sources, self.destination):
             if _CREDENTIALS_IN_URL.match(url):
                 scheme = url.split("://", 1)[0]
+                where = ("use the AWS environment or profile, or --src-options-file/"
+                         "--dst-options-file with key=... secret=..." if scheme in ("s3", "s3a")
+                         else "put password=... in --src-options-file or --dst-options-file")
                 raise ConfigurationError(
                     f"a {scheme}:// URL with credentials in it is refused (they would show in "
-                    "logs and process lists); use the AWS environment or profile, or "
-                    "--src-option/--dst-option key=... secret=...")
+                    f"logs and process lists); {where}")
         if self.split_size is not None:
             if self.split_size < (1 << 20):
                 raise ConfigurationError("--split-size must be at least 1M")
@@ -151,6 +153,27 @@ def parse_duration(text: str | float) -> float:
     if not m:
         raise ConfigurationError(f"not a duration: {text!r} (examples: 3600, 30m, 24h, 7d)")
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+
+def parse_options_file(path: str, flag: str) -> dict[str, str]:
+    """Storage options from a file: one ``key=value`` a line, ``#`` starts a comment
+    line, blank lines are skipped. The value is everything after the first ``=`` up to
+    the line's end (no quoting, no trimming: a password may hold ``#`` or spaces).
+    Errors name the line, never its value (it may be a secret)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {flag} {path}: {exc.strerror or exc}") from exc
+    out: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"{flag} {path}: line {number} is not key=value")
+        out[key.strip()] = value
+    return out
 
 
 def parse_key_values(pairs: tuple[str, ...] | list[str], flag: str) -> dict[str, str]:

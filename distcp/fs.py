@@ -14,6 +14,7 @@ import posixpath
 import stat
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import fsspec
 from fsspec import AbstractFileSystem
@@ -32,11 +33,79 @@ _SECRET_HINTS = ("secret", "password", "token", "passphrase", "session", "key")
 
 
 def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[AbstractFileSystem, str]:
-    """The filesystem for ``url`` and the path inside it."""
+    """The filesystem for ``url`` and the path inside it.
+
+    On filesystems whose paths drop the server (``ftp://user@host:port/path``),
+    host, port and user from the URL are storage options; ``options`` win.
+    """
     if url.split("://", 1)[0] in ("s3", "s3a"):
         options = s3.bounded_options(options or {})  # every request bounded: see s3.py
-    fs, path = fsspec.core.url_to_fs(url, **typed_options(url, options or {}))
+    typed = typed_options(url, options or {})
+    keys = _url_keys(_protocol(url))
+    if keys:
+        url, typed = _fold_server(url, typed, keys)
+    fs, path = fsspec.core.url_to_fs(url, **typed)
     return fs, path
+
+
+def _protocol(url: str) -> str:
+    return url.split("://", 1)[0] if "://" in url and "::" not in url else ""
+
+
+def _fold_server(url: str, options: dict[str, Any], keys: dict[str, str]
+                 ) -> tuple[str, dict[str, Any]]:
+    """``proto://[user@]host[:port]/p`` -> (``proto:///p``, options with host, port and
+    user filled in where not given). fsspec would pass both the URL's and the given
+    value of a key to the constructor, which fails when they differ."""
+    protocol = _protocol(url)
+    cls = fsspec.get_filesystem_class(protocol)
+    refuse_password_in_url(url)
+    from_url = cls._get_kwargs_from_urls(url)
+    merged = {**{k: from_url[k] for k in keys.values() if from_url.get(k) not in (None, "")},
+              **options}
+    return f"{protocol}://{cls._strip_protocol(url)}", merged
+
+
+def refuse_password_in_url(url: str) -> None:
+    """A password in a URL would sit in argv, logs and state: refuse it, unshown."""
+    from urllib.parse import urlsplit
+
+    try:
+        password = urlsplit(url).password if "://" in url else None
+    except ValueError:
+        password = None
+    if password:
+        from distcp.errors import ConfigurationError
+
+        protocol = url.split("://", 1)[0]
+        raise ConfigurationError(
+            f"a {protocol}:// URL with a password in it is refused (it would show in process "
+            "lists, logs and state); put password=... in --src-options-file or "
+            "--dst-options-file instead")
+
+
+@functools.lru_cache(maxsize=64)
+def _url_keys(protocol: str) -> dict[str, str]:
+    """For a protocol whose paths drop the server part of URLs (ftp, sftp, hdfs...):
+    which storage options hold ``user``, ``host`` and ``port``; else empty.
+
+    Found by probing fsspec's own ``_strip_protocol`` and ``_get_kwargs_from_urls``.
+    """
+    if not protocol or protocol in ("s3", "s3a", "file", "local"):
+        return {}
+    probe = f"{protocol}://pydistcpuser@pydistcp.invalid:4321/x"
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+        path = cls._strip_protocol(probe)
+        kwargs = cls._get_kwargs_from_urls(probe)
+    except Exception:  # noqa: BLE001 - not installed, or no such parsing: no folding
+        return {}
+    if "pydistcp.invalid" in str(path):
+        return {}
+    wanted = {"user": "pydistcpuser", "host": "pydistcp.invalid", "port": 4321}
+    keys = {part: k for part, value in wanted.items() for k, v in kwargs.items()
+            if v == value or v == str(value)}
+    return keys if "host" in keys else {}
 
 
 def typed_options(url: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,8 +156,27 @@ def local_path(url: str) -> str | None:
 
 
 def to_url(fs: AbstractFileSystem, path: str) -> str:
-    """A URL that ``filesystem`` maps back to ``fs``; local paths stay plain paths."""
-    return path if is_local(fs) else fs.unstrip_protocol(path)
+    """A URL that ``filesystem`` maps back to ``fs``; local paths stay plain paths.
+
+    Where paths drop the server (FTP, SFTP...), the URL names it again
+    (``ftp://user@host:port/path``, never a password), so state, staging and
+    listings reach the same server whichever way the user gave it.
+    """
+    if is_local(fs):
+        return path
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    keys = _url_keys(protocol)
+    host = fs.storage_options.get(keys["host"]) if keys else None
+    if not host:
+        return fs.unstrip_protocol(path)
+    netloc = f"[{host}]" if ":" in str(host) else str(host)
+    user = fs.storage_options.get(keys.get("user", ""))
+    port = fs.storage_options.get(keys.get("port", ""))
+    if user:
+        netloc = f"{quote(str(user), safe='')}@{netloc}"
+    if port not in (None, ""):
+        netloc = f"{netloc}:{port}"
+    return f"{protocol}://{netloc}/{path.lstrip('/')}"
 
 
 def display(url: str) -> str:
