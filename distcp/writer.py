@@ -154,17 +154,20 @@ def _verify(fs: Any, path: str, staged: Staged, buffer: bytearray, verify: str) 
 
 
 def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | None,
-                     mtime: float | int | None, owner: str | None, group: str | None) -> None:
+                     mtime: float | int | None, owner: str | None, group: str | None
+                     ) -> str | None:
     """Set mode, mtime and ownership on the staged file; a rename keeps them.
 
     An ``int`` mtime is nanoseconds (exact), a ``float`` seconds.
 
     Ownership is applied only where the process may (root, or a group it is in);
-    filesystems without POSIX attributes (object stores) keep their own.
+    filesystems without POSIX attributes (object stores) keep their own. Other
+    filesystems get the mtime where they offer ``set_mtime`` (FTP: MFMT). Returns
+    a note when the filesystem refused it (the copy stands), else None.
     """
     path = fsutil.local_path(staging_url)
     if path is None:
-        return
+        return _remote_mtime(staging_url, options, mtime)
     if mode is not None:
         os.chmod(path, mode & 0o7777)
     if owner is not None or group is not None:
@@ -173,6 +176,22 @@ def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | N
         os.utime(path, ns=(mtime, mtime))
     elif mtime is not None:
         os.utime(path, (mtime, mtime))
+    return None
+
+
+def _remote_mtime(url: str, options: dict[str, Any], mtime: float | int | None) -> str | None:
+    if mtime is None or url.startswith(("s3://", "s3a://")) or ":" not in url:
+        return None
+    fs, path = fsutil.filesystem(url, options)
+    set_mtime = getattr(fs, "set_mtime", None)
+    if not callable(set_mtime):
+        return None
+    try:
+        set_mtime(path, mtime)
+    except OSError as exc:  # a server without MFMT, or not allowed: keep the copy
+        reason = exc.strerror or str(exc)
+        return f"mtimes were not kept: the {fs.protocol} server refused to set them ({reason})"
+    return None
 
 
 def _chown(path: str, owner: str | None, group: str | None) -> None:
