@@ -36,8 +36,17 @@ def write_atomic(url: str, data: bytes, options: dict[str, Any]) -> None:
         os.replace(tmp, path)
     elif s3.is_s3(fs):  # one PUT: atomic; bounded, as a silent server would hang the run
         s3.sync_bounded(fs, f"writing {fsutil.display(url)}", fs._pipe_file, path, data)
-    else:
-        fs.pipe_file(path, data)  # one PUT: atomic on object stores
+    else:  # a write there can be cut half-way: write beside, then rename over
+        tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+        try:
+            fs.pipe_file(tmp, data)
+            fs.mv(tmp, path)
+        except BaseException:
+            try:
+                fs.rm_file(tmp)
+            except Exception:  # noqa: BLE001 - gone already, or the server is: keep the cause
+                pass
+            raise
 
 
 def read_json(url: str, options: dict[str, Any], what: str) -> Any:
