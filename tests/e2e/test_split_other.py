@@ -145,8 +145,8 @@ def test_tree_goes_local_to_ftp_and_back_identical_and_the_password_leaks_nowher
 def test_split_file_is_joined_on_ftp_unseen_before_publish_with_the_whole_file_digest(
         ftp: FTPServer, tmp_path: Path, source: tuple[Path, str]) -> None:  # noqa: F811
     src, digest = source
-    # FTP cannot set mtimes: --preserve p, so the rerun after the crash finds the
-    # published file up to date instead of copying it again.
+    # FTP keeps whole-second mtimes only (and a joined file gets none): --preserve p, so
+    # the rerun after the crash finds the published file up to date instead of copying it.
     split = ["--split-size", "4M", "--preserve", "p"]
     crashed = copy(str(src), ftp.url("split"), ftp, tmp_path, "1.json", *split,
                    env={"DISTCP_CRASH_AT": "before_step:1"})
