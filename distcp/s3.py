@@ -164,9 +164,35 @@ def call(fs: Any, method: str, **kwargs: Any) -> Any:
     return sync_bounded(fs, what, fs._call_s3, method, **kwargs)
 
 
+#: Seconds a bucket that refused new uploads through all throttle retries is not asked
+#: again by this process: its next files fail at once instead of each waiting it out.
+REFUSAL_MEMORY_S = 60.0
+_refused: dict[str, tuple[float, str]] = {}
+
+
 def create(fs: Any, url: str) -> str:
+    """Start the upload that stages ``url``.
+
+    A server that keeps answering SlowDown here may be capping pending uploads
+    (``rclone serve s3`` refuses a 1,001st): every file of a file set stays a pending
+    upload until the set publishes, so the error says so instead of "SlowDown".
+    """
     bucket, key = bucket_key(fs, url)
-    return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
+    refused = _refused.get(bucket)
+    if refused and time.monotonic() - refused[0] < REFUSAL_MEMORY_S:
+        raise OSError(errno.EBUSY, refused[1])
+    try:
+        return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
+    except OSError as exc:
+        if exc.errno != errno.EBUSY:
+            raise
+        why = (f"the server kept refusing new multipart uploads in bucket {bucket!r} "
+               f"({exc.strerror or exc}) through {THROTTLE_RETRIES} retries: it is "
+               "overloaded or caps pending uploads (rclone serve s3 allows 1,000); every "
+               "file of a file set is a pending upload until the set publishes, so copy "
+               "fewer files per run (--include/--exclude) or use another server")
+        _refused[bucket] = (time.monotonic(), why)
+        raise OSError(errno.EBUSY, why) from exc
 
 
 def upload_part(fs: Any, url: str, upload_id: str, number: int, data: bytes | memoryview) -> str:
