@@ -8,6 +8,7 @@ two files share a destination.
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,18 @@ from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 
 #: Two mtimes closer than this are equal (float seconds lose sub-microsecond bits).
 MTIME_TOLERANCE_S = 1e-3
+
+
+def same_mtime(a: float, b: float) -> bool:
+    """Equal mtimes, at the coarser precision of the two readings.
+
+    Stores keep different precisions: FTP (MFMT) and HTTP dates hold whole seconds,
+    ``rclone serve s3`` lists milliseconds; a whole-second reading therefore matches
+    any time within that second (rsync's default modify window is one second too).
+    """
+    if abs(a - b) <= MTIME_TOLERANCE_S:
+        return True
+    return (a.is_integer() or b.is_integer()) and math.floor(a) == math.floor(b)
 
 
 @dataclass(frozen=True)
@@ -129,9 +142,9 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool) -> tup
     if overwrite:
         return "--overwrite", True
     o = f.origin
-    same_mtime = abs(existing.mtime - o.mtime) <= MTIME_TOLERANCE_S
+    same = same_mtime(existing.mtime, o.mtime)
     if f.converters:
-        if "t" in f.preserve and same_mtime:
+        if "t" in f.preserve and same:
             return "converted copy with the same mtime exists", False
         return "converted copy is older or differs", True
     if o.checksum and existing.checksum:
@@ -141,7 +154,7 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool) -> tup
     if existing.size != o.size:
         return "size differs", True
     if "t" in f.preserve:
-        return ("same size and mtime", False) if same_mtime else ("mtime differs", True)
+        return ("same size and mtime", False) if same else ("mtime differs", True)
     if existing.mtime >= o.mtime:
         return "same size, destination not older", False
     return "source is newer", True

@@ -9,7 +9,6 @@ tests and on executors whose PySpark is only the worker side).
 from __future__ import annotations
 
 import json
-import math
 import os
 import pickle
 import re
@@ -26,6 +25,7 @@ from distcp.converters.base import ConverterOptions, build_chain, chain
 from distcp.errors import CopyError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.planning import same_mtime
 from distcp.streams import FileAwareInputStream
 from distcp.upload import StagedUpload, stage_server_side, stage_upload
 from distcp.writer import SourceReader, apply_attributes, write_staged
@@ -252,18 +252,6 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
         size, mtime = now.size, now.mtime
     if size != file.origin.size or not same_mtime(file.origin.mtime, mtime):
         raise SourceReadError(f"source changed while copying: {shown}", path=shown)
-
-
-def same_mtime(listed: float, now: float) -> bool:
-    """Equal mtimes, at the coarser precision of the two readings.
-
-    On object stores the listing (ListObjects) and a HEAD can differ in precision:
-    ``rclone serve s3`` lists milliseconds while HEAD's Last-Modified is an HTTP date
-    (whole seconds), so a whole-second reading matches any time within that second.
-    """
-    if abs(listed - now) <= 1e-3:
-        return True
-    return (listed.is_integer() or now.is_integer()) and math.floor(listed) == math.floor(now)
 
 
 def _message(exc: BaseException, file: CopyableFile) -> str:

@@ -29,6 +29,8 @@ from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
 STAMP = 1_700_000_000  # whole seconds: what FTP (MFMT, MLSD) can hold
+#: Sources carry sub-second mtimes; the server keeps STAMP, and a rerun must still skip.
+SOURCE_STAMP = STAMP + 0.625
 
 
 class CmdlineWatcher(threading.Thread):
@@ -82,7 +84,7 @@ def make_tree(root: Path) -> dict[str, bytes]:
     for rel, data in tree.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
-        os.utime(root / rel, (STAMP, STAMP))
+        os.utime(root / rel, (SOURCE_STAMP, SOURCE_STAMP))
     return tree
 
 

@@ -86,3 +86,11 @@ def test_task_count_follows_cores_not_files() -> None:
     assert unit_count(20000, cores=2) == 4
     assert unit_count(3, cores=8) == 3
     assert pack([], 4, 1) == []
+
+
+def test_a_destination_keeping_whole_seconds_matches_a_sub_second_source() -> None:
+    """FTP (MFMT) and HTTP dates hold whole seconds: a rerun must not copy again."""
+    f = cf("a", mtime=1_800_000_000.75)
+    assert decide(f, st(mtime=1_800_000_000.0), False) == ("same size and mtime", False)
+    assert decide(f, st(mtime=1_800_000_001.0), False) == ("mtime differs", True)
+    assert decide(f, st(mtime=1_800_000_000.5), False) == ("mtime differs", True)  # both precise
