@@ -52,7 +52,7 @@ def copy_range(file: CopyableFile, split: Split, spec: Any, base: dict[str, Any]
         if part:
             record["part"] = part
         write_atomic(fsutil.join(split.records, f"r{split.index}.json"),
-                     json.dumps(record).encode(), spec.dst_options)
+                     json.dumps(record).encode(), spec.dst_options, durable=False)
         crash_point("after_range")
     except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
         message = str(exc) if isinstance(exc, CopyError) else \
