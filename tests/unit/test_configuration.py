@@ -64,3 +64,13 @@ def test_registry_reports_a_plugin_that_does_not_import() -> None:
         reg.get("broken")
     with pytest.raises(PluginError, match="pydistcp.converters"):
         CONVERTERS.get("no-such-converter")
+
+
+def test_a_local_driver_jvm_leaves_the_cores_to_the_copy_unless_the_user_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from distcp.spark.session import LOCAL_DRIVER_JVM, base_conf
+
+    log = str(tmp_path / "spark.log")
+    local = base_conf(log, str(tmp_path), "local[2]")["spark.driver.extraJavaOptions"]
+    assert local.endswith(LOCAL_DRIVER_JVM) and "-Dlog4j.configurationFile=" in local
+    cluster = base_conf(log, str(tmp_path), "spark://h:7077")["spark.driver.extraJavaOptions"]
+    assert LOCAL_DRIVER_JVM not in cluster  # a cluster driver may do real JVM work
