@@ -282,7 +282,9 @@ def _check_copy(rec: dict[str, Any], tool: str, src: Path, dst: Path, summary: P
     if tool == "pydistcp":
         s = json.loads(summary.read_text())
         rec["summary"] = {k: s.get(k) for k in ("files_copied", "files_skipped", "bytes_copied",
-                                                 "duration_s", "phases", "log_file")}
+                                                 "duration_s", "phases")}
+        # the log's name only: results are committed, machine paths are not
+        rec["summary"]["log_file"] = os.path.basename(s.get("log_file") or "")
         if s.get("files_copied") != expect[0] or s.get("bytes_copied") != expect[1]:
             rec["error"] = (f"summary says {s.get('files_copied')} files / "
                             f"{s.get('bytes_copied')} bytes, expected {expect[0]} / {expect[1]}")
