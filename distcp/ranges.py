@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from distcp import fs as fsutil
@@ -128,6 +129,21 @@ def _write_part(reader: Any, file: CopyableFile, split: Split, spec: Any) -> tup
 
 
 
+def _chunks(reader: Any, split: Split, view: memoryview, digest: Digest
+            ) -> Iterator[memoryview]:
+    """The range's bytes in buffer-sized chunks, hashed on the way; a source that ends
+    early is a SourceReadError."""
+    pos = 0
+    while pos < split.length:
+        n = reader.readinto(view[:min(len(view), split.length - pos)])
+        if not n:
+            raise SourceReadError(f"source ended before its listed size: "
+                                  f"{fsutil.display(reader.url)}", path=reader.url)
+        digest.update(view[:n])
+        yield view[:n]
+        pos += n
+
+
 def _write_part_file(reader: Any, split: Split, spec: Any, buffer: bytearray,
                      name: str) -> bytes:
     """The range as its own file, written in buffer-sized blocks (one request each on
@@ -138,15 +154,8 @@ def _write_part_file(reader: Any, split: Split, spec: Any, buffer: bytearray,
     view = memoryview(buffer)
     try:
         with fs.open(path, "wb", block_size=len(buffer)) as out:
-            pos = 0
-            while pos < split.length:
-                n = reader.readinto(view[:min(len(view), split.length - pos)])
-                if not n:
-                    raise SourceReadError(f"source ended before its listed size: "
-                                          f"{fsutil.display(reader.url)}", path=reader.url)
-                digest.update(view[:n])
-                out.write(view[:n])
-                pos += n
+            for chunk in _chunks(reader, split, view, digest):
+                out.write(chunk)
         _verify_part_file(fs, path, split, buffer, digest.blocks(), spec.verify)
     except BaseException as exc:
         _remove_quietly(fs, path)
@@ -186,15 +195,10 @@ def _write_local(reader: Any, split: Split, spec: Any, buffer: bytearray) -> byt
     view = memoryview(buffer)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
-        pos = 0
-        while pos < split.length:
-            n = reader.readinto(view[:min(len(view), split.length - pos)])
-            if not n:
-                raise SourceReadError(f"source ended before its listed size: "
-                                      f"{fsutil.display(reader.url)}", path=reader.url)
-            digest.update(view[:n])
-            os.pwrite(fd, view[:n], split.offset + pos)
-            pos += n
+        pos = split.offset
+        for chunk in _chunks(reader, split, view, digest):
+            os.pwrite(fd, chunk, pos)
+            pos += len(chunk)
     except OSError as exc:
         raise DestinationWriteError(f"cannot write range {split.index} to staging "
                                     f"{fsutil.display(path)}: {exc}", path=path) from exc

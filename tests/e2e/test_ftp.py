@@ -10,12 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.fixtures.processes import CmdlineWatcher
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,
     LOCKED,
@@ -31,44 +31,6 @@ pytestmark = pytest.mark.e2e
 STAMP = 1_700_000_000  # whole seconds: what FTP (MFMT, MLSD) can hold
 #: Sources carry sub-second mtimes; the server keeps STAMP, and a rerun must still skip.
 SOURCE_STAMP = STAMP + 0.625
-
-
-class CmdlineWatcher(threading.Thread):
-    """Reads /proc/*/cmdline of this test's descendants while runs go: pydistcp itself,
-    Spark's JVM, its Python workers, the FTP server."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.stop = threading.Event()
-        self.seen: dict[int, bytes] = {}
-
-    def run(self) -> None:
-        me = os.getpid()
-        while not self.stop.wait(0.1):
-            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-                try:
-                    if pid != me and _descends_from(pid, me):
-                        self.seen[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except (OSError, ValueError, IndexError):
-                    continue
-
-    def __enter__(self) -> CmdlineWatcher:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.join()
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    for _ in range(20):
-        if pid == ancestor:
-            return True
-        if pid <= 1:
-            return False
-        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    return False
 
 
 def copy(src: str, dst: str, tmp: Path, name: str, *flags: str) -> dict:

@@ -10,14 +10,13 @@ through the tasks, and a canary secret that never appears anywhere.
 from __future__ import annotations
 
 import json
-import os
 import random
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.fixtures.processes import CmdlineWatcher
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     CANARY,
     S3Server,
@@ -49,36 +48,6 @@ def local_files(root: Path) -> dict[str, bytes]:
             if p.is_file() and ".pydistcp" not in p.parts}
 
 
-class ChildWatcher(threading.Thread):
-    """Reads /proc/*/cmdline of every process whose ancestry leads to us, while a run goes."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.stop = threading.Event()
-        self.seen: dict[int, bytes] = {}
-
-    def run(self) -> None:
-        me = os.getpid()
-        while not self.stop.wait(0.2):
-            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-                try:
-                    if _descends_from(pid, me):
-                        self.seen[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    for _ in range(20):
-        if pid == ancestor:
-            return True
-        if pid <= 1:
-            return False
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-    return False
-
-
 def s3_state(s3srv: S3Server, prefix: str) -> dict[str, bytes]:
     return {k: v for k, v in s3srv.objects("dst", prefix).items() if "/.pydistcp/" in k}
 
@@ -89,7 +58,7 @@ def test_local_to_s3_to_local_is_identical_invisible_until_published_and_leaks_n
     src, back, logs = tmp_path / "src", tmp_path / "back", tmp_path / "logs"
     files = make_tree(src)
     outputs: list[str] = []
-    watcher = ChildWatcher()
+    watcher = CmdlineWatcher()
     watcher.start()
     try:
         # 1. local -> S3, credentials from the environment (AWS chain), killed before the

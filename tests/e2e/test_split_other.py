@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from distcp.checksum import Digest
 from tests.conftest import PYDISTCP, run_cli
+from tests.fixtures.processes import CmdlineWatcher
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,
     FTPServer,
@@ -66,38 +66,6 @@ def manifest_digest(state_root: Path, name: str) -> str:
     return next(entry[2] for dest, entry in state["manifest"].items() if dest.endswith(name))
 
 
-class ChildWatcher(threading.Thread):
-    """Reads /proc/*/cmdline of our descendants while runs go (Spark's JVM, its Python
-    workers, the FTP server), except the pydistcp commands themselves, whose argv
-    holds the options the user typed (README: prefer a job file for secrets)."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.stop = threading.Event()
-        self.seen: dict[int, bytes] = {}
-
-    def run(self) -> None:
-        me, ours = os.getpid(), "\0".join(PYDISTCP).encode()
-        while not self.stop.wait(0.2):
-            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-                try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    if not cmdline.startswith(ours) and _descends_from(pid, me):
-                        self.seen[pid] = cmdline
-                except (OSError, ValueError, IndexError):
-                    continue
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    for _ in range(20):
-        if pid == ancestor:
-            return True
-        if pid <= 1:
-            return False
-        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    return False
-
-
 def test_tree_goes_local_to_ftp_and_back_identical_and_the_password_leaks_nowhere(
         ftp: FTPServer, tmp_path: Path) -> None:  # noqa: F811
     src, back = tmp_path / "src", tmp_path / "back"
@@ -108,7 +76,7 @@ def test_tree_goes_local_to_ftp_and_back_identical_and_the_password_leaks_nowher
         (src / rel).write_bytes(data)
     (src / "emptydir").mkdir()
     os.chmod(src / "a.bin", 0o640)  # a mode FTP cannot set: must not fail the copy
-    watcher = ChildWatcher()
+    watcher = CmdlineWatcher(skip="\0".join(PYDISTCP).encode())
     watcher.start()
     try:
         up = copy(str(src), ftp.url("tree"), ftp, tmp_path, "up.json")
