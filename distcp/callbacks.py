@@ -44,7 +44,7 @@ class TextProgress(Callback):
     ``interval`` seconds otherwise (logs, CI), so both stay readable."""
 
     def __init__(self, out: TextIO | None = None, interval: float | None = None) -> None:
-        self.out = out or sys.stdout
+        self.out = out or sys.stderr
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self.interval = interval if interval is not None else (0.5 if self.tty else 5.0)
         self.files_total = self.bytes_total = 0

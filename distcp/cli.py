@@ -1,8 +1,9 @@
 """The ``pydistcp`` command: flags -> CopyConfiguration -> ``distcp.copy``.
 
 Every error the user can cause ends as one line on stderr and a non-zero exit:
-2 for a bad invocation or an impossible plan, 1 when files failed, 3 when
-Spark cannot start. Python tracebacks are for bugs only, and go to a file.
+2 for a bad invocation or an impossible plan, 1 when files failed, 3 when the
+environment refuses (Java, Spark master, S3 credentials or endpoint, permissions),
+130 on Ctrl-C. Python tracebacks are for bugs only, and go to a file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ import click
 
 from distcp import __version__
 from distcp.configuration import parse_key_values, parse_options_file, parse_size
-from distcp.errors import ConfigurationError, DistcpError, JavaMissingError, PlanningError
+from distcp.errors import (
+    ConfigurationError,
+    DestinationBusyError,
+    DistcpError,
+    EnvironmentProblem,
+    PlanningError,
+)
 
 COPY_HELP = """Copy SRC... to DST as a Spark job, verified, published per file set.
 
@@ -33,9 +40,20 @@ How sources map to DST (rerunning never nests DST/SRC):
 
 A file is skipped when DST already has it with the same size and mtime (or
 the same checksum when both are known). Paths are fsspec URLs: /local/path,
-file://, s3://bucket/key, hdfs://, ... Exit status: 0 all copied, 1 some files
-failed (nothing of their file set was published), 2 bad invocation or plan,
-3 Spark could not start.
+file://, s3://bucket/key, hdfs://, ...
+"""
+
+EXIT_HELP = """
+\b
+Exit status (every subcommand):
+  0    success
+  1    some files failed; nothing of their file sets was published
+  2    the command or plan is wrong: bad flag value, missing source or DST,
+       --include matching nothing, unknown --master
+  3    the environment refuses: no Java, Spark master unreachable or Spark
+       not starting, S3 credentials missing/refused, endpoint unreachable,
+       destination not writable
+  130  interrupted (Ctrl-C); nothing unverified was published
 """
 
 
@@ -43,13 +61,15 @@ def _split(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
     return tuple(n.strip() for v in value for n in v.split(",") if n.strip())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             help="pydistcp: distcp-style file replication between any fsspec filesystems, "
+                  "on Spark.\n" + EXIT_HELP)
 @click.version_option(__version__, prog_name="pydistcp")
 def main() -> None:
     """pydistcp: distcp-style file replication between any fsspec filesystems, on Spark."""
 
 
-@main.command("copy", help=COPY_HELP, no_args_is_help=True)
+@main.command("copy", help=COPY_HELP + EXIT_HELP, no_args_is_help=True)
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--dataset-glob", metavar="GLOB", help="Each directory matching SRC/GLOB is a dataset.")
 @click.option("--include", multiple=True, metavar="GLOB",
@@ -57,6 +77,15 @@ def main() -> None:
                    "relative to the dataset root, otherwise the file name.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching files (repeatable); wins over --include.")
 @click.option("--overwrite", is_flag=True, help="Copy every file, even those DST already has.")
+@click.option("--checksum", "-c", is_flag=True,
+              help="rclone -c: skip a file when size and checksum match; copy when the "
+                   "destination's checksum is unknown.")
+@click.option("--size-only", is_flag=True, help="rclone: skip a file of the same size; ignore mtime.")
+@click.option("--max-delete", type=click.IntRange(min=0), metavar="N",
+              help="rclone: with --delete, refuse the run (exit 2, nothing changed) when the "
+                   "plan deletes more than N entries.")
+@click.option("--ignore-existing", is_flag=True,
+              help="rclone: skip every file DST has, whatever its size or mtime.")
 @click.option("--delete", is_flag=True,
               help="Remove files under each copied dataset in DST that its source lacks.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (copy/skip/delete and why); change nothing.")
@@ -70,15 +99,27 @@ def main() -> None:
               help="File holding the key passphrase (or set PYDISTCP_GPG_PASSPHRASE).")
 @click.option("--gpg-recipient", "gpg_recipients", multiple=True, help="Encrypt to this key (repeatable).")
 @click.option("--gpg-require-signature", is_flag=True, help="Fail input that is not validly signed.")
-@click.option("--max-expansion-ratio", type=float, default=100.0, show_default=True,
+@click.option("--max-expansion-ratio", type=click.FloatRange(min=1.0), default=100.0, show_default=True,
               help="Fail an archive or stream that expands more than this many times.")
 @click.option("--max-expanded-bytes", metavar="SIZE", help="Fail an archive that expands beyond SIZE.")
+@click.option("--archive-links", type=click.Choice(["refuse", "skip"]), default="refuse",
+              show_default=True, help="Links inside a tar: refuse the archive, or skip "
+                                      "them (each named in the summary) and expand the rest.")
 @click.option("--expand-into-parent", is_flag=True,
               help="Expand archives straight into their directory, not DST/<archive name>/.")
 @click.option("--master", default="local[*]", show_default=True, envvar="PYDISTCP_MASTER",
               help="Spark master: local[N], spark://host:port, yarn, k8s://..., or sc://host:port "
                    "for Spark Connect.")
-@click.option("--parallelism", type=int, help="Tasks are about 2x this (default: Spark's cores).")
+@click.option("--engine", type=click.Choice(["auto", "warm", "cold"]), default="auto",
+              show_default=True, envvar="PYDISTCP_ENGINE",
+              help="Local masters: warm runs on the warm engine, a Spark server kept for later "
+                   "runs (started if needed); cold starts a JVM for this run; auto uses the "
+                   "warm engine when it runs (see 'pydistcp engine').")
+@click.option("--parallelism", type=int,
+              help="Cores to plan for: tasks are about 2x this (default: Spark's cores).")
+@click.option("--tasks", type=int, metavar="N",
+              help="Exactly N tasks copy whole files (fewer only when there are fewer files); "
+                   "wins over --parallelism.")
 @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark setting (repeatable).")
 @click.option("--buffer-size", default="8M", show_default=True, metavar="SIZE", help="Copy buffer per task.")
 @click.option("--verify", type=click.Choice(["digest", "size"]), default="digest", show_default=True,
@@ -86,6 +127,9 @@ def main() -> None:
 @click.option("--split-size", metavar="SIZE",
               help="Copy files larger than SIZE (e.g. 256M) as byte ranges in parallel tasks, "
                    "joined at publish and resumed after a crash (local and S3 destinations).")
+@click.option("--links", type=click.Choice(["skip", "follow"]), default="skip", show_default=True,
+              help="Symbolic links in a local source tree: skip (each one reported) or follow "
+                   "(copy the target's content; dangling links and loops reported).")
 @click.option("--src-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for sources.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for DST.")
 @click.option("--src-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
@@ -107,31 +151,48 @@ def main() -> None:
 @click.option("--recovery-retention", default="24h", show_default=True, metavar="DURATION",
               help="Keep verified but unpublished copies this long for the next run to reuse.")
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
-@click.option("--summary-json", type=click.Path(dir_okay=False), help="Write the run's summary as JSON.")
+@click.option("--summary-json", type=click.Path(dir_okay=False), help="Write the run's summary as JSON to this file; '-': to stdout (the human summary then goes to stderr).")
 @click.option("--log-dir", type=click.Path(file_okay=False),
               help="Where Spark's log goes [default: ~/.cache/pydistcp/logs].")
 def copy_command(paths: tuple[str, ...], **flags: Any) -> None:
     if len(paths) < 2:
         raise click.UsageError("give at least one SRC and a DST")
+    _compare_mode(flags)  # a usage error (exit 2) before anything starts
     _run(lambda: _copy(paths, flags))
 
 
 def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
-    from distcp import copy
+    from distcp import _CLI_NAMES, copy
     from distcp.callbacks import Callback, TextProgress
 
     options = _options(flags)
+    for cli_name, field in _CLI_NAMES.items():  # the API's names are the flags' names
+        if field in options:
+            options[cli_name] = options.pop(field)
     progress = not flags["no_progress"] and not flags["dry_run"]
     callback: Callback = TextProgress() if progress else Callback()
     summary = copy(list(paths[:-1]), paths[-1], callback=callback, **options)
+    # --summary-json - keeps stdout one JSON document: the human lines go to stderr
+    to_stdout = flags["summary_json"] == "-"
     for row in summary.plan:
-        click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})")
+        click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})", err=to_stdout)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
-    click.echo(summary.render())
-    if flags["summary_json"]:
+    click.echo(summary.render(), err=to_stdout)
+    if to_stdout:
+        click.echo(summary.to_json())
+    elif flags["summary_json"]:
         Path(flags["summary_json"]).write_text(summary.to_json())
     return 0 if summary.ok else 1
+
+
+def _compare_mode(flags: dict[str, Any]) -> str:
+    """The one comparison flag given; two of them are a usage error (exit 2)."""
+    given = [n for n in ("overwrite", "checksum", "size_only", "ignore_existing") if flags[n]]
+    if len(given) > 1:
+        a, b = ("--" + n.replace("_", "-") for n in given[:2])
+        raise click.UsageError(f"{a} and {b} are mutually exclusive")
+    return given[0].replace("_", "-") if given and given[0] != "overwrite" else "default"
 
 
 def _options(flags: dict[str, Any]) -> dict[str, Any]:
@@ -141,19 +202,29 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         "converters", "master", "parallelism", "verify", "summary_json", "log_dir",
         "gpg_home", "gpg_recipients", "gpg_require_signature", "max_expansion_ratio",
         "expand_into_parent", "state_dir", "commit_policy", "max_replays", "incremental",
-        "recovery_retention")}
-    opts["buffer_size"] = parse_size(flags["buffer_size"])
-    if flags["split_size"]:
-        opts["split_size"] = parse_size(flags["split_size"])
+        "recovery_retention", "engine", "links", "archive_links")}
+    opts["compare"] = _compare_mode(flags)
+    opts["max_delete"] = flags["max_delete"]
+    opts["tasks"] = flags["tasks"]
+    for name in ("buffer_size", "split_size", "max_expanded_bytes"):
+        if flags[name]:
+            opts[name] = _size(flags[name], name)
     opts["spark_conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
     opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
-    if flags["max_expanded_bytes"]:
-        opts["max_expanded_bytes"] = parse_size(flags["max_expanded_bytes"])
     if flags["gpg_passphrase_file"]:
         opts["gpg_passphrase"] = Path(flags["gpg_passphrase_file"]).read_text().rstrip("\r\n")
     opts["progress"] = not flags["no_progress"]
     return opts
+
+
+def _size(text: str, name: str) -> int:
+    """parse_size, with the flag named in the message (the user typed a flag, not a name)."""
+    flag = "--" + name.replace("_", "-")
+    try:
+        return parse_size(text)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{flag}: {exc}") from None
 
 
 def _run(action: Any) -> None:
@@ -162,17 +233,30 @@ def _run(action: Any) -> None:
         code = action()
     except (ConfigurationError, PlanningError) as exc:
         _fail(str(exc), 2)
-    except JavaMissingError as exc:
+    except (EnvironmentProblem, DestinationBusyError) as exc:
         _fail(str(exc), 3)
     except DistcpError as exc:
         _fail(str(exc), 1)
     except KeyboardInterrupt:
+        _quiet_py4j()
         _fail("interrupted; nothing unverified was published, rerun to finish", 130)
     except OSError as exc:  # the storage failed the driver (gone, full, silent): not a bug
-        _fail(f"{exc}; nothing unverified was published, rerun to finish once it is fixed", 1)
+        _fail(f"{exc}; nothing unverified was published, rerun to finish once it is fixed", 3)
     except Exception as exc:  # noqa: BLE001 - a bug: keep the trace, show one line
         _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {_dump_trace()})", 1)
     sys.exit(code)
+
+
+def _quiet_py4j() -> None:
+    """After Ctrl-C, py4j's callback-server threads report the broken gateway on stderr
+    while the JVM shuts down (its logger is already quiet, see spark.session): keep the
+    terminal to our one line by sending fd 2 nowhere from here on."""
+    sys.stderr.flush()
+    message_fd = os.dup(2)
+    sink = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(sink, 2)
+    os.close(sink)
+    sys.stderr = os.fdopen(message_fd, "w", closefd=False)
 
 
 def _fail(message: str, code: int) -> None:
@@ -215,10 +299,15 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
     def action() -> int:
         import json
 
-        from distcp.inspect import render_status, resolve_state_root, status_report
+        from distcp.fs import display
+        from distcp.inspect import existing_state_root, render_status, status_report
 
         options = _state_options(dst_option, dst_options_file)
-        report = status_report(resolve_state_root(destination, state_dir, options), options)
+        root, has_state = existing_state_root(destination, state_dir, options)
+        if not has_state and not as_json:
+            click.echo(f"no pydistcp state at {display(root)}: nothing was copied here by pydistcp")
+            return 0
+        report = status_report(root, options)
         click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
         return 0
 
@@ -235,15 +324,16 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
                     dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
     """Finish unfinished commits of earlier runs without copying anything new."""
     def action() -> int:
-        from distcp.inspect import recover_only, resolve_state_root
+        from distcp import recover
 
-        options = _state_options(dst_option, dst_options_file)
-        summary = recover_only(resolve_state_root(destination, state_dir, options), options,
-                               max_replays)
+        summary = recover(destination, state_dir=state_dir, max_replays=max_replays,
+                          dst_options=_state_options(dst_option, dst_options_file))
         for failure in summary.failures:
             click.echo(f"pydistcp: FAILED {failure.error}", err=True)
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "
                    f"{summary.sequences_set_aside}")
+        for note in summary.notes:
+            click.echo(note)
         return 0 if summary.ok else 1
 
     _run(action)
@@ -252,27 +342,135 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
 @main.command("cleanup")
 @click.argument("destination", metavar="DST")
 @click.option("--older-than", default="1h", show_default=True, metavar="DURATION",
-              help="Abort only uploads started (and split files left) longer ago than this.")
+              help="Free only what was left longer ago than this (0s: everything dead runs "
+                   "left).")
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
 @_DST_OPTIONS_FILE
 def cleanup_command(destination: str, older_than: str, state_dir: str | None,
                     dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
-    """Abort multipart uploads left under DST by killed or failed runs.
+    """Free what runs that are no longer running left under DST.
 
-    Uploads a pending commit will complete are kept; split files that a later
-    run could resume are kept until they are older than --older-than.
+    Removes, when older than --older-than: staging and progress folders of dead
+    runs, split files no run resumed, verified copies kept for recovery, and
+    (object stores) orphaned multipart uploads. Staged files a pending commit
+    will publish are kept. Refused while a run holds DST.
     """
     def action() -> int:
+        from distcp.callbacks import human_bytes
         from distcp.configuration import parse_duration
-        from distcp.inspect import resolve_state_root
-        from distcp.orphans import abort_orphans
+        from distcp.inspect import existing_state_root
+        from distcp.lock import DestinationLock
+        from distcp.orphans import free_dead_runs
 
         options = _state_options(dst_option, dst_options_file)
-        root = resolve_state_root(destination, state_dir, options)
-        n = abort_orphans(destination, root, options, parse_duration(older_than),
-                          expire_splits=True)
-        click.echo(f"aborted {n} orphaned multipart upload(s) under {destination}")
+        root = existing_state_root(destination, state_dir, options)[0]
+        age = parse_duration(older_than)
+        with DestinationLock(root, options, f"cleanup-{os.getpid()}", command="cleanup"):
+            freed = free_dead_runs(destination, root, options, age)
+        click.echo(f"freed {human_bytes(freed.bytes)} under {destination}: staging of "
+                   f"{freed.jobs} dead run(s), {freed.splits} split file(s), "
+                   f"{freed.recovery} kept cop(ies), {freed.uploads} orphaned multipart "
+                   "upload(s)")
+        return 0
+
+    _run(action)
+
+
+@main.group("engine")
+def engine_group() -> None:
+    """The warm engine: a local Spark server that later runs reuse (0.5 s instead of a
+    15-25 s JVM start). It stops itself after an idle time; runs use it with
+    --engine warm, or --engine auto (the default) while it runs."""
+
+
+@engine_group.command("start")
+@click.option("--master", default="local[*]", show_default=True, envvar="PYDISTCP_MASTER",
+              help="The local master the engine serves (local[N] or local[*]).")
+@click.option("--idle-timeout", metavar="DURATION", envvar="PYDISTCP_ENGINE_IDLE",
+              help="Stop after this long unused [default: 30m].")
+@click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="Spark setting (repeatable); runs with the same --conf use this engine.")
+def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, ...]) -> None:
+    """Start the warm engine now (runs with --engine auto then use it), and build the
+    class-data-sharing archive if it is missing (PYDISTCP_CDS=0: no archive)."""
+    def action() -> int:
+        from distcp.spark import cds
+        from distcp.spark.engine import idle_timeout as parse_idle
+        from distcp.spark.engine import is_local_master
+        from distcp.spark.session import check_java, engine_settings, start_engine
+
+        if not is_local_master(master):
+            raise ConfigurationError(f"--master {master}: the warm engine serves local masters "
+                                     "(local[N], local[*]) only")
+        conf = parse_key_values(spark_conf, "--conf")
+        idle = parse_idle(idle_timeout)
+        eng, inputs = engine_settings(master, conf)
+        if cds.enabled():  # pay the archive's one-time cost now, not in a user's run
+            click.echo("pydistcp: building the class-data-sharing archive if missing ...",
+                       err=True)
+            archive = cds.build_archive(check_java())
+            shown = archive or "not built (another build runs, or see its log)"
+            click.echo(f"class-data-sharing archive: {shown}")
+        click.echo(f"pydistcp: starting the warm engine for {master} ...", err=True)
+        started = start_engine(eng, master, conf, inputs, idle)
+        info = eng.info()
+        verb = "started" if started else "already running"
+        click.echo(f"warm engine {verb}: pid {info.pid}, {info.url}, stops after "
+                   f"{(info.idle_timeout_s or idle) / 60:.0f} min idle; logs in {eng.log_dir}")
+        return 0
+
+    _run(action)
+
+
+@engine_group.command("stop")
+@click.option("--all", "stop_all", is_flag=True,
+              help="Stop every engine (other versions and settings too).")
+@click.option("--master", default="local[*]", show_default=True, envvar="PYDISTCP_MASTER")
+def engine_stop(stop_all: bool, master: str) -> None:
+    """Stop the warm engine (runs then start their own JVM, or a new engine)."""
+    def action() -> int:
+        from distcp.spark.engine import all_engines
+        from distcp.spark.session import engine_settings
+
+        engines = all_engines() if stop_all else [engine_settings(master, {})[0]]
+        stopped = [e for e in engines if e.server() is not None and e.stop()]
+        click.echo(f"stopped {len(stopped)} warm engine(s)" if stopped
+                   else "no warm engine was running")
+        return 0
+
+    _run(action)
+
+
+@engine_group.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the engines as JSON.")
+@click.option("--master", default="local[*]", show_default=True, envvar="PYDISTCP_MASTER")
+def engine_status(as_json: bool, master: str) -> None:
+    """Show the warm engines: running or not, pid, address, idle time, logs."""
+    def action() -> int:
+        import json
+        import time
+        from dataclasses import asdict
+
+        from distcp.spark.engine import all_engines
+        from distcp.spark.session import engine_settings
+
+        current = engine_settings(master, {})[0].dir.name
+        infos = [e.info(current=e.dir.name == current) for e in all_engines()]
+        if as_json:
+            click.echo(json.dumps([asdict(i) for i in infos], indent=2))
+            return 0
+        if not any(i.running for i in infos):
+            click.echo("no warm engine is running")
+        for i in infos:
+            if not i.running:
+                continue
+            idle = time.time() - i.last_used if i.last_used else 0.0
+            left = max(0.0, (i.idle_timeout_s or 0) - idle)
+            which = "this version and settings" if i.current else "other version or settings"
+            click.echo(f"running: pid {i.pid}, {i.url}, master {i.master} ({which}); idle "
+                       f"{idle / 60:.0f} min, stops in {left / 60:.0f} min; key {i.key}; "
+                       f"logs in {i.directory}/logs")
         return 0
 
     _run(action)

@@ -55,10 +55,26 @@ class CopyConfiguration:
     recovery_retention: float = 24 * 3600.0
     #: Files larger than this are copied as ranges by several tasks (None: never split).
     split_size: int | None = None
+    #: Local masters: "auto" (the warm engine if it runs), "warm" (start it if needed),
+    #: "cold" (a JVM of this run's own). See distcp.spark.engine.
+    engine: str = "auto"
+    #: Symbolic links in a local source tree: skipped and reported, or followed.
+    links: str = "skip"
+    #: How an existing destination file is compared (rclone's -c, --size-only,
+    #: --ignore-existing): "default", "checksum", "size-only" or "ignore-existing".
+    compare: str = "default"
+    #: With delete: refuse the run when the plan deletes more entries (rclone --max-delete).
+    max_delete: int | None = None
+    #: Exactly this many tasks copy whole files (split files add their range tasks).
+    tasks: int | None = None
 
     def __post_init__(self) -> None:
         if not self.sources:
             raise ConfigurationError("at least one source is required")
+        if self.compare not in ("default", "checksum", "size-only", "ignore-existing"):
+            raise ConfigurationError(f"compare: unknown mode {self.compare!r}")
+        if self.tasks is not None and self.tasks < 1:
+            raise ConfigurationError("--tasks must be at least 1")
         bad = set(self.preserve) - set(PRESERVE_LETTERS)
         if bad:
             raise ConfigurationError(
@@ -71,6 +87,9 @@ class CopyConfiguration:
         if self.commit_policy not in ("full", "successful", "partial"):
             raise ConfigurationError(
                 f"--commit-policy must be full, successful or partial, not {self.commit_policy!r}")
+        if self.engine not in ("auto", "warm", "cold"):
+            raise ConfigurationError(
+                f"--engine must be auto, warm or cold, not {self.engine!r}")
         if self.max_replays < 1:
             raise ConfigurationError("--max-replays must be at least 1")
         for url in (*self.sources, self.destination):
@@ -89,6 +108,8 @@ class CopyConfiguration:
                 raise ConfigurationError(
                     "--split-size cannot be used with --convert: a converter needs the whole "
                     "stream of a file in one task (drop one of the two options)")
+        if self.links not in ("skip", "follow"):
+            raise ConfigurationError(f"--links must be skip or follow, not {self.links!r}")
         if self.buffer_size < 4096:
             raise ConfigurationError("--buffer-size must be at least 4 KiB")
         if self.converters:
@@ -105,7 +126,7 @@ class CopyConfiguration:
         conv = {k: options.pop(k) for k in list(options) if k in _CONVERTER_FIELDS}
         if "gpg_passphrase" not in conv and os.environ.get("PYDISTCP_GPG_PASSPHRASE"):
             conv["gpg_passphrase"] = os.environ["PYDISTCP_GPG_PASSPHRASE"]
-        for name in ("master", "parallelism", "buffer_size", "verify", "preserve"):
+        for name in ("master", "parallelism", "buffer_size", "verify", "preserve", "engine"):
             env = os.environ.get(f"PYDISTCP_{name.upper()}")
             if name not in options and env:
                 options[name] = parse_size(env) if name == "buffer_size" else env

@@ -48,8 +48,30 @@ class DuplicateDestinationError(PlanningError):
     """Two origin files would be written to the same destination path."""
 
 
-class JavaMissingError(DistcpError):
+class EnvironmentProblem(DistcpError):
+    """The machine or a service around it is not ready (Java, Spark master, S3
+    credentials or endpoint, a destination we may not write): the user fixes the
+    environment, not the command line. Exit status 3."""
+
+
+class JavaMissingError(EnvironmentProblem):
     """Spark cannot start because no suitable Java runtime was found."""
+
+
+class SparkUnavailableError(EnvironmentProblem):
+    """The Spark master is unreachable or Spark's JVM exited while starting."""
+
+
+class CredentialsError(EnvironmentProblem):
+    """A storage refused or lacks credentials (missing, invalid, access denied)."""
+
+
+class EndpointUnreachableError(EnvironmentProblem):
+    """A storage endpoint refused the connection or did not answer in time."""
+
+
+class DestinationNotWritableError(EnvironmentProblem):
+    """The destination (or a file we must write beside it) cannot be written."""
 
 
 class CopyError(DistcpError):
@@ -84,3 +106,7 @@ class PublishError(DistcpError):
 
 class StateError(DistcpError):
     """A commit-log or state file is unreadable or corrupt."""
+
+
+class DestinationBusyError(DistcpError):
+    """Another run holds the destination's lock (one run per destination at a time)."""

@@ -7,12 +7,14 @@ rebuilding one per call is cheap.
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import os
 import posixpath
 import stat
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -207,6 +209,7 @@ def status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
     if not isinstance(mtime, (int, float)):
         mtime = mtime.timestamp()
     mode = info.get("mode")
+    etag = info.get("ETag")
     return FileStatus(
         url=to_url(fs, info["name"]),
         size=int(info.get("size") or 0),
@@ -215,6 +218,7 @@ def status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
         owner=_name_of(info.get("uid"), "pwd"),
         group=_name_of(info.get("gid"), "grp"),
         is_dir=info.get("type") == "directory",
+        etag=etag if isinstance(etag, str) and etag else None,
     )
 
 
@@ -230,21 +234,56 @@ def _mlsd_time(value: str) -> float:
         return 0.0
 
 
-def walk(fs: AbstractFileSystem, root: str) -> Iterator[tuple[str, FileStatus]]:
+def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
+         skipped: list[Skipped] | None = None) -> Iterator[tuple[str, FileStatus]]:
     """Every file and directory below ``root`` (not ``root`` itself), skipping state dirs.
 
     Local trees are walked with ``os.scandir`` (one stat per entry, exact
-    nanosecond mtimes); other filesystems with fsspec's ``find``.
+    nanosecond mtimes); other filesystems with fsspec's ``find``. Entries that are
+    not copied (links by ``links`` policy, dangling links, loops, special files,
+    unreadable directories) are appended to ``skipped`` with their reason, so that
+    nothing is dropped silently and one bad entry never aborts the walk.
     """
     if is_local(fs):
-        yield from _walk_local(root.rstrip("/") or "/")
+        root = root.rstrip("/") or "/"
+        top = os.stat(root)
+        skipped = [] if skipped is None else skipped
+        yield from _walk_local(_listdir(root, skipped), links, skipped,
+                               frozenset({(top.st_dev, top.st_ino)}))
         return
     listing = fs.find(root, withdirs=True, detail=True)
+    if skipped is not None and _is_object_store(fs):
+        _report_shadowed_keys(fs, root, listing, skipped)
     for path, info in sorted(listing.items()):
+        if path.endswith("/") and info.get("type") == "file" and info.get("size"):
+            if skipped is not None:
+                skipped.append(Skipped(to_url(fs, path), f"object key ends with '/' and holds "
+                                       f"{info['size']} bytes: no file can have that name", True))
+            continue
         path = path.rstrip("/")
         rel = relpath(path, root)
         if rel and STATE_DIR_NAME not in rel.split("/"):
             yield path, status(fs, info)
+
+
+def _is_object_store(fs: AbstractFileSystem) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return bool({"s3", "s3a", "gs", "gcs", "abfs", "az"} & set(protocols))
+
+
+def _report_shadowed_keys(fs: AbstractFileSystem, root: str, listing: Mapping[str, Any],
+                          skipped: list[Skipped]) -> None:
+    """Name each object whose key is also the prefix of other keys (``a`` and ``a/b``).
+
+    fsspec's ``find(withdirs=True)`` keys its answer by path, so the directory ``a``
+    silently replaces the object ``a``; a second listing of objects only (one more LIST
+    of the tree, object stores only) finds them. No filesystem path can be both a file and
+    a directory, so the object is reported and the rest copied.
+    """
+    for path in fs.find(root):
+        if not path.endswith("/") and listing.get(path, {}).get("type") == "directory":
+            skipped.append(Skipped(to_url(fs, path), "object key is also the prefix of other "
+                                   "keys (a file and a directory of one name)", True))
 
 
 def local_status(path: str, st: os.stat_result | None = None) -> FileStatus:
@@ -257,17 +296,90 @@ def local_status(path: str, st: os.stat_result | None = None) -> FileStatus:
     )
 
 
-def _walk_local(root: str) -> Iterator[tuple[str, FileStatus]]:
-    with os.scandir(root) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for entry in entries:
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of a source tree that was not copied, and why.
+
+    ``failure`` is true for what the user did not ask to skip (a dangling link, a
+    loop, an unreadable directory): the run then exits 1, as rclone does.
+    """
+
+    path: str
+    reason: str
+    failure: bool = False
+
+
+#: File types that are never opened (a FIFO blocks its reader forever).
+_SPECIAL = ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char device"),
+            (stat.S_ISBLK, "block device"))
+
+
+def special_kind(mode: int) -> str | None:
+    """``fifo``, ``socket``, ... for a special file's mode; None for files and directories."""
+    return next((name for test, name in _SPECIAL if test(mode)), None)
+
+
+def _listdir(path: str, skipped: list[Skipped]) -> list[os.DirEntry[str]] | None:
+    """The directory's entries by name; None (and reported) when it cannot be listed."""
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        skipped.append(Skipped(path, f"unreadable directory ({exc.strerror})", True))
+        return None
+
+
+def _walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
+                ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, FileStatus]]:
+    """``ancestors``: (st_dev, st_ino) of the directories on the walk path, so that a
+    followed link back to one of them is reported as a loop instead of recursing. A
+    directory that cannot be listed is reported, not created empty at the destination."""
+    for entry in entries or ():
         if entry.name == STATE_DIR_NAME:
             continue
-        st = entry.stat(follow_symlinks=True)
         path = entry.path
-        yield path, local_status(path, st)
+        st = _entry_stat(entry, links, skipped)
+        if st is None:
+            continue
+        kind = special_kind(st.st_mode)
+        if kind:
+            skipped.append(Skipped(path, f"special file ({kind})"))
+            continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk_local(path)
+            key = (st.st_dev, st.st_ino)
+            if key in ancestors:
+                skipped.append(Skipped(path, "symbolic link loop (points to a directory "
+                                             "above it)", True))
+                continue
+            children = _listdir(path, skipped)
+            if children is not None:
+                yield path, local_status(path, st)
+                yield from _walk_local(children, links, skipped, ancestors | {key})
+        else:
+            yield path, local_status(path, st)
+
+
+def _entry_stat(entry: os.DirEntry[str], links: str,
+                skipped: list[Skipped]) -> os.stat_result | None:
+    """The entry's stat (its target's for a followed link); None when reported instead."""
+    target = None
+    try:
+        if not entry.is_symlink():
+            return entry.stat(follow_symlinks=False)
+        target = os.readlink(entry.path)
+        if links == "skip":
+            skipped.append(Skipped(entry.path, f"symbolic link to {target} (--links skip)"))
+            return None
+        return entry.stat(follow_symlinks=True)
+    except FileNotFoundError:
+        reason = ("vanished while listing" if target is None
+                  else f"dangling symbolic link to {target}")
+        skipped.append(Skipped(entry.path, reason, True))
+    except OSError as exc:
+        reason = ("symbolic link loop" if exc.errno == errno.ELOOP
+                  else f"cannot stat ({exc.strerror})")
+        skipped.append(Skipped(entry.path, reason, True))
+    return None
 
 
 def redact(options: Mapping[str, Any]) -> dict[str, Any]:

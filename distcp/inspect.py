@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import posixpath
 import time
+from dataclasses import asdict
 from typing import Any
 
 from distcp import fs as fsutil
+from distcp.callbacks import human_bytes
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
+from distcp.lock import DestinationLock, Holder, live_holder
 from distcp.recovery import RecoveryArea
-from distcp.replay import replay_pending, sweep_dead_jobs
+from distcp.replay import read_journal, replay_pending, sweep_dead_jobs
 from distcp.state import StateStore
 from distcp.summary import Summary
 
@@ -32,6 +35,28 @@ def resolve_state_root(destination: str | None, state_dir: str | None,
     return fsutil.to_url(fs, fsutil.join(path, fsutil.STATE_DIR_NAME))
 
 
+def existing_state_root(destination: str | None, state_dir: str | None,
+                        options: dict[str, Any]) -> tuple[str, bool]:
+    """resolve_state_root for status/recover/cleanup, refusing a DST or --state-dir that
+    does not exist (a typo would otherwise report "nothing pending" and exit 0).
+
+    Returns the state root and whether it exists (an existing DST never copied to by
+    pydistcp has none).
+    """
+    from distcp.errors import PlanningError
+
+    for given, what in ((state_dir, "--state-dir"), (destination, "destination")):
+        if given and not _exists(given, options):
+            raise PlanningError(f"no such {what}: {fsutil.display(given)}", path=given)
+    root = resolve_state_root(destination, state_dir, options)
+    return root, _exists(root, options)
+
+
+def _exists(url: str, options: dict[str, Any]) -> bool:
+    fs, path = fsutil.filesystem(url, options)
+    return bool(fs.exists(path.rstrip("/") or "/"))
+
+
 def status_report(root: str, options: dict[str, Any]) -> dict[str, Any]:
     """Pending and set-aside commits, per-dataset watermarks and runs, recoverable files."""
     store = CommitStepStore(root, options)
@@ -46,8 +71,30 @@ def status_report(root: str, options: dict[str, Any]) -> dict[str, Any]:
                     "bytes": sum(o.get("bytes_written", 0) for o in e["outputs"]),
                     "kept_s_ago": round(time.time() - e["kept"], 1)}
                    for e in RecoveryArea(root, options).entries()]
-    return {"state_dir": fsutil.display(root), "pending": seq, "set_aside": aside,
-            "datasets": datasets, "recoverable": recoverable}
+    holder = live_holder(root, options)
+    journaled = [{"job_id": job, "destination": planned, "bytes": size}
+                 for job, planned, size in journaled_copies(root, options, holder)]
+    return {"state_dir": fsutil.display(root), "running": asdict(holder) if holder else None,
+            "pending": seq, "set_aside": aside, "datasets": datasets,
+            "recoverable": recoverable, "journaled": journaled}
+
+
+def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
+                     ) -> list[tuple[str, str, int]]:
+    """(job, planned destination, bytes) of each copy that a run which is no longer
+    running journaled as verified: the next run (or ``recover``) keeps them."""
+    fs, progress = fsutil.filesystem(fsutil.join(root, "progress"), options)
+    try:
+        jobs = [j.rstrip("/").rsplit("/", 1)[-1] for j in fs.ls(progress, detail=False)]
+    except FileNotFoundError:
+        return []
+    out: list[tuple[str, str, int]] = []
+    for job in sorted(jobs):
+        if holder is not None and job == holder.job_id:
+            continue
+        for planned, results in read_journal(root, options, job).values():
+            out.append((job, planned, sum(r.bytes_written for r in results)))
+    return out
 
 
 def render_status(report: dict[str, Any]) -> str:
@@ -68,17 +115,44 @@ def render_status(report: dict[str, Any]) -> str:
                      f"last run {last['job_id'] if last else '-'} {when} "
                      f"{last['status'] if last else ''}".rstrip())
     total = sum(r["bytes"] for r in report["recoverable"])
-    lines.append(f"recoverable files: {len(report['recoverable'])} ({total} bytes)")
+    lines.append(f"recoverable files: {len(report['recoverable'])} ({human_bytes(total)}) kept "
+                 "verified in the recovery area")
+    if report["journaled"]:
+        size = sum(j["bytes"] for j in report["journaled"])
+        jobs = sorted({j["job_id"] for j in report["journaled"]})
+        lines.append(f"verified copies journaled by interrupted runs: {len(report['journaled'])} "
+                     f"({human_bytes(size)}, job {', '.join(jobs)}); 'pydistcp recover' or the "
+                     "next copy keeps them, and the next copy publishes them without reading "
+                     "their sources again")
+    if report["running"]:
+        lines.insert(1, f"running now: {Holder(**report['running']).describe()}")
     return "\n".join(lines)
 
 
 def recover_only(root: str, options: dict[str, Any], max_replays: int = 3) -> Summary:
-    """Replay pending commits and keep orphaned copies; copy nothing new."""
-    summary = Summary(job_id="recover")
+    """Replay pending commits and keep interrupted runs' verified copies; copy nothing.
+
+    Pending commits are published here. Journaled copies are moved to the recovery
+    area, not published: a copy is published with its whole file set, and which
+    files make up a set is known only from the sources' listing, which the next
+    ``copy`` makes (it then publishes the kept copies without reading them again).
+    """
+    summary = Summary(job_id=f"recover-{int(time.time())}")
     start = time.monotonic()
-    store = CommitStepStore(root, options)
-    replay_pending(store, CommitContext(dict(options), root), max_replays, summary)
-    keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
-    sweep_dead_jobs(root, options, "", RecoveryArea(root, options), keep)
+    with DestinationLock(root, options, summary.job_id, command="recover"):
+        store = CommitStepStore(root, options)
+        replay_pending(store, CommitContext(dict(options), root), max_replays, summary)
+        keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
+        recovery = RecoveryArea(root, options)
+        kept = sweep_dead_jobs(root, options, "", recovery, keep)
+        entries = list(recovery.entries())
+    total = sum(o.get("bytes_written", 0) for e in entries for o in e["outputs"])
+    if kept:
+        summary.notes.append(f"kept {kept} verified copies that interrupted runs journaled")
+    if entries:
+        summary.notes.append(
+            f"{len(entries)} verified copies ({human_bytes(total)}) wait in the recovery area: "
+            "the next 'pydistcp copy' to this destination publishes them with their file "
+            "sets, without reading their sources again")
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary

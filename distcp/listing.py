@@ -19,6 +19,7 @@ from distcp.planning import (
     DatasetPlan,
     Plan,
     check_duplicates,
+    check_max_delete,
     expansion_targets,
     plan_dataset,
 )
@@ -31,6 +32,7 @@ class Planned:
     plan: Plan
     datasets: tuple[CopyableDataset, ...]
     destination_listings: int = 0
+    skipped: tuple[fsutil.Skipped, ...] = ()
 
 
 def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
@@ -79,10 +81,13 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     """
     datasets = find_datasets(cfg) if datasets is None else datasets
     plans: list[DatasetPlan] = []
-    listings = 0
+    listings = seen = selected = 0
+    skipped: list[fsutil.Skipped] = []
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
         listing = ds.listing(cfg)
+        skipped.extend(listing.skipped)
+        seen, selected = seen + listing.seen, selected + len(listing.files)
         if cfg.incremental and state is not None and not cfg.delete:
             target = manifest_listing(state.load(ds.urn))
         else:
@@ -96,9 +101,15 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
                                        listed=not (cfg.incremental and not cfg.delete))
         plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
                                   listing.directories, target,
-                                  overwrite=cfg.overwrite, delete=cfg.delete))
+                                  overwrite=cfg.overwrite, delete=cfg.delete,
+                                  compare=cfg.compare))
+    if cfg.include and seen and not selected:
+        raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of {seen} "
+                            "file(s) in the source; check the patterns (a pattern without '/' "
+                            "matches the file name)")
     check_duplicates(plans)
-    return Planned(Plan(tuple(plans)), tuple(datasets), listings)
+    check_max_delete(plans, cfg.max_delete)
+    return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
 
 
 def manifest_listing(state: DatasetState) -> dict[str, FileStatus]:

@@ -27,6 +27,9 @@ class FileStatus:
     checksum: str | None = None
     is_dir: bool = False
     mtime_ns: int | None = None  # exact, where the filesystem has it (float seconds lose µs)
+    #: The object store's version tag from the listing (S3 ETag): a read can demand it
+    #: (GET If-Match) and so needs no HEAD before or after. Not part of the guid.
+    etag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

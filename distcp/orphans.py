@@ -10,11 +10,14 @@ does it on demand for uploads older than a threshold.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from distcp import fs as fsutil
 from distcp import s3
 from distcp.commit_log import CommitStepStore
+from distcp.recovery import RecoveryArea
 from distcp.splitting import SplitStore
 from distcp.upload_steps import CompleteUploads
 
@@ -57,3 +60,75 @@ def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
         s3.abort(fs, final, upload_id)
         aborted += 1
     return aborted
+
+
+@dataclass
+class Freed:
+    """What ``pydistcp cleanup`` removed, and the bytes that frees."""
+
+    jobs: int = 0
+    splits: int = 0
+    recovery: int = 0
+    uploads: int = 0
+    bytes: int = 0
+
+
+def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
+                   older_than: float) -> Freed:
+    """Remove what runs that are no longer running left under the state root, if older
+    than ``older_than`` seconds: their staging and progress folders, split files nobody
+    resumed, verified copies kept for recovery, and (object stores) orphaned uploads.
+
+    The caller holds the destination's lock, so no live run's staging is here; staged
+    files a pending commit will publish are kept (the commit needs them).
+    """
+    freed = Freed()
+    store = CommitStepStore(state_root, options)
+    keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
+    for part in ("staging", "progress"):
+        fs, root = fsutil.filesystem(fsutil.join(state_root, part), options)
+        try:
+            folders = fs.ls(root, detail=False)
+        except FileNotFoundError:
+            continue
+        for folder in folders:
+            job = folder.rstrip("/").rsplit("/", 1)[-1]
+            if job in keep or not s3.older_than(_job_started(fs, folder, job), older_than):
+                continue
+            freed.bytes += _size(fs, folder)
+            fs.rm(folder, recursive=True)
+            freed.jobs += part == "staging"
+    splits = SplitStore(state_root, options, "s3" if s3.is_s3(fsutil.filesystem(
+        state_root, options)[0]) else "other")
+    for folder, meta in splits.metas():
+        if s3.older_than(float(meta.get("created", 0)), older_than):
+            fs, path = fsutil.filesystem(folder, options)
+            freed.bytes += _size(fs, path)
+            splits.discard(meta, folder)
+            freed.splits += 1
+    recovery = RecoveryArea(state_root, options)
+    freed.bytes += sum(o.get("bytes_written", 0) for e in recovery.entries()
+                       if s3.older_than(float(e.get("kept", 0)), older_than)
+                       for o in e["outputs"])
+    freed.recovery = recovery.expire(older_than)
+    freed.uploads = abort_orphans(destination, state_root, options, older_than)
+    return freed
+
+
+def _job_started(fs: Any, folder: str, job: str) -> float:
+    """When a job started: its id begins with the local time (``new_job_id``); else the
+    folder's mtime, and 0 (long ago) where the store keeps none for folders."""
+    try:
+        return time.mktime(time.strptime(job.split("-", 1)[0], "%Y%m%dT%H%M%S"))
+    except ValueError:
+        try:
+            return fsutil.status(fs, fs.info(folder)).mtime
+        except (OSError, ValueError):
+            return 0.0
+
+
+def _size(fs: Any, path: str) -> int:
+    try:
+        return int(fs.du(path, total=True))
+    except (OSError, ValueError):
+        return 0

@@ -77,6 +77,7 @@ def plan_dataset(
     *,
     overwrite: bool = False,
     delete: bool = False,
+    compare: str = "default",
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove."""
     copy: list[Action] = []
@@ -90,7 +91,7 @@ def plan_dataset(
             raise PlanningError(
                 f"cannot replace directory {display(f.destination)} with file "
                 f"{display(f.origin.url)}", path=f.destination)
-        reason, wanted = decide(f, existing, overwrite)
+        reason, wanted = decide(f, existing, overwrite, compare)
         (copy if wanted else skip).append(Action(f, reason))
     for d in dirs:
         existing = target.get(d.destination)
@@ -135,12 +136,32 @@ def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileSt
     return out
 
 
-def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool) -> tuple[str, bool]:
-    """(reason, copy?) for one file against what the target has at its destination."""
+def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
+           compare: str = "default") -> tuple[str, bool]:
+    """(reason, copy?) for one file against what the target has at its destination.
+
+    ``compare`` follows rclone: "ignore-existing" skips whatever the destination has,
+    "size-only" looks at sizes alone, "checksum" skips on equal size and checksum and
+    copies when the destination's checksum is unknown (never skip on a guess).
+    """
     if existing is None:
         return "new", True
     if overwrite:
         return "--overwrite", True
+    if compare == "ignore-existing":
+        return "destination exists (--ignore-existing)", False
+    if compare == "size-only":
+        if existing.size == f.origin.size:
+            return "same size (--size-only)", False
+        return "size differs", True
+    if compare == "checksum":
+        if existing.size != f.origin.size:
+            return "size differs", True
+        if not (f.origin.checksum and existing.checksum):
+            return "no checksum known for both sides (--checksum)", True
+        if f.origin.checksum == existing.checksum:
+            return "same size and checksum (--checksum)", False
+        return "checksum differs", True
     o = f.origin
     same = same_mtime(existing.mtime, o.mtime)
     if f.converters:
@@ -174,6 +195,14 @@ def _extras(target: Mapping[str, FileStatus], kept: list[CopyableFile],
     extras = [url for url in target if url not in keep and url.rstrip("/") + "/" not in expanded
               and not url.startswith(expanded)]
     return tuple(sorted(extras, key=lambda u: (-u.count("/"), u)))
+
+
+def check_max_delete(plans: Iterable[DatasetPlan], limit: int | None) -> None:
+    """rclone's --max-delete: refuse the whole run, before any change, above ``limit``."""
+    count = sum(len(p.delete) for p in plans)
+    if limit is not None and count > limit:
+        raise PlanningError(f"--max-delete {limit}: the plan would delete {count} entries; "
+                            "nothing was changed")
 
 
 def check_duplicates(plans: Iterable[DatasetPlan]) -> None:

@@ -18,6 +18,8 @@ from distcp import fs as fsutil
 from distcp import s3
 from distcp.commit import CommitContext, CommitSequence, RemoveStaging
 from distcp.commit_log import CommitStepStore
+from distcp.converters.base import NOT_EXPANDED
+from distcp.datasets.recursive import PER_FILE
 from distcp.errors import PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
 from distcp.planning import DatasetPlan, Plan
@@ -86,7 +88,8 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
         _record_failures(outcome, summary)
-        wanted = outcome if outcome.ok else _ok_part(outcome) if pub.policy == "partial" else None
+        per_file = pub.policy == "partial" or outcome.file_set == PER_FILE
+        wanted = outcome if outcome.ok else _ok_part(outcome) if per_file else None
         if wanted is None or (pub.policy == "full" and not all_ok):
             _keep_for_recovery(outcome, files, pub.recovery, summary, pub.ctx)
             continue
@@ -104,12 +107,15 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
 
 
 def _note_server_side_fallbacks(results: Sequence[TaskResult], summary: Summary) -> None:
-    """Say when S3 -> S3 files went through the tasks because the server cannot copy."""
+    """Say when S3 -> S3 files went through the tasks because the server cannot copy, and
+    which archive entries were left out by ``--archive-links skip``."""
     fallbacks = [r for r in results if r.ok and r.message.startswith(s3.NO_SERVER_SIDE)]
     if fallbacks:
         why = fallbacks[0].message.removeprefix(s3.NO_SERVER_SIDE)
         summary.notes.append(f"server-side copy not used for {len(fallbacks)} file(s), "
                              f"copied through the tasks instead: {why}")
+    summary.notes.extend(f"{fsutil.display(r.origin)}: {r.message}" for r in results
+                         if r.ok and r.message.startswith(NOT_EXPANDED))
 
 
 def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],
@@ -153,7 +159,8 @@ def _manifest_entries(results: Sequence[TaskResult], files: dict[str, CopyableFi
 
 
 def _ok_part(outcome: FileSetOutcome) -> FileSetOutcome | None:
-    """Under --commit-policy partial: the files of a failed set that did succeed."""
+    """Under --commit-policy partial, or in a plain copy's ``PER_FILE`` set: the files of
+    a failed set that did succeed."""
     ok = tuple(r for r in outcome.results if r.ok)
     return replace(outcome, results=ok, deletes=()) if ok else None
 

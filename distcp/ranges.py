@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
+from distcp import holes, localcopy, s3
 from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
@@ -189,16 +189,26 @@ def _remove_quietly(fs: Any, path: str) -> None:
 
 
 def _write_local(reader: Any, split: Split, spec: Any, buffer: bytearray) -> bytes:
-    """pwrite at the range's offset into the shared staging file, then re-read to verify."""
+    """Write the range at its offset into the shared staging file, then re-read to verify.
+
+    A regular local source goes through the kernel with its holes kept
+    (``distcp.localcopy``); any other source through pwrite of what was read.
+    """
     path = fsutil.local_path(split.staging) or split.staging
     digest = Digest()
-    view = memoryview(buffer)
+    src = reader.regular_fd()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
-        pos = split.offset
-        for chunk in _chunks(reader, split, view, digest):
-            os.pwrite(fd, chunk, pos)
-            pos += len(chunk)
+        if src is not None:
+            localcopy.copy_span(src, fd, split.offset, split.length, buffer, digest,
+                                source=fsutil.display(reader.url))
+            reader.count += digest.size
+            localcopy.extend_to(fd, split.offset + split.length)
+        else:
+            pos = split.offset
+            for chunk in _chunks(reader, split, memoryview(buffer), digest):
+                os.pwrite(fd, chunk, pos)
+                pos += len(chunk)
     except OSError as exc:
         raise DestinationWriteError(f"cannot write range {split.index} to staging "
                                     f"{fsutil.display(path)}: {exc}", path=path) from exc
@@ -210,17 +220,11 @@ def _write_local(reader: Any, split: Split, spec: Any, buffer: bytearray) -> byt
 
 
 def _verify_local(path: str, split: Split, buffer: bytearray, want: bytes) -> None:
-    got = Digest()
-    view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as f:
-        f.seek(split.offset)
-        left = split.length
-        while left:
-            n = f.readinto(view[:min(len(view), left)])
-            if not n:
-                break
-            got.update(view[:n])
-            left -= n
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = holes.digest_span(fd, split.offset, split.length, buffer)
+    finally:
+        os.close(fd)
     if got.blocks() != want:
         raise IntegrityError(f"range {split.index} of {fsutil.display(path)} differs from what "
                              "was read after writing it", path=path)

@@ -11,7 +11,6 @@ area, the rest is deleted.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 from distcp import fs as fsutil
@@ -75,15 +74,15 @@ def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
     return kept
 
 
-def _promote_journal(state_root: str, options: dict[str, Any], job: str,
-                     recovery: RecoveryArea) -> int:
+def read_journal(state_root: str, options: dict[str, Any], job: str
+                 ) -> dict[str, tuple[str, list[TaskResult]]]:
+    """guid -> (planned destination, results) of the copies ``job``'s tasks journaled."""
     fs, progress = fsutil.filesystem(fsutil.join(state_root, "progress", job), options)
     try:
         names = [n for n in fs.ls(progress, detail=False) if JOURNAL.search(n)]
     except FileNotFoundError:
-        return 0
-    planned: dict[str, str] = {}
-    by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+        return {}
+    out: dict[str, tuple[str, list[TaskResult]]] = {}
     for name in names:
         try:
             records = json.loads(fs.cat_file(name))
@@ -91,13 +90,18 @@ def _promote_journal(state_root: str, options: dict[str, Any], job: str,
             continue  # a segment cut short by the kill: its copies are simply re-done
         for rec in records:
             results = [TaskResult(**r) for r in rec["results"]]
-            by_guid[results[0].guid] = results
-            planned[results[0].guid] = rec["planned"]
+            out[results[0].guid] = (rec["planned"], results)
+    return out
+
+
+def _promote_journal(state_root: str, options: dict[str, Any], job: str,
+                     recovery: RecoveryArea) -> int:
     kept = 0
-    for guid, results in by_guid.items():
-        if guid in recovery.guids() or not _intact(results, options):
+    known = recovery.guids()
+    for guid, (planned, results) in read_journal(state_root, options, job).items():
+        if guid in known or not _intact(results, options):
             continue
-        recovery.keep(guid, planned[guid], results)
+        recovery.keep(guid, planned, results)
         kept += 1
     return kept
 

@@ -134,6 +134,7 @@ def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:
     config.setdefault("connect_timeout", min(CONNECT_TIMEOUT_S, limit))
     config.setdefault("read_timeout", min(READ_TIMEOUT_S, limit))
     config.setdefault("retries", {"max_attempts": MAX_ATTEMPTS, "mode": "standard"})
+    config.setdefault("max_pool_connections", POOL_CONNECTIONS)
     return {**options, "config_kwargs": config}
 
 
@@ -156,6 +157,44 @@ def sync_bounded(fs: Any, what: str, coroutine: Any, *args: Any, **kwargs: Any) 
                 raise
             time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
     raise AssertionError("unreachable")
+
+
+#: Connections one s3fs client keeps open: a task reads up to SMALL_IN_FLIGHT small
+#: objects at once (botocore's default of 10 would queue them).
+POOL_CONNECTIONS = 64
+
+
+async def _get_if_match(fs: Any, bucket: str, key: str, etag: str) -> bytes:
+    out = await fs._call_s3("get_object", Bucket=bucket, Key=key, IfMatch=etag)
+    body = out["Body"]
+    try:
+        data = await body.read()
+    finally:
+        body.close()
+    return bytes(data)
+
+
+def get_if_match(fs: Any, url: str, etag: str) -> bytes:
+    """The whole object in ONE GET, only if it still has ``etag``.
+
+    The server answers 412 (an OSError from s3fs naming PreconditionFailed) when the
+    object changed since the listing, so the bytes are the listed version's and no
+    HEAD is needed before (size, ETag) or after (the recheck).
+    """
+    bucket, key = bucket_key(fs, url)
+    return sync_bounded(fs, f"GetObject {url}", _get_if_match, fs, bucket, key, etag)  # type: ignore[no-any-return]
+
+
+def precondition_failed(exc: BaseException) -> bool:
+    """Whether s3fs's error is the server's 412 (an If-Match that no longer holds)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        response = getattr(seen, "response", None) or {}
+        if (response.get("Error", {}).get("Code") == "PreconditionFailed"
+                or response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def call(fs: Any, method: str, **kwargs: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from distcp.model import CopyableFile
@@ -25,6 +25,10 @@ class FileAwareInputStream:
     destination: str
     mode: int | None = None
     mtime: float | None = None
+    #: What the converter left out of this input on purpose (links of an archive under
+    #: ``--archive-links skip``), shared by all outputs of one input; the task puts it in
+    #: the result's message and the summary lists it.
+    notes: list[str] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, file: CopyableFile, stream: BinaryIO) -> FileAwareInputStream:

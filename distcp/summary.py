@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distcp.callbacks import human_bytes
+
+if TYPE_CHECKING:
+    from distcp.fs import Skipped
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class Summary:
     datasets: int = 0
     duration_s: float = 0.0
     failures: list[Failure] = field(default_factory=list)
+    #: Source entries not copied by choice (``--links skip``, special files): not failures.
+    entries_skipped: list[Failure] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
     dry_run: bool = False
     plan: list[dict[str, str]] = field(default_factory=list)
@@ -54,6 +60,16 @@ class Summary:
     @property
     def ok(self) -> bool:
         return not self.failures and self.files_failed == 0
+
+    def add_skipped(self, entries: Iterable[Skipped]) -> None:
+        """Name every source entry the listing did not copy: those the user asked to
+        skip (or that cannot be copied, like a FIFO) as skipped, the others as failures."""
+        for e in entries:
+            if e.failure:
+                self.failures.append(Failure(e.path, f"{e.path}: {e.reason}"))
+                self.files_failed += 1
+            else:
+                self.entries_skipped.append(Failure(e.path, e.reason))
 
     @property
     def throughput(self) -> float:
@@ -91,6 +107,9 @@ class Summary:
         if self.bytes_server_side:
             lines.append(f"copied {human_bytes(self.bytes_server_side)} server-side "
                          "(no byte through the tasks)")
+        if self.entries_skipped:
+            lines.append(f"not copied (links and special files): {len(self.entries_skipped)}")
+            lines.extend(f"  {e.path}: {e.error}" for e in self.entries_skipped)
         lines.extend(self.notes)
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "

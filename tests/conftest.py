@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,32 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 PYDISTCP = [sys.executable, "-m", "distcp"]
 
 
+#: The suite's warm engines live in a directory of their own, never the user's cache;
+#: CLI runs are cold unless a test asks for ``--engine warm`` (tests/e2e/test_engine.py).
+ENGINE_DIR = os.environ.setdefault("PYDISTCP_ENGINE_DIR",
+                                   tempfile.mkdtemp(prefix="pydistcp-test-engines-"))
+#: Every process the tests start runs cold unless it says otherwise: a test that drops
+#: privileges or kills a run's process group must not land on a warm engine that
+#: another test left running (its tasks would run as the engine, outside the group).
+os.environ.setdefault("PYDISTCP_ENGINE", "cold")
+#: Likewise the class-data-sharing archive: built once per test session, in the background.
+CDS_DIR = os.environ.setdefault("PYDISTCP_CDS_DIR", tempfile.mkdtemp(prefix="pydistcp-test-cds-"))
+
+
 def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a CLI run: Spark's logs out of the user's cache."""
+    """The environment of a CLI run: Spark's logs out of the user's cache, the engine
+    cold unless the test says otherwise."""
     log_dir = os.environ.get("PYDISTCP_TEST_LOG_DIR", "/tmp/pydistcp-test-logs")
-    return {**os.environ, "PYDISTCP_LOG_DIR": log_dir, **(env or {})}
+    return {**os.environ, "PYDISTCP_LOG_DIR": log_dir, "PYDISTCP_ENGINE": "cold",
+            **(env or {})}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_warm_engines() -> Iterator[None]:
+    """Whatever warm engine a test started is stopped when the suite ends."""
+    yield
+    subprocess.run([*PYDISTCP, "engine", "stop", "--all"], env=cli_env(), timeout=120,
+                   capture_output=True, check=False)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,

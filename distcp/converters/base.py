@@ -32,11 +32,17 @@ class ConverterOptions:
     max_expansion_ratio: float = 100.0
     max_expanded_bytes: int | None = None
     expand_into_parent: bool = False
+    #: Links inside a tar: ``refuse`` the archive whole, or ``skip`` them and report each.
+    archive_links: str = "refuse"
     buffer_size: int = 1 << 20
     #: A private local directory of the running task (its staging area), where
     #: converters that need random access (unzip) spool their input; set by the
     #: task, None means the system's temporary directory.
     scratch_dir: str | None = None
+
+
+#: How a task result says which entries of its input a converter left out on purpose.
+NOT_EXPANDED = "not expanded (--archive-links skip): "
 
 
 class Converter(ABC):
@@ -76,6 +82,9 @@ def check_chain(names: Sequence[str], options: ConverterOptions) -> None:
         raise ConfigurationError("--max-expansion-ratio must be positive")
     if options.max_expanded_bytes is not None and options.max_expanded_bytes <= 0:
         raise ConfigurationError("--max-expanded-bytes must be positive")
+    if options.archive_links not in ("refuse", "skip"):
+        raise ConfigurationError(
+            f"--archive-links must be refuse or skip, not {options.archive_links!r}")
     try:
         converters = build_chain(names, options)
     except PluginError as exc:

@@ -5,7 +5,8 @@ Safe by construction rather than by filter (PITFALLS.md, Archives):
 - members are read in stream mode (``r|``), never ``extract``/``extractall``;
   each entry's bytes go to our writer through ``extractfile``;
 - only regular files and directories are accepted; links, devices, FIFOs and
-  setuid/setgid bits are refused with the entry's name; names are validated by
+  setuid/setgid bits are refused with the entry's name (links are skipped and reported
+  instead under ``--archive-links skip``: most real tarballs hold some); names are validated by
   ``safety.entry_path`` (no absolute paths, no ``..``);
 - gzip/bzip2/xz inside are opened by us, not by tarfile: tarfile never checks
   the gzip CRC, so after the last member we drain our gzip layer to EOF, which
@@ -85,6 +86,8 @@ class _Expansion:
         self.tar_bytes: CountingReader | None = None
         self.files: set[str] = set()
         self.dirs: set[str] = set()
+        self.skip_links = opts.archive_links == "skip"
+        self.notes: list[str] = []
 
     def error(self, why: str) -> ConversionError:
         return ConversionError(f"cannot untar {display(self.origin)}: {why}", path=self.origin)
@@ -137,6 +140,10 @@ class _Expansion:
 
     def _entry(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> FileAwareInputStream | None:
         rel = entry_path(member.name, self.origin, "untar")
+        if self.skip_links and (member.issym() or member.islnk()):
+            kind = "symbolic" if member.issym() else "hard"
+            self.notes.append(f"{kind} link {member.name!r} -> {member.linkname!r}")
+            return None
         _check_type(member, self.error)
         mode = entry_mode(member.mode, member.name, self.origin, "untar")
         if not rel:
@@ -177,7 +184,7 @@ class _Expansion:
                 mtime: float | int | None) -> FileAwareInputStream:
         keep_time = "t" in self.stream.file.preserve
         return FileAwareInputStream(self.stream.file, reader, destination, mode,
-                                    mtime if keep_time else None)
+                                    mtime if keep_time else None, self.notes)
 
     def close(self) -> None:
         if self.layer is not None and hasattr(self.layer, "close"):

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from distcp.configuration import CopyConfiguration
+from distcp.fs import Skipped
 from distcp.model import CopyableDirectory, CopyableFile
 
 
@@ -15,6 +16,11 @@ class DatasetListing:
 
     files: tuple[CopyableFile, ...]
     directories: tuple[CopyableDirectory, ...]
+    #: Entries of the source not copied (links by policy, special files, ...), with why.
+    skipped: tuple[Skipped, ...] = ()
+    #: Files found at the origin before include/exclude (lets the run tell an --include
+    #: that selects nothing from a source that is empty); 0 when a dataset does not count.
+    seen: int = 0
 
 
 class CopyableDataset(ABC):

@@ -12,14 +12,19 @@ from distcp.converters.base import Converter, build_chain, rename_through
 from distcp.datasets.base import CopyableDataset, DatasetListing
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 
-#: The file set of a dataset that is published as one unit.
+#: The file set of a dataset that is published as one unit (``--dataset-glob``).
 WHOLE = "all"
+#: The file set of a plain tree copy: one commit sequence (publishing 20,000 files stays
+#: one rename loop), but the files that succeeded are published even when others failed,
+#: as rclone and cp do: one unreadable file must not hold back the whole tree.
+PER_FILE = "files"
 
 
 class RecursiveCopyableDataset(CopyableDataset):
     """Everything under ``root``, filtered by include/exclude.
 
-    Without converters the dataset is one file set (published whole). With
+    Without converters the dataset is one file set: published whole when ``whole``
+    (a dataset of ``--dataset-glob``), else file by file (``PER_FILE``, a plain copy). With
     converters each origin file is its own file set: an archive expands into
     many files and must land whole or not at all, but one bad archive must not
     hold back the good ones. ``converters`` (in code) overrides the run's
@@ -27,8 +32,9 @@ class RecursiveCopyableDataset(CopyableDataset):
     """
 
     def __init__(self, urn: str, root: str, destination_root: str, *, is_file: bool = False,
-                 converters: Sequence[str] | None = None) -> None:
+                 converters: Sequence[str] | None = None, whole: bool = True) -> None:
         super().__init__(urn, root, destination_root, is_file=is_file)
+        self.whole = whole
         self.converters = None if converters is None else tuple(converters)
 
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
@@ -42,19 +48,23 @@ class RecursiveCopyableDataset(CopyableDataset):
             return DatasetListing(
                 (self._file(origin, self.destination_root, chain, cfg, name),), ())
         files: list[CopyableFile] = []
+        seen = 0
         # The root too, so that its mode and mtime are kept, as cp -a and rsync -a do.
         root_status = fsutil.status(fs, fs.info(root))
         dirs = [self._directory(root_status, self.destination_root, cfg)]
-        for path, origin in fsutil.walk(fs, root):
+        skipped: list[fsutil.Skipped] = []
+        for path, origin in fsutil.walk(fs, root, cfg.links, skipped):
             rel = fsutil.relpath(path, root)
             dest = fsutil.join(self.destination_root, rel)
             if origin.is_dir:
                 dirs.append(self._directory(origin, dest, cfg))
-            elif selected(rel, cfg.include, cfg.exclude):
+                continue
+            seen += 1
+            if selected(rel, cfg.include, cfg.exclude):
                 files.append(self._file(origin, dest, chain, cfg, rel))
         if cfg.include or cfg.exclude:
             dirs = _dirs_holding(dirs, files) if cfg.include else dirs
-        return DatasetListing(tuple(files), tuple(dirs))
+        return DatasetListing(tuple(files), tuple(dirs), tuple(skipped), seen)
 
     def _file(self, origin: FileStatus, dest: str, chain: list[Converter],
               cfg: CopyConfiguration, rel: str) -> CopyableFile:
@@ -63,7 +73,7 @@ class RecursiveCopyableDataset(CopyableDataset):
             origin=origin,
             destination=rename_through(chain, dest),
             dataset_urn=self.urn,
-            file_set=file_set_of(rel, cfg.converters),
+            file_set=file_set_of(rel, cfg.converters, self.whole),
             mode=origin.mode if "p" in p else None,
             owner=origin.owner if "u" in p else None,
             group=origin.group if "g" in p else None,
@@ -74,13 +84,17 @@ class RecursiveCopyableDataset(CopyableDataset):
     def _directory(self, origin: FileStatus, dest: str, cfg: CopyConfiguration) -> CopyableDirectory:
         mode = origin.mode if "p" in cfg.preserve else None
         mtime = (origin.mtime_ns or origin.mtime) if "t" in cfg.preserve else None
-        return CopyableDirectory(origin, dest, self.urn, WHOLE, mode, mtime)
+        return CopyableDirectory(origin, dest, self.urn, WHOLE if self.whole else PER_FILE,
+                                 mode, mtime)
 
 
-def file_set_of(rel: str, converters: Sequence[str]) -> str:
-    """``all`` for plain copies; the file's own set (named by its relative path) when
-    converted, so that each archive is published whole or not at all, on its own."""
-    return f"file:{rel}" if converters else WHOLE
+def file_set_of(rel: str, converters: Sequence[str], whole: bool = True) -> str:
+    """The file's own set (named by its relative path) when converted, so that each
+    archive is published whole or not at all, on its own; else ``all`` for a dataset,
+    ``files`` for a plain copy."""
+    if converters:
+        return f"file:{rel}"
+    return WHOLE if whole else PER_FILE
 
 
 def selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:

@@ -11,6 +11,7 @@ the same command never nests ``DST/SRC``:
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterator
 
@@ -41,7 +42,7 @@ class SingleRootFinder(DatasetsFinder):
             check_not_inside(src_fs, src, dst_fs, target, source, cfg.destination)
             urn = fsutil.to_url(src_fs, src)
             yield RecursiveCopyableDataset(
-                urn, urn, fsutil.to_url(dst_fs, target), is_file=is_file
+                urn, urn, fsutil.to_url(dst_fs, target), is_file=is_file, whole=False
             )
 
 
@@ -64,6 +65,9 @@ def check_not_inside(src_fs, src: str, dst_fs, dst: str, shown_src: str,  # type
     if type(src_fs) is not type(dst_fs) or src_fs.storage_options != dst_fs.storage_options:
         return
     src, dst = src.rstrip("/"), dst.rstrip("/")
+    if fsutil.is_local(src_fs):
+        # The same directory reached through a link is the same directory.
+        src, dst = os.path.realpath(src or "/"), os.path.realpath(dst or "/")
     if dst == src or dst.startswith(src + "/"):
         raise PlanningError(
             f"destination {shown_dst} is inside source {shown_src}; choose a destination "

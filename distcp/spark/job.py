@@ -20,15 +20,16 @@ from functools import partial
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
+from distcp import preflight, s3
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
 from distcp.configuration import CopyConfiguration
-from distcp.errors import PlanningError
+from distcp.errors import DestinationNotWritableError, PlanningError
 from distcp.join import JOB_SCHEMA as JOIN_SCHEMA
 from distcp.join import Join, run_join_batches
 from distcp.listing import find_datasets, plan_all, state_root
+from distcp.lock import DestinationLock
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.orphans import abort_orphans
 from distcp.packing import pack, unit_count
@@ -40,6 +41,7 @@ from distcp.splitting import SplitFile, SplitStore, join_results, resumed_result
 from distcp.state import StateStore
 from distcp.summary import Summary
 from distcp.task import JOURNAL, TaskSpec, run_batches
+from distcp.taskenv import task_environment
 
 UNIT_SCHEMA = "unit_id long, payload binary"
 RESULT_SCHEMA = "unit_id long, results binary"
@@ -53,8 +55,19 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     """One whole run: finish earlier runs' work, plan, copy on Spark, publish, summarise."""
     start = time.monotonic()
     summary = Summary(job_id=new_job_id(), dry_run=cfg.dry_run)
+    preflight.check_run(cfg)
     datasets = find_datasets(cfg)
     root = state_root(cfg, datasets)
+    if cfg.dry_run:
+        return _run_locked(cfg, callback, summary, datasets, root, start)
+    preflight.check_local_destination(root, cfg.destination)
+    with DestinationLock(root, dict(cfg.dst_options), summary.job_id):
+        return _run_locked(cfg, callback, summary, datasets, root, start)
+
+
+def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
+                datasets: list[Any], root: str, start: float) -> Summary:
+    """The run once it holds the destination (a dry run changes nothing: no lock)."""
     pub = _publishing(cfg, summary.job_id, root)
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
@@ -62,6 +75,7 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)))
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
+    summary.add_skipped(planned.skipped)
     summary.phases["plan_s"] = round(time.monotonic() - start, 3)
     summary.datasets = len(plan.datasets)
     summary.files_skipped = sum(len(d.skip) for d in plan.datasets)
@@ -174,12 +188,13 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
     log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
     summary.log_file = log_file
     callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
-    with spark_session(cfg.master, dict(cfg.spark_conf), log_file) as spark:
+    with spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine) as spark:
         summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
         splits = _prepare_splits(cfg, spec, files, summary)
         whole = [f for f in files if f.guid not in splits]
-        units = pack(whole, unit_count(len(whole), cores), cfg.file_cost)
+        per_core = 1 if cfg.tasks else 2  # --tasks N: exactly N (fewer only with fewer files)
+        units = pack(whole, unit_count(len(whole), cfg.tasks or cores, per_core), cfg.file_cost)
         for sf in splits.values():
             units += units_for(sf, len(units))
         callback.set_size(len(files), sum(f.origin.size for f in files))
@@ -320,6 +335,7 @@ def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
         dst_kind=destination_kind(cfg),
         server_side=_server_side(cfg),
         part_size=max(cfg.buffer_size, s3.MIN_PART),
+        env=task_environment(),
     )
 
 
@@ -337,7 +353,7 @@ def _prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
         try:
             fs.makedirs(path, exist_ok=True)
         except OSError as exc:
-            raise PlanningError(
+            raise DestinationNotWritableError(
                 f"cannot write to destination {fsutil.display(cfg.destination)}: "
                 f"{exc.strerror or exc}", path=cfg.destination) from exc
 

@@ -7,9 +7,11 @@ stopped by us; only a session this module started is stopped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import warnings
@@ -17,7 +19,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from distcp.errors import JavaMissingError
+from distcp.errors import JavaMissingError, SparkUnavailableError
+from distcp.spark import cds
+from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout, is_local_master
 
 MIN_JAVA = 17
 
@@ -43,10 +47,10 @@ def check_java() -> str:
         raise JavaMissingError(f"pydistcp runs on Spark, which needs Java {MIN_JAVA}+; "
                                f"no java found: {hint}")
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+        out = cds.java_version(java)
     except (OSError, subprocess.SubprocessError) as exc:
         raise JavaMissingError(f"cannot run {java}: {exc}; {hint}") from None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
     major = int(match.group(1)) if match else 0
     if major == 1 and match and match.group(2):
         major = int(match.group(2))
@@ -74,7 +78,8 @@ def base_conf(log_file: str, log_dir: str, master: str = "") -> dict[str, str]:
     props = os.path.join(log_dir, f"{stem}.log4j2.properties")
     with open(props, "w") as f:
         f.write(_LOG4J.format(log=log_file))
-    local = master == "local" or master.startswith("local[")
+    local = is_local_master(master)
+    driver_jvm = f"{LOCAL_DRIVER_JVM} {cds.archive_flags(check_java())}".strip() if local else ""
     return {
         "spark.app.name": "pydistcp",
         "spark.pyspark.python": sys.executable,
@@ -83,18 +88,22 @@ def base_conf(log_file: str, log_dir: str, master: str = "") -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}"
-                                         + (f" {LOCAL_DRIVER_JVM}" if local else ""),
+                                         + (f" {driver_jvm}" if local else ""),
         "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}",
     }
 
 
 @contextmanager
-def spark_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterator[Any]:
-    """The active SparkSession, or a new one that is stopped on exit.
+def spark_session(master: str, conf: Mapping[str, str], log_file: str,
+                  engine: str = "cold") -> Iterator[Any]:
+    """The active SparkSession, a session on the warm engine, or a new one that is
+    stopped on exit.
 
-    While a new JVM starts, file descriptor 2 points at the log file: the JVM and
-    the Python workers it forks inherit it, so Spark's own output never reaches
-    the user's terminal.
+    ``engine`` (local masters only): ``cold`` starts a JVM for this run; ``warm``
+    uses the warm engine (``distcp.spark.engine``), starting it if needed; ``auto``
+    uses it when it already runs. While a new JVM starts, file descriptor 2 points
+    at the log file: the JVM and the Python workers it forks inherit it, so Spark's
+    own output never reaches the user's terminal.
     """
     from pyspark.sql import SparkSession
 
@@ -102,6 +111,12 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterat
     if active is not None:
         yield active
         return
+    if engine != "cold" and is_local_master(master):
+        warm = _warm_engine(master, conf, log_file, start=engine == "warm")
+        if warm is not None:
+            with warm as spark:
+                yield spark
+            return
     if not master.startswith("sc://"):
         check_java()
     log_dir = os.path.dirname(log_file)
@@ -115,14 +130,184 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterat
     for key, value in settings.items():
         builder = builder.config(key, value)
     python = None if remote else settings["spark.pyspark.python"]
+    _quiet_py4j_logger()
     with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except KeyboardInterrupt:
+            _end_jvm(_jvm_process())
+            raise
+        except Exception as exc:  # noqa: BLE001 - PySpark raises many kinds here
+            # A driver JVM that died on its CDS archive (e.g. a truncated file): once more
+            # without it; the archive is deleted, so the next build replaces it.
+            options = cds.drop_archive_of(settings.get("spark.driver.extraJavaOptions", ""))
+            if options is None:
+                raise SparkUnavailableError(f"Spark did not start ({master}): {_cause(exc)}; "
+                                            f"details in {log_file}", path=log_file) from None
+            try:
+                spark = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+            except Exception as again:  # noqa: BLE001
+                raise SparkUnavailableError(
+                    f"Spark did not start ({master}): {_cause(again)}; details in {log_file}",
+                    path=log_file) from None
+    interrupted, jvm = False, _jvm_process()  # kept now: PySpark drops it on interrupt
     try:
-        yield spark
+        with _plain_interrupts():
+            yield spark
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         with _stderr_to(log_file):
-            spark.stop()
+            if interrupted:
+                _end_jvm(jvm)
+            else:
+                spark.stop()
+        if is_local_master(master) and not interrupted:
+            cds.after_run(check_java(), log_file)
+
+
+def engine_settings(master: str, conf: Mapping[str, str]) -> tuple[Engine, dict[str, Any]]:
+    """The engine that serves ``master`` with the user's ``conf`` (part of its key: a
+    run with other settings gets another engine, never a silently different one)."""
+    return Engine.for_settings(master, check_java(), {"driver": LOCAL_DRIVER_JVM, **conf})
+
+
+def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: bool
+                 ) -> Any | None:
+    """A context manager yielding a session on the warm engine, or None to run cold
+    (``auto`` and no engine running, or the engine cannot start: said in one line)."""
+    eng, inputs = engine_settings(master, conf)
+    if not start and eng.server() is None:
+        return None
+    if start:
+        try:
+            started = start_engine(eng, master, conf, inputs)
+        except (EngineUnavailable, OSError, subprocess.SubprocessError) as exc:
+            print(f"pydistcp: warning: {exc}; this run starts a JVM of its own instead",
+                  file=sys.stderr, flush=True)
+            return None
+        if started:
+            pid = (eng.server() or {}).get("pid")
+            print(f"pydistcp: started a warm Spark engine (pid {pid}) that later runs reuse; "
+                  f"it stops after {idle_timeout() / 60:.0f} min idle, or now with "
+                  "'pydistcp engine stop'", file=sys.stderr, flush=True)
+
+    @contextmanager
+    def session() -> Iterator[Any]:
+        from pyspark.sql import SparkSession
+
+        os.makedirs(os.path.dirname(log_file), exist_ok=True)
+        with open(log_file, "a") as f:
+            f.write(f"this run used the warm engine {eng.dir}; its log: {eng.log_dir}\n")
+        with eng.in_use():
+            with _stderr_to(log_file), warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                spark = SparkSession.builder.remote(eng.connect_url()).getOrCreate()
+            _fail_fast(spark)
+            try:
+                yield spark
+            finally:
+                # This client's session only (the server stays); a server that died
+                # mid-run has nothing left to stop.
+                with contextlib.suppress(Exception):
+                    spark.stop()
+
+    return session()
+
+
+def _fail_fast(spark: Any) -> None:
+    """A warm engine that died does not come back: give up after a few seconds of
+    retries (Spark Connect's default keeps retrying for 10 minutes), so the run fails
+    its files like a lost worker and the next run starts a new engine."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=5, max_backoff=2000)])
+    except (ImportError, AttributeError):
+        pass
+
+
+def start_engine(eng: Engine, master: str, conf: Mapping[str, str],
+                 inputs: Mapping[str, Any], idle_s: float | None = None) -> bool:
+    """Start ``eng`` for ``master`` unless it runs (True if this call started it), with
+    the JVM settings a cold local run gets, its log in the engine's directory."""
+    eng.log_dir.mkdir(parents=True, exist_ok=True)
+    server_conf = {**base_conf(str(eng.log_dir / "server.log"), str(eng.log_dir), master),
+                   **conf}
+    with eng.in_use():
+        return eng.ensure(master, server_conf, inputs, idle_timeout(idle_s))
+
+
+@contextmanager
+def _plain_interrupts() -> Iterator[None]:
+    """Ctrl-C as a plain KeyboardInterrupt while our session runs.
+
+    PySpark's SIGINT handler calls ``cancelAllJobs`` through the gateway the main thread
+    is blocked in; py4j then logs the reentrant call's tracebacks on the root logger
+    (``logging.exception``: tens of lines on stderr). We end the JVM ourselves on
+    interrupt, so Python's own handler is enough, and a NullHandler on the root logger
+    keeps py4j's root-level records off the terminal meanwhile.
+    """
+    import logging
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
+    null = logging.NullHandler()
+    logging.getLogger().addHandler(null)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(null)
+        if main and previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _jvm_process() -> int | None:
+    """The pid of the JVM PySpark launched as our child, if any (Linux: from /proc;
+    PySpark's own handle on it, ``SparkContext._gateway.proc``, was None here)."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/comm") as f:
+                name = f.read().strip()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me and name == "java":
+            return int(entry)
+    return None
+
+
+def _end_jvm(pid: int | None) -> None:
+    """After Ctrl-C, end the JVM we started instead of asking it through a gateway the
+    interrupt may have broken. PySpark starts the JVM ignoring SIGINT, and seen here it
+    outlived us by minutes, holding our stdout. Killing it is safe: a run killed at any
+    instant is finished by the next one (DESIGN.md, invariant 2)."""
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)  # SIGTERM runs Spark's hook, which waits on tasks
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _quiet_py4j_logger() -> None:
+    """py4j logs every broken gateway call (on Ctrl-C, tens of lines of tracebacks from its
+    callback threads); the same failures reach us as exceptions, so its logger stays quiet."""
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+
+
+def _cause(exc: BaseException) -> str:
+    """The first line of PySpark's message, without the Java stack it may carry."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
 def default_parallelism(spark: Any) -> int:

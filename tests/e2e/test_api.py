@@ -62,5 +62,5 @@ def test_convert_chain_with_an_unknown_name_fails_before_copying(spark: Any, tmp
     from distcp.errors import PluginError
 
     with pytest.raises(PluginError, match="unknown converters plugin 'rot13'"):
-        distcp.copy(str(EXAMPLES), str(tmp_path / "o"), converters=["rot13"])
+        distcp.copy(str(EXAMPLES), str(tmp_path / "o"), convert=["rot13"])
     assert not (tmp_path / "o").exists()

@@ -35,10 +35,11 @@ def summary(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def test_tree_copy_is_identical_then_incremental(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_tree_copy_is_identical_then_incremental(engine: str, tmp_path: Path) -> None:
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     make_tree(src)
-    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj))
+    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--engine", engine)
     assert first.returncode == 0, first.stderr
     assert tree(dst) == tree(src)  # bytes, modes and mtimes, directories included
     s = summary(sj)
@@ -47,6 +48,8 @@ def test_tree_copy_is_identical_then_incremental(tmp_path: Path) -> None:
     assert {"files_skipped", "files_deleted", "duration_s", "failures"} <= set(s)
     assert "copied 5 files" in first.stdout
     assert "Exception" not in first.stderr and "WARN" not in first.stderr + first.stdout
+    used_warm = "used the warm engine" in Path(s["log_file"]).read_text()
+    assert used_warm == (engine == "warm")
 
     again = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress")
     assert again.returncode == 0, again.stderr
@@ -55,7 +58,8 @@ def test_tree_copy_is_identical_then_incremental(tmp_path: Path) -> None:
 
     (src / "top.csv").chmod(0o644)
     (src / "top.csv").write_text("id,v\n1,3\n")
-    third = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress")
+    third = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress",
+                    "--engine", engine)
     assert third.returncode == 0, third.stderr
     assert summary(sj)["files_copied"] == 1
     assert (dst / "top.csv").read_text() == "id,v\n1,3\n"
@@ -108,8 +112,10 @@ def test_non_tty_progress_prints_plain_lines(tmp_path: Path) -> None:
     (src / "f").write_bytes(os.urandom(1000))
     r = run_cli("copy", str(src), str(tmp_path / "dst"))
     assert r.returncode == 0, r.stderr
-    assert "pydistcp: starting Spark (local[*])" in r.stdout
-    assert "100% 1/1 files" in r.stdout and "\r" not in r.stdout
+    # status and progress on stderr; stdout keeps only the summary
+    assert "pydistcp: starting Spark (local[*])" in r.stderr
+    assert "100% 1/1 files" in r.stderr and "\r" not in r.stderr
+    assert r.stdout.startswith("copied 1 files") and "pydistcp:" not in r.stdout
 
 
 def run_on_terminal(*args: str, timeout: float = 300) -> tuple[int, str]:

@@ -57,18 +57,39 @@ def test_no_java_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root's setpriv")
-def test_unreadable_file_fails_its_file_set_and_publishes_nothing(tmp_path: Path) -> None:
+def test_unreadable_file_is_named_and_the_rest_of_a_plain_copy_arrives(tmp_path: Path) -> None:
+    """A plain tree copy publishes file by file, as rclone does (datasets of --dataset-glob
+    stay whole or nothing: tests/e2e/test_policies_recovery.py)."""
     src, dst = tmp_path / "src", tmp_path / "dst"
-    src.mkdir()
+    (src / "sub").mkdir(parents=True)
     (src / "ok.txt").write_text("fine")
+    (src / "sub" / "ok2.txt").write_text("fine too")
     (src / "secret.txt").write_text("no")
     (src / "secret.txt").chmod(0)
     r = _run_without_dac(src, dst)
     assert r.returncode == 1, r.stderr
     assert f"pydistcp: FAILED cannot read {src / 'secret.txt'}: permission denied" in r.stderr
     assert "Traceback" not in r.stderr
-    assert not (dst / "ok.txt").exists()  # the file set is published whole or not at all
-    assert "failed 1" in r.stdout
+    assert {k: v[0] for k, v in tree(dst).items()} == {
+        "ok.txt": b"fine", "sub": None, "sub/ok2.txt": b"fine too"}
+    assert "copied 2 files" in r.stdout and "failed 1" in r.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root's setpriv")
+def test_unreadable_directory_is_named_and_the_rest_arrives(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "locked").mkdir(parents=True)
+    (src / "locked" / "x").write_text("x")
+    (src / "ok.txt").write_text("fine")
+    (src / "locked").chmod(0)
+    try:
+        r = _run_without_dac(src, dst)
+    finally:
+        (src / "locked").chmod(0o755)
+    assert r.returncode == 1, r.stderr
+    assert (f"pydistcp: FAILED {src / 'locked'}: unreadable directory (Permission denied)"
+            in r.stderr)
+    assert {k: v[0] for k, v in tree(dst).items()} == {"ok.txt": b"fine"}
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root's setpriv")
@@ -84,7 +105,7 @@ def test_unwritable_destination_damages_nothing(tmp_path: Path) -> None:
         r = _run_without_dac(src, dst)
     finally:
         dst.chmod(0o755)
-    assert r.returncode == 2, r.stderr
+    assert r.returncode == 3, r.stderr  # the environment (permissions), not the command line
     assert one_error_line(r.stderr) == (f"pydistcp: error: cannot write to destination {dst}: "
                                         "Permission denied")
     assert tree(dst) == before

@@ -239,3 +239,30 @@ def test_world_writable_entries_lose_the_bit(tmp_path: Path) -> None:
     outputs = run.by_destination(tmp_path / "dst")
     assert Path(outputs["w/open.txt"].staging).stat().st_mode & 0o777 == 0o664
     assert outputs["w/d/"].mode == 0o775
+
+
+def test_archive_links_skip_expands_the_rest_and_names_each_link(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (tmp_path / "outside").mkdir()
+    with tarfile.open(src / "real.tar", "w") as tar:
+        info = tar_member("a.txt")
+        info.size = 5
+        tar.addfile(info, io.BytesIO(b"hello"))
+        tar.addfile(tar_member("passwd", tarfile.SYMTYPE, "/etc/passwd"))
+        tar.addfile(tar_member("again.txt", tarfile.LNKTYPE, "a.txt"))
+        tar.addfile(tar_member("escape", tarfile.SYMTYPE, str(tmp_path / "outside")))
+        info = tar_member("escape/x")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"x!\n"))
+    run = run_convert(src, tmp_path / "dst", "untar", archive_links="skip")
+    assert run.failed == []
+    got = run.by_destination(tmp_path / "dst")
+    assert sorted(got) == ["real/", "real/a.txt", "real/escape/x"]
+    assert got["real/"].message == (
+        "not expanded (--archive-links skip): symbolic link 'passwd' -> '/etc/passwd'; "
+        "hard link 'again.txt' -> 'a.txt'; "
+        f"symbolic link 'escape' -> '{tmp_path / 'outside'}'")
+    assert not (tmp_path / "outside" / "x").exists()
+    assert sorted(Path(r.staging).read_bytes() for r in got.values() if r.staging) == [
+        b"hello", b"x!\n"]

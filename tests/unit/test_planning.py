@@ -94,3 +94,37 @@ def test_a_destination_keeping_whole_seconds_matches_a_sub_second_source() -> No
     assert decide(f, st(mtime=1_800_000_000.0), False) == ("same size and mtime", False)
     assert decide(f, st(mtime=1_800_000_001.0), False) == ("mtime differs", True)
     assert decide(f, st(mtime=1_800_000_000.5), False) == ("mtime differs", True)  # both precise
+
+
+def test_compare_modes_follow_rclone() -> None:
+    from dataclasses import replace
+
+    f = replace(cf("a"), origin=replace(cf("a").origin, checksum="c1"))
+    assert decide(cf("a"), st(size=99, mtime=1.0), False, "ignore-existing") == (
+        "destination exists (--ignore-existing)", False)
+    assert decide(cf("a"), None, False, "ignore-existing") == ("new", True)
+    assert decide(cf("a"), st(mtime=1.0), False, "size-only") == ("same size (--size-only)", False)
+    assert decide(cf("a"), st(size=11), False, "size-only") == ("size differs", True)
+    assert decide(f, replace(st(mtime=1.0), checksum="c1"), False, "checksum") == (
+        "same size and checksum (--checksum)", False)
+    assert decide(f, replace(st(), checksum="c2"), False, "checksum") == ("checksum differs", True)
+    assert decide(f, st(), False, "checksum") == (
+        "no checksum known for both sides (--checksum)", True)
+    assert decide(f, replace(st(size=11), checksum="c1"), False, "checksum")[1] is True
+
+
+def test_max_delete_refuses_above_the_limit_only() -> None:
+    from distcp.planning import check_max_delete
+
+    target = {"/dst/old1": st(), "/dst/old2": st()}
+    plans = [plan_dataset("u", "/dst", [], [], target, delete=True)]
+    check_max_delete(plans, 2)
+    check_max_delete(plans, None)
+    with pytest.raises(PlanningError, match="would delete 2 entries"):
+        check_max_delete(plans, 1)
+
+
+def test_tasks_n_means_n_units_when_there_are_enough_files() -> None:
+    files = [cf(f"f{i}") for i in range(10)]
+    assert len(pack(files, unit_count(len(files), 3, per_core=1), 0)) == 3
+    assert len(pack(files[:2], unit_count(2, 3, per_core=1), 0)) == 2

@@ -18,7 +18,8 @@ def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPat
     mine = {"key": "k", "config_kwargs": {"read_timeout": 900, "retries": {"max_attempts": 9}}}
     out = s3ops.bounded_options(mine)
     assert out["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9},
-                                    "connect_timeout": s3ops.CONNECT_TIMEOUT_S}
+                                    "connect_timeout": s3ops.CONNECT_TIMEOUT_S,
+                                    "max_pool_connections": s3ops.POOL_CONNECTIONS}
     assert mine["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9}}
     monkeypatch.setenv(s3ops.TIMEOUT_ENV, "4")
     assert s3ops.watchdog_seconds() == 4

@@ -1,0 +1,92 @@
+"""A local file's data segments and holes, and digests that hash holes as zeros unread.
+
+A sparse file (fewer blocks allocated than its size) reads as zeros where it has holes;
+``SEEK_DATA``/``SEEK_HOLE`` find them without reading. Copies keep the holes
+(``distcp.localcopy``) and verifying a local copy reads only its data segments, while
+the digest stays that of the full logical content: the same as any other path computes
+(``distcp.checksum``), so manifests compare across runs. Stdlib and ``checksum`` only,
+so the commit side may use it as well as the executors.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+
+from distcp.checksum import Digest
+
+#: Bytes read and hashed at a time: a piece that stays in the CPU cache between the
+#: read and the hash (2 GiB verified in 1.54 s with 1 MiB, 1.88 s with 8 MiB; README).
+HASH_CHUNK = 1 << 20
+
+_ZEROS = bytes(HASH_CHUNK)
+
+
+def is_sparse(fd: int) -> bool:
+    """Fewer bytes allocated than the size says: worth looking for holes."""
+    st = os.fstat(fd)
+    return st.st_blocks * 512 < st.st_size
+
+
+def segments(fd: int, start: int, end: int) -> Iterator[tuple[int, int, bool]]:
+    """(start, stop, is_data) pieces of ``[start, end)``: one data piece for a dense file."""
+    if start >= end:
+        return
+    if not is_sparse(fd):
+        yield start, end, True
+        return
+    pos = start
+    while pos < end:
+        try:
+            data = min(os.lseek(fd, pos, os.SEEK_DATA), end)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # EINVAL: no SEEK_DATA here, read it all
+                yield pos, end, True
+                return
+            data = end  # only a hole left up to the end of the file
+        if data > pos:
+            yield pos, data, False
+        if data >= end:
+            return
+        hole = min(os.lseek(fd, data, os.SEEK_HOLE), end)
+        yield data, hole, True
+        pos = hole
+
+
+def hash_zeros(digest: Digest, length: int) -> None:
+    """Hash ``length`` zero bytes (a hole) from one shared zero buffer."""
+    while length > 0:
+        take = min(length, len(_ZEROS))
+        digest.update(_ZEROS[:take] if take < len(_ZEROS) else _ZEROS)
+        length -= take
+
+
+def digest_span(fd: int, offset: int, length: int, buffer: bytearray) -> Digest:
+    """Digest of ``length`` bytes of ``fd`` at ``offset``, holes hashed as zeros unread.
+
+    Stops early at the end of the file: the caller compares sizes or digests.
+    """
+    digest = Digest()
+    view = memoryview(buffer)[:HASH_CHUNK]
+    for start, stop, data in segments(fd, offset, offset + length):
+        if not data:
+            hash_zeros(digest, stop - start)
+            continue
+        pos = start
+        while pos < stop:
+            n = os.preadv(fd, [view[:min(len(view), stop - pos)]], pos)
+            if not n:
+                return digest
+            digest.update(view[:n])
+            pos += n
+    return digest
+
+
+def digest_of_file(path: str, buffer: bytearray) -> Digest:
+    """Digest of the whole file at ``path`` (the verify re-read of a local staged copy)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return digest_span(fd, 0, os.fstat(fd).st_size, buffer)
+    finally:
+        os.close(fd)

@@ -1,0 +1,178 @@
+"""EXECUTOR: copy a local file to a local path through the kernel, hashed, holes kept.
+
+Between two local paths the kernel can move the bytes itself (``copy_file_range``,
+else ``sendfile``): 0.73 s for 2 GiB here. The digest must still come from bytes
+read from the *source*, so each chunk is kernel-copied and then read back from the
+source (page cache hot) and hashed; ``--verify digest`` re-reads the staged copy as
+before. That is the minimum for the guarantee, one read of each side: 1.59 s for
+2 GiB against 3.54 s for the reused-buffer read/write loop (README, Performance).
+
+A sparse source is copied data segment by data segment (``distcp.holes``), so the
+copy is sparse too; holes hash as zeros without being read, and the digest is that
+of the full logical content, the same whatever path copied the bytes.
+
+Each way of moving bytes steps down to the next where the kernel or filesystem
+refuses it (EXDEV on old kernels, EINVAL/ENOSYS/EOPNOTSUPP, or a premature 0):
+``copy_file_range`` -> ``sendfile`` -> ``pread``/``pwrite``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import Any
+
+from distcp.checksum import Digest
+from distcp.errors import SourceReadError
+from distcp.holes import HASH_CHUNK, hash_zeros, segments
+
+#: Ways to move bytes, best first; ``copy_span(method=...)`` starts lower (tests, tuning).
+METHODS = ("copy_file_range", "sendfile", "readwrite")
+
+#: errno values meaning "this way of copying is not available here", not "the copy failed".
+UNSUPPORTED = frozenset({errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP,
+                         errno.EBADF, errno.ETXTBSY})
+
+
+def regular_fd(raw: Any) -> int | None:
+    """The descriptor behind ``raw`` when it is an open regular local file, else None.
+
+    FIFOs, devices and sockets have no offsets to copy from: they keep the plain loop.
+    """
+    fileno = getattr(raw, "fileno", None)
+    if fileno is None:
+        return None
+    try:
+        fd = fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+def copy_to(src: int, path: str, buffer: bytearray, *, source: str = "",
+            method: str = METHODS[0]) -> Digest:
+    """Copy what is left of ``src`` (from its position) to a new file at ``path``.
+
+    Returns the digest of the bytes read from the source. The copy has the source's
+    holes; ``src`` is left at its end, as a read loop would leave it.
+    """
+    start = os.lseek(src, 0, os.SEEK_CUR)
+    end = os.fstat(src).st_size
+    digest = Digest()
+    dst = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        copy_span(src, dst, start, max(0, end - start), buffer, digest, source=source,
+                  method=method, dst_offset=0)
+        os.ftruncate(dst, digest.size)  # a trailing hole is a size, not written bytes
+    finally:
+        os.close(dst)
+    os.lseek(src, start + digest.size, os.SEEK_SET)
+    return digest
+
+
+def copy_span(src: int, dst: int, offset: int, length: int, buffer: bytearray,
+              digest: Digest, *, source: str = "", method: str = METHODS[0],
+              dst_offset: int | None = None) -> None:
+    """Copy ``length`` bytes of ``src`` at ``offset`` to ``dst`` at ``dst_offset``
+    (default: the same offset), hashing the source's logical bytes into ``digest``.
+
+    Holes of the source are skipped in ``dst`` (the caller sets its size). A source
+    that ends early is a SourceReadError.
+    """
+    if os.fstat(src).st_size < offset + length:  # holes past the end would hash as zeros
+        raise SourceReadError(f"source ended before its listed size: {source}", path=source)
+    shift = (offset if dst_offset is None else dst_offset) - offset
+    mover = _Mover(src, dst, shift, memoryview(buffer), digest, source, method)
+    for start, stop, data in segments(src, offset, offset + length):
+        if data:
+            mover.data(start, stop)
+        else:
+            hash_zeros(digest, stop - start)
+
+
+def extend_to(fd: int, end: int) -> None:
+    """Make ``fd`` at least ``end`` bytes long without ever shrinking it.
+
+    Ranges of a split file share one staging file: ``ftruncate`` by one range could cut
+    another's bytes, so a range ending in a hole writes its own last byte (a zero).
+    """
+    if end > 0 and os.fstat(fd).st_size < end:
+        os.pwrite(fd, b"\0", end - 1)
+
+
+class _Mover:
+    """Moves data segments chunk by chunk with the best method that works here."""
+
+    def __init__(self, src: int, dst: int, shift: int, view: memoryview, digest: Digest,
+                 source: str, method: str) -> None:
+        self.src, self.dst, self.shift, self.view = src, dst, shift, view
+        self.digest, self.source = digest, source
+        self.method = METHODS.index(method)
+
+    def data(self, pos: int, stop: int) -> None:
+        while pos < stop:
+            want = min(len(self.view), stop - pos)
+            if self.method < 2:
+                moved = self._kernel(pos, want)
+                if not moved:
+                    continue  # that method stepped down: the next one tries the same place
+                self._hash_source(pos, moved)
+            else:
+                moved = self._read_write(pos, want)
+            pos += moved
+
+    def _kernel(self, pos: int, want: int) -> int:
+        """Bytes the kernel moved at ``pos`` (up to ``want``); 0: step down a method."""
+        done = 0
+        while done < want:
+            try:
+                n = self._kernel_once(pos + done, want - done)
+            except OSError as exc:
+                if exc.errno not in UNSUPPORTED:
+                    raise
+                n = 0
+            if not n:  # unsupported, or a filesystem that returns 0 early: step down
+                self.method += 1
+                return done
+            done += n
+        return done
+
+    def _kernel_once(self, pos: int, count: int) -> int:
+        if self.method == 0:
+            return os.copy_file_range(self.src, self.dst, count, pos, pos + self.shift)
+        os.lseek(self.dst, pos + self.shift, os.SEEK_SET)
+        return os.sendfile(self.dst, self.src, pos, count)
+
+    def _hash_source(self, pos: int, count: int) -> None:
+        """Read back from the source what the kernel just copied, and hash it."""
+        for at in range(pos, pos + count, HASH_CHUNK):
+            take = min(HASH_CHUNK, pos + count - at)
+            if self._pread(at, take) != take:
+                raise SourceReadError(f"source changed while copying: {self.source} shrank",
+                                      path=self.source)
+            self.digest.update(self.view[:take])
+
+    def _read_write(self, pos: int, want: int) -> int:
+        n = self._pread(pos, want)
+        if not n:
+            raise SourceReadError(f"source ended before its listed size: {self.source}",
+                                  path=self.source)
+        chunk = self.view[:n]
+        self.digest.update(chunk)
+        written = 0
+        while written < n:
+            written += os.pwrite(self.dst, chunk[written:], pos + self.shift + written)
+        return n
+
+    def _pread(self, pos: int, count: int) -> int:
+        try:
+            got = 0
+            while got < count:
+                n = os.preadv(self.src, [self.view[got:count]], pos + got)
+                if not n:
+                    break
+                got += n
+            return got
+        except OSError as exc:
+            raise SourceReadError(f"cannot read {self.source}: {exc}", path=self.source) from exc

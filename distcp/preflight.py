@@ -1,0 +1,173 @@
+"""Checks that need no Spark, run before Spark starts and before anything is written.
+
+A refusal found after Spark's start costs the user 15-30 s of JVM start (and, for
+an unreachable standalone master, 70 s of retries and a Java stack); found here it
+costs milliseconds. Each check raises one of our errors with a one-line message
+naming the file or setting to fix: ConfigurationError / PlanningError (exit 2) for
+what the command line says, an EnvironmentProblem (exit 3) for what the machine or
+a service around it refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from distcp import fs as fsutil
+from distcp import s3
+from distcp.errors import (
+    ConfigurationError,
+    CredentialsError,
+    DestinationNotWritableError,
+    EndpointUnreachableError,
+    PlanningError,
+    SparkUnavailableError,
+)
+
+#: Seconds a TCP connect to a Spark master or an S3 request may take here.
+PROBE_TIMEOUT = 5.0
+
+_MASTER_PREFIXES = ("local[", "local-cluster[", "spark://", "sc://", "k8s://", "mesos://")
+_MASTER_NAMES = ("local", "yarn")
+_MASTER_SETTING = "--master / PYDISTCP_MASTER"
+
+
+def check_master(master: str) -> None:
+    """A master string Spark knows, and a standalone / Connect master that answers TCP."""
+    if master not in _MASTER_NAMES and not master.startswith(_MASTER_PREFIXES):
+        raise ConfigurationError(
+            f"{_MASTER_SETTING}: not a Spark master: {master!r} (use local[N], spark://HOST:PORT, "
+            "sc://HOST:PORT, yarn, k8s://URL, mesos://URL or local-cluster[...])")
+    if master.startswith(("spark://", "sc://")):
+        for host, port in _master_addresses(master):
+            _connect(host, port, master)
+
+
+def _master_addresses(master: str) -> list[tuple[str, int]]:
+    """``spark://h1:7077,h2:7077`` (standby masters) -> [(h1, 7077), (h2, 7077)]."""
+    scheme, rest = master.split("://", 1)
+    default = 7077 if scheme == "spark" else 15002
+    addresses = []
+    for part in rest.split("/", 1)[0].split(";", 1)[0].split(","):
+        parsed = urlsplit(f"//{part}")
+        try:
+            port = parsed.port or default
+        except ValueError:
+            raise ConfigurationError(f"{_MASTER_SETTING}: bad port in {master!r}") from None
+        if not parsed.hostname:
+            raise ConfigurationError(f"{_MASTER_SETTING}: no host in {master!r}")
+        addresses.append((parsed.hostname, port))
+    return addresses
+
+
+def _connect(host: str, port: int, master: str) -> None:
+    """One standby master answering is enough for Spark; here every listed one must
+    answer, which is stricter but keeps the message about the one that did not."""
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT):
+            return
+    except OSError as exc:
+        timed_out = isinstance(exc, TimeoutError)
+        cause = f"no answer in {PROBE_TIMEOUT:.0f} s" if timed_out else exc.strerror or str(exc)
+        raise SparkUnavailableError(
+            f"Spark master {master} is unreachable: {host}:{port}: {cause}; start it or fix "
+            f"{_MASTER_SETTING}", path=master) from None
+
+
+def check_local_destination(root: str, destination: str) -> None:
+    """The state directory's location can take a file: create and remove a probe in
+    its nearest existing ancestor (nothing is left, no folder is created)."""
+    path = fsutil.local_path(root)
+    if path is None:
+        return
+    what = f"destination {fsutil.display(destination)}"
+    ancestor = path
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise PlanningError(f"cannot write to {what}: {ancestor} is a file, not a directory; "
+                            "choose another DST or --state-dir", path=destination)
+    _probe(ancestor, what)
+
+
+def _probe(directory: str, what: str) -> None:
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pydistcp-probe-", dir=directory)
+    except OSError as exc:
+        raise DestinationNotWritableError(f"cannot write to {what}: {exc.strerror or exc}",
+                                          path=directory) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_summary_json(path: str | None) -> None:
+    """``--summary-json`` can be written after the copy (``-`` is stdout: nothing to check)."""
+    if not path or path == "-":
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigurationError(f"--summary-json: {path} is a directory")
+    if not os.path.isdir(directory):
+        raise ConfigurationError(f"--summary-json: {path}: no such directory {directory}")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise DestinationNotWritableError(f"--summary-json: {path}: permission denied")
+    _probe(directory, f"--summary-json {path}")
+
+
+_CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
+                     "InvalidToken", "ExpiredToken", "403")
+
+
+def check_s3(url: str, options: Mapping[str, Any], side: str) -> None:
+    """One cheap, bounded request (HEAD of the bucket) per S3 URL: credentials present
+    and accepted, endpoint reachable. ``side`` is ``src`` or ``dst``, to name the setting."""
+    fs, path = fsutil.filesystem(url, s3.bounded_options(options))
+    if not s3.is_s3(fs):
+        return
+    bucket = path.split("/", 1)[0]
+    setting = f"--{side}-option / --{side}-options-file or the AWS_* variables"
+    try:
+        s3.call(fs, "head_bucket", Bucket=bucket)
+    except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ours
+        raise _s3_problem(exc, url, bucket, setting) from None
+
+
+def _s3_problem(exc: BaseException, url: str, bucket: str, setting: str) -> Exception:
+    chain = [exc, exc.__cause__, exc.__context__]
+    names = {type(e).__name__ for e in chain if e is not None}
+    text = " ".join(str(e) for e in chain if e is not None)
+    where = fsutil.display(url)
+    if names & {"NoCredentialsError", "PartialCredentialsError"}:
+        return CredentialsError(f"{where}: no S3 credentials found; set them with {setting}",
+                                path=where)
+    if "ProfileNotFound" in names:
+        return CredentialsError(f"{where}: {_short(text)}; fix AWS_PROFILE or {setting}",
+                                path=where)
+    if any(code in text or code in names for code in _CREDENTIAL_CODES) or isinstance(
+            exc, PermissionError):
+        return CredentialsError(f"{where}: S3 refused the credentials or access to bucket "
+                                f"{bucket} ({_short(text)}); fix them with {setting}",
+                                path=where)
+    if "NoSuchBucket" in text or "404" in text or isinstance(exc, FileNotFoundError):
+        return PlanningError(f"{where}: no such bucket: {bucket}", path=where)
+    return EndpointUnreachableError(f"{where}: S3 endpoint unreachable ({_short(text)}); "
+                                    f"check endpoint_url in {setting}", path=where)
+
+
+def _short(text: str) -> str:
+    return text.splitlines()[0][:200] if text else "no detail"
+
+
+def check_run(cfg: Any) -> None:
+    """The checks a copy run needs before it lists anything, in the order a user would
+    fix them; a dry run starts no Spark, so its master is not asked."""
+    if not cfg.dry_run:
+        check_master(cfg.master)
+    check_summary_json(cfg.summary_json)
+    for source in cfg.sources:
+        check_s3(source, cfg.src_options, "src")
+    check_s3(cfg.destination, cfg.dst_options, "dst")

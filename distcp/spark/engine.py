@@ -1,0 +1,336 @@
+"""The warm engine: one persistent local Spark Connect server that later runs reuse.
+
+A cold run pays Spark's fixed cost (a JVM, a session, the first job's warm-up:
+15-25 s on 2 cores) for every copy. PySpark 4.3 ships the mechanism to avoid it
+(``pyspark.sql.connect.local_server``): a long-lived local Spark Connect server,
+started through ``sbin/start-connect-server.sh`` and recorded in a discovery file
+(host, port, auth token, pid), to which later processes connect in under a second.
+This module only adds what a tool on a user's machine needs around it:
+
+- **Not silently reused across versions or settings.** Each engine lives in a
+  directory named by a fingerprint of what its workers and JVM run (pydistcp's
+  code, pyspark, the Python interpreter, the Java runtime, the JVM settings and the
+  master), so a run never lands on a server started by another version.
+- **Detached.** The server is launched from its own session (``setsid``), so a
+  killed or interrupted run (its process group) never takes the engine down.
+- **Stops itself.** A small watcher next to it stops the server once no run has
+  used it for the idle time (default 30 min). Runs hold a shared ``flock`` on the
+  engine's ``users.lock`` while they use it; the watcher stops the server only when
+  it can take that lock exclusively, so a long run is never cut off.
+- **The environment travels with the job.** The server's Python workers have the
+  server's environment, not the client's: ``distcp.taskenv`` captures what tasks
+  read from the environment (AWS credentials, S3 bounds, crash points) so the job
+  carries it, and the server is started without those variables.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from distcp.taskenv import TASK_ENV_NAMES, TASK_ENV_PREFIXES
+
+ENGINE_ENV = "PYDISTCP_ENGINE"
+DIR_ENV = "PYDISTCP_ENGINE_DIR"
+IDLE_ENV = "PYDISTCP_ENGINE_IDLE"
+DEFAULT_IDLE_S = 30 * 60.0
+ENGINES = ("auto", "warm", "cold")
+#: How often the watcher looks at the engine.
+WATCH_INTERVAL_S = 5.0
+
+def is_local_master(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def base_dir() -> Path:
+    root = os.environ.get(DIR_ENV)
+    if root:
+        return Path(root)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(cache) / "pydistcp" / "engine"
+
+
+def idle_timeout(value: str | float | None = None) -> float:
+    from distcp.configuration import parse_duration
+
+    raw = value if value is not None else os.environ.get(IDLE_ENV)
+    return parse_duration(raw) if raw not in (None, "") else DEFAULT_IDLE_S  # type: ignore[arg-type]
+
+
+def _code_hash() -> str:
+    """Names, sizes and mtimes of the installed distcp sources: an edited checkout
+    gets a new engine (reused Python workers would keep running the old code)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+def fingerprint_inputs(master: str, java: str, jvm_conf: Mapping[str, str]) -> dict[str, Any]:
+    from pyspark.version import __version__ as pyspark_version
+
+    from distcp import __version__
+
+    try:
+        version = subprocess.run([java, "-version"], capture_output=True, text=True,
+                                 timeout=30).stderr.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        version = []
+    return {"pydistcp": __version__, "code": _code_hash(), "pyspark": pyspark_version,
+            "python": sys.executable, "java": os.path.realpath(java),
+            "java_version": version[:2], "master": master, "conf": dict(sorted(jvm_conf.items()))}
+
+
+def fingerprint(inputs: Mapping[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What ``pydistcp engine status`` shows about one engine."""
+
+    key: str
+    directory: str
+    running: bool
+    pid: int | None
+    url: str | None
+    started: float | None
+    idle_timeout_s: float | None
+    last_used: float | None
+    master: str | None
+    current: bool = False
+
+
+class Engine:
+    """One engine directory: discovery file, locks, logs and the watcher."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.discovery = directory / "connect-local.json"
+        self.meta_path = directory / "meta.json"
+        self.users = directory / "users.lock"
+        self.last_used = directory / "last-used"
+        self.log_dir = directory / "logs"
+
+    @classmethod
+    def for_settings(cls, master: str, java: str, jvm_conf: Mapping[str, str]
+                     ) -> tuple[Engine, dict[str, Any]]:
+        inputs = fingerprint_inputs(master, java, jvm_conf)
+        return cls(base_dir() / fingerprint(inputs)), inputs
+
+    # -- state ------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads(self.meta_path.read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def server(self) -> dict[str, Any] | None:
+        """The discovery record, if its server process is alive."""
+        try:
+            data = json.loads(self.discovery.read_text())
+            pid = int(data["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return data if _alive(pid) else None
+
+    def info(self, current: bool = False) -> EngineInfo:
+        server, meta = self.server(), self.meta()
+        try:
+            used: float | None = self.last_used.stat().st_mtime
+        except OSError:
+            used = None
+        return EngineInfo(self.dir.name, str(self.dir), server is not None,
+                          server["pid"] if server else None,
+                          f"sc://{server['host']}:{server['port']}" if server else None,
+                          meta.get("started"), meta.get("idle_timeout_s"), used,
+                          meta.get("inputs", {}).get("master"), current)
+
+    # -- start, use, stop -------------------------------------------------------------
+    def ensure(self, master: str, conf: Mapping[str, str], inputs: Mapping[str, Any],
+               idle_s: float, log: TextIO | None = None) -> bool:
+        """Start the server unless it runs; True when this call started it."""
+        if self.server() is not None:
+            return False
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.dir, 0o700)
+        self.log_dir.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items()
+               if not (k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES))}
+        env["SPARK_LOCAL_CONNECT_DISCOVERY"] = str(self.discovery)
+        env["PYSPARK_PYTHON"] = env.get("PYSPARK_PYTHON") or sys.executable
+        env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
+        request = json.dumps({"master": master, "conf": dict(conf)})
+        # Its own session: a run killed with its process group never takes the server.
+        proc = subprocess.run([sys.executable, "-m", "distcp.spark.engine", "launch"],
+                              input=request, capture_output=True, text=True, env=env,
+                              start_new_session=True, timeout=300)
+        if proc.returncode != 0:
+            reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise EngineUnavailable(f"the warm engine did not start: {reason} "
+                                    f"(logs: {self.log_dir})")
+        server = self.server()
+        started = server is not None and proc.stdout.strip() == "started"
+        if started:
+            self.meta_path.write_text(json.dumps({
+                "started": time.time(), "idle_timeout_s": idle_s, "inputs": dict(inputs)}))
+            self.touch()
+            subprocess.Popen([sys.executable, "-m", "distcp.spark.engine", "watch",
+                              str(self.dir)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL,
+                             stderr=open(self.log_dir / "watcher.log", "ab"),  # noqa: SIM115
+                             start_new_session=True, env=env)
+        return started
+
+    def touch(self) -> None:
+        self.last_used.touch()
+
+    @contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Hold the engine for a run: the watcher does not stop it meanwhile."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.users, "a") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+            self.touch()
+            try:
+                yield
+            finally:
+                self.touch()
+
+    def stop(self) -> bool:
+        """Stop the server (and so the watcher); True if one was running."""
+        from pyspark.sql.connect.local_server import Discovery, LocalConnectServer
+
+        if not self.discovery.exists():
+            return False
+        server = self.server()
+        with Discovery(str(self.discovery)) as discovery:
+            stopped = bool(LocalConnectServer(discovery).stop())
+        if server is not None:
+            # PySpark only sends SIGTERM; "stop" means gone when we return, so that a
+            # following start or a test's check never meets the old JVM still exiting.
+            _await_exit(int(server["pid"]), grace=_STOP_GRACE)
+        with _quiet():
+            self.meta_path.unlink()
+        return stopped
+
+    def connect_url(self) -> str:
+        """The server's URL, with its token in this process's environment (never argv)."""
+        server = self.server()
+        if server is None:
+            raise EngineUnavailable("the warm engine stopped while connecting")
+        os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = server["token"]
+        return f"sc://{server['host']}:{server['port']}"
+
+
+class EngineUnavailable(RuntimeError):
+    """The warm engine could not be started or reached (the run falls back to cold)."""
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    try:
+        yield
+    except OSError:
+        pass
+
+
+_STOP_GRACE = 30.0
+
+
+def _await_exit(pid: int, grace: float) -> None:
+    """Wait for a signalled server to exit; SIGKILL it after ``grace`` seconds."""
+    for signum, wait in ((None, grace), (signal.SIGKILL, 10.0)):
+        if signum is not None:
+            with _quiet():
+                os.kill(pid, signum)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    try:  # a zombie or a reused pid is not our server
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"SparkConnectServer" in cmdline
+    except OSError:
+        return True
+
+
+def all_engines() -> list[Engine]:
+    root = base_dir()
+    if not root.is_dir():
+        return []
+    return [Engine(p) for p in sorted(root.iterdir()) if p.is_dir()]
+
+
+# -- the detached helpers: launch (in its own session) and watch ----------------------
+def _launch() -> int:
+    """Start the server through PySpark's own launcher; print 'started' or 'running'."""
+    from pyspark.sql.connect.local_server import Discovery, LocalConnectServer
+
+    request = json.loads(sys.stdin.read())
+    with Discovery() as discovery:
+        server = LocalConnectServer(discovery)
+        if server.is_reusable():
+            print("running")
+            return 0
+        server.reuse_or_start(request["master"], request["conf"])
+    print("started")
+    return 0
+
+
+def _watch(directory: str) -> int:
+    """Stop the server once nobody used it for its idle time, and nobody uses it now."""
+    engine = Engine(Path(directory))
+    while True:
+        time.sleep(WATCH_INTERVAL_S)
+        if engine.server() is None:
+            return 0
+        idle_s = float(engine.meta().get("idle_timeout_s") or DEFAULT_IDLE_S)
+        try:
+            idle_for = time.time() - engine.last_used.stat().st_mtime
+        except OSError:
+            idle_for = idle_s
+        if idle_for < idle_s:
+            continue
+        with open(engine.users, "a") as f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a run holds it
+            engine.stop()
+            print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} stopped after "
+                  f"{idle_for:.0f} s idle", file=sys.stderr, flush=True)
+            return 0
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "launch":
+        sys.exit(_launch())
+    if command == "watch" and len(sys.argv) == 3:
+        sys.exit(_watch(sys.argv[2]))
+    print("usage: python -m distcp.spark.engine launch|watch DIR (internal)", file=sys.stderr)
+    sys.exit(2)

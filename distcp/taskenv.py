@@ -1,0 +1,60 @@
+"""The environment a task runs with: the client's, wherever the task runs.
+
+Tasks read a few variables (AWS credentials and region for s3fs, the S3 bound,
+fault-injection points). On a cluster or a warm engine the Python workers have
+their own environment, not the client's, so the job carries these values
+(``TaskSpec.env``) and each task applies them for its duration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+#: Environment variables tasks read: carried by the job, never inherited from the server.
+TASK_ENV_PREFIXES = ("AWS_",)
+TASK_ENV_NAMES = ("PYDISTCP_S3_TIMEOUT", "DISTCP_CRASH_AT", "GNUPGHOME")
+
+
+def task_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables tasks read, as this process has them (applied around each task)."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in env.items()
+            if k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES)}
+
+
+@contextmanager
+def applied_environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    """Run a task with the client's task variables: set those it has, unset the others
+    (a reused worker of a warm server must not keep one run's credentials for the
+    next), and put the worker's own values back afterwards. None: leave it as it is."""
+    if env is None:
+        yield
+        return
+    names = {k for k in os.environ if k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES)}
+    names |= set(env)
+    saved = {k: os.environ.get(k) for k in names}
+    if any(saved.get(k) != env.get(k) for k in names if k.startswith("AWS_")):
+        _forget_s3_clients()  # they hold credentials read from the old environment
+    for name in names:
+        if name in env:
+            os.environ[name] = env[name]
+        else:
+            os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _forget_s3_clients() -> None:
+    try:
+        from s3fs import S3FileSystem
+    except ImportError:
+        return
+    S3FileSystem.clear_instance_cache()

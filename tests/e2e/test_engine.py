@@ -1,0 +1,147 @@
+"""The warm engine for real: a persistent local Spark Connect server that CLI runs reuse,
+started, announced, shared, stopped when idle, and lost mid-run like a worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_env, run_cli, tree
+
+pytestmark = pytest.mark.e2e
+
+
+def engines(engine_dir: Path) -> list[dict]:
+    out = run_cli("engine", "status", "--json", env={"PYDISTCP_ENGINE_DIR": str(engine_dir)})
+    assert out.returncode == 0, out.stderr
+    return [e for e in json.loads(out.stdout) if e["running"]]
+
+
+def make_files(root: Path, count: int, size: int) -> None:
+    root.mkdir(parents=True)
+    for i in range(count):
+        (root / f"f{i:03d}.bin").write_bytes(os.urandom(size))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/cmdline").read_bytes().find(b"SparkConnectServer") >= 0
+    except (OSError, ProcessLookupError):
+        return False
+
+
+def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path) -> None:
+    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    src = tmp_path / "src"
+    make_files(src, 20, 10_000)
+    (src / "sub").mkdir()
+    (src / "sub" / "x.txt").write_text("x\n")
+
+    first = run_cli("copy", str(src), str(tmp_path / "d1"), "--engine", "warm", "--no-progress",
+                    env=env)
+    assert first.returncode == 0, first.stderr
+    announce = [line for line in first.stderr.splitlines() if "warm Spark engine" in line]
+    assert len(announce) == 1 and "'pydistcp engine stop'" in announce[0]
+    assert tree(tmp_path / "d1") == tree(src)
+    [running] = engines(tmp_path / "engines")
+    assert running["current"] and _alive(running["pid"])
+
+    # auto (the default) uses it; two runs at once share it; nobody announces again
+    procs = [subprocess.Popen([sys.executable, "-m", "distcp", "copy", str(src),
+                               str(tmp_path / f"c{i}"), "--no-progress", "--summary-json",
+                               str(tmp_path / f"c{i}.json")],
+                              env=cli_env({**env, "PYDISTCP_ENGINE": "auto"}),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    for i, proc in enumerate(procs):
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert "warm Spark engine" not in err
+        assert tree(tmp_path / f"c{i}") == tree(src)
+        log = json.loads((tmp_path / f"c{i}.json").read_text())["log_file"]
+        assert "used the warm engine" in Path(log).read_text()
+    again = run_cli("copy", str(src), str(tmp_path / "d1"), "--engine", "warm", env=env)
+    assert "copied 0 files" in again.stdout
+
+    # other settings are another engine, never this one silently
+    other = run_cli("copy", str(src), str(tmp_path / "d2"), "--engine", "auto",
+                    "--conf", "spark.sql.shuffle.partitions=3", "--summary-json",
+                    str(tmp_path / "d2.json"), env=env)
+    assert other.returncode == 0, other.stderr
+    log = json.loads((tmp_path / "d2.json").read_text())["log_file"]
+    assert "used the warm engine" not in Path(log).read_text()
+
+    stop = run_cli("engine", "stop", env=env)
+    assert stop.returncode == 0 and "stopped 1 warm engine" in stop.stdout
+    assert engines(tmp_path / "engines") == []
+    assert not _alive(running["pid"])
+    assert "no warm engine was running" in run_cli("engine", "stop", env=env).stdout
+
+
+def test_engine_stops_itself_when_idle(tmp_path: Path) -> None:
+    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    start = run_cli("engine", "start", "--idle-timeout", "2s", env=env)
+    assert start.returncode == 0, start.stderr
+    assert "warm engine started" in start.stdout
+    [running] = engines(tmp_path / "engines")
+    deadline = time.monotonic() + 60
+    while _alive(running["pid"]) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _alive(running["pid"])
+    assert engines(tmp_path / "engines") == []
+
+
+def test_server_killed_mid_run_is_a_lost_worker_and_the_rerun_finishes(tmp_path: Path) -> None:
+    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    make_files(src, 200, 1 << 20)
+    assert run_cli("engine", "start", env=env).returncode == 0
+    [running] = engines(tmp_path / "engines")
+    staging = dst / ".pydistcp" / "staging"
+
+    def kill_when_copying() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if staging.exists() and any(p.is_file() for p in staging.rglob("*")):
+                os.kill(running["pid"], signal.SIGKILL)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_when_copying)
+    killer.start()
+    run = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress", env=env)
+    killer.join()
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert not list(dst.glob("*.bin"))  # the file set was not published
+
+    rerun = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress", env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "warm Spark engine" in rerun.stderr  # a new one
+    assert tree(dst) == tree(src)
+    run_cli("engine", "stop", env=env)
+
+
+def test_executor_environment_travels_with_the_job(tmp_path: Path) -> None:
+    """A crash point set in the client's environment reaches the warm server's workers
+    (and is gone again for the next run on the same workers)."""
+    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    make_files(src, 6, 1000)
+    crashed = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress",
+                      "--parallelism", "1", env={**env, "DISTCP_CRASH_AT": "after_stage:1"})
+    assert crashed.returncode == 1, crashed.stderr
+    assert not list(dst.glob("*.bin"))
+    rerun = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress", env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert tree(dst) == tree(src)
+    run_cli("engine", "stop", env=env)

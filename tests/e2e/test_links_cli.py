@@ -1,0 +1,119 @@
+"""Source trees as found in the wild, through the real CLI and local Spark: links by
+policy, dangling links, loops, FIFOs and sockets are copied or named, never dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, tree
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.trees import wild_tree
+
+pytestmark = pytest.mark.e2e
+
+
+def _copy(tmp_path: Path, src: Path, *flags: str) -> tuple[int, dict, str]:
+    report = tmp_path / "summary.json"
+    r = run_cli("copy", "--no-progress", "--summary-json", str(report), *flags,
+                str(src), str(tmp_path / "dst"))
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.returncode, json.loads(report.read_text()), r.stdout + r.stderr
+
+
+def test_default_skips_links_and_special_files_with_a_report(tmp_path: Path) -> None:
+    src = wild_tree(tmp_path)
+    rc, summary, out = _copy(tmp_path, src)
+    assert rc == 0, out
+    got = tree(tmp_path / "dst")
+    assert {k: v[0] for k, v in got.items()} == {"a": b"inside", "d": None, "d/b": b"bee"}
+    assert {e["path"]: e["error"] for e in summary["entries_skipped"]} == {
+        f"{src}/lin": "symbolic link to a (--links skip)",
+        f"{src}/lout": "symbolic link to ../outside (--links skip)",
+        f"{src}/dang": "symbolic link to nowhere (--links skip)",
+        f"{src}/d/loop": "symbolic link to .. (--links skip)",
+        f"{src}/fifo": "special file (fifo)",
+        f"{src}/sock": "special file (socket)",
+    }
+    assert summary["failures"] == [] and summary["files_copied"] == 2
+    assert "not copied (links and special files): 6" in out
+    assert f"  {src}/fifo: special file (fifo)" in out
+
+
+def test_follow_copies_targets_and_names_dangling_links_and_loops(tmp_path: Path) -> None:
+    src = wild_tree(tmp_path)
+    rc, summary, out = _copy(tmp_path, src, "--links", "follow")
+    assert rc == 1, out
+    got = {k: v[0] for k, v in tree(tmp_path / "dst").items()}
+    assert got == {"a": b"inside", "d": None, "d/b": b"bee", "lin": b"inside",
+                   "lout": b"secret outside"}
+    assert not (tmp_path / "dst" / "lin").is_symlink()
+    assert sorted(f["error"] for f in summary["failures"]) == [
+        f"{src}/d/loop: symbolic link loop (points to a directory above it)",
+        f"{src}/dang: dangling symbolic link to nowhere",
+    ]
+    assert summary["files_failed"] == 2 and summary["files_copied"] == 4
+    assert f"pydistcp: FAILED {src}/dang: dangling symbolic link to nowhere" in out
+    assert {e["error"] for e in summary["entries_skipped"]} == {
+        "special file (fifo)", "special file (socket)"}
+
+
+def test_destination_inside_source_through_a_link_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a").write_bytes(b"a")
+    (tmp_path / "alias").symlink_to("src")
+    r = run_cli("copy", str(tmp_path / "src"), str(tmp_path / "alias" / "copy"))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"pydistcp: error: destination {tmp_path}/alias/copy is inside source "
+        f"{tmp_path}/src; choose a destination outside the source")
+    assert sorted(p.name for p in (tmp_path / "src").iterdir()) == ["a"]
+    r = run_cli("copy", str(tmp_path / "alias"), str(tmp_path / "src"))
+    assert r.returncode == 2 and "is inside source" in r.stderr
+
+
+def test_archive_links_skip_names_each_link_in_the_summary(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    src = tmp_path / "src"
+    src.mkdir()
+    with tarfile.open(src / "rel.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("bin/tool")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"tool"))
+        link = tarfile.TarInfo("bin/alias")
+        link.type, link.linkname = tarfile.SYMTYPE, "tool"
+        tar.addfile(link)
+    rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar")
+    assert rc == 1 and "entry 'bin/alias' is a symbolic link to 'tool'" in out
+    rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar", "--archive-links", "skip")
+    assert rc == 0, out
+    assert {k: v[0] for k, v in tree(tmp_path / "dst").items()} == {
+        "rel": None, "rel/bin": None, "rel/bin/tool": b"tool"}
+    note = (f"{src}/rel.tar.gz: not expanded (--archive-links skip): "
+            "symbolic link 'bin/alias' -> 'tool'")
+    assert summary["notes"] == [note] and note in out
+
+
+def test_s3_keys_that_cannot_be_file_names_are_named_and_the_rest_arrives(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    c = s3.client()
+    objects = {"t/a": b"A", "t/a/b": b"B", "t/d/": b"bytes in slash", "t/e/f": b"F",
+               "t/ok": b"ok"}
+    for key, body in objects.items():
+        c.put_object(Bucket="src", Key=key, Body=body)
+    report = tmp_path / "summary.json"
+    r = run_cli("copy", "--no-progress", "--summary-json", str(report),
+                *s3.cli_options("--src-option"), "s3://src/t", str(tmp_path / "dst"),
+                env=s3.env)
+    assert r.returncode == 1, r.stderr
+    assert {k: v[0] for k, v in tree(tmp_path / "dst").items()} == {
+        "a": None, "a/b": b"B", "d": None, "e": None, "e/f": b"F", "ok": b"ok"}
+    assert sorted(f["error"] for f in json.loads(report.read_text())["failures"]) == [
+        ("s3://src/t/a: object key is also the prefix of other keys (a file and a directory "
+         "of one name)"),
+        "s3://src/t/d/: object key ends with '/' and holds 14 bytes: no file can have that name",
+    ]

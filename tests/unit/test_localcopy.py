@@ -1,0 +1,229 @@
+"""The kernel copy path (distcp.localcopy) on real local files: bytes, digests, holes,
+and each fallback forced through the os functions it calls."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distcp import holes, localcopy
+from distcp.checksum import Digest, digest_of_bytes
+from distcp.errors import IntegrityError, SourceReadError
+from distcp.writer import SourceReader, write_staged
+from tests.fixtures.trees import sparse_file
+
+MIB = 1 << 20
+
+
+def _copy(src: Path, dst: Path, buffer_size: int = MIB, **kw: Any) -> Digest:
+    with open(src, "rb", buffering=0) as f:
+        return localcopy.copy_to(f.fileno(), str(dst), bytearray(buffer_size), **kw)
+
+
+def _digest_of_file(path: Path) -> str:
+    """The reference digest: the plain loop over every byte (what the writer's loop hashes)."""
+    d = Digest()
+    with open(path, "rb") as f:
+        while chunk := f.read(3 * MIB + 7):
+            d.update(chunk)
+    return d.hexdigest()
+
+
+@pytest.mark.parametrize("method", localcopy.METHODS)
+@pytest.mark.parametrize("size", [0, 1, MIB - 1, 5 * MIB + 123])
+def test_each_method_copies_the_bytes_and_hashes_the_source(tmp_path: Path, method: str,
+                                                            size: int) -> None:
+    data = os.urandom(size)
+    (tmp_path / "a").write_bytes(data)
+    digest = _copy(tmp_path / "a", tmp_path / "b", buffer_size=2 * MIB + 5, method=method)
+    assert (tmp_path / "b").read_bytes() == data
+    assert digest.size == size
+    assert digest.hexdigest() == digest_of_bytes(data)
+
+
+def test_sparse_file_stays_sparse_and_digests_as_its_dense_content(tmp_path: Path) -> None:
+    size = 256 * MIB
+    regions = {10 * MIB: os.urandom(MIB), 200 * MIB + 4096: os.urandom(MIB)}
+    content = sparse_file(tmp_path / "a", size, regions)
+    if os.stat(tmp_path / "a").st_blocks * 512 >= size:
+        pytest.skip("this filesystem does not keep holes")
+    digest = _copy(tmp_path / "a", tmp_path / "b", buffer_size=8 * MIB)
+    st = os.stat(tmp_path / "b")
+    assert st.st_size == size
+    assert st.st_blocks * 512 <= 4 * MIB  # two 1 MiB regions (block-rounded), not 256 MiB
+    assert (tmp_path / "b").read_bytes() == content
+    assert digest.hexdigest() == digest_of_bytes(content)
+    assert holes.digest_of_file(str(tmp_path / "b"), bytearray(MIB)).hexdigest() \
+        == digest_of_bytes(content)
+
+
+def test_trailing_hole_keeps_the_size(tmp_path: Path) -> None:
+    content = sparse_file(tmp_path / "a", 64 * MIB, {0: b"head"})
+    digest = _copy(tmp_path / "a", tmp_path / "b")
+    assert (tmp_path / "b").read_bytes() == content
+    assert digest.hexdigest() == _digest_of_file(tmp_path / "a")
+
+
+def test_range_into_shared_file_keeps_holes_and_never_shrinks_it(tmp_path: Path) -> None:
+    """Two ranges of one split file, the later written first, the earlier ending in a hole."""
+    content = sparse_file(tmp_path / "a", 16 * MIB, {MIB: b"x" * 100, 12 * MIB: b"y" * 100})
+    digests = [Digest(), Digest()]
+    buffer = bytearray(MIB)
+    with open(tmp_path / "a", "rb", buffering=0) as src:
+        fd = os.open(tmp_path / "b", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            for index in (1, 0):
+                offset = index * 8 * MIB
+                localcopy.copy_span(src.fileno(), fd, offset, 8 * MIB, buffer, digests[index])
+                localcopy.extend_to(fd, offset + 8 * MIB)
+        finally:
+            os.close(fd)
+    assert (tmp_path / "b").read_bytes() == content
+    assert digests[0].blocks() + digests[1].blocks() == _blocks(content)
+    assert os.stat(tmp_path / "b").st_blocks * 512 <= MIB
+
+
+def _blocks(content: bytes) -> bytes:
+    d = Digest()
+    d.update(content)
+    return d.blocks()
+
+
+def test_exdev_steps_down_to_sendfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real_sendfile = os.sendfile
+
+    def refuse(*args: Any) -> int:
+        calls.append("copy_file_range")
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    def sendfile(*args: Any) -> int:
+        calls.append("sendfile")
+        return real_sendfile(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    monkeypatch.setattr(os, "sendfile", sendfile)
+    data = os.urandom(3 * MIB)
+    (tmp_path / "a").write_bytes(data)
+    digest = _copy(tmp_path / "a", tmp_path / "b")
+    assert (tmp_path / "b").read_bytes() == data
+    assert digest.hexdigest() == digest_of_bytes(data)
+    assert calls[0] == "copy_file_range" and calls.count("copy_file_range") == 1  # once, then not
+    assert calls.count("sendfile") >= 3
+
+
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, None])
+def test_unsupported_kernel_paths_fall_back_to_the_loop(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        code: int | None) -> None:
+    """Both kernel calls refused (or returning 0 early, ``None``): pread/pwrite does it."""
+    def refuse(*args: Any) -> int:
+        if code is None:
+            return 0
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    monkeypatch.setattr(os, "sendfile", refuse)
+    data = os.urandom(2 * MIB + 1)
+    (tmp_path / "a").write_bytes(data)
+    assert _copy(tmp_path / "a", tmp_path / "b").hexdigest() == digest_of_bytes(data)
+    assert (tmp_path / "b").read_bytes() == data
+
+
+def test_a_real_copy_error_is_not_swallowed(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*args: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "copy_file_range", full)
+    (tmp_path / "a").write_bytes(b"abc")
+    with pytest.raises(OSError, match="No space left"):
+        _copy(tmp_path / "a", tmp_path / "b")
+
+
+def test_source_shorter_than_its_range_is_a_read_error(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"x" * 100)
+    with open(tmp_path / "a", "rb", buffering=0) as src, open(tmp_path / "b", "wb") as dst, \
+            pytest.raises(SourceReadError, match="ended before its listed size"):
+        localcopy.copy_span(src.fileno(), dst.fileno(), 0, 200, bytearray(64), Digest(),
+                            source="a")
+
+
+def test_fifo_source_never_reaches_copy_file_range(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: Any) -> int:
+        raise AssertionError("copy_file_range on a FIFO")
+
+    monkeypatch.setattr(os, "copy_file_range", forbidden)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    pid = os.fork()
+    if pid == 0:  # the writer end, in a child: the parent reads through write_staged
+        with open(fifo, "wb") as w:
+            w.write(b"through a pipe")
+        os._exit(0)
+    with open(fifo, "rb", buffering=0) as raw:
+        reader = SourceReader(raw, str(fifo))
+        assert reader.regular_fd() is None
+        staged = write_staged(reader, str(tmp_path / "out"), {}, bytearray(MIB), "digest")
+    os.waitpid(pid, 0)
+    assert (tmp_path / "out").read_bytes() == b"through a pipe"
+    assert staged.checksum == digest_of_bytes(b"through a pipe")
+
+
+def test_write_staged_takes_the_kernel_path_for_a_regular_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = os.copy_file_range
+
+    def spy(*args: Any) -> int:
+        calls.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", spy)
+    content = sparse_file(tmp_path / "a", 32 * MIB, {5 * MIB: os.urandom(100_000)})
+    with open(tmp_path / "a", "rb", buffering=0) as raw:
+        reader = SourceReader(raw, str(tmp_path / "a"))
+        staged = write_staged(reader, str(tmp_path / "out"), {}, bytearray(8 * MIB), "digest")
+    assert calls and reader.count == 32 * MIB
+    assert staged.size == 32 * MIB and staged.checksum == digest_of_bytes(content)
+    assert (tmp_path / "out").read_bytes() == content
+
+
+def test_verify_rereads_the_kernel_copy_and_catches_a_bad_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digest comes from the source, not from the copy: a copy the kernel got wrong
+    (simulated: one byte flipped after it) fails the verify and leaves no staged file."""
+    real = os.copy_file_range
+
+    def corrupting(src: int, dst: int, count: int, offset_src: int, offset_dst: int) -> int:
+        n = real(src, dst, count, offset_src, offset_dst)
+        os.pwrite(dst, b"\xff", offset_dst)
+        return n
+
+    monkeypatch.setattr(os, "copy_file_range", corrupting)
+    (tmp_path / "a").write_bytes(b"\0" * (3 * MIB))
+    with open(tmp_path / "a", "rb", buffering=0) as raw, \
+            pytest.raises(IntegrityError, match="digest differs"):
+        write_staged(SourceReader(raw, str(tmp_path / "a")), str(tmp_path / "out"), {},
+                     bytearray(MIB), "digest")
+    assert not (tmp_path / "out").exists()
+
+
+def test_source_shrinking_during_the_copy_is_a_read_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.copy_file_range
+
+    def shrinking(src: int, dst: int, count: int, offset_src: int, offset_dst: int) -> int:
+        n = real(src, dst, count, offset_src, offset_dst)
+        os.truncate(tmp_path / "a", MIB)  # another writer cuts the file after the first chunk
+        return n
+
+    monkeypatch.setattr(os, "copy_file_range", shrinking)
+    (tmp_path / "a").write_bytes(os.urandom(4 * MIB))
+    with pytest.raises(SourceReadError, match="source"):
+        _copy(tmp_path / "a", tmp_path / "b")
