@@ -76,11 +76,12 @@ class TextProgress(Callback):
         rate = nbytes / elapsed if elapsed > 0 else 0.0
         frac = nbytes / self.bytes_total if self.bytes_total else (
             files / self.files_total if self.files_total else 1.0)
-        eta = (self.bytes_total - nbytes) / rate if rate > 0 else 0.0
+        # no ETA before the first bytes: "ETA 0s" at 0 % reads as "done"
+        eta = f"{(self.bytes_total - nbytes) / rate:.0f}s" if rate > 0 else "--"
         bar = "#" * int(frac * 20)
         return (f"[{bar:<20}] {frac:4.0%} {files}/{self.files_total} files "
                 f"{human_bytes(nbytes)}/{human_bytes(self.bytes_total)} "
-                f"{human_bytes(rate)}/s ETA {eta:.0f}s")
+                f"{human_bytes(rate)}/s ETA {eta}")
 
     def close(self) -> None:
         self._end_line()

@@ -18,7 +18,14 @@ from typing import Any
 import click
 
 from distcp import __version__
-from distcp.configuration import parse_key_values, parse_options_file, parse_size
+from distcp.configuration import (
+    LOG_LEVELS,
+    parse_duration,
+    parse_flag,
+    parse_key_values,
+    parse_options_file,
+    parse_size,
+)
 from distcp.errors import (
     ConfigurationError,
     DestinationBusyError,
@@ -76,6 +83,13 @@ def main() -> None:
               help="Copy only matching files (repeatable). A pattern with '/' matches the path "
                    "relative to the dataset root, otherwise the file name.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching files (repeatable); wins over --include.")
+@click.option("--min-size", metavar="SIZE", help="rclone: copy only files of at least SIZE (e.g. 10K).")
+@click.option("--max-size", metavar="SIZE", help="rclone: copy only files of at most SIZE (e.g. 2G).")
+@click.option("--min-age", metavar="DURATION",
+              help="rclone: copy only files modified at least DURATION ago (e.g. 30m, 2d).")
+@click.option("--max-age", metavar="DURATION",
+              help="rclone: copy only files modified at most DURATION ago (e.g. 24h). Files a "
+                   "filter leaves out are not deleted by --delete either.")
 @click.option("--overwrite", is_flag=True, help="Copy every file, even those DST already has.")
 @click.option("--checksum", "-c", is_flag=True,
               help="rclone -c: skip a file when size and checksum match; copy when the "
@@ -121,6 +135,9 @@ def main() -> None:
               help="Exactly N tasks copy whole files (fewer only when there are fewer files); "
                    "wins over --parallelism.")
 @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark setting (repeatable).")
+@click.option("--bwlimit", metavar="SIZE",
+              help="rclone: bytes per second for the whole run (e.g. 10M), shared by the "
+                   "tasks running at once.")
 @click.option("--buffer-size", default="8M", show_default=True, metavar="SIZE", help="Copy buffer per task.")
 @click.option("--verify", type=click.Choice(["digest", "size"]), default="digest", show_default=True,
               help="Check each staged copy's size and xxh3 digest by re-reading it, or its size only.")
@@ -151,6 +168,16 @@ def main() -> None:
 @click.option("--recovery-retention", default="24h", show_default=True, metavar="DURATION",
               help="Keep verified but unpublished copies this long for the next run to reuse.")
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
+@click.option("-v", "--verbose", count=True,
+              help="-v: also print every decision (copy/skip/delete and why); -vv: and debug "
+                   "messages. Same as --log-level info / debug.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only errors: no progress, no summary (the exit status tells).")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+              help="error, notice (default), info or debug; wins over -v/-q.")
+@click.option("--log-file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Append one JSON line per decision and outcome (copied, skipped, deleted, "
+                   "failed, not-published, not-copied) with its reason.")
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="Write the run's summary as JSON to this file; '-': to stdout (the human summary then goes to stderr).")
 @click.option("--log-dir", type=click.Path(file_okay=False),
               help="Where Spark's log goes [default: ~/.cache/pydistcp/logs].")
@@ -158,6 +185,7 @@ def copy_command(paths: tuple[str, ...], **flags: Any) -> None:
     if len(paths) < 2:
         raise click.UsageError("give at least one SRC and a DST")
     _compare_mode(flags)  # a usage error (exit 2) before anything starts
+    _log_level(flags)
     _run(lambda: _copy(paths, flags))
 
 
@@ -169,21 +197,46 @@ def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
     for cli_name, field in _CLI_NAMES.items():  # the API's names are the flags' names
         if field in options:
             options[cli_name] = options.pop(field)
-    progress = not flags["no_progress"] and not flags["dry_run"]
+    level = options["log_level"]
+    progress = not flags["no_progress"] and not flags["dry_run"] and level != "error"
     callback: Callback = TextProgress() if progress else Callback()
+    _debug_logging(level)
     summary = copy(list(paths[:-1]), paths[-1], callback=callback, **options)
     # --summary-json - keeps stdout one JSON document: the human lines go to stderr
     to_stdout = flags["summary_json"] == "-"
-    for row in summary.plan:
-        click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})", err=to_stdout)
+    for row in summary.plan:  # a dry run's plan is its output; -v's decisions are status
+        click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})",
+                   err=to_stdout or not flags["dry_run"])
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
-    click.echo(summary.render(), err=to_stdout)
+    if level != "error" or flags["dry_run"]:
+        click.echo(summary.render(), err=to_stdout)
     if to_stdout:
         click.echo(summary.to_json())
     elif flags["summary_json"]:
         Path(flags["summary_json"]).write_text(summary.to_json())
     return 0 if summary.ok else 1
+
+
+def _log_level(flags: dict[str, Any]) -> str:
+    """--log-level wins; else -q is error, -v info, -vv debug (rclone's levels)."""
+    if flags["log_level"]:
+        return str(flags["log_level"]).lower()
+    if flags["quiet"] and flags["verbose"]:
+        raise click.UsageError("-q and -v are mutually exclusive")
+    if flags["quiet"]:
+        return "error"
+    return ("notice", "info")[min(flags["verbose"], 1)] if flags["verbose"] < 2 else "debug"
+
+
+def _debug_logging(level: str) -> None:
+    """-vv: pydistcp's own loggers (commit steps, events) on stderr."""
+    if level == "debug":
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, format="pydistcp: %(name)s: %(message)s")
+        for name in ("distcp", "pydistcp"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
 
 
 def _compare_mode(flags: dict[str, Any]) -> str:
@@ -202,13 +255,18 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         "converters", "master", "parallelism", "verify", "summary_json", "log_dir",
         "gpg_home", "gpg_recipients", "gpg_require_signature", "max_expansion_ratio",
         "expand_into_parent", "state_dir", "commit_policy", "max_replays", "incremental",
-        "recovery_retention", "engine", "links", "archive_links")}
+        "recovery_retention", "engine", "links", "archive_links", "log_file")}
     opts["compare"] = _compare_mode(flags)
+    opts["log_level"] = _log_level(flags)
     opts["max_delete"] = flags["max_delete"]
     opts["tasks"] = flags["tasks"]
-    for name in ("buffer_size", "split_size", "max_expanded_bytes"):
+    for name in ("buffer_size", "split_size", "max_expanded_bytes", "min_size", "max_size",
+                 "bwlimit"):
         if flags[name]:
-            opts[name] = _size(flags[name], name)
+            opts[name] = parse_flag(parse_size, flags[name], name)
+    for name in ("min_age", "max_age"):
+        if flags[name]:
+            opts[name] = parse_flag(parse_duration, flags[name], name)
     opts["spark_conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
     opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
@@ -216,15 +274,6 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         opts["gpg_passphrase"] = Path(flags["gpg_passphrase_file"]).read_text().rstrip("\r\n")
     opts["progress"] = not flags["no_progress"]
     return opts
-
-
-def _size(text: str, name: str) -> int:
-    """parse_size, with the flag named in the message (the user typed a flag, not a name)."""
-    flag = "--" + name.replace("_", "-")
-    try:
-        return parse_size(text)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{flag}: {exc}") from None
 
 
 def _run(action: Any) -> None:

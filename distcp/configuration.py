@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
+from distcp.filters import FileFilter
 
 PRESERVE_LETTERS = "ugptb"
+LOG_LEVELS = ("error", "notice", "info", "debug")
 Verify = Literal["digest", "size"]
 _CREDENTIALS_IN_URL = re.compile(r"^[a-zA-Z][\w+.-]*://[^/@]*:[^/@]*@")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)?\s*$", re.IGNORECASE)
@@ -67,6 +70,19 @@ class CopyConfiguration:
     max_delete: int | None = None
     #: Exactly this many tasks copy whole files (split files add their range tasks).
     tasks: int | None = None
+    #: rclone's size and age filters (bytes; seconds before the run's start).
+    min_size: int | None = None
+    max_size: int | None = None
+    min_age: float | None = None
+    max_age: float | None = None
+    #: Bytes per second for the whole run, shared by its concurrent tasks (rclone --bwlimit).
+    bwlimit: int | None = None
+    #: One JSON line per decision and outcome (copied, skipped, deleted, failed).
+    log_file: str | None = None
+    #: rclone's levels: error (-q), notice (default), info (-v: every decision), debug (-vv).
+    log_level: str = "notice"
+    #: The run's start (seconds since the epoch): "now" for the age filters.
+    started: float = field(default_factory=time.time, compare=False)
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -110,6 +126,21 @@ class CopyConfiguration:
                     "stream of a file in one task (drop one of the two options)")
         if self.links not in ("skip", "follow"):
             raise ConfigurationError(f"--links must be skip or follow, not {self.links!r}")
+        for name in ("min_size", "max_size", "min_age", "max_age"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigurationError(f"--{name.replace('_', '-')} must not be negative")
+        if self.min_size is not None and self.max_size is not None \
+                and self.min_size > self.max_size:
+            raise ConfigurationError("--min-size is larger than --max-size: nothing could match")
+        if self.min_age is not None and self.max_age is not None \
+                and self.min_age > self.max_age:
+            raise ConfigurationError("--min-age is larger than --max-age: nothing could match")
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigurationError(
+                f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
+        if self.bwlimit is not None and self.bwlimit < 1024:
+            raise ConfigurationError("--bwlimit must be at least 1K (bytes per second)")
         if self.buffer_size < 4096:
             raise ConfigurationError("--buffer-size must be at least 4 KiB")
         if self.converters:
@@ -134,8 +165,12 @@ class CopyConfiguration:
             options["recovery_retention"] = parse_duration(options["recovery_retention"])
         if isinstance(options.get("parallelism"), str):
             options["parallelism"] = int(options["parallelism"])
-        if isinstance(options.get("split_size"), str):
-            options["split_size"] = parse_size(options["split_size"])
+        for name in ("split_size", "min_size", "max_size", "bwlimit"):
+            if isinstance(options.get(name), str):
+                options[name] = parse_flag(parse_size, options[name], name)
+        for name in ("min_age", "max_age"):
+            if isinstance(options.get(name), str):
+                options[name] = parse_flag(parse_duration, options[name], name)
         for key in ("include", "exclude", "converters"):
             if key in options and options[key] is not None:
                 options[key] = tuple(options[key])
@@ -147,6 +182,20 @@ class CopyConfiguration:
 
     def with_(self, **changes: Any) -> CopyConfiguration:
         return replace(self, **changes)
+
+    @property
+    def file_filter(self) -> FileFilter:
+        """The run's include/exclude/size/age filters, aged from the run's start."""
+        return FileFilter(self.include, self.exclude, self.min_size, self.max_size,
+                          self.min_age, self.max_age, now=self.started)
+
+
+def parse_flag(parse: Any, text: str, name: str) -> Any:
+    """Parse a flag's value; the error names the flag (the user typed a flag)."""
+    try:
+        return parse(text)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"--{name.replace('_', '-')}: {exc}") from None
 
 
 _CONVERTER_FIELDS = tuple(f.name for f in fields(ConverterOptions))

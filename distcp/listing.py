@@ -102,7 +102,8 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
                                   listing.directories, target,
                                   overwrite=cfg.overwrite, delete=cfg.delete,
-                                  compare=cfg.compare))
+                                  compare=cfg.compare,
+                                  protected=_filtered_out(target, ds, cfg) if cfg.delete else ()))
     if cfg.include and seen and not selected:
         raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of {seen} "
                             "file(s) in the source; check the patterns (a pattern without '/' "
@@ -110,6 +111,17 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     check_duplicates(plans)
     check_max_delete(plans, cfg.max_delete)
     return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
+
+
+def _filtered_out(target: dict[str, FileStatus], ds: CopyableDataset,
+                  cfg: CopyConfiguration) -> list[str]:
+    """Destination files the run's filters leave out: --delete leaves them alone."""
+    wanted = cfg.file_filter
+    if ds.is_file or not wanted.active:
+        return []
+    root = ds.destination_root.rstrip("/")
+    return [url for url, st in target.items() if not st.is_dir and url.startswith(root + "/")
+            and not wanted.admits(url[len(root) + 1:], st)]
 
 
 def manifest_listing(state: DatasetState) -> dict[str, FileStatus]:

@@ -78,8 +78,13 @@ def plan_dataset(
     overwrite: bool = False,
     delete: bool = False,
     compare: str = "default",
+    protected: Collection[str] = (),
 ) -> DatasetPlan:
-    """Decide copy/skip for each file and, with ``delete``, what to remove."""
+    """Decide copy/skip for each file and, with ``delete``, what to remove.
+
+    ``protected``: target entries the run's filters leave out; never deleted, nor are
+    the directories holding them.
+    """
     copy: list[Action] = []
     skip: list[Action] = []
     dirs = tuple(directories)
@@ -99,7 +104,7 @@ def plan_dataset(
             raise PlanningError(
                 f"cannot replace file {display(d.destination)} with directory "
                 f"{display(d.origin.url)}", path=d.destination)
-    doomed = _extras(target, [a.file for a in copy + skip], dirs) if delete else ()
+    doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
     return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs)
 
 
@@ -182,12 +187,13 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
 
 
 def _extras(target: Mapping[str, FileStatus], kept: list[CopyableFile],
-            dirs: tuple[CopyableDirectory, ...]) -> tuple[str, ...]:
+            dirs: tuple[CopyableDirectory, ...], protected: Collection[str] = ()
+            ) -> tuple[str, ...]:
     """Target entries that the dataset does not have; deepest first."""
-    keep = {f.destination for f in kept} | {d.destination for d in dirs}
+    keep = {f.destination for f in kept} | {d.destination for d in dirs} | set(protected)
     expanded = tuple(f.destination for f in kept if f.destination.endswith("/"))
-    for f in kept:
-        parent = posixpath.dirname(f.destination)
+    for url in [f.destination for f in kept] + list(protected):
+        parent = posixpath.dirname(url)
         while parent and parent not in keep:
             keep.add(parent)
             parent = posixpath.dirname(parent)

@@ -104,18 +104,19 @@ def _probe(directory: str, what: str) -> None:
     os.unlink(probe)
 
 
-def check_summary_json(path: str | None) -> None:
-    """``--summary-json`` can be written after the copy (``-`` is stdout: nothing to check)."""
+def check_output_file(path: str | None, flag: str = "--summary-json") -> None:
+    """A file the run writes (``--summary-json``, ``--log-file``) can be written; found
+    out now, not after the copy was published. ``-`` is stdout: nothing to check."""
     if not path or path == "-":
         return
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise ConfigurationError(f"--summary-json: {path} is a directory")
+        raise ConfigurationError(f"{flag}: {path} is a directory")
     if not os.path.isdir(directory):
-        raise ConfigurationError(f"--summary-json: {path}: no such directory {directory}")
+        raise ConfigurationError(f"{flag}: {path}: no such directory {directory}")
     if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise DestinationNotWritableError(f"--summary-json: {path}: permission denied")
-    _probe(directory, f"--summary-json {path}")
+        raise DestinationNotWritableError(f"{flag}: {path}: permission denied")
+    _probe(directory, f"{flag} {path}")
 
 
 _CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
@@ -167,7 +168,8 @@ def check_run(cfg: Any) -> None:
     fix them; a dry run starts no Spark, so its master is not asked."""
     if not cfg.dry_run:
         check_master(cfg.master)
-    check_summary_json(cfg.summary_json)
+    check_output_file(cfg.summary_json)
+    check_output_file(cfg.log_file, "--log-file")
     for source in cfg.sources:
         check_s3(source, cfg.src_options, "src")
     check_s3(cfg.destination, cfg.dst_options, "dst")

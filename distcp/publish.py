@@ -26,6 +26,7 @@ from distcp.planning import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
 from distcp.recovery import RecoveryArea
 from distcp.registry import PUBLISHERS
+from distcp.runlog import NO_LOG, RunLog
 from distcp.state import urn_key
 from distcp.state_steps import AdvanceWatermark, EmitEvent, RecordRun
 from distcp.summary import Failure, Summary
@@ -44,6 +45,8 @@ class Publishing:
     store: CommitStepStore
     recovery: RecoveryArea
     policy: CommitPolicy = "successful"
+    #: ``--log-file``: the outcome of each file (the decisions are logged at planning).
+    log: RunLog = NO_LOG
 
 
 def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult]) -> list[FileSetOutcome]:
@@ -88,10 +91,12 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
         _record_failures(outcome, summary)
+        pub.log.results("failed", [r for r in outcome.results if not r.ok])
         per_file = pub.policy == "partial" or outcome.file_set == PER_FILE
         wanted = outcome if outcome.ok else _ok_part(outcome) if per_file else None
         if wanted is None or (pub.policy == "full" and not all_ok):
             _keep_for_recovery(outcome, files, pub.recovery, summary, pub.ctx)
+            pub.log.results("not-published", [r for r in outcome.results if r.ok])
             continue
         try:
             sequence = _sequence(publisher, wanted, files, pub)
@@ -102,8 +107,11 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
             summary.failures.append(Failure(fsutil.display(outcome.destination_root),
                                             f"{exc}; the next run retries it"))
             summary.files_not_published += sum(1 for r in wanted.results if r.staging)
+            pub.log.results("not-published", [r for r in wanted.results if r.ok])
             continue
         _record_published(wanted, summary)
+        pub.log.results("copied", wanted.results)
+        pub.log.deleted(wanted.deletes)
 
 
 def _note_server_side_fallbacks(results: Sequence[TaskResult], summary: Summary) -> None:

@@ -29,6 +29,7 @@ from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import same_mtime
 from distcp.streams import FileAwareInputStream
 from distcp.taskenv import applied_environment
+from distcp.throttle import throttle_for
 from distcp.upload import StagedUpload, stage_server_side, stage_upload
 from distcp.writer import SourceReader, apply_attributes, write_staged
 
@@ -53,6 +54,8 @@ class TaskSpec:
     #: The client's variables tasks read (AWS credentials, S3 bound, crash points):
     #: a warm engine's workers have the server's environment, not the client's.
     env: dict[str, str] | None = field(default=None, repr=False)
+    #: ``--bwlimit``: this task's share of the run's bytes per second (None: no limit).
+    bwlimit: int | None = None
 
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
@@ -253,7 +256,7 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
         raise SourceReadError(f"cannot read {shown}: permission denied", path=shown) from exc
     except OSError as exc:
         raise SourceReadError(f"cannot open {shown}: {exc}", path=shown) from exc
-    reader = SourceReader(raw, file.origin.url)
+    reader = SourceReader(raw, file.origin.url, throttle_for(spec.bwlimit))
     reader.proven = proven
     return reader
 

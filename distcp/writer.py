@@ -17,6 +17,7 @@ from distcp import fs as fsutil
 from distcp import holes, localcopy
 from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
+from distcp.throttle import Throttle
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +36,12 @@ class SourceReader:
     failure may be skipped or retried, a write failure never hides.
     """
 
-    def __init__(self, raw: BinaryIO, url: str) -> None:
+    def __init__(self, raw: BinaryIO, url: str, throttle: Throttle | None = None) -> None:
         self.raw = raw
         self.url = url
         self.count = 0
+        #: ``--bwlimit``: reads are paced (and the kernel copy is off, it cannot be).
+        self.throttle = throttle
         #: The store vouched that these are the listed version's bytes (GET If-Match).
         self.proven = False
 
@@ -49,6 +52,8 @@ class SourceReader:
             raise SourceReadError(f"cannot read {fsutil.display(self.url)}: {exc}",
                                   path=self.url) from exc
         self.count += n
+        if self.throttle is not None:
+            self.throttle.take(n)
         return n
 
     def read(self, size: int = -1) -> bytes:
@@ -58,11 +63,13 @@ class SourceReader:
             raise SourceReadError(f"cannot read {fsutil.display(self.url)}: {exc}",
                                   path=self.url) from exc
         self.count += len(data)
+        if self.throttle is not None:
+            self.throttle.take(len(data))
         return data
 
     def regular_fd(self) -> int | None:
         """The descriptor of a regular local source file, else None (see distcp.localcopy)."""
-        return localcopy.regular_fd(self.raw)
+        return localcopy.regular_fd(self.raw) if self.throttle is None else None
 
     def readable(self) -> bool:
         return True
@@ -174,7 +181,7 @@ def _verify(fs: Any, path: str, staged: Staged, buffer: bytearray, verify: str) 
 
 
 def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | None,
-                     mtime: float | int | None, owner: str | None, group: str | None
+                     mtime: float | None, owner: str | None, group: str | None
                      ) -> str | None:
     """Set mode, mtime and ownership on the staged file; a rename keeps them.
 
@@ -199,7 +206,7 @@ def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | N
     return None
 
 
-def _remote_mtime(url: str, options: dict[str, Any], mtime: float | int | None) -> str | None:
+def _remote_mtime(url: str, options: dict[str, Any], mtime: float | None) -> str | None:
     if mtime is None or url.startswith(("s3://", "s3a://")) or ":" not in url:
         return None
     fs, path = fsutil.filesystem(url, options)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from collections.abc import Sequence
 
@@ -21,7 +20,7 @@ PER_FILE = "files"
 
 
 class RecursiveCopyableDataset(CopyableDataset):
-    """Everything under ``root``, filtered by include/exclude.
+    """Everything under ``root``, filtered by the run's filters (distcp.filters).
 
     Without converters the dataset is one file set: published whole when ``whole``
     (a dataset of ``--dataset-glob``), else file by file (``PER_FILE``, a plain copy). With
@@ -53,6 +52,7 @@ class RecursiveCopyableDataset(CopyableDataset):
         root_status = fsutil.status(fs, fs.info(root))
         dirs = [self._directory(root_status, self.destination_root, cfg)]
         skipped: list[fsutil.Skipped] = []
+        wanted = cfg.file_filter
         for path, origin in fsutil.walk(fs, root, cfg.links, skipped):
             rel = fsutil.relpath(path, root)
             dest = fsutil.join(self.destination_root, rel)
@@ -60,10 +60,10 @@ class RecursiveCopyableDataset(CopyableDataset):
                 dirs.append(self._directory(origin, dest, cfg))
                 continue
             seen += 1
-            if selected(rel, cfg.include, cfg.exclude):
+            if wanted.admits(rel, origin):
                 files.append(self._file(origin, dest, chain, cfg, rel))
-        if cfg.include or cfg.exclude:
-            dirs = _dirs_holding(dirs, files) if cfg.include else dirs
+        if cfg.include:
+            dirs = _dirs_holding(dirs, files)
         return DatasetListing(tuple(files), tuple(dirs), tuple(skipped), seen)
 
     def _file(self, origin: FileStatus, dest: str, chain: list[Converter],
@@ -95,20 +95,6 @@ def file_set_of(rel: str, converters: Sequence[str], whole: bool = True) -> str:
     if converters:
         return f"file:{rel}"
     return WHOLE if whole else PER_FILE
-
-
-def selected(rel: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
-    """rclone-like filters: a pattern with "/" matches the relative path, else the name.
-
-    Exclude wins over include; with any include pattern, a file must match one.
-    """
-    def hit(pattern: str) -> bool:
-        target = rel if "/" in pattern else posixpath.basename(rel)
-        return fnmatch.fnmatchcase(target, pattern.strip("/"))
-
-    if any(hit(p) for p in exclude):
-        return False
-    return not include or any(hit(p) for p in include)
 
 
 def _dirs_holding(dirs: list[CopyableDirectory], files: list[CopyableFile]) -> list[CopyableDirectory]:

@@ -36,12 +36,14 @@ from distcp.packing import pack, unit_count
 from distcp.publish import Publishing, publish_plan
 from distcp.recovery import RecoveryArea
 from distcp.replay import replay_pending, sweep_dead_jobs
+from distcp.runlog import RunLog
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.splitting import SplitFile, SplitStore, join_results, resumed_results, units_for
 from distcp.state import StateStore
 from distcp.summary import Summary
 from distcp.task import JOURNAL, TaskSpec, run_batches
 from distcp.taskenv import task_environment
+from distcp.throttle import per_task
 
 UNIT_SCHEMA = "unit_id long, payload binary"
 RESULT_SCHEMA = "unit_id long, results binary"
@@ -58,17 +60,22 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     preflight.check_run(cfg)
     datasets = find_datasets(cfg)
     root = state_root(cfg, datasets)
-    if cfg.dry_run:
-        return _run_locked(cfg, callback, summary, datasets, root, start)
-    preflight.check_local_destination(root, cfg.destination)
-    with DestinationLock(root, dict(cfg.dst_options), summary.job_id):
-        return _run_locked(cfg, callback, summary, datasets, root, start)
+    if not cfg.dry_run:
+        preflight.check_local_destination(root, cfg.destination)
+    log = RunLog(cfg.log_file, summary.job_id)
+    try:
+        if cfg.dry_run:
+            return _run_locked(cfg, callback, summary, datasets, root, start, log)
+        with DestinationLock(root, dict(cfg.dst_options), summary.job_id):
+            return _run_locked(cfg, callback, summary, datasets, root, start, log)
+    finally:
+        log.close()
 
 
 def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
-                datasets: list[Any], root: str, start: float) -> Summary:
+                datasets: list[Any], root: str, start: float, log: RunLog) -> Summary:
     """The run once it holds the destination (a dry run changes nothing: no lock)."""
-    pub = _publishing(cfg, summary.job_id, root)
+    pub = replace(_publishing(cfg, summary.job_id, root), log=log)
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
@@ -76,9 +83,13 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
     summary.add_skipped(planned.skipped)
+    log.not_copied(planned.skipped)
+    log.plan(plan)
     summary.phases["plan_s"] = round(time.monotonic() - start, 3)
     summary.datasets = len(plan.datasets)
     summary.files_skipped = sum(len(d.skip) for d in plan.datasets)
+    if cfg.dry_run or cfg.log_level in ("info", "debug"):
+        summary.plan = _decisions(plan)  # -v: every decision, as a dry run shows them
     if cfg.dry_run:
         return _dry_run(summary, plan, start)
     spec = _task_spec(cfg, summary.job_id, root)
@@ -199,6 +210,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
             units += units_for(sf, len(units))
         callback.set_size(len(files), sum(f.origin.size for f in files))
         t = time.monotonic()
+        spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
         results = run_units(spark, units, spec, callback) if units else []
         summary.phases["copy_s"] = round(time.monotonic() - t, 3)
         callback.close()
@@ -373,14 +385,19 @@ def _cleanup(spec: TaskSpec) -> None:
             pass  # leftovers of a failed cleanup are swept by the next run
 
 
-def _dry_run(summary: Summary, plan: Any, start: float) -> Summary:
+def _decisions(plan: Any) -> list[dict[str, str]]:
+    rows = []
     for d in plan.datasets:
         for a in d.copy:
-            summary.plan.append({"action": "copy", "path": a.file.destination, "reason": a.reason})
+            rows.append({"action": "copy", "path": a.file.destination, "reason": a.reason})
         for a in d.skip:
-            summary.plan.append({"action": "skip", "path": a.file.destination, "reason": a.reason})
+            rows.append({"action": "skip", "path": a.file.destination, "reason": a.reason})
         for url in d.delete:
-            summary.plan.append({"action": "delete", "path": url, "reason": "not in source"})
+            rows.append({"action": "delete", "path": url, "reason": "not in source"})
+    return rows
+
+
+def _dry_run(summary: Summary, plan: Any, start: float) -> Summary:
     summary.files_copied = len(plan.files_to_copy)
     summary.bytes_copied = plan.bytes_to_copy
     summary.files_deleted = sum(len(d.delete) for d in plan.datasets)

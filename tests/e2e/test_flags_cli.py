@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from tests.conftest import run_cli
@@ -64,3 +65,68 @@ def test_size_only_copy_with_tasks_on_a_real_tree(tmp_path: Path) -> None:
     assert (dst / "grown.txt").read_bytes() == b"longer source"
     assert (dst / "new.txt").read_bytes() == b"n"
     assert r.stdout.startswith("copied 2 files")
+
+
+def _aged(root: Path, name: str, size: int, age_days: float) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(os.urandom(size))
+    when = time.time() - age_days * 86400
+    os.utime(path, (when, when))
+
+
+def test_size_and_age_filters_and_delete_leaves_what_they_leave_out(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _aged(src, "fresh-mid.bin", 2000, 0.1)       # the only one every filter admits
+    _aged(src, "fresh-tiny.bin", 10, 0.1)        # below --min-size
+    _aged(src, "fresh-big.bin", 9000, 0.1)       # above --max-size
+    _aged(src, "old-mid.bin", 2000, 30)          # older than --max-age
+    _aged(dst, "stale-mid.bin", 2000, 0.1)       # admitted, not in the source: deleted
+    _aged(dst, "archive/huge.bin", 50_000, 0.1)  # filtered out: --delete leaves it
+    r = run_cli("copy", "--dry-run", "--delete", "--min-size", "1K", "--max-size", "8K",
+                "--max-age", "2d", str(src), str(dst))
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0] + " " + Path(line.split()[1]).name for line in r.stdout.splitlines()
+            if line.startswith(("copy", "skip", "delete"))}
+    assert rows == {"copy fresh-mid.bin", "delete stale-mid.bin"}
+
+    r = run_cli("copy", "--min-size", "12Q", str(src), str(dst))
+    assert r.returncode == 2 and r.stderr.strip().endswith("--min-size: not a size: '12Q' "
+                                                           "(examples: 1048576, 64K, 256M, 2G)")
+    r = run_cli("copy", "-q", "-v", str(src), str(dst))
+    assert r.returncode == 2 and "-q and -v are mutually exclusive" in r.stderr
+    r = run_cli("copy", "--log-file", str(tmp_path / "no" / "run.jsonl"), str(src), str(dst))
+    assert r.returncode == 2 and "--log-file" in r.stderr and "no such directory" in r.stderr
+    assert not (dst / "fresh-mid.bin").exists()
+
+
+def test_verbose_log_file_bwlimit_then_quiet(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    payload = os.urandom(2 << 20)
+    (src / "big.bin").write_bytes(payload)
+    (src / "small.txt").write_bytes(b"s")
+    (src / "link").symlink_to("small.txt")
+    log = tmp_path / "run.jsonl"
+    r = run_cli("copy", "-v", "--no-progress", "--tasks", "1", "--bwlimit", "1M", "--log-file",
+                str(log), "--summary-json", str(tmp_path / "s.json"), str(src), str(dst))
+    assert r.returncode == 0, r.stderr
+    assert (dst / "big.bin").read_bytes() == payload
+    assert f"copy   {dst}/big.bin  (new)" in r.stderr  # -v: decisions are status lines
+    assert r.stdout.startswith("copied 2 files")
+    # 2 MiB at 1 MiB/s (a quarter second of burst) cannot take less than 1.75 s
+    assert json.loads((tmp_path / "s.json").read_text())["phases"]["copy_s"] >= 1.7
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    by = {(e["event"], Path(e.get("path") or e["destination"]).name) for e in events}
+    assert {("decision", "big.bin"), ("decision", "small.txt"), ("copied", "big.bin"),
+            ("copied", "small.txt"), ("not-copied", "link")} <= by
+    copied = next(e for e in events if e["event"] == "copied" and e["path"].endswith("big.bin"))
+    assert copied["bytes"] == 2 << 20 and copied["destination"] == f"{dst}/big.bin"
+    assert {e["job_id"] for e in events} == {events[0]["job_id"]}
+
+    r = run_cli("copy", "-q", "--log-file", str(log), str(src), str(dst))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "" and r.stderr == ""  # -q: errors only, and there were none
+    again = [json.loads(line) for line in log.read_text().splitlines()][len(events):]
+    assert {(e["event"], e.get("action")) for e in again if e["event"] == "decision"} == {
+        ("decision", "skip")}

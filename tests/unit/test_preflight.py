@@ -14,7 +14,7 @@ from distcp.errors import (
     PlanningError,
     SparkUnavailableError,
 )
-from distcp.preflight import check_local_destination, check_master, check_summary_json
+from distcp.preflight import check_local_destination, check_master, check_output_file
 
 
 @pytest.mark.parametrize("master", ["local", "local[*]", "local[2,3]", "yarn",
@@ -62,12 +62,12 @@ def test_destination_under_a_file(tmp_path: Path) -> None:
 
 
 def test_summary_json_stdout_and_missing_directory(tmp_path: Path) -> None:
-    check_summary_json("-")
-    check_summary_json(None)
-    check_summary_json(str(tmp_path / "s.json"))
+    check_output_file("-")
+    check_output_file(None)
+    check_output_file(str(tmp_path / "s.json"))
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigurationError, match="no such directory"):
-        check_summary_json(str(tmp_path / "no" / "s.json"))
+        check_output_file(str(tmp_path / "no" / "s.json"))
 
 
 def test_environment_problems_share_one_base() -> None:
