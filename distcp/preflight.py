@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from distcp import fs as fsutil
 from distcp import s3
+from distcp.converters.base import build_chain
 from distcp.errors import (
     ConfigurationError,
     CredentialsError,
@@ -27,6 +28,7 @@ from distcp.errors import (
     PlanningError,
     SparkUnavailableError,
 )
+from distcp.spark.engine import is_local_master
 
 #: Seconds a TCP connect to a Spark master or an S3 request may take here.
 PROBE_TIMEOUT = 5.0
@@ -173,3 +175,7 @@ def check_run(cfg: Any) -> None:
     for source in cfg.sources:
         check_s3(source, cfg.src_options, "src")
     check_s3(cfg.destination, cfg.dst_options, "dst")
+    if cfg.converters and not cfg.dry_run and is_local_master(cfg.master):
+        for converter in build_chain(cfg.converters, cfg.converter_options):
+            converter.preflight()
+

@@ -70,6 +70,11 @@ class Converter(ABC):
         """Raise ConfigurationError when ``options`` cannot work for this converter
         (called once when the run is configured, before anything is read)."""
 
+    def preflight(self) -> None:
+        """Check, before Spark starts, what the tasks will need from this machine (a
+        tool, a key); raise one of our errors when it cannot work. Called for local
+        masters only: a cluster's executors are other machines."""
+
 
 class UnknownConverterError(ConfigurationError, PluginError):
     """A --convert name nobody registered: a bad invocation (exit 2) and a plugin lookup

@@ -26,6 +26,7 @@ from typing import Any
 from distcp.converters.base import Converter
 from distcp.converters.gpghome import private_home
 from distcp.converters.gpgpipe import GpgPipe
+from distcp.converters.gpgprobe import probe_decrypt
 from distcp.converters.names import GPG_SUFFIXES, replace_suffix
 from distcp.errors import ConfigurationError, ConversionError
 from distcp.fs import display
@@ -86,6 +87,9 @@ class DecryptConverter(_GpgConverter):
     def check_options(self) -> None:
         if self.options.gpg_passphrase and "\n" in self.options.gpg_passphrase:
             raise ConfigurationError("the GPG passphrase must be one line")
+
+    def preflight(self) -> None:
+        probe_decrypt(self.options.gpg_home, self.options.gpg_passphrase)
 
     def convert(self, stream: FileAwareInputStream) -> Iterator[FileAwareInputStream]:
         passphrase = self.options.gpg_passphrase

@@ -129,6 +129,31 @@ def test_expansion_ratio_below_one_is_refused(tmp_path: Path, src: Path, ratio: 
     assert ">=1" in r.stderr.replace(" ", "") and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("case", ["wrong passphrase", "no passphrase", "empty keyring"])
+def test_unusable_gpg_keyring_is_refused_before_spark(tmp_path: Path, src: Path,
+                                                      case: str) -> None:
+    from tests.fixtures.gpgkeys import PASSPHRASE, keyring
+
+    ring = keyring()
+    home = ring.home
+    env = {"PYDISTCP_GPG_PASSPHRASE": "n0t-" + PASSPHRASE}
+    if case == "no passphrase":
+        env = {}
+    elif case == "empty keyring":
+        home = str(tmp_path / "gnupg")
+        os.mkdir(home, 0o700)
+    line = refuse(tmp_path, "copy", str(src), str(tmp_path / "out"), "--convert", "decrypt",
+                  "--gpg-home", home, env=env)
+    expected = {"wrong passphrase": f"unlocks none of the 1 secret key(s) in {home}: bad "
+                                    "passphrase",
+                "no passphrase": f"the secret key(s) in {home} need a passphrase: give "
+                                 "--gpg-passphrase-file or PYDISTCP_GPG_PASSPHRASE",
+                "empty keyring": f"--gpg-home {home}: no secret key that can decrypt"}[case]
+    assert expected in line
+    assert PASSPHRASE not in line
+    assert not (tmp_path / "out").exists()
+
+
 def test_include_matching_nothing_is_exit_2(tmp_path: Path, src: Path) -> None:
     line = refuse(tmp_path, "copy", str(src), str(tmp_path / "out"), "--include", "*.parquet",
                   "--include", "*.orc")
