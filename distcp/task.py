@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
+from distcp import s3, s3get
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
 from distcp.errors import CopyError, SourceReadError
 from distcp.faults import crash_point
@@ -266,7 +266,7 @@ def _get_listed(fs: Any, file: CopyableFile, shown: str) -> io.BytesIO:
     o = file.origin
     assert o.etag is not None
     try:
-        data = s3.get_if_match(fs, o.url, o.etag)
+        data = s3get.get_if_match(fs, o.url, o.etag)
     except OSError as exc:
         if s3.precondition_failed(exc):
             raise SourceReadError(f"source changed while copying: {shown} (its ETag is no "
