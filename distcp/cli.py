@@ -446,8 +446,8 @@ def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, .
     def action() -> int:
         from distcp.spark import cds
         from distcp.spark.engine import idle_timeout as parse_idle
-        from distcp.spark.engine import is_local_master
-        from distcp.spark.session import check_java, engine_settings, start_engine
+        from distcp.spark.jvm import check_java, is_local_master
+        from distcp.spark.session import engine_settings, start_engine
 
         if not is_local_master(master):
             raise ConfigurationError(f"--master {master}: the warm engine serves local masters "

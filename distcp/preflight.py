@@ -28,7 +28,7 @@ from distcp.errors import (
     PlanningError,
     SparkUnavailableError,
 )
-from distcp.spark.engine import is_local_master
+from distcp.spark.jvm import is_local_master
 
 #: Seconds a TCP connect to a Spark master or an S3 request may take here.
 PROBE_TIMEOUT = 5.0

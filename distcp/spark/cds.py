@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 
+from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, java_version
+
 log = logging.getLogger(__name__)
 
 _LOCK = "build.lock"
@@ -66,13 +68,6 @@ def archive_key(java_real: str, java_version: str, pyspark_version: str,
 
 
 @functools.lru_cache(maxsize=8)
-def java_version(java: str) -> str:
-    """``java -version``'s output, run once per process and executable (~0.1-0.3 s each)."""
-    out = subprocess.run([java, "-version"], check=False, capture_output=True, text=True,
-                         timeout=60)
-    return (out.stderr + out.stdout).strip()
-
-
 def _jars() -> tuple[str, list[tuple[str, int]]]:
     import pyspark
 
@@ -82,8 +77,6 @@ def _jars() -> tuple[str, list[tuple[str, int]]]:
 
 
 def _driver_flags() -> str:
-    from distcp.spark.session import LOCAL_DRIVER_JVM
-
     return LOCAL_DRIVER_JVM
 
 
@@ -303,8 +296,6 @@ def _record(tmp: str) -> None:
     driver JVM to exit, which is when it writes the archive."""
     from pyspark.sql import SparkSession
 
-    from distcp.spark.session import base_conf
-
     log_dir = tempfile.mkdtemp(prefix="pydistcp-cds-")
     conf = base_conf(os.path.join(log_dir, "record.log"), log_dir, "local[1]")
     conf["spark.driver.extraJavaOptions"] += f" -XX:ArchiveClassesAtExit={tmp}"
@@ -323,8 +314,6 @@ def _record(tmp: str) -> None:
 
 def _main(argv: list[str]) -> int:
     """``python -m distcp.spark.cds build|status|clear``: the archive by hand."""
-    from distcp.spark.session import check_java
-
     if len(argv) == 2 and argv[0] == "record":
         _record(argv[1])
         return 0

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from distcp.spark.jvm import java_version
 from distcp.taskenv import TASK_ENV_NAMES, TASK_ENV_PREFIXES
 
 ENGINE_ENV = "PYDISTCP_ENGINE"
@@ -48,10 +49,6 @@ DEFAULT_IDLE_S = 30 * 60.0
 ENGINES = ("auto", "warm", "cold")
 #: How often the watcher looks at the engine.
 WATCH_INTERVAL_S = 5.0
-
-def is_local_master(master: str) -> bool:
-    return master == "local" or master.startswith("local[")
-
 
 def base_dir() -> Path:
     root = os.environ.get(DIR_ENV)
@@ -85,8 +82,7 @@ def fingerprint_inputs(master: str, java: str, jvm_conf: Mapping[str, str]) -> d
     from distcp import __version__
 
     try:
-        version = subprocess.run([java, "-version"], capture_output=True, text=True,
-                                 timeout=30).stderr.strip().splitlines()
+        version = java_version(java).splitlines()
     except (OSError, subprocess.SubprocessError):
         version = []
     return {"pydistcp": __version__, "code": _code_hash(), "pyspark": pyspark_version,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,78 +17,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from distcp.errors import JavaMissingError, SparkUnavailableError
+from distcp.errors import SparkUnavailableError
 from distcp.spark import cds
-from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout, is_local_master
-
-MIN_JAVA = 17
-
-_LOG4J = """\
-rootLogger.level = warn
-rootLogger.appenderRef.file.ref = file
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{yyyy-MM-dd HH:mm:ss}} %p %c{{1}}: %m%n
-logger.pydistcp.name = org.apache.spark.api.python
-logger.pydistcp.level = warn
-"""
+from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
+from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, is_local_master
 
 
-def check_java() -> str:
-    """The java executable Spark will use, or a one-line JavaMissingError."""
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    hint = "install a JDK (e.g. openjdk-17-jre-headless) or set JAVA_HOME"
-    if not java or not os.path.exists(java):
-        raise JavaMissingError(f"pydistcp runs on Spark, which needs Java {MIN_JAVA}+; "
-                               f"no java found: {hint}")
-    try:
-        out = cds.java_version(java)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise JavaMissingError(f"cannot run {java}: {exc}; {hint}") from None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    major = int(match.group(1)) if match else 0
-    if major == 1 and match and match.group(2):
-        major = int(match.group(2))
-    if major < MIN_JAVA:
-        raise JavaMissingError(f"pydistcp runs on Spark, which needs Java {MIN_JAVA}+; "
-                               f"{java} is Java {major or 'of unknown version'}: {hint}")
-    return java
-
-
-#: JVM flags of a local-mode driver. Its JVM only schedules a few tasks (no byte passes
-#: through it), yet C2 compilation and the parallel GC's threads took most of a core
-#: during the first job on a 2-core machine, slowing the Python workers copying next to
-#: it: with C1 only and the serial GC a 2 GiB local copy ran 4 s (15 %) faster.
-LOCAL_DRIVER_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def base_conf(log_file: str, log_dir: str, master: str = "") -> dict[str, str]:
-    """Our defaults: quiet terminal, reused Python workers, our interpreter on workers;
-    for ``local[...]`` masters, a driver JVM that leaves the cores to the copy.
-
-    The log4j file is per job, so concurrent runs sharing a log dir keep their logs apart.
-    A ``--conf spark.driver.extraJavaOptions`` of the user replaces all of it.
-    """
-    stem = os.path.splitext(os.path.basename(log_file))[0]
-    props = os.path.join(log_dir, f"{stem}.log4j2.properties")
-    with open(props, "w") as f:
-        f.write(_LOG4J.format(log=log_file))
-    local = is_local_master(master)
-    driver_jvm = f"{LOCAL_DRIVER_JVM} {cds.archive_flags(check_java())}".strip() if local else ""
-    return {
-        "spark.app.name": "pydistcp",
-        "spark.pyspark.python": sys.executable,
-        "spark.pyspark.driver.python": sys.executable,
-        "spark.python.worker.reuse": "true",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}"
-                                         + (f" {driver_jvm}" if local else ""),
-        "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}",
-    }
+def jvm_conf(log_file: str, log_dir: str, master: str) -> dict[str, str]:
+    """base_conf with this machine's class-data-sharing archive for a local driver."""
+    flags = cds.archive_flags(check_java()) if is_local_master(master) else ""
+    return base_conf(log_file, log_dir, master, flags)
 
 
 @contextmanager
@@ -124,7 +60,7 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
     remote = master.startswith("sc://")
     # A Spark Connect server owns its JVM and workers: our JVM-side defaults would only
     # be refused (CANNOT_MODIFY_CONFIG), so only the user's settings are sent.
-    settings = {**({} if remote else base_conf(log_file, log_dir, master)), **conf}
+    settings = {**({} if remote else jvm_conf(log_file, log_dir, master)), **conf}
     builder = SparkSession.builder
     builder = builder.remote(master) if remote else builder.master(master)
     for key, value in settings.items():
@@ -234,7 +170,7 @@ def start_engine(eng: Engine, master: str, conf: Mapping[str, str],
     """Start ``eng`` for ``master`` unless it runs (True if this call started it), with
     the JVM settings a cold local run gets, its log in the engine's directory."""
     eng.log_dir.mkdir(parents=True, exist_ok=True)
-    server_conf = {**base_conf(str(eng.log_dir / "server.log"), str(eng.log_dir), master),
+    server_conf = {**jvm_conf(str(eng.log_dir / "server.log"), str(eng.log_dir), master),
                    **conf}
     with eng.in_use():
         return eng.ensure(master, server_conf, inputs, idle_timeout(idle_s))

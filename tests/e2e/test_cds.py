@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from distcp.spark import cds
-from distcp.spark.session import check_java
+from distcp.spark.jvm import check_java
 from tests.conftest import cli_env, run_cli, tree
 from tests.fixtures.processes import CmdlineWatcher
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from distcp.spark import cds
-from distcp.spark.session import LOCAL_DRIVER_JVM, base_conf, check_java
+from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java
+from distcp.spark.session import jvm_conf
 
 JARS = [("spark-core_2.13-4.3.0.jar", 17_000_000), ("py4j-0.10.9.9.jar", 120_000)]
 KEY = ("/usr/lib/jvm/java-17/bin/java", 'openjdk version "17.0.15"', "4.3.0", JARS,
@@ -110,10 +111,12 @@ def test_base_conf_adds_the_archive_for_local_masters_only(java: str, tmp_path: 
     path.parent.mkdir(parents=True)
     fake_archive(path)
     log = str(tmp_path / "spark.log")
-    local = base_conf(log, str(tmp_path), "local[2]")["spark.driver.extraJavaOptions"]
+    local = jvm_conf(log, str(tmp_path), "local[2]")["spark.driver.extraJavaOptions"]
     assert f"{LOCAL_DRIVER_JVM} -XX:SharedArchiveFile={path} -Xshare:auto" in local
-    cluster = base_conf(log, str(tmp_path), "spark://h:7077")["spark.driver.extraJavaOptions"]
+    cluster = jvm_conf(log, str(tmp_path), "spark://h:7077")["spark.driver.extraJavaOptions"]
     assert "SharedArchiveFile" not in cluster
+    assert "SharedArchiveFile" not in base_conf(log, str(tmp_path), "local[2]")[
+        "spark.driver.extraJavaOptions"]  # the recorder's JVM: no archive
 
 
 def test_rejection_in_the_spark_log_deletes_the_archive(java: str, tmp_path: Path) -> None:

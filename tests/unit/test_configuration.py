@@ -67,7 +67,7 @@ def test_registry_reports_a_plugin_that_does_not_import() -> None:
 
 
 def test_a_local_driver_jvm_leaves_the_cores_to_the_copy_unless_the_user_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from distcp.spark.session import LOCAL_DRIVER_JVM, base_conf
+    from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf
 
     log = str(tmp_path / "spark.log")
     local = base_conf(log, str(tmp_path), "local[2]")["spark.driver.extraJavaOptions"]
