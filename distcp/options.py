@@ -64,7 +64,7 @@ def _take_deprecated(opts: dict[str, Any]) -> None:
             continue
         warnings.warn(f"distcp.copy({field}=...) is deprecated; use {cli}=...",
                       DeprecationWarning, stacklevel=4)
-        if cli in opts:
+        if opts.get(cli):  # convert=() and the like are the defaults: not given
             raise ConfigurationError(f"give {cli}= or {field}=, not both")
         opts[cli] = opts.pop(field)
 
