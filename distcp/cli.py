@@ -192,7 +192,7 @@ def _compare_mode(flags: dict[str, Any]) -> str:
 #: Flags of ``copy`` whose value the API takes under another name or shape (every
 #: other flag is the API parameter of the same name: tests/unit/test_api_contract.py).
 _RENAMED = {"converters": "convert", "gpg_recipients": "gpg_recipient", "spark_conf": "conf"}
-_NOT_PASSED = ("src_option", "dst_option", "src_options_file", "dst_options_file",
+_NOT_PASSED = ("paths", "src_option", "dst_option", "src_options_file", "dst_options_file",
                "gpg_passphrase_file", "no_progress", "spark_conf")
 
 

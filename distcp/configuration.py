@@ -1,6 +1,6 @@
 """CopyConfiguration: every setting of one run, immutable and validated once.
 
-Built by the CLI from flags or by ``distcp.copy(**options)``; explicit values
+Built by ``distcp.copy`` (which the CLI calls) through distcp.options; explicit values
 win over ``PYDISTCP_*`` environment variables, which win over defaults. Nothing
 here imports Spark or click.
 """
