@@ -195,13 +195,15 @@ def recover(destination: str | None = None, *, state_dir: str | None = None,
 
 
 def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str | None = None,
-            dst_options: Mapping[str, Any] | None = None) -> CleanupReport:
+            dst_options: Mapping[str, Any] | None = None, dry_run: bool = False
+            ) -> CleanupReport:
     """Free what runs that are no longer running left under ``destination``, when older
     than ``older_than`` (seconds or ``"1h"``; 0: everything dead runs left): staging and
     progress folders, split files no run resumed, verified copies kept for recovery and
     (object stores) orphaned multipart uploads. Staged files a pending commit will
-    publish are kept. Raises ``DestinationBusyError`` while a run holds the destination
-    (``pydistcp cleanup`` calls this)."""
+    publish are kept. ``dry_run``: report what would be freed, remove nothing. Raises
+    ``DestinationBusyError`` while a run holds the destination (``pydistcp cleanup``
+    calls this)."""
     import os
 
     from distcp.configuration import parse_duration
@@ -218,7 +220,7 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
     with driver_errors(_display(state_dir or destination)):
         root = existing_state_root(destination, state_dir, options)[0]
         with DestinationLock(root, options, f"cleanup-{os.getpid()}", command="cleanup"):
-            return free_dead_runs(destination, root, options, age)
+            return free_dead_runs(destination, root, options, age, dry_run)
 
 
 def _display(url: str | None) -> str | None:

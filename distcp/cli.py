@@ -355,9 +355,10 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
               help="Free only what was left longer ago than this (0s: everything dead runs "
                    "left).")
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
+@click.option("--dry-run", is_flag=True, help="Say what would be freed; remove nothing.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
 @_DST_OPTIONS_FILE
-def cleanup_command(destination: str, older_than: str, state_dir: str | None,
+def cleanup_command(destination: str, older_than: str, state_dir: str | None, dry_run: bool,
                     dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
     """Free what runs that are no longer running left under DST.
 
@@ -370,7 +371,8 @@ def cleanup_command(destination: str, older_than: str, state_dir: str | None,
         from distcp import cleanup
 
         report = cleanup(destination, older_than=older_than, state_dir=state_dir,
-                         dst_options=_state_options(dst_option, dst_options_file))
+                         dst_options=_state_options(dst_option, dst_options_file),
+                         dry_run=dry_run)
         click.echo(report.render())
         return 0
 

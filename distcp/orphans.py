@@ -47,8 +47,10 @@ def referenced_uploads(state_root: str, options: dict[str, Any],
 
 
 def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
-                  older_than: float = 0.0, expire_splits: bool = False) -> int:
-    """Abort unreferenced uploads under ``destination`` initiated ``older_than`` s ago."""
+                  older_than: float = 0.0, expire_splits: bool = False,
+                  dry_run: bool = False) -> int:
+    """Abort unreferenced uploads under ``destination`` initiated ``older_than`` s ago
+    (with ``dry_run``: count them, abort nothing)."""
     fs, path = fsutil.filesystem(destination, options)
     if not s3.is_s3(fs):
         return 0
@@ -57,19 +59,21 @@ def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
     for final, upload_id, initiated in list(s3.uploads(fs, fsutil.to_url(fs, path))):
         if upload_id in keep or not s3.older_than(initiated, older_than):
             continue
-        s3.abort(fs, final, upload_id)
+        if not dry_run:
+            s3.abort(fs, final, upload_id)
         aborted += 1
     return aborted
 
 
 def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
-                   older_than: float) -> CleanupReport:
+                   older_than: float, dry_run: bool = False) -> CleanupReport:
     """Remove what runs that are no longer running left under the state root, if older
     than ``older_than`` seconds: their staging and progress folders, split files nobody
     resumed, verified copies kept for recovery, and (object stores) orphaned uploads.
 
     The caller holds the destination's lock, so no live run's staging is here; staged
-    files a pending commit will publish are kept (the commit needs them).
+    files a pending commit will publish are kept (the commit needs them). With
+    ``dry_run``, the report says what would be freed and nothing is removed.
     """
     jobs = splits_freed = size = 0
     store = CommitStepStore(state_root, options)
@@ -85,7 +89,8 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             if job in keep or not s3.older_than(_job_started(fs, folder, job), older_than):
                 continue
             size += _size(fs, folder)
-            fs.rm(folder, recursive=True)
+            if not dry_run:
+                fs.rm(folder, recursive=True)
             jobs += part == "staging"
     splits = SplitStore(state_root, options, "s3" if s3.is_s3(fsutil.filesystem(
         state_root, options)[0]) else "other")
@@ -93,17 +98,18 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
         if s3.older_than(float(meta.get("created", 0)), older_than):
             fs, path = fsutil.filesystem(folder, options)
             size += _size(fs, path)
-            splits.discard(meta, folder)
+            if not dry_run:
+                splits.discard(meta, folder)
             splits_freed += 1
     recovery = RecoveryArea(state_root, options)
     size += sum(o.get("bytes_written", 0) for e in recovery.entries()
                 if s3.older_than(float(e.get("kept", 0)), older_than)
                 for o in e["outputs"])
-    kept = recovery.expire(older_than)
-    uploads = abort_orphans(destination, state_root, options, older_than)
+    kept = recovery.expire(older_than, dry_run=dry_run)
+    uploads = abort_orphans(destination, state_root, options, older_than, dry_run=dry_run)
     return CleanupReport(destination=destination, state_dir=fsutil.display(state_root),
                          jobs=jobs, splits=splits_freed, recovery=kept, uploads=uploads,
-                         bytes=size)
+                         bytes=size, dry_run=dry_run)
 
 
 def _job_started(fs: Any, folder: str, job: str) -> float:

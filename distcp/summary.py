@@ -133,10 +133,13 @@ class CleanupReport:
     uploads: int = 0
     #: Bytes freed, as far as the storage reports sizes.
     bytes: int = 0
+    #: Nothing was removed: the counts are what a cleanup would free.
+    dry_run: bool = False
 
     def render(self) -> str:
         """The line ``pydistcp cleanup`` prints."""
-        return (f"freed {human_bytes(self.bytes)} under {self.destination}: staging of "
+        verb = "would free" if self.dry_run else "freed"
+        return (f"{verb} {human_bytes(self.bytes)} under {self.destination}: staging of "
                 f"{self.jobs} dead run(s), {self.splits} split file(s), {self.recovery} kept "
                 f"cop(ies), {self.uploads} orphaned multipart upload(s)")
 

@@ -81,9 +81,31 @@ def test_cleanup_frees_a_dead_run_and_keeps_a_recent_one(tmp_path: Path) -> None
     (staging / "20200101T000000-abcdef" / "part").write_bytes(b"x" * 1000)
     (staging / "29990101T000000-fedcba").mkdir()  # "started" in the future: younger than 1h
     (staging / "29990101T000000-fedcba" / "part").write_bytes(b"y" * 10)
+    preview = distcp.cleanup(str(tmp_path), older_than=3600, dry_run=True)
+    assert (preview.jobs, preview.bytes, preview.dry_run) == (1, 1000, True)
+    assert preview.render().startswith(f"would free 1000 B under {tmp_path}: staging of 1 dead")
+    assert len(list(staging.iterdir())) == 2  # nothing removed
     report = distcp.cleanup(str(tmp_path), older_than=3600)
-    assert (report.jobs, report.bytes) == (1, 1000)
+    assert (report.jobs, report.bytes, report.dry_run) == (1, 1000, False)
     assert [p.name for p in staging.iterdir()] == ["29990101T000000-fedcba"]
     assert not (tmp_path / ".pydistcp" / "lock").exists()
     with pytest.raises(errors.ConfigurationError, match=r"^older_than: not a duration: 'soon'"):
         distcp.cleanup(str(tmp_path), older_than="soon")
+
+
+def test_cleanup_command_prints_the_report_of_distcp_cleanup(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from distcp.cli import main
+
+    job = tmp_path / ".pydistcp" / "progress" / "20200101T000000-abcdef"
+    job.mkdir(parents=True)
+    (job / "journal").write_bytes(b"z" * 300)
+    r = CliRunner().invoke(main, ["cleanup", str(tmp_path), "--older-than", "1h", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert r.output == (f"would free 300 B under {tmp_path}: staging of 0 dead run(s), 0 split "
+                        "file(s), 0 kept cop(ies), 0 orphaned multipart upload(s)\n")
+    assert job.is_dir()
+    r = CliRunner().invoke(main, ["cleanup", str(tmp_path), "--older-than", "1h"])
+    assert r.exit_code == 0 and r.output.startswith("freed 300 B under "), r.output
+    assert not job.exists()
