@@ -132,16 +132,15 @@ def copy(
     ``CredentialsError``, one not answering an ``EndpointUnreachableError``; per-file
     failures are reported in the summary (``summary.ok`` is False).
     """
+    params = dict(locals())  # first: the parameters only, every one by its name
+    for name in ("sources", "destination", "callback"):
+        del params[name]
     from distcp.callbacks import DEFAULT_CALLBACK
     from distcp.configuration import CopyConfiguration
     from distcp.driver_errors import driver_errors
     from distcp.options import configuration_options
     from distcp.spark.job import run_copy
 
-    params = dict(locals())
-    for name in ("sources", "destination", "callback", "DEFAULT_CALLBACK", "CopyConfiguration",
-                 "driver_errors", "configuration_options", "run_copy"):
-        params.pop(name)
     srcs = [sources] if isinstance(sources, str) else list(sources)
     options = configuration_options(params)
     try:
