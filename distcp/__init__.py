@@ -1,12 +1,14 @@
 """pydistcp: distcp-style file replication on Spark.
 
-The public API is ``copy``; the CLI (``pydistcp copy``) is a thin layer over it.
+The public API is ``copy``, ``status``, ``recover`` and ``cleanup``, typed; the CLI
+(``pydistcp copy`` ...) is a thin layer over them.
 Importing this package imports neither Spark nor any plugin.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from distcp.errors import (
     ConfigurationError,
@@ -29,7 +31,7 @@ from distcp.errors import (
     SparkUnavailableError,
     StateError,
 )
-from distcp.summary import Failure, Summary
+from distcp.summary import CleanupReport, Failure, StatusReport, Summary
 
 if TYPE_CHECKING:
     from distcp.callbacks import Callback
@@ -37,74 +39,190 @@ if TYPE_CHECKING:
 # The result and error types are light modules (no Spark, no plugin), so they are
 # exported eagerly: users catch ``distcp.DistcpError`` and annotate with ``distcp.Summary``.
 __all__ = [
-    "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
+    "CleanupReport", "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
     "DestinationBusyError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
-    "SourceReadError", "SparkUnavailableError", "StateError", "Summary", "__version__", "copy",
-    "recover", "status",
+    "SourceReadError", "SparkUnavailableError", "StateError", "StatusReport", "Summary",
+    "__version__", "cleanup", "copy", "recover", "status",
 ]
 __version__ = "0.1.0"
 
 
-def copy(sources: str | list[str] | tuple[str, ...], destination: str, *,
-         callback: Callback | None = None, **options: Any) -> Summary:
+def copy(
+    sources: str | Sequence[str],
+    destination: str,
+    *,
+    callback: Callback | None = None,
+    # what is copied
+    dataset_glob: str | None = None,
+    include: str | Sequence[str] = (),
+    exclude: str | Sequence[str] = (),
+    min_size: int | str | None = None,
+    max_size: int | str | None = None,
+    min_age: float | str | None = None,
+    max_age: float | str | None = None,
+    links: Literal["skip", "follow", "copy"] = "skip",
+    # how an existing destination file is compared (at most one of these)
+    overwrite: bool = False,
+    checksum: bool = False,
+    size_only: bool = False,
+    ignore_existing: bool = False,
+    compare: Literal["default", "checksum", "size-only", "ignore-existing"] = "default",
+    delete: bool = False,
+    max_delete: int | None = None,
+    dry_run: bool = False,
+    preserve: str | None = None,
+    # converters
+    convert: str | Sequence[str] = (),
+    gpg_home: str | None = None,
+    gpg_passphrase: str | None = None,
+    gpg_recipient: str | Sequence[str] = (),
+    gpg_require_signature: bool = False,
+    max_expansion_ratio: float = 100.0,
+    max_expanded_bytes: int | str | None = None,
+    archive_links: Literal["refuse", "skip"] = "refuse",
+    expand_into_parent: bool = False,
+    # Spark and tasks
+    master: str | None = None,
+    engine: Literal["auto", "warm", "cold"] | None = None,
+    parallelism: int | None = None,
+    tasks: int | None = None,
+    conf: Mapping[str, str] | None = None,
+    buffer_size: int | str | None = None,
+    verify: Literal["digest", "size"] | None = None,
+    split_size: int | str | None = None,
+    bwlimit: int | str | None = None,
+    # storages
+    src_options: Mapping[str, Any] | None = None,
+    dst_options: Mapping[str, Any] | None = None,
+    # state, commit and recovery
+    state_dir: str | None = None,
+    commit_policy: Literal["full", "successful", "partial"] = "successful",
+    max_replays: int = 3,
+    incremental: bool = False,
+    recovery_retention: float | str = "24h",
+    # output
+    progress: bool = True,
+    summary_json: str | None = None,
+    log_dir: str | None = None,
+    log_file: str | None = None,
+    log_level: Literal["error", "notice", "info", "debug"] | None = None,
+    # deprecated spellings of convert, conf and gpg_recipient (DeprecationWarning)
+    converters: Sequence[str] | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    gpg_recipients: Sequence[str] | None = None,
+) -> Summary:
     """Copy ``sources`` to ``destination`` as a Spark job and return the Summary.
 
-    Options are the CLI's long flags with underscores (``overwrite=True``,
-    ``dataset_glob="*/tables/*"``, ``convert=["gunzip"]``, ``conf={...}``,
-    ``gpg_recipient=[...]``); ``src_options``/``dst_options`` are mappings and
-    ``progress=False`` is the CLI's ``--no-progress``.
-    An active SparkSession is used and left running; otherwise one is started
-    with ``master`` (default ``local[*]``) and stopped at the end. Raises
-    ``DistcpError`` subclasses for bad configuration or plans; per-file failures
-    are reported in the summary (``summary.ok`` is False).
+    Each parameter is the CLI flag of the same name (``pydistcp copy --help``), with
+    underscores: ``checksum=True`` is ``--checksum``, ``convert=["decrypt", "gunzip"]``
+    is ``--convert decrypt,gunzip``. Where the CLI repeats ``KEY=VALUE`` the API takes
+    a mapping (``conf``, ``src_options``, ``dst_options``); the CLI's ``--*-options-file``
+    and ``--gpg-passphrase-file`` are for keeping secrets out of argv, here the values
+    are passed directly (``gpg_passphrase``); ``progress=False`` is ``--no-progress``.
+    Sizes take bytes or ``"256M"``, durations seconds or ``"24h"``. ``None`` means
+    unset: the ``PYDISTCP_*`` variable (``master``, ``engine``, ``parallelism``,
+    ``buffer_size``, ``verify``, ``preserve``) or the CLI's default applies.
+    ``summary_json`` writes the Summary as JSON to that file (``"-"``: stdout).
+
+    An active SparkSession is used and left running; otherwise one is started with
+    ``master`` and stopped at the end. Raises ``DistcpError`` subclasses: a bad value
+    is a ``ConfigurationError``, a storage refusing the credentials a
+    ``CredentialsError``, one not answering an ``EndpointUnreachableError``; per-file
+    failures are reported in the summary (``summary.ok`` is False).
     """
+    params = dict(locals())  # first: the parameters only, every one by its name
+    for name in ("sources", "destination", "callback"):
+        del params[name]
     from distcp.callbacks import DEFAULT_CALLBACK
     from distcp.configuration import CopyConfiguration
+    from distcp.driver_errors import driver_errors
+    from distcp.options import configuration_options
     from distcp.spark.job import run_copy
 
-    if isinstance(sources, str):
-        sources = [sources]
-    cfg = CopyConfiguration.build(list(sources), destination, **_configuration_names(options))
-    return run_copy(cfg, callback or DEFAULT_CALLBACK)
+    srcs = [sources] if isinstance(sources, str) else list(sources)
+    options = configuration_options(params)
+    try:
+        cfg = CopyConfiguration.build(srcs, destination, **options)
+    except ConfigurationError:
+        raise
+    except (ValueError, TypeError) as exc:  # int("two") and the like: a bad value given
+        raise ConfigurationError(f"bad option value: {exc}") from exc
+    with driver_errors():
+        summary = run_copy(cfg, callback or DEFAULT_CALLBACK)
+    _write_summary(summary, summary_json)
+    return summary
+
+
+def _write_summary(summary: Summary, target: str | None) -> None:
+    """``summary_json``: the file (checked writable before the run), or ``-`` stdout."""
+    if not target:
+        return
+    if target == "-":
+        import sys
+
+        sys.stdout.write(summary.to_json() + "\n")
+        sys.stdout.flush()
+    else:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(summary.to_json())
 
 
 def status(destination: str | None = None, *, state_dir: str | None = None,
-           dst_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return the report ``pydistcp status --json`` prints (the CLI calls this)."""
+           dst_options: Mapping[str, Any] | None = None) -> StatusReport:
+    """The report ``pydistcp status --json`` prints (the CLI calls this): the running
+    job, pending and set-aside commits, watermarks per dataset, recoverable copies."""
+    from distcp.driver_errors import driver_errors
     from distcp.inspect import existing_state_root, status_report
 
     options = dict(dst_options or {})
-    return status_report(existing_state_root(destination, state_dir, options)[0], options)
+    with driver_errors(_display(state_dir or destination)):
+        return status_report(existing_state_root(destination, state_dir, options)[0], options)
 
 
 def recover(destination: str | None = None, *, state_dir: str | None = None,
-            dst_options: dict[str, Any] | None = None, max_replays: int = 3) -> Summary:
+            dst_options: Mapping[str, Any] | None = None, max_replays: int = 3) -> Summary:
     """Finish earlier runs' pending commits, copying nothing new (``pydistcp recover``)."""
+    from distcp.driver_errors import driver_errors
     from distcp.inspect import existing_state_root, recover_only
 
     options = dict(dst_options or {})
-    return recover_only(existing_state_root(destination, state_dir, options)[0], options,
-                        max_replays)
+    with driver_errors(_display(state_dir or destination)):
+        return recover_only(existing_state_root(destination, state_dir, options)[0], options,
+                            max_replays)
 
 
-# The CLI's names -> CopyConfiguration's fields, in one place. The old spellings are
-# accepted for one release with a DeprecationWarning, since earlier docs showed them.
-_CLI_NAMES = {"convert": "converters", "conf": "spark_conf", "gpg_recipient": "gpg_recipients"}
+def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str | None = None,
+            dst_options: Mapping[str, Any] | None = None, dry_run: bool = False
+            ) -> CleanupReport:
+    """Free what runs that are no longer running left under ``destination``, when older
+    than ``older_than`` (seconds or ``"1h"``; 0: everything dead runs left): staging and
+    progress folders, split files no run resumed, verified copies kept for recovery and
+    (object stores) orphaned multipart uploads. Staged files a pending commit will
+    publish are kept. ``dry_run``: report what would be freed, remove nothing. Raises
+    ``DestinationBusyError`` while a run holds the destination (``pydistcp cleanup``
+    calls this)."""
+    import os
+
+    from distcp.configuration import parse_duration
+    from distcp.driver_errors import driver_errors
+    from distcp.inspect import existing_state_root
+    from distcp.lock import DestinationLock
+    from distcp.orphans import free_dead_runs
+
+    options = dict(dst_options or {})
+    try:
+        age = parse_duration(older_than)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"older_than: {exc}") from None
+    with driver_errors(_display(state_dir or destination)):
+        root = existing_state_root(destination, state_dir, options)[0]
+        with DestinationLock(root, options, f"cleanup-{os.getpid()}", command="cleanup"):
+            return free_dead_runs(destination, root, options, age, dry_run)
 
 
-def _configuration_names(options: dict[str, Any]) -> dict[str, Any]:
-    """Rename the CLI-named keywords to configuration fields; warn on the old spellings."""
-    import warnings
+def _display(url: str | None) -> str | None:
+    from distcp.fs import display
 
-    out = dict(options)
-    for cli, field in _CLI_NAMES.items():
-        if field in out:
-            warnings.warn(f"distcp.copy({field}=...) is deprecated; use {cli}=...",
-                          DeprecationWarning, stacklevel=3)
-        if cli in out:
-            if field in out:
-                raise ConfigurationError(f"give {cli}= or {field}=, not both")
-            out[field] = out.pop(cli)
-    return out
+    return display(url) if url else None

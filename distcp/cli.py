@@ -26,6 +26,7 @@ from distcp.configuration import (
     parse_options_file,
     parse_size,
 )
+from distcp.driver_errors import driver_errors, storage_problem
 from distcp.errors import (
     ConfigurationError,
     DestinationBusyError,
@@ -190,19 +191,17 @@ def copy_command(paths: tuple[str, ...], **flags: Any) -> None:
 
 
 def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
-    from distcp import _CLI_NAMES, copy
+    from distcp import copy
     from distcp.callbacks import Callback, TextProgress
 
     options = _options(flags)
-    for cli_name, field in _CLI_NAMES.items():  # the API's names are the flags' names
-        if field in options:
-            options[cli_name] = options.pop(field)
     level = options["log_level"]
     progress = not flags["no_progress"] and not flags["dry_run"] and level != "error"
     callback: Callback = TextProgress() if progress else Callback()
     _debug_logging(level)
     summary = copy(list(paths[:-1]), paths[-1], callback=callback, **options)
-    # --summary-json - keeps stdout one JSON document: the human lines go to stderr
+    # --summary-json - keeps stdout one JSON document (the API wrote it): the human
+    # lines go to stderr
     to_stdout = flags["summary_json"] == "-"
     for row in summary.plan:  # a dry run's plan is its output; -v's decisions are status
         click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})",
@@ -211,10 +210,6 @@ def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
     if level != "error" or flags["dry_run"]:
         click.echo(summary.render(), err=to_stdout)
-    if to_stdout:
-        click.echo(summary.to_json())
-    elif flags["summary_json"]:
-        Path(flags["summary_json"]).write_text(summary.to_json())
     return 0 if summary.ok else 1
 
 
@@ -248,26 +243,30 @@ def _compare_mode(flags: dict[str, Any]) -> str:
     return given[0].replace("_", "-") if given and given[0] != "overwrite" else "default"
 
 
+#: Flags of ``copy`` whose value the API takes under another name or shape (every
+#: other flag is the API parameter of the same name: tests/unit/test_api_contract.py).
+_RENAMED = {"converters": "convert", "gpg_recipients": "gpg_recipient", "spark_conf": "conf"}
+_NOT_PASSED = ("paths", "src_option", "dst_option", "src_options_file", "dst_options_file",
+               "gpg_passphrase_file", "no_progress", "spark_conf", "verbose", "quiet")
+
+
 def _options(flags: dict[str, Any]) -> dict[str, Any]:
-    """Flags -> keyword options of ``distcp.copy``; secrets read from files, never argv."""
-    opts: dict[str, Any] = {k: flags[k] for k in (
-        "dataset_glob", "include", "exclude", "overwrite", "delete", "dry_run", "preserve",
-        "converters", "master", "parallelism", "verify", "summary_json", "log_dir",
-        "gpg_home", "gpg_recipients", "gpg_require_signature", "max_expansion_ratio",
-        "expand_into_parent", "state_dir", "commit_policy", "max_replays", "incremental",
-        "recovery_retention", "engine", "links", "archive_links", "log_file")}
-    opts["compare"] = _compare_mode(flags)
+    """Flags -> keyword parameters of ``distcp.copy``; secrets read from files, never argv.
+
+    A flag is passed under its own name, so a flag added to ``copy`` reaches the API
+    parameter of that name without a line here; sizes and durations are parsed here
+    so that an error names the flag the user typed."""
+    from distcp.options import DURATIONS, SIZES
+
+    opts = {_RENAMED.get(k, k): v for k, v in flags.items() if k not in _NOT_PASSED}
+    for name in SIZES:
+        if opts.get(name):
+            opts[name] = parse_flag(parse_size, opts[name], name)
+    for name in DURATIONS:
+        if opts.get(name):
+            opts[name] = parse_flag(parse_duration, opts[name], name)
     opts["log_level"] = _log_level(flags)
-    opts["max_delete"] = flags["max_delete"]
-    opts["tasks"] = flags["tasks"]
-    for name in ("buffer_size", "split_size", "max_expanded_bytes", "min_size", "max_size",
-                 "bwlimit"):
-        if flags[name]:
-            opts[name] = parse_flag(parse_size, flags[name], name)
-    for name in ("min_age", "max_age"):
-        if flags[name]:
-            opts[name] = parse_flag(parse_duration, flags[name], name)
-    opts["spark_conf"] = parse_key_values(flags["spark_conf"], "--conf")
+    opts["conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
     opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
     if flags["gpg_passphrase_file"]:
@@ -289,9 +288,13 @@ def _run(action: Any) -> None:
     except KeyboardInterrupt:
         _quiet_py4j()
         _fail("interrupted; nothing unverified was published, rerun to finish", 130)
-    except OSError as exc:  # the storage failed the driver (gone, full, silent): not a bug
-        _fail(f"{exc}; nothing unverified was published, rerun to finish once it is fixed", 3)
-    except Exception as exc:  # noqa: BLE001 - a bug: keep the trace, show one line
+    except Exception as exc:  # noqa: BLE001 - storage refusals are ours, the rest a bug
+        problem = storage_problem(exc)
+        if problem is not None:  # S3 credentials or endpoint (the API raises them too)
+            _fail(str(problem), 3)
+        if isinstance(exc, OSError):  # the storage failed the driver (gone, full, silent)
+            _fail(f"{exc}; nothing unverified was published, rerun to finish once it is "
+                  "fixed", 3)
         _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {_dump_trace()})", 1)
     sys.exit(code)
 
@@ -352,11 +355,13 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
         from distcp.inspect import existing_state_root, render_status, status_report
 
         options = _state_options(dst_option, dst_options_file)
-        root, has_state = existing_state_root(destination, state_dir, options)
-        if not has_state and not as_json:
-            click.echo(f"no pydistcp state at {display(root)}: nothing was copied here by pydistcp")
-            return 0
-        report = status_report(root, options)
+        with driver_errors(state_dir or destination):  # as distcp.status
+            root, has_state = existing_state_root(destination, state_dir, options)
+            if not has_state and not as_json:
+                click.echo(f"no pydistcp state at {display(root)}: nothing was copied here "
+                           "by pydistcp")
+                return 0
+            report = status_report(root, options)
         click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
         return 0
 
@@ -394,9 +399,10 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
               help="Free only what was left longer ago than this (0s: everything dead runs "
                    "left).")
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
+@click.option("--dry-run", is_flag=True, help="Say what would be freed; remove nothing.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
 @_DST_OPTIONS_FILE
-def cleanup_command(destination: str, older_than: str, state_dir: str | None,
+def cleanup_command(destination: str, older_than: str, state_dir: str | None, dry_run: bool,
                     dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
     """Free what runs that are no longer running left under DST.
 
@@ -406,21 +412,12 @@ def cleanup_command(destination: str, older_than: str, state_dir: str | None,
     will publish are kept. Refused while a run holds DST.
     """
     def action() -> int:
-        from distcp.callbacks import human_bytes
-        from distcp.configuration import parse_duration
-        from distcp.inspect import existing_state_root
-        from distcp.lock import DestinationLock
-        from distcp.orphans import free_dead_runs
+        from distcp import cleanup
 
-        options = _state_options(dst_option, dst_options_file)
-        root = existing_state_root(destination, state_dir, options)[0]
-        age = parse_duration(older_than)
-        with DestinationLock(root, options, f"cleanup-{os.getpid()}", command="cleanup"):
-            freed = free_dead_runs(destination, root, options, age)
-        click.echo(f"freed {human_bytes(freed.bytes)} under {destination}: staging of "
-                   f"{freed.jobs} dead run(s), {freed.splits} split file(s), "
-                   f"{freed.recovery} kept cop(ies), {freed.uploads} orphaned multipart "
-                   "upload(s)")
+        report = cleanup(destination, older_than=older_than, state_dir=state_dir,
+                         dst_options=_state_options(dst_option, dst_options_file),
+                         dry_run=dry_run)
+        click.echo(report.render())
         return 0
 
     _run(action)

@@ -1,6 +1,6 @@
 """CopyConfiguration: every setting of one run, immutable and validated once.
 
-Built by the CLI from flags or by ``distcp.copy(**options)``; explicit values
+Built by ``distcp.copy`` (which the CLI calls) through distcp.options; explicit values
 win over ``PYDISTCP_*`` environment variables, which win over defaults. Nothing
 here imports Spark or click.
 """
@@ -190,12 +190,14 @@ class CopyConfiguration:
                           self.min_age, self.max_age, now=self.started)
 
 
-def parse_flag(parse: Any, text: str, name: str) -> Any:
-    """Parse a flag's value; the error names the flag (the user typed a flag)."""
+def parse_flag(parse: Any, value: Any, name: str, label: str | None = None) -> Any:
+    """``parse(value)``; the error names what the user typed: the flag ``--min-size`` by
+    default, or ``label`` (the API's parameter name)."""
     try:
-        return parse(text)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"--{name.replace('_', '-')}: {exc}") from None
+        return parse(value)
+    except (ConfigurationError, TypeError, AttributeError) as exc:
+        shown = label or "--" + name.replace("_", "-")
+        raise ConfigurationError(f"{shown}: {exc}") from None
 
 
 _CONVERTER_FIELDS = tuple(f.name for f in fields(ConverterOptions))

@@ -15,7 +15,7 @@ from distcp.lock import DestinationLock, Holder, live_holder
 from distcp.recovery import RecoveryArea
 from distcp.replay import read_journal, replay_pending, sweep_dead_jobs
 from distcp.state import StateStore
-from distcp.summary import Summary
+from distcp.summary import StatusReport, Summary
 
 
 def resolve_state_root(destination: str | None, state_dir: str | None,
@@ -57,7 +57,7 @@ def _exists(url: str, options: dict[str, Any]) -> bool:
     return bool(fs.exists(path.rstrip("/") or "/"))
 
 
-def status_report(root: str, options: dict[str, Any]) -> dict[str, Any]:
+def status_report(root: str, options: dict[str, Any]) -> StatusReport:
     """Pending and set-aside commits, per-dataset watermarks and runs, recoverable files."""
     store = CommitStepStore(root, options)
     seq = [{"id": p.sequence.id, "dataset": p.sequence.dataset_urn, "file_set": p.sequence.file_set,
@@ -74,9 +74,10 @@ def status_report(root: str, options: dict[str, Any]) -> dict[str, Any]:
     holder = live_holder(root, options)
     journaled = [{"job_id": job, "destination": planned, "bytes": size}
                  for job, planned, size in journaled_copies(root, options, holder)]
-    return {"state_dir": fsutil.display(root), "running": asdict(holder) if holder else None,
-            "pending": seq, "set_aside": aside, "datasets": datasets,
-            "recoverable": recoverable, "journaled": journaled}
+    return StatusReport(state_dir=fsutil.display(root),
+                        running=asdict(holder) if holder else None, pending=seq,
+                        set_aside=aside, datasets=datasets, recoverable=recoverable,
+                        journaled=journaled)
 
 
 def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
@@ -97,7 +98,7 @@ def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
     return out
 
 
-def render_status(report: dict[str, Any]) -> str:
+def render_status(report: StatusReport) -> str:
     lines = [f"state: {report['state_dir']}",
              f"pending commits: {len(report['pending'])}"]
     lines += [f"  {p['id']}  {p['dataset']} ({p['file_set']}), replays {p['replays']}, "

@@ -11,7 +11,6 @@ does it on demand for uploads older than a threshold.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from distcp import fs as fsutil
@@ -19,6 +18,7 @@ from distcp import s3
 from distcp.commit_log import CommitStepStore
 from distcp.recovery import RecoveryArea
 from distcp.splitting import SplitStore
+from distcp.summary import CleanupReport
 from distcp.upload_steps import CompleteUploads
 
 
@@ -47,8 +47,10 @@ def referenced_uploads(state_root: str, options: dict[str, Any],
 
 
 def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
-                  older_than: float = 0.0, expire_splits: bool = False) -> int:
-    """Abort unreferenced uploads under ``destination`` initiated ``older_than`` s ago."""
+                  older_than: float = 0.0, expire_splits: bool = False,
+                  dry_run: bool = False) -> int:
+    """Abort unreferenced uploads under ``destination`` initiated ``older_than`` s ago
+    (with ``dry_run``: count them, abort nothing)."""
     fs, path = fsutil.filesystem(destination, options)
     if not s3.is_s3(fs):
         return 0
@@ -57,32 +59,23 @@ def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
     for final, upload_id, initiated in list(s3.uploads(fs, fsutil.to_url(fs, path))):
         if upload_id in keep or not s3.older_than(initiated, older_than):
             continue
-        s3.abort(fs, final, upload_id)
+        if not dry_run:
+            s3.abort(fs, final, upload_id)
         aborted += 1
     return aborted
 
 
-@dataclass
-class Freed:
-    """What ``pydistcp cleanup`` removed, and the bytes that frees."""
-
-    jobs: int = 0
-    splits: int = 0
-    recovery: int = 0
-    uploads: int = 0
-    bytes: int = 0
-
-
 def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
-                   older_than: float) -> Freed:
+                   older_than: float, dry_run: bool = False) -> CleanupReport:
     """Remove what runs that are no longer running left under the state root, if older
     than ``older_than`` seconds: their staging and progress folders, split files nobody
     resumed, verified copies kept for recovery, and (object stores) orphaned uploads.
 
     The caller holds the destination's lock, so no live run's staging is here; staged
-    files a pending commit will publish are kept (the commit needs them).
+    files a pending commit will publish are kept (the commit needs them). With
+    ``dry_run``, the report says what would be freed and nothing is removed.
     """
-    freed = Freed()
+    jobs = splits_freed = size = 0
     store = CommitStepStore(state_root, options)
     keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
     for part in ("staging", "progress"):
@@ -95,24 +88,28 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             job = folder.rstrip("/").rsplit("/", 1)[-1]
             if job in keep or not s3.older_than(_job_started(fs, folder, job), older_than):
                 continue
-            freed.bytes += _size(fs, folder)
-            fs.rm(folder, recursive=True)
-            freed.jobs += part == "staging"
+            size += _size(fs, folder)
+            if not dry_run:
+                fs.rm(folder, recursive=True)
+            jobs += part == "staging"
     splits = SplitStore(state_root, options, "s3" if s3.is_s3(fsutil.filesystem(
         state_root, options)[0]) else "other")
     for folder, meta in splits.metas():
         if s3.older_than(float(meta.get("created", 0)), older_than):
             fs, path = fsutil.filesystem(folder, options)
-            freed.bytes += _size(fs, path)
-            splits.discard(meta, folder)
-            freed.splits += 1
+            size += _size(fs, path)
+            if not dry_run:
+                splits.discard(meta, folder)
+            splits_freed += 1
     recovery = RecoveryArea(state_root, options)
-    freed.bytes += sum(o.get("bytes_written", 0) for e in recovery.entries()
-                       if s3.older_than(float(e.get("kept", 0)), older_than)
-                       for o in e["outputs"])
-    freed.recovery = recovery.expire(older_than)
-    freed.uploads = abort_orphans(destination, state_root, options, older_than)
-    return freed
+    size += sum(o.get("bytes_written", 0) for e in recovery.entries()
+                if s3.older_than(float(e.get("kept", 0)), older_than)
+                for o in e["outputs"])
+    kept = recovery.expire(older_than, dry_run=dry_run)
+    uploads = abort_orphans(destination, state_root, options, older_than, dry_run=dry_run)
+    return CleanupReport(destination=destination, state_dir=fsutil.display(state_root),
+                         jobs=jobs, splits=splits_freed, recovery=kept, uploads=uploads,
+                         bytes=size, dry_run=dry_run)
 
 
 def _job_started(fs: Any, folder: str, job: str) -> float:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from distcp import fs as fsutil
 from distcp import s3
 from distcp.converters.base import build_chain
+from distcp.driver_errors import CREDENTIAL_CODES
 from distcp.errors import (
     ConfigurationError,
     CredentialsError,
@@ -121,10 +122,6 @@ def check_output_file(path: str | None, flag: str = "--summary-json") -> None:
     _probe(directory, f"{flag} {path}")
 
 
-_CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
-                     "InvalidToken", "ExpiredToken", "403")
-
-
 def check_s3(url: str, options: Mapping[str, Any], side: str) -> None:
     """One cheap, bounded request (HEAD of the bucket) per S3 URL: credentials present
     and accepted, endpoint reachable. ``side`` is ``src`` or ``dst``, to name the setting."""
@@ -150,7 +147,7 @@ def _s3_problem(exc: BaseException, url: str, bucket: str, setting: str) -> Exce
     if "ProfileNotFound" in names:
         return CredentialsError(f"{where}: {_short(text)}; fix AWS_PROFILE or {setting}",
                                 path=where)
-    if any(code in text or code in names for code in _CREDENTIAL_CODES) or isinstance(
+    if any(code in text or code in names for code in CREDENTIAL_CODES) or isinstance(
             exc, PermissionError):
         return CredentialsError(f"{where}: S3 refused the credentials or access to bucket "
                                 f"{bucket} ({_short(text)}); fix them with {setting}",

@@ -68,8 +68,10 @@ class RecoveryArea:
     def folder_url(self, guid: str) -> str:
         return fsutil.to_url(self.fs, fsutil.join(self.path, guid))
 
-    def expire(self, retention_s: float, now: float | None = None) -> int:
-        """Remove entries kept longer than ``retention_s``; returns how many."""
+    def expire(self, retention_s: float, now: float | None = None,
+               dry_run: bool = False) -> int:
+        """Remove entries kept longer than ``retention_s``; returns how many (with
+        ``dry_run``: how many would go, removing nothing)."""
         now = now or time.time()
         removed = 0
         for guid in self.guids():
@@ -79,7 +81,8 @@ class RecoveryArea:
             except (FileNotFoundError, ValueError, KeyError):
                 kept = 0.0  # a half-written entry: useless, remove it
             if now - kept > retention_s:
-                self.fs.rm(folder, recursive=True)
+                if not dry_run:
+                    self.fs.rm(folder, recursive=True)
                 removed += 1
         return removed
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from distcp.callbacks import human_bytes
 
@@ -115,3 +115,48 @@ class Summary:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CleanupReport:
+    """What ``distcp.cleanup`` (``pydistcp cleanup``) freed under a destination."""
+
+    destination: str
+    state_dir: str
+    #: Dead runs whose staging folder was removed.
+    jobs: int = 0
+    #: Split files (ranges of a large file) that no run resumed.
+    splits: int = 0
+    #: Verified copies that were kept for a later run to publish.
+    recovery: int = 0
+    #: Orphaned multipart uploads aborted (object stores only).
+    uploads: int = 0
+    #: Bytes freed, as far as the storage reports sizes.
+    bytes: int = 0
+    #: Nothing was removed: the counts are what a cleanup would free.
+    dry_run: bool = False
+
+    def render(self) -> str:
+        """The line ``pydistcp cleanup`` prints."""
+        verb = "would free" if self.dry_run else "freed"
+        return (f"{verb} {human_bytes(self.bytes)} under {self.destination}: staging of "
+                f"{self.jobs} dead run(s), {self.splits} split file(s), {self.recovery} kept "
+                f"cop(ies), {self.uploads} orphaned multipart upload(s)")
+
+
+class StatusReport(TypedDict):
+    """What ``distcp.status`` returns and ``pydistcp status --json`` prints."""
+
+    state_dir: str
+    #: The run holding the destination now (job id, host, pid ...), or None.
+    running: dict[str, Any] | None
+    #: Commits of earlier runs still to be finished (by the next run or ``recover``).
+    pending: list[dict[str, Any]]
+    #: Commits replayed ``max_replays`` times without success: they need a look.
+    set_aside: list[dict[str, Any]]
+    #: Per dataset: watermark, files published, last runs.
+    datasets: list[dict[str, Any]]
+    #: Verified copies kept in the recovery area for the next run.
+    recoverable: list[dict[str, Any]]
+    #: Verified copies journaled by interrupted runs.
+    journaled: list[dict[str, Any]]

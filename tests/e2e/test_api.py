@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,32 @@ def test_convert_chain_with_an_unknown_name_fails_before_copying(spark: Any, tmp
     with pytest.raises(PluginError, match="unknown converters plugin 'rot13'"):
         distcp.copy(str(EXAMPLES), str(tmp_path / "o"), convert=["rot13"])
     assert not (tmp_path / "o").exists()
+
+
+def test_typed_call_with_the_flags_names(spark: Any, tmp_path: Path) -> None:
+    """The CLI's flags as typed keywords: a str for a repeatable flag, a size string,
+    a mapping for --conf, --checksum as a boolean, --summary-json written by the API."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "a.csv").write_bytes(b"a,b\n1,2\n")
+    (src / "b.csv").write_bytes(b"x" * 5000)
+    (src / "c.log").write_bytes(b"not this one")
+    report = tmp_path / "summary.json"
+    first = distcp.copy(str(src), str(dst), include="*.csv", buffer_size="64K",
+                        conf={"spark.sql.shuffle.partitions": "2"}, progress=False,
+                        summary_json=str(report), recovery_retention=60.0)
+    assert first.ok and first.files_copied == 2
+    assert tree(dst) == {k: v for k, v in tree(src).items() if not k.endswith(".log")}
+    assert json.loads(report.read_text()) == first.to_dict()
+    (dst / "b.csv").write_bytes(b"y" * 5000)  # same size, another mtime and content
+    plans = {flag: {row["path"]: (row["action"], row["reason"]) for row in distcp.copy(
+        str(src), str(dst), include="*.csv", dry_run=True, **{flag: True}).plan}
+        for flag in ("overwrite", "size_only", "checksum")}
+    b = str(dst / "b.csv")
+    assert plans["overwrite"][b] == ("copy", "--overwrite")
+    assert plans["size_only"][b] == ("skip", "same size (--size-only)")
+    assert plans["checksum"][b] == ("copy", "no checksum known for both sides (--checksum)")
+    again = distcp.copy([str(src)], str(dst), include=["*.csv"], ignore_existing=True,
+                        progress=False)
+    assert (again.files_copied, again.files_skipped) == (0, 2)
+    assert (dst / "b.csv").read_bytes() == b"y" * 5000

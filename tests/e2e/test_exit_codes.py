@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import PYDISTCP, cli_env, run_cli, tree
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
+    moto_auth_server,
     moto_server,
     s3,
 )
@@ -255,3 +256,16 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
                                    "published, rerun to finish")
     assert "py4j" not in err
     assert tree(dst) == {}  # nothing published
+
+
+@pytest.mark.parametrize("command", ["status", "recover", "cleanup"])
+def test_state_commands_with_refused_s3_keys_are_exit_3(
+        command: str, moto_auth_server: S3Server) -> None:  # noqa: F811
+    r = run_cli(command, "s3://dst/c", "--dst-option", "key=AKIAWRONGWRONGWRONG0",
+                "--dst-option", "secret=wrong", "--dst-option",
+                f"endpoint_url={moto_auth_server.endpoint}",
+                env={"PYDISTCP_S3_TIMEOUT": "10"}, timeout=120)
+    assert r.returncode == 3, r.stderr
+    line = one_error_line(r.stderr)
+    assert line.startswith("pydistcp: error: s3://dst/c: S3 refused the credentials or access (")
+    assert line.endswith("or the AWS_* variables") and "wrong" not in line

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from distcp.cli import _options, main
 from distcp.configuration import CopyConfiguration
+from distcp.options import configuration_options
 
 
 def _dry(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -22,7 +23,9 @@ def test_flags_build_the_converter_options(tmp_path: Path) -> None:
         "untar", "--gpg-home", str(tmp_path), "--gpg-passphrase-file", str(tmp_path / "pass"),
         "--gpg-recipient", "a@x", "--gpg-recipient", "b@x", "--gpg-require-signature",
         "--max-expansion-ratio", "7", "--max-expanded-bytes", "2M", "--expand-into-parent"])
-    cfg = CopyConfiguration.build([str(tmp_path)], "/dst", **_options(ctx.params))
+    # the CLI's chain: flags -> distcp.copy's parameters -> the configuration's options
+    cfg = CopyConfiguration.build([str(tmp_path)], "/dst",
+                                  **configuration_options(_options(ctx.params)))
     o = cfg.converter_options
     assert cfg.converters == ("decrypt", "gunzip", "untar")
     assert (o.gpg_home, o.gpg_passphrase, o.gpg_recipients) == (str(tmp_path), "s3cret phrase",
