@@ -15,8 +15,10 @@ import pickle
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -67,12 +69,13 @@ def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResu
     fs.makedirs(path, exist_ok=True)
     progress = Progress(spec, unit.unit_id, attempt)
     results: list[TaskResult] = []
-    for file, done in _copy_files(unit, attempt, staging_dir, spec):
-        results.extend(done)
-        progress.advance(file, done)
-        crash_point("after_stage")
-        if attempt.endswith("a0"):
-            crash_point("first_attempt_after_stage")  # lets tests force a Spark retry
+    with progress.ticking():
+        for file, done in _copy_files(unit, attempt, staging_dir, spec):
+            results.extend(done)
+            progress.advance(file, done)
+            crash_point("after_stage")
+            if attempt.endswith("a0"):
+                crash_point("first_attempt_after_stage")  # lets tests force a Spark retry
     progress.flush()
     return results
 
@@ -257,6 +260,7 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
     except OSError as exc:
         raise SourceReadError(f"cannot open {shown}: {exc}", path=shown) from exc
     reader = SourceReader(raw, file.origin.url, throttle_for(spec.bwlimit))
+    LIVE_READERS.add(reader)
     reader.proven = proven
     return reader
 
@@ -336,6 +340,8 @@ def abort_staged(staging: str, options: dict[str, Any]) -> None:
 
 #: Names of journal segments among the progress files.
 JOURNAL = re.compile(r"\.j\d+\.json$")
+#: Sources being read in this worker process, for the progress of files not yet done.
+LIVE_READERS: weakref.WeakSet[SourceReader] = weakref.WeakSet()
 
 
 class Progress:
@@ -359,29 +365,57 @@ class Progress:
         self.segment = 0
         self.pending: list[dict[str, Any]] = []
         self.last = time.monotonic()
+        self._lock = threading.Lock()
 
     def advance(self, file: CopyableFile, results: list[TaskResult]) -> None:
-        self.files += 1
-        self.bytes += file.origin.size
-        if results and all(r.ok for r in results):
-            self.pending.append({"planned": file.destination,
-                                 "results": [_fields_of(r) for r in results]})
+        with self._lock:
+            self.files += 1
+            self.bytes += file.origin.size
+            if results and all(r.ok for r in results):
+                self.pending.append({"planned": file.destination,
+                                     "results": [_fields_of(r) for r in results]})
         if time.monotonic() - self.last >= self.INTERVAL_S:
             self.flush()
 
     def flush(self) -> None:
-        self.last = time.monotonic()
+        """Write the journal's new records and the counters; the bytes include what the
+        files still being read have read so far (a big file moves the bar while it is
+        copied, not only when it is done)."""
+        with self._lock:
+            self.last = time.monotonic()
+            pending, self.pending = self.pending, []
+            reading = sum(r.count for r in list(LIVE_READERS) if not r.closed)
+            counters = {"files": self.files, "bytes": self.bytes + reading}
+            segment = self.segment
+            self.segment += bool(pending)
         try:
             fs, _ = fsutil.filesystem(self.prefix, self.options)
-            if self.pending:
-                _, path = fsutil.filesystem(f"{self.prefix}.j{self.segment}.json", self.options)
-                fs.pipe_file(path, json.dumps(self.pending).encode())
-                self.segment += 1
-                self.pending = []
+            if pending:
+                _, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
+                fs.pipe_file(path, json.dumps(pending).encode())
             _, path = fsutil.filesystem(f"{self.prefix}.json", self.options)
-            fs.pipe_file(path, json.dumps({"files": self.files, "bytes": self.bytes}).encode())
+            fs.pipe_file(path, json.dumps(counters).encode())
         except OSError:
             pass  # advisory; the driver's collected results are what gets published
+
+    @contextmanager
+    def ticking(self) -> Iterator[None]:
+        """Flush every INTERVAL_S from a thread while the task copies: without it, a
+        task busy with one big file reports nothing until that file is done."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(self.INTERVAL_S):
+                if time.monotonic() - self.last >= self.INTERVAL_S:
+                    self.flush()
+
+        ticker = threading.Thread(target=tick, name="pydistcp-progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
 
 
 _RESULT_FIELDS = tuple(f.name for f in fields(TaskResult))

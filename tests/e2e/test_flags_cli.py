@@ -103,25 +103,30 @@ def test_size_and_age_filters_and_delete_leaves_what_they_leave_out(tmp_path: Pa
 def test_verbose_log_file_bwlimit_then_quiet(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
-    payload = os.urandom(2 << 20)
+    payload = os.urandom(12 << 20)
     (src / "big.bin").write_bytes(payload)
     (src / "small.txt").write_bytes(b"s")
     (src / "link").symlink_to("small.txt")
     log = tmp_path / "run.jsonl"
-    r = run_cli("copy", "-v", "--no-progress", "--tasks", "1", "--bwlimit", "1M", "--log-file",
+    r = run_cli("copy", "-v", "--tasks", "1", "--bwlimit", "1M", "--log-file",
                 str(log), "--summary-json", str(tmp_path / "s.json"), str(src), str(dst))
     assert r.returncode == 0, r.stderr
     assert (dst / "big.bin").read_bytes() == payload
     assert f"copy   {dst}/big.bin  (new)" in r.stderr  # -v: decisions are status lines
     assert r.stdout.startswith("copied 2 files")
-    # 2 MiB at 1 MiB/s (a quarter second of burst) cannot take less than 1.75 s
-    assert json.loads((tmp_path / "s.json").read_text())["phases"]["copy_s"] >= 1.7
+    # 12 MiB at 1 MiB/s (a quarter second of burst) cannot take less than 11.75 s
+    assert json.loads((tmp_path / "s.json").read_text())["phases"]["copy_s"] >= 11.7
+    # progress lines (every 5 s when stderr is not a terminal) move while the one big
+    # file is read, not only when it is done
+    middle = [line for line in r.stderr.splitlines() if line.startswith("[")
+              and "12.0 MiB/12.0 MiB" not in line and not line.split("] ")[1].startswith("  0%")]
+    assert middle, r.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]
     by = {(e["event"], Path(e.get("path") or e["destination"]).name) for e in events}
     assert {("decision", "big.bin"), ("decision", "small.txt"), ("copied", "big.bin"),
             ("copied", "small.txt"), ("not-copied", "link")} <= by
     copied = next(e for e in events if e["event"] == "copied" and e["path"].endswith("big.bin"))
-    assert copied["bytes"] == 2 << 20 and copied["destination"] == f"{dst}/big.bin"
+    assert copied["bytes"] == 12 << 20 and copied["destination"] == f"{dst}/big.bin"
     assert {e["job_id"] for e in events} == {events[0]["job_id"]}
 
     r = run_cli("copy", "-q", "--log-file", str(log), str(src), str(dst))
