@@ -144,6 +144,12 @@ def main() -> None:
               default="successful", show_default=True,
               help="full: publish nothing if any file set fails; successful: every file set "
                    "whose files all succeeded; partial: every file that succeeded.")
+@click.option("--visibility", type=click.Choice(["file-set", "file"]), default="file-set",
+              show_default=True,
+              help="Object stores: file-set makes a set's objects appear when it is "
+                   "published; file makes each object appear, whole, as soon as it is "
+                   "copied (one PUT for a file smaller than a part; a crash may leave some "
+                   "objects of a set published). A set of one file is always per file.")
 @click.option("--max-replays", type=int, default=3, show_default=True,
               help="Set an unfinished commit of an earlier run aside after this many replays.")
 @click.option("--incremental", is_flag=True,
@@ -202,7 +208,7 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         "converters", "master", "parallelism", "verify", "summary_json", "log_dir",
         "gpg_home", "gpg_recipients", "gpg_require_signature", "max_expansion_ratio",
         "expand_into_parent", "state_dir", "commit_policy", "max_replays", "incremental",
-        "recovery_retention", "engine", "links", "archive_links")}
+        "recovery_retention", "engine", "links", "archive_links", "visibility")}
     opts["compare"] = _compare_mode(flags)
     opts["max_delete"] = flags["max_delete"]
     opts["tasks"] = flags["tasks"]
