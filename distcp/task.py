@@ -363,6 +363,7 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
         size, mtime = st.st_size, st.st_mtime
     else:
         fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+        request_count.count("head")  # one HEAD (or its protocol's stat) of the source
         now = fsutil.status(fs, fs.info(path))
         size, mtime = now.size, now.mtime
     if size != file.origin.size or not same_mtime(file.origin.mtime, mtime):

@@ -144,3 +144,25 @@ def test_publish_has_nothing_left_to_do_and_counts_published_files_even_in_a_fai
     assert s3.pending_uploads() == []
     assert (summary.files_copied, summary.files_failed, summary.files_not_published) == (2, 1, 0)
     assert summary.bytes_copied == 1000 + 6 * MiB
+
+
+def test_a_server_side_copy_is_completed_by_its_task_under_visibility_file(
+        s3: S3Server) -> None:  # noqa: F811
+    """S3 -> S3 on one endpoint: UploadPartCopy, then the task completes the upload."""
+    client = s3.client()
+    files = {"x.bin": os.urandom(3000), "y.bin": os.urandom(6 * MiB)}
+    for name, data in files.items():
+        client.put_object(Bucket="src", Key=f"in/{name}", Body=data)
+    cfg = CopyConfiguration.build(["s3://src/in"], "s3://dst/vis", dst_options=s3.options,
+                                  src_options=s3.options, visibility="file")
+    todo = plan_all(cfg, lambda m: None).plan.files_to_copy
+    spec = _task_spec(cfg, "job1", ROOT)
+    assert spec.server_side
+    results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
+                            spec, "a0")
+    assert all(r.ok and s3ops.is_published(r.staging) for r in results), results
+    assert visible(s3) == files and s3.pending_uploads() == []
+    counts = requests_of(results)
+    assert (counts["create"], counts["part_copy"], counts["complete"]) == (2, 2, 2), counts
+    assert counts["head"] == 2  # the sources' recheck after the copy
+    assert "put" not in counts and "part" not in counts
