@@ -142,8 +142,9 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]
 
     file, split = unit.files[0], unit.split
     assert split is not None
-    base: dict[str, Any] = dict(guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
-                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    base: dict[str, Any] = dict(
+        guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
+        dataset_urn=file.dataset_urn, file_set=file.file_set)
     buffer = bytearray(spec.buffer_size)
     return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), base,
                        buffer)]
@@ -171,8 +172,9 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
                spec: TaskSpec, buffer: bytearray, publish_now: bool) -> list[TaskResult]:
-    base: dict[str, Any] = dict(guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
-                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    base: dict[str, Any] = dict(
+        guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
+        dataset_urn=file.dataset_urn, file_set=file.file_set)
     note = ""
     if server_side(file, spec):
         try:
