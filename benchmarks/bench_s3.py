@@ -394,13 +394,14 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path) -> dict:
 def small_tree(root: Path, count: int) -> Path:
     """``count`` files of 1-64 KiB in 20 folders (the ``up`` section's small set)."""
     rng = random.Random(7)
-    if not (root / ".done").exists():
+    done = root.with_name(root.name + ".done")  # beside the tree: not copied with it
+    if not done.exists():
         shutil.rmtree(root, ignore_errors=True)
         for i in range(count):
             p = root / f"d{i % 20}" / f"s{i}.bin"
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(rng.randbytes(rng.randint(1024, 64 * 1024)))
-        (root / ".done").write_text("ok")
+        done.write_text("ok")
     return root
 
 
@@ -425,7 +426,7 @@ def bench_visibility(endpoint: str, rounds: int, tmp: Path, count: int = 2000) -
             print(f"  vis {mode} round {rnd}: {seconds:.2f}s {runs[mode][-1]}", flush=True)
     return {"files": count, "runs": runs,
             "median_s": {m: statistics.median(x["s"] for x in v) for m, v in runs.items()},
-            "copy_publish_s": {m: statistics.median(x["copy_publish_s"] for x in v)
+            "copy_publish_s": {m: round(statistics.median(x["copy_publish_s"] for x in v), 2)
                                for m, v in runs.items()},
             "requests_per_file": {m: v[-1]["requests_per_file"] for m, v in runs.items()},
             "requests": {m: v[-1]["requests"] for m, v in runs.items()}}
