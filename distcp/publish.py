@@ -96,7 +96,9 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         wanted = outcome if outcome.ok else _ok_part(outcome) if per_file else None
         if wanted is None or (pub.policy == "full" and not all_ok):
             _keep_for_recovery(outcome, files, pub.recovery, summary, pub.ctx)
-            pub.log.results("not-published", [r for r in outcome.results if r.ok])
+            done = [r for r in outcome.results if r.ok]
+            pub.log.results("copied", [r for r in done if s3.is_published(r.staging)])
+            pub.log.results("not-published", [r for r in done if not s3.is_published(r.staging)])
             continue
         try:
             sequence = _sequence(publisher, wanted, files, pub)
@@ -106,8 +108,13 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         except (PublishError, StateError) as exc:
             summary.failures.append(Failure(fsutil.display(outcome.destination_root),
                                             f"{exc}; the next run retries it"))
-            summary.files_not_published += sum(1 for r in wanted.results if r.staging)
-            pub.log.results("not-published", [r for r in wanted.results if r.ok])
+            summary.files_not_published += sum(1 for r in wanted.results if r.staging
+                                               and not s3.is_published(r.staging))
+            published = [r for r in wanted.results if s3.is_published(r.staging)]
+            _record_copied(published, summary)
+            pub.log.results("copied", published)
+            pub.log.results("not-published", [r for r in wanted.results
+                                              if r.ok and not s3.is_published(r.staging)])
             continue
         _record_published(wanted, summary)
         pub.log.results("copied", wanted.results)
@@ -181,6 +188,9 @@ def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
     upload (split files excepted: their ranges stay for the next run to resume).
     """
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+    # Objects published as they were copied (--visibility file) stay: each is whole.
+    _record_copied([r for r in outcome.results if r.ok and s3.is_published(r.staging)],
+                   summary)
     for r in outcome.results:
         if r.records:
             continue
@@ -200,11 +210,15 @@ def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
             pass  # cannot keep it: it is staged garbage, swept with its job
 
 
+def _record_copied(results: Sequence[TaskResult], summary: Summary) -> None:
+    summary.files_copied += len(results)
+    summary.bytes_copied += sum(r.bytes_written for r in results)
+
+
 def _record_published(outcome: FileSetOutcome, summary: Summary) -> None:
     staged = [r for r in outcome.results if r.staging]
     recovered = [r for r in staged if r.attempt == "recovered"]
-    summary.files_copied += len(staged)
-    summary.bytes_copied += sum(r.bytes_written for r in staged)
+    _record_copied(staged, summary)
     summary.files_recovered += len(recovered)
     summary.bytes_recovered += sum(r.bytes_written for r in recovered)
     summary.files_deleted += len(outcome.deletes)

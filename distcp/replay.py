@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from distcp import fs as fsutil
+from distcp import s3
 from distcp.commit import CommitContext, PublishFiles
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError, StateError
@@ -110,8 +111,9 @@ def _intact(results: list[TaskResult], options: dict[str, Any]) -> bool:
     for r in results:
         if not r.staging:
             continue
-        if r.staging.startswith(("s3-upload:", "s3-empty:")):
-            return False  # staged uploads are not kept: the orphan sweep aborts them
+        if s3.is_staged(r.staging):
+            return False  # staged uploads are not kept (the orphan sweep aborts them), and
+            # published objects (--visibility file) are in place already
         fs, path = fsutil.filesystem(r.staging, options)
         try:
             if fs.size(path) != r.bytes_written:

@@ -27,6 +27,7 @@ operation may take. Per-attempt socket timeouts are capped by it too.
 
 from __future__ import annotations
 
+import base64
 import errno
 import hashlib
 import math
@@ -39,10 +40,14 @@ from typing import Any
 import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
 
+from distcp import request_count
 
 UPLOAD_PREFIX = "s3-upload:"
 #: A 0-byte file is staged as nothing at all and published with one PUT (never an MPU).
 EMPTY_PREFIX = "s3-empty:"
+#: An object already at its final key, whole (``--visibility file``): nothing is left to
+#: complete at publish, and nothing to abort if its file set fails.
+PUBLISHED_PREFIX = "s3-published:"
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
 MAX_PARTS = 10_000
@@ -77,18 +82,30 @@ def is_s3(fs: Any) -> bool:
 
 
 def is_staged(staging: str) -> bool:
-    """True for a staging marker that lives in S3 (an upload or an empty file)."""
-    return staging.startswith((UPLOAD_PREFIX, EMPTY_PREFIX))
+    """True for a marker that lives in S3 (an upload, an empty file, a published object)."""
+    return staging.startswith((UPLOAD_PREFIX, EMPTY_PREFIX, PUBLISHED_PREFIX))
+
+
+def is_published(staging: str) -> bool:
+    """True for an object the task already made visible (``--visibility file``)."""
+    return staging.startswith(PUBLISHED_PREFIX)
 
 
 def staged_upload(upload_id: str, final_url: str) -> str:
     return f"{UPLOAD_PREFIX}{upload_id}:{final_url}"
 
 
+def published(final_url: str) -> str:
+    return f"{PUBLISHED_PREFIX}{final_url}"
+
+
 def parse_staged(staging: str) -> tuple[str, str]:
-    """(upload id, final URL) of a marker; the upload id is "" for an empty file."""
+    """(upload id, final URL) of a marker; the upload id is "" for an empty file and
+    for a published object (check ``is_published`` before completing anything)."""
     if staging.startswith(EMPTY_PREFIX):
         return "", staging[len(EMPTY_PREFIX):]
+    if staging.startswith(PUBLISHED_PREFIX):
+        return "", staging[len(PUBLISHED_PREFIX):]
     body = staging[len(UPLOAD_PREFIX):]
     upload_id, sep, rest = body.partition(":s3://")
     if not sep:
@@ -182,6 +199,7 @@ def get_if_match(fs: Any, url: str, etag: str) -> bytes:
     HEAD is needed before (size, ETag) or after (the recheck).
     """
     bucket, key = bucket_key(fs, url)
+    request_count.count_method("get_object")
     return sync_bounded(fs, f"GetObject {url}", _get_if_match, fs, bucket, key, etag)  # type: ignore[no-any-return]
 
 
@@ -200,6 +218,7 @@ def precondition_failed(exc: BaseException) -> bool:
 def call(fs: Any, method: str, **kwargs: Any) -> Any:
     """One S3 request through s3fs, abandoned (TimeoutError) after watchdog_seconds()."""
     what = f"{method} s3://{kwargs.get('Bucket', '')}/{kwargs.get('Key', '')}"
+    request_count.count_method(method)
     return sync_bounded(fs, what, fs._call_s3, method, **kwargs)
 
 
@@ -274,9 +293,25 @@ def abort(fs: Any, url: str, upload_id: str) -> None:
         pass
 
 
-def put(fs: Any, url: str, data: bytes) -> None:
+def put(fs: Any, url: str, data: bytes) -> str:
+    """One PutObject with the body's Content-MD5: a server that received other bytes
+    refuses the request (BadDigest) instead of storing them. Returns the ETag."""
     bucket, key = bucket_key(fs, url)
-    call(fs, "put_object", Bucket=bucket, Key=key, Body=data)
+    md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+    out = call(fs, "put_object", Bucket=bucket, Key=key, Body=data, ContentMD5=md5)
+    return str(out.get("ETag", ""))
+
+
+def holds(fs: Any, url: str, size: int, parts: Sequence[tuple[int, str, int]] = ()) -> bool:
+    """Whether the object at ``url`` has ``size`` and, when the server gives multipart
+    ETags, the ETag of exactly these parts (one HEAD)."""
+    found = head(fs, url)
+    if found is None or int(found.get("ContentLength", -1)) != size:
+        return False
+    etag = str(found.get("ETag", ""))
+    if not parts or "-" not in etag:
+        return True  # a single PUT, or a server that gives a plain MD5 (rclone serve s3)
+    return etag == multipart_etag([str(e) for _, e, _ in sorted(parts)])
 
 
 def head(fs: Any, url: str) -> dict[str, Any] | None:

@@ -45,6 +45,13 @@ class Summary:
     ranges_resumed: int = 0
     bytes_resumed: int = 0
     uploads_aborted: int = 0
+    #: S3 requests sent for the files, by kind (create, part, complete, put, head, get,
+    #: list_parts, abort, part_copy; list_uploads at publish; progress: the tasks' progress
+    #: documents), summed from the TaskResults and the publish step (distcp.request_count).
+    requests: dict[str, int] = field(default_factory=dict)
+    #: The requests the files themselves cost, per file the tasks copied (not
+    #: list_uploads nor progress, which do not grow with each file).
+    requests_per_file: float = 0.0
     notes: list[str] = field(default_factory=list)
     directories_created: int = 0
     datasets: int = 0
@@ -104,6 +111,10 @@ class Summary:
         if self.bytes_resumed:
             lines.append(f"resumed {self.ranges_resumed} ranges of split files "
                          f"({human_bytes(self.bytes_resumed)} saved) sent by earlier runs")
+        if self.requests:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.requests.items()))
+            lines.append(f"S3 requests: {sum(self.requests.values())} ({kinds}); "
+                         f"{self.requests_per_file:g} per file")
         if self.bytes_server_side:
             lines.append(f"copied {human_bytes(self.bytes_server_side)} server-side "
                          "(no byte through the tasks)")

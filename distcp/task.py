@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3, s3get
+from distcp import request_count, s3, s3get
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
 from distcp.errors import CopyError, SourceReadError
 from distcp.faults import crash_point
@@ -32,7 +32,13 @@ from distcp.planning import same_mtime
 from distcp.streams import FileAwareInputStream
 from distcp.taskenv import applied_environment
 from distcp.throttle import throttle_for
-from distcp.upload import StagedUpload, stage_server_side, stage_upload
+from distcp.upload import (
+    StagedUpload,
+    complete_now,
+    put_whole,
+    stage_server_side,
+    stage_upload,
+)
 from distcp.writer import SourceReader, apply_attributes, write_staged
 
 
@@ -61,7 +67,20 @@ class TaskSpec:
 
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
-    """Copy every file of ``unit`` into this attempt's private staging directory."""
+    """Copy every file of ``unit`` into this attempt's private staging directory.
+
+    The task's own S3 requests (its progress documents, a range's requests) are
+    counted into its first result; each file's are in that file's result.
+    """
+    with request_count.counting() as tally:
+        results = _run_unit(unit, spec, attempt)
+    if results:
+        results[0] = replace(results[0], requests=request_count.merge(results[0].requests,
+                                                                      tally.items()))
+    return results
+
+
+def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
     if unit.split is not None:
         return _run_range(unit, spec, attempt)
     staging_dir = fsutil.join(spec.staging_root, f"u{unit.unit_id}-{attempt}")
@@ -101,17 +120,20 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     """
     remote = spec.dst_kind != "local" or any(fsutil.local_path(f.origin.url) is None
                                              for f in unit.files)
+    now = set(unit.publish_now)
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = bytearray(spec.buffer_size)
         for index, file in enumerate(unit.files):
-            yield file, copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, buffer)
+            yield file, copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, buffer,
+                                  publish_now=file.guid in now)
         return
     local = threading.local()
 
     def copy(index: int, file: CopyableFile) -> list[TaskResult]:
         if not hasattr(local, "buffer"):
             local.buffer = bytearray(spec.buffer_size)
-        return copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, local.buffer)
+        return copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, local.buffer,
+                         publish_now=file.guid in now)
 
     small = all(_one_get(f) for f in unit.files)
     with ThreadPoolExecutor(min(SMALL_IN_FLIGHT if small else FILES_IN_FLIGHT,
@@ -126,8 +148,9 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]
 
     file, split = unit.files[0], unit.split
     assert split is not None
-    base = dict(guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
-                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    base: dict[str, Any] = dict(
+        guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
+        dataset_urn=file.dataset_urn, file_set=file.file_set)
     buffer = bytearray(spec.buffer_size)
     return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), base,
                        buffer)]
@@ -139,17 +162,33 @@ def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
 
 
 def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
-              spec: TaskSpec, buffer: bytearray) -> list[TaskResult]:
-    """Stage every output of one origin file; on any failure, stage nothing of it."""
-    base = dict(guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
-                dataset_urn=file.dataset_urn, file_set=file.file_set)
+              spec: TaskSpec, buffer: bytearray, publish_now: bool = False) -> list[TaskResult]:
+    """Stage every output of one origin file; on any failure, stage nothing of it.
+
+    ``publish_now`` (S3 destinations): make the outputs visible as soon as the source
+    is checked (per-file visibility). The file's S3 requests go into its first result.
+    """
+    with request_count.counting() as tally:
+        results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
+                             publish_now and spec.dst_kind == "s3")
+    if results:
+        results[0] = replace(results[0], requests=tally.items())
+    return results
+
+
+def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
+               spec: TaskSpec, buffer: bytearray, publish_now: bool) -> list[TaskResult]:
+    base: dict[str, Any] = dict(
+        guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
+        dataset_urn=file.dataset_urn, file_set=file.file_set)
     note = ""
     if server_side(file, spec):
         try:
-            return [_copy_server_side(file, base, spec)]
+            return [_copy_server_side(file, base, spec, publish_now)]
         except s3.ServerSideCopyUnsupported as exc:  # the bytes come through here instead
             spec, note = replace(spec, server_side=False), f"{s3.NO_SERVER_SIDE}{exc}"
     done: list[TaskResult] = []
+    held: dict[str, bytes] | None = {} if publish_now else None
     reader: SourceReader | None = None
     outputs: Any = None
     try:
@@ -158,9 +197,12 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
         outputs = chain(converters, FileAwareInputStream.of(file, reader))  # type: ignore[arg-type]
         notes: list[str] = []
         for n, out in enumerate(outputs):
-            done.append(_stage_output(out, file, base, f"{staging_dir}/{index}-{n}", spec, buffer))
+            done.append(_stage_output(out, file, base, f"{staging_dir}/{index}-{n}", spec, buffer,
+                                      held))
             notes = out.notes
         _check_unchanged(file, reader, spec)
+        if held is not None:  # the source is checked: only now may the objects appear
+            done = _publish_now(done, held, spec)
         if done:
             done[0] = replace(done[0], bytes_read=reader.count)
         done = [replace(r, message=note) for r in done] if note else done
@@ -187,13 +229,19 @@ def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
 
 
 def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str, Any],
-                  staging_url: str, spec: TaskSpec, buffer: bytearray) -> TaskResult:
+                  staging_url: str, spec: TaskSpec, buffer: bytearray,
+                  held: dict[str, bytes] | None = None) -> TaskResult:
+    """Stage one output; with ``held`` (per-file visibility) a small output's bytes
+    are kept there instead, for one PutObject once the source is checked."""
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
         return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode,
                           mtime=out.mtime if "t" in file.preserve else None)
     if spec.dst_kind == "s3":
         hint = 0 if file.converters else file.origin.size
-        up = stage_upload(out.stream, out.destination, spec.dst_options, buffer, hint)
+        up = stage_upload(out.stream, out.destination, spec.dst_options, buffer, hint,
+                          hold_small=held is not None)
+        if up.body is not None and held is not None:
+            held[out.destination] = up.body
         return _upload_result(base, out.destination, up)
     staged = write_staged(out.stream, staging_url, spec.dst_options, buffer, spec.verify)
     mtime: float | int | None = out.mtime
@@ -213,13 +261,34 @@ def _upload_result(base: dict[str, Any], destination: str, up: StagedUpload) -> 
                       bytes_server_side=up.server_side)
 
 
-def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec) -> TaskResult:
+def _publish_now(results: list[TaskResult], held: dict[str, bytes], spec: TaskSpec
+                 ) -> list[TaskResult]:
+    """Per-file visibility: publish each output of a checked source, each whole (one
+    PutObject for a held small output, else the upload's complete)."""
+    out = []
+    for r in results:
+        if r.destination in held:
+            staging = put_whole(r.destination, spec.dst_options, held[r.destination])
+        elif r.staging and s3.is_staged(r.staging) and not s3.is_published(r.staging):
+            staging = complete_now(r.staging, r.bytes_written, r.parts, spec.dst_options)
+        else:
+            out.append(r)  # a directory an archive holds: nothing to publish
+            continue
+        out.append(replace(r, staging=staging, parts=()))
+    return out
+
+
+def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec,
+                      publish_now: bool = False) -> TaskResult:
     """UploadPartCopy into a staged upload: the task's byte counters stay at zero."""
     try:
         up = stage_server_side(file.origin.url, file.destination, spec.dst_options,
                                file.origin.size, spec.part_size)
         try:
             recheck_source(file, spec)
+            if publish_now:
+                result = _upload_result(base, file.destination, up)
+                return _publish_now([result], {}, spec)[0]
         except CopyError:
             _discard_results([_upload_result(base, file.destination, up)], spec)
             raise
@@ -303,6 +372,7 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
         size, mtime = st.st_size, st.st_mtime
     else:
         fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+        request_count.count("head")  # one HEAD (or its protocol's stat) of the source
         now = fsutil.status(fs, fs.info(path))
         size, mtime = now.size, now.mtime
     if size != file.origin.size or not same_mtime(file.origin.mtime, mtime):
@@ -360,6 +430,8 @@ class Progress:
     def __init__(self, spec: TaskSpec, unit_id: int, attempt: str) -> None:
         self.prefix = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}")
         self.options = spec.dst_options
+        #: Each document written is one request on an object store (counted as "progress").
+        self.remote = fsutil.local_path(self.prefix) is None
         self.files = 0
         self.bytes = 0
         self.segment = 0
@@ -392,9 +464,9 @@ class Progress:
             fs, _ = fsutil.filesystem(self.prefix, self.options)
             if pending:
                 _, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
-                fs.pipe_file(path, json.dumps(pending).encode())
+                self._write(fs, path, json.dumps(pending).encode())
             _, path = fsutil.filesystem(f"{self.prefix}.json", self.options)
-            fs.pipe_file(path, json.dumps(counters).encode())
+            self._write(fs, path, json.dumps(counters).encode())
         except OSError:
             pass  # advisory; the driver's collected results are what gets published
 
@@ -416,6 +488,12 @@ class Progress:
         finally:
             stop.set()
             ticker.join()
+
+
+    def _write(self, fs: Any, path: str, data: bytes) -> None:
+        if self.remote:
+            request_count.count("progress")
+        fs.pipe_file(path, data)
 
 
 _RESULT_FIELDS = tuple(f.name for f in fields(TaskResult))

@@ -7,42 +7,62 @@ is visible at the key until a commit step completes the upload. Any failure
 up, so a failed copy leaves neither an object nor a pending upload. Never
 ``with fs.open(final, "wb")``: its ``close()`` in ``__exit__`` would publish
 the partial object (PITFALLS.md).
+
+With per-file visibility (``--visibility file``) the task publishes each file
+itself once its source is checked: a file smaller than one part is held in memory
+and sent as ONE PutObject to its final key (``hold_small``, then ``put_whole``),
+a bigger one is completed at once (``complete_now``). Either way the object
+appears whole or not at all.
 """
 
 from __future__ import annotations
 
+import hashlib
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
+from distcp import request_count, s3
 from distcp.checksum import Digest
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError
 
 
 @dataclass(frozen=True, slots=True)
 class StagedUpload:
-    """What was staged: the marker, the bytes, their digest and the parts sent."""
+    """What was staged: the marker, the bytes, their digest and the parts sent.
+
+    ``body`` is a small file held in memory, not sent yet (``hold_small``): the
+    staging marker is then "" until ``put_whole`` publishes it. It never leaves
+    the task.
+    """
 
     staging: str
     size: int
     checksum: str
     parts: tuple[tuple[int, str, int], ...] = ()
     server_side: int = 0
+    body: bytes | None = field(default=None, repr=False)
 
 
 def stage_upload(stream: Any, final_url: str, options: dict[str, Any], buffer: bytearray,
-                 size_hint: int) -> StagedUpload:
-    """Read ``stream`` to its end into a new upload on ``final_url``."""
+                 size_hint: int, *, hold_small: bool = False) -> StagedUpload:
+    """Read ``stream`` to its end into a new upload on ``final_url``.
+
+    With ``hold_small``, a stream that ends before one part is full is returned as
+    ``body`` instead, for one PutObject once the caller has checked its source.
+    """
     fs, _ = fsutil.filesystem(final_url, options)
     final_url = fsutil.to_url(fs, fs._strip_protocol(final_url))
     digest = Digest()
     view = memoryview(buffer)
-    first = _read(stream, view)
+    part_size = s3.part_size_for(size_hint, max(len(buffer), s3.MIN_PART))
+    first = _read_part(stream, view, part_size) if hold_small else _read(stream, view)
     if not first:
         return StagedUpload(s3.EMPTY_PREFIX + final_url, 0, digest.hexdigest())
-    part_size = s3.part_size_for(size_hint, max(len(buffer), s3.MIN_PART))
+    if hold_small and len(first) < part_size:
+        digest.update(first)
+        return StagedUpload("", len(first), digest.hexdigest(), body=first)
     upload_id = s3.create(fs, final_url)
     try:
         parts = _send_parts(fs, final_url, upload_id, stream, view, first, digest, part_size)
@@ -63,6 +83,79 @@ def _read(stream: Any, view: memoryview) -> bytes:
         return bytes(stream.read(len(view)))
     n = readinto(view)
     return bytes(view[:n]) if n else b""
+
+
+def _read_part(stream: Any, view: memoryview, part_size: int) -> bytes:
+    """Up to ``part_size`` bytes, or fewer at the stream's end: short reads (pipes,
+    converters) must not make a small file look like a big one."""
+    chunks: list[bytes] = []
+    held = 0
+    while held < part_size:
+        chunk = _read(stream, view)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        held += len(chunk)
+    return b"".join(chunks)
+
+
+def put_whole(url: str, options: dict[str, Any], body: bytes) -> str:
+    """Publish a small file with ONE PutObject; returns its published marker.
+
+    The request carries the body's Content-MD5 (S3 refuses other bytes) and the
+    answer's ETag must be that MD5; a server whose ETags are not MD5s (SSE-KMS) gets
+    a HEAD for the size. An object found wrong is deleted before the error goes up.
+    """
+    fs, _ = fsutil.filesystem(url, options)
+    url = fsutil.to_url(fs, fs._strip_protocol(url))
+    try:
+        etag = s3.put(fs, url, body)
+        if etag.strip('"') != hashlib.md5(body).hexdigest() and not s3.holds(fs, url, len(body)):
+            _remove(fs, url)
+            raise IntegrityError(f"{fsutil.display(url)}: the server holds other bytes than "
+                                 f"the {len(body)} sent (ETag {etag})", path=url)
+    except OSError as exc:
+        if isinstance(exc, CopyError):
+            raise
+        raise DestinationWriteError(f"cannot write {fsutil.display(url)}: {exc}",
+                                    path=url) from exc
+    return s3.published(url)
+
+
+def complete_now(staging: str, size: int, parts: tuple[tuple[int, str, int], ...],
+                 options: dict[str, Any]) -> str:
+    """Publish a staged upload (or an empty file) at once; returns its published marker.
+
+    The object must have the multipart ETag of exactly our parts (or, on a server
+    that gives plain MD5s, our size): the check ``CompleteUploads`` makes at publish.
+    """
+    upload_id, url = s3.parse_staged(staging)
+    fs, _ = fsutil.filesystem(url, options)
+    try:
+        if not upload_id:
+            put_whole(url, options, b"")
+            return s3.published(url)
+        etag = s3.complete(fs, url, upload_id, parts)
+        if etag != s3.multipart_etag([e for _, e, _ in sorted(parts)]) \
+                and not s3.holds(fs, url, size, parts):
+            _remove(fs, url)
+            raise IntegrityError(f"{fsutil.display(url)} does not have the size and ETag "
+                                 "of its parts after completing it", path=url)
+    except OSError as exc:
+        if isinstance(exc, CopyError):
+            raise
+        raise DestinationWriteError(f"cannot complete the upload of {fsutil.display(url)}: "
+                                    f"{exc}", path=url) from exc
+    return s3.published(url)
+
+
+def _remove(fs: Any, url: str) -> None:
+    """Delete an object found wrong right after it was written (best effort)."""
+    try:
+        bucket, key = s3.bucket_key(fs, url)
+        s3.call(fs, "delete_object", Bucket=bucket, Key=key)
+    except OSError:
+        pass
 
 
 #: Parts of one file in flight at once: a server's per-request latency is hidden the way
@@ -87,7 +180,7 @@ def _send_parts(fs: Any, url: str, upload_id: str, stream: Any, view: memoryview
                 body, rest = (data[:part_size], data[part_size:]) if chunk else (data, b"")
                 number = len(futures) + 1
                 futures.append((number, len(body), pool.submit(
-                    s3.upload_part, fs, url, upload_id, number, body)))
+                    request_count.carry(s3.upload_part), fs, url, upload_id, number, body)))
                 pending, held = ([rest], len(rest)) if rest else ([], 0)
                 _wait_window(futures)
             if not chunk:

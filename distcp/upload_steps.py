@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from distcp import fs as fsutil
-from distcp import holes, s3
+from distcp import holes, request_count, s3
 from distcp.checksum import Digest, digest_of_stream
 from distcp.commit import REMOTE_POOL, CommitContext, CommitStep
 from distcp.errors import PublishError
@@ -79,7 +79,7 @@ def _map(ctx: CommitContext, uploads: tuple[Upload, ...], fn: Callable[[Upload],
     if len(uploads) <= 1:
         return [fn(u) for u in uploads]
     with ThreadPoolExecutor(min(REMOTE_POOL, len(uploads))) as pool:
-        return list(pool.map(fn, uploads))
+        return list(pool.map(request_count.carry(fn), uploads))
 
 
 def _pending(ctx: CommitContext, uploads: tuple[Upload, ...]) -> set[str]:
@@ -95,13 +95,7 @@ def _pending(ctx: CommitContext, uploads: tuple[Upload, ...]) -> set[str]:
 def _published(ctx: CommitContext, upload: Upload) -> bool:
     staging, final, size, parts = upload
     fs, _ = ctx.fs(final)
-    found = s3.head(fs, final)
-    if found is None or int(found.get("ContentLength", -1)) != size:
-        return False
-    etag = str(found.get("ETag", ""))
-    if not s3.parse_staged(staging)[0] or "-" not in etag:
-        return True  # an empty file, or a server that gives a plain MD5 (rclone serve s3)
-    return etag == s3.multipart_etag([e for _, e, _ in sorted(parts)])
+    return s3.holds(fs, final, size, parts if s3.parse_staged(staging)[0] else ())
 
 
 @dataclass(frozen=True)

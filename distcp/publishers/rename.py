@@ -33,7 +33,9 @@ class RenamePublisher(Publisher):
 
     def sequence_for(self, outcome: FileSetOutcome, staging_dirs: Sequence[str]) -> CommitSequence:
         files = [r for r in outcome.results if r.ok and r.staging]
-        uploads = [r for r in files if s3.is_staged(r.staging)]
+        # Objects a task already published (--visibility file) need no step of their own.
+        uploads = [r for r in files if s3.is_staged(r.staging)
+                   and not s3.is_published(r.staging)]
         renamed = [r for r in files if not s3.is_staged(r.staging)]
         steps: list[CommitStep] = []
         if outcome.deletes:

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import preflight, s3
+from distcp import preflight, request_count, s3, visibility
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
@@ -100,11 +100,14 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     results: list[TaskResult] = [r for rs in recovered for r in rs]
     if files:
         _prepare_staging(spec, cfg)
-        results += _copy_on_spark(cfg, spec, files, callback, summary)
+        now = visibility.per_file(plan.files_to_copy, cfg.visibility)
+        results += _copy_on_spark(cfg, spec, files, callback, summary, now)
     if plan.files_to_copy:
         callback.message("publishing")
     t = time.monotonic()
-    publish_plan(plan, results, pub, summary)
+    with request_count.counting() as published:
+        publish_plan(plan, results, pub, summary)
+    _count_requests(summary, published.items(), len(files))
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
     if summary.job_id not in _jobs_with_commits(pub.store):
         _cleanup(spec)  # else the pending commit still needs its staged copies
@@ -193,8 +196,16 @@ def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea
     return recovered, todo
 
 
+def _count_requests(summary: Summary, publish: request_count.Counts, files: int) -> None:
+    """Add the publish step's requests to the tasks' and divide by the files copied."""
+    totals = request_count.total([tuple(summary.requests.items()), publish])
+    summary.requests = {k: n for k, n in sorted(totals.items()) if n}
+    summary.requests_per_file = request_count.per_file(summary.requests, files)
+
+
 def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
-                   callback: Callback, summary: Summary) -> list[TaskResult]:
+                   callback: Callback, summary: Summary,
+                   publish_now: frozenset[str] = frozenset()) -> list[TaskResult]:
     t = time.monotonic()
     log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
     summary.log_file = log_file
@@ -206,6 +217,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         whole = [f for f in files if f.guid not in splits]
         per_core = 1 if cfg.tasks else 2  # --tasks N: exactly N (fewer only with fewer files)
         units = pack(whole, unit_count(len(whole), cfg.tasks or cores, per_core), cfg.file_cost)
+        units = visibility.mark(units, publish_now)
         for sf in splits.values():
             units += units_for(sf, len(units))
         callback.set_size(len(files), sum(f.origin.size for f in files))
@@ -217,6 +229,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         results += [r for sf in splits.values() for r in resumed_results(sf)]
         summary.bytes_read += sum(r.bytes_read for r in results)
         summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
+        summary.requests = request_count.total(r.requests for r in results)
         joined = join_results(results, splits)
         if spec.dst_kind == "other" and splits:
             t = time.monotonic()

@@ -32,6 +32,14 @@ def test_preserve_letters_are_checked() -> None:
         CopyConfiguration.build(["/a"], "/b", preserve="ptz")
 
 
+def test_visibility_is_file_or_file_set() -> None:
+    assert CopyConfiguration.build(["/a"], "s3://b/k").visibility == "file-set"
+    assert CopyConfiguration.build(["/a"], "s3://b/k", visibility="file").visibility == "file"
+    with pytest.raises(ConfigurationError, match="--visibility must be file or file-set, "
+                                                 "not 'object'"):
+        CopyConfiguration.build(["/a"], "s3://b/k", visibility="object")
+
+
 def test_unknown_option_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="unknown option.*colour"):
         CopyConfiguration.build(["/a"], "/b", colour="red")

@@ -19,8 +19,10 @@ VALUES = [
     FILE,
     CopyableDirectory(ORIGIN, "/dst", "urn:x", "all", 0o755, 1.5),
     WorkUnit(3, (FILE, FILE), Split(0, 2, 0, 5)),
+    WorkUnit(4, (FILE,), publish_now=(FILE.guid,)),
     TaskResult(FILE.guid, 3, "s0p1a0", ORIGIN.url, FILE.destination, "urn:x", "all", "ok",
-               staging="/s/0-0", bytes_written=10, checksum="xxh3_128:ab"),
+               staging="/s/0-0", bytes_written=10, checksum="xxh3_128:ab",
+               requests=(("part", 2), ("put", 1))),
 ]
 
 

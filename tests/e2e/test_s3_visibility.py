@@ -1,0 +1,168 @@
+"""Per-file visibility on S3 (``--visibility file``), against a real S3 server.
+
+In-process (no Spark): a task given ``publish_now`` files makes each object appear,
+whole, as soon as its source is checked; a small file costs one PutObject, a big one
+its multipart upload completed at once. The CLI runs are in test_s3_visibility_cli.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distcp import s3 as s3ops
+from distcp.checksum import digest_of_bytes
+from distcp.configuration import CopyConfiguration
+from distcp.errors import IntegrityError
+from distcp.listing import plan_all
+from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.publish import publish_plan
+from distcp.spark.job import _publishing, _task_spec
+from distcp.summary import Summary
+from distcp.task import TaskSpec, run_work_unit
+from distcp.upload import put_whole
+from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
+    S3Server,
+    moto_server,
+    rclone_server,
+    s3,
+    s3_any,
+)
+
+pytestmark = pytest.mark.e2e
+MiB = 1 << 20
+ROOT = "s3://dst/vis/.pydistcp"
+
+
+def make_tree(src: Path, sizes: dict[str, int]) -> dict[str, bytes]:
+    src.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, size in sizes.items():
+        out[name] = os.urandom(size)
+        (src / name).write_bytes(out[name])
+    return out
+
+
+def planned(src: Path, s3srv: S3Server, **options: Any
+            ) -> tuple[CopyConfiguration, TaskSpec, list[CopyableFile], Any]:
+    cfg = CopyConfiguration.build([str(src)], "s3://dst/vis", dst_options=s3srv.options,
+                                  **options)
+    plan = plan_all(cfg, lambda m: None).plan
+    return cfg, _task_spec(cfg, "job1", ROOT), plan.files_to_copy, plan
+
+
+def visible(s3srv: S3Server) -> dict[str, bytes]:
+    return {k.removeprefix("vis/"): v for k, v in s3srv.objects("dst", "vis/").items()
+            if "/.pydistcp/" not in k}
+
+
+def requests_of(results: list[TaskResult]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in results:
+        for kind, n in r.requests:
+            out[kind] = out.get(kind, 0) + n
+    return out
+
+
+def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
+        s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    s3 = s3_any
+    files = make_tree(tmp_path / "src", {"a.bin": 100_000, "b.txt": 10, "empty": 0,
+                                         "almost.bin": 8 * MiB - 1})
+    _, spec, todo, _ = planned(tmp_path / "src", s3)
+    unit = WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo))
+    results = run_work_unit(unit, spec, "a0")
+    assert all(r.ok for r in results), [r.message for r in results]
+    assert visible(s3) == files  # before any publish step ran
+    assert s3.pending_uploads() == []
+    assert all(s3ops.is_published(r.staging) for r in results)
+    for r in results:
+        assert r.checksum == digest_of_bytes(files[r.destination.rsplit("/", 1)[1]])
+    counts = requests_of(results)
+    assert counts.pop("put") == len(files)  # the empty file too: one PUT, as before
+    assert set(counts) <= {"progress"}, counts  # no create, part, complete, head or get
+
+
+def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(
+        s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    s3 = s3_any
+    files = make_tree(tmp_path / "src", {"big.bin": 13 * MiB})
+    _, spec, todo, _ = planned(tmp_path / "src", s3)
+    [r] = run_work_unit(WorkUnit(0, tuple(todo), publish_now=(todo[0].guid,)), spec, "a0")
+    assert r.ok, r.message
+    assert visible(s3) == files and s3.pending_uploads() == []
+    counts = dict(r.requests)
+    assert (counts["create"], counts["part"], counts["complete"]) == (1, 2, 1)
+    assert "put" not in counts
+
+
+def test_a_source_that_changed_is_never_published_not_even_for_a_moment(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    """The check of the source comes before the PUT (or the complete): no object, ever."""
+    make_tree(tmp_path / "src", {"small.bin": 1000, "big.bin": 9 * MiB})
+    _, spec, todo, _ = planned(tmp_path / "src", s3)
+    (tmp_path / "src" / "small.bin").write_bytes(b"changed")
+    (tmp_path / "src" / "big.bin").write_bytes(os.urandom(9 * MiB + 1))
+    results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
+                            spec, "a0")
+    assert [r.ok for r in results] == [False, False]
+    assert all("source changed while copying" in r.message for r in results)
+    assert visible(s3) == {} and s3.pending_uploads() == []
+    assert requests_of(results).get("put", 0) == 0
+
+
+def test_a_put_the_server_stored_differently_is_removed_and_fails(
+        s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """moto ignores Content-MD5 (S3 answers BadDigest): the answer's ETag still tells."""
+    def garbling(fs: Any, url: str, data: bytes) -> str:  # a body cut short on the way
+        out = s3ops.call(fs, "put_object", Bucket="dst", Key=url.split("/", 3)[3],
+                         Body=data[:-1])
+        return str(out["ETag"])
+
+    monkeypatch.setattr(s3ops, "put", garbling)
+    with pytest.raises(IntegrityError, match="other bytes than the 5 sent"):
+        put_whole("s3://dst/vis/g.txt", s3.options, b"hello")
+    assert visible(s3) == {}
+
+
+def test_publish_has_nothing_left_to_do_and_counts_published_files_even_in_a_failed_set(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    """--commit-policy full and one file failing: the set is not published, but the
+    objects published as they were copied stay (each whole) and count as copied."""
+    files = make_tree(tmp_path / "src", {"a.bin": 1000, "b.bin": 6 * MiB, "c.bin": 10})
+    cfg, spec, todo, plan = planned(tmp_path / "src", s3, commit_policy="full",
+                                    visibility="file")
+    (tmp_path / "src" / "c.bin").write_bytes(b"changed!")  # c.bin fails
+    results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
+                            spec, "a0")
+    summary = Summary()
+    publish_plan(plan, results, _publishing(cfg, "job1", ROOT), summary)
+    assert visible(s3) == {"a.bin": files["a.bin"], "b.bin": files["b.bin"]}
+    assert s3.pending_uploads() == []
+    assert (summary.files_copied, summary.files_failed, summary.files_not_published) == (2, 1, 0)
+    assert summary.bytes_copied == 1000 + 6 * MiB
+
+
+def test_a_server_side_copy_is_completed_by_its_task_under_visibility_file(
+        s3: S3Server) -> None:  # noqa: F811
+    """S3 -> S3 on one endpoint: UploadPartCopy, then the task completes the upload."""
+    client = s3.client()
+    files = {"x.bin": os.urandom(3000), "y.bin": os.urandom(6 * MiB)}
+    for name, data in files.items():
+        client.put_object(Bucket="src", Key=f"in/{name}", Body=data)
+    cfg = CopyConfiguration.build(["s3://src/in"], "s3://dst/vis", dst_options=s3.options,
+                                  src_options=s3.options, visibility="file")
+    todo = plan_all(cfg, lambda m: None).plan.files_to_copy
+    spec = _task_spec(cfg, "job1", ROOT)
+    assert spec.server_side
+    results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
+                            spec, "a0")
+    assert all(r.ok and s3ops.is_published(r.staging) for r in results), results
+    assert visible(s3) == files and s3.pending_uploads() == []
+    counts = requests_of(results)
+    assert (counts["create"], counts["part_copy"], counts["complete"]) == (2, 2, 2), counts
+    assert counts["head"] == 2  # the sources' recheck after the copy
+    assert "put" not in counts and "part" not in counts
