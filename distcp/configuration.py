@@ -58,7 +58,8 @@ class CopyConfiguration:
     #: Local masters: "auto" (the warm engine if it runs), "warm" (start it if needed),
     #: "cold" (a JVM of this run's own). See distcp.spark.engine.
     engine: str = "auto"
-    #: Symbolic links in a local source tree: skipped and reported, or followed.
+    #: Symbolic links in a local source tree: skipped and reported, followed, or copied
+    #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
     #: How an existing destination file is compared (rclone's -c, --size-only,
     #: --ignore-existing): "default", "checksum", "size-only" or "ignore-existing".
@@ -108,8 +109,9 @@ class CopyConfiguration:
                 raise ConfigurationError(
                     "--split-size cannot be used with --convert: a converter needs the whole "
                     "stream of a file in one task (drop one of the two options)")
-        if self.links not in ("skip", "follow"):
-            raise ConfigurationError(f"--links must be skip or follow, not {self.links!r}")
+        if self.links not in ("skip", "follow", "copy"):
+            raise ConfigurationError(
+                f"--links must be skip, follow or copy, not {self.links!r}")
         if self.buffer_size < 4096:
             raise ConfigurationError("--buffer-size must be at least 4 KiB")
         if self.converters:

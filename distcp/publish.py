@@ -196,6 +196,7 @@ def _record_published(outcome: FileSetOutcome, summary: Summary) -> None:
     staged = [r for r in outcome.results if r.staging]
     recovered = [r for r in staged if r.attempt == "recovered"]
     summary.files_copied += len(staged)
+    summary.links_copied += sum(1 for r in staged if r.link_target is not None)
     summary.bytes_copied += sum(r.bytes_written for r in staged)
     summary.files_recovered += len(recovered)
     summary.bytes_recovered += sum(r.bytes_written for r in recovered)

@@ -114,7 +114,7 @@ def _intact(results: list[TaskResult], options: dict[str, Any]) -> bool:
             return False  # staged uploads are not kept: the orphan sweep aborts them
         fs, path = fsutil.filesystem(r.staging, options)
         try:
-            if fs.size(path) != r.bytes_written:
+            if fsutil.entry_size(fs, path) != r.bytes_written:  # a staged link: its own
                 return False
         except FileNotFoundError:
             return False
