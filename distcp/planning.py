@@ -197,8 +197,8 @@ def _decide_link(origin: FileStatus, existing: FileStatus) -> tuple[str, bool]:
         return f"same symbolic link to {origin.link_target}", False
     if existing.link_target is None:
         return f"symbolic link to {origin.link_target}, destination is not a link", True
-    return f"symbolic link target differs ({existing.link_target} -> " \
-           f"{origin.link_target})", True
+    return (f"symbolic link target differs ({existing.link_target} -> "
+            f"{origin.link_target})"), True
 
 
 def _extras(target: Mapping[str, FileStatus], kept: list[CopyableFile],

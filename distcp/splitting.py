@@ -173,8 +173,9 @@ def units_for(sf: SplitFile, first_id: int) -> list[WorkUnit]:
 
 def resumed_results(sf: SplitFile) -> list[TaskResult]:
     f = sf.file
-    base = dict(guid=f.guid, unit_id=-1, attempt="resumed", origin=f.origin.url,
-                dataset_urn=f.dataset_urn, file_set=f.file_set)
+    base: dict[str, Any] = dict(guid=f.guid, unit_id=-1, attempt="resumed",
+                                origin=f.origin.url, dataset_urn=f.dataset_urn,
+                                file_set=f.file_set)
     return [range_result(f, sf.split(i), base, rec, 0) for i, rec in sorted(sf.done.items())]
 
 
@@ -192,9 +193,10 @@ def join_results(results: Sequence[TaskResult], splits: dict[str, SplitFile]) ->
 
 def _joined(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
     f = sf.file
-    base = dict(guid=f.guid, unit_id=-1, attempt="split", origin=f.origin.url,
-                destination=f.destination, dataset_urn=f.dataset_urn, file_set=f.file_set,
-                bytes_read=sum(r.bytes_read for r in ranges))
+    base: dict[str, Any] = dict(guid=f.guid, unit_id=-1, attempt="split",
+                                origin=f.origin.url, destination=f.destination,
+                                dataset_urn=f.dataset_urn, file_set=f.file_set,
+                                bytes_read=sum(r.bytes_read for r in ranges))
     ok = {r.split_index: r for r in ranges if r.ok}
     failed = [r for r in ranges if not r.ok]
     if failed or len(ok) != sf.count:

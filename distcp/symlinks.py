@@ -63,10 +63,11 @@ def _check_source(file: CopyableFile, target: str) -> None:
                               f"listed {target!r})", path=shown)
 
 
-def apply_link_attributes(staging_url: str, *, mtime: float | int | None, owner: str | None,
+def apply_link_attributes(staging_url: str, *, mtime: float | None, owner: str | None,
                           group: str | None) -> None:
     """The link's own mtime and ownership (never its target's: ``follow_symlinks=False``).
-    A link has no mode of its own on Linux, so none is set."""
+    A link has no mode of its own on Linux, so none is set. An ``int`` mtime is
+    nanoseconds (exact), a ``float`` seconds."""
     path = fsutil.local_path(staging_url)
     if path is None:
         return

@@ -121,8 +121,9 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]
 
     file, split = unit.files[0], unit.split
     assert split is not None
-    base = dict(guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
-                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    base: dict[str, Any] = dict(guid=file.guid, unit_id=unit.unit_id, attempt=attempt,
+                                origin=file.origin.url, dataset_urn=file.dataset_urn,
+                                file_set=file.file_set)
     buffer = bytearray(spec.buffer_size)
     return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), base,
                        buffer)]
@@ -136,8 +137,9 @@ def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
 def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
               spec: TaskSpec, buffer: bytearray) -> list[TaskResult]:
     """Stage every output of one origin file; on any failure, stage nothing of it."""
-    base = dict(guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
-                dataset_urn=file.dataset_urn, file_set=file.file_set)
+    base: dict[str, Any] = dict(guid=file.guid, unit_id=unit_id, attempt=attempt,
+                                origin=file.origin.url, dataset_urn=file.dataset_urn,
+                                file_set=file.file_set)
     note = ""
     if file.origin.link_target is not None:
         return [_copy_link(file, base, f"{staging_dir}/{index}-0")]
