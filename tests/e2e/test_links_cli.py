@@ -199,3 +199,25 @@ def test_s3_keys_that_cannot_be_file_names_are_named_and_the_rest_arrives(
          "of one name)"),
         "s3://src/t/d/: object key ends with '/' and holds 14 bytes: no file can have that name",
     ]
+
+
+@pytest.mark.parametrize("point", ["mid_publish:2", "after_stage:2"])
+def test_links_copy_killed_mid_run_then_rerun_leaves_exact_links(
+        point: str, tmp_path: Path) -> None:
+    """Killed while publishing (driver) or after staging (executor): the rerun finishes
+    with every link exact, and a third run has nothing left to do."""
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "a").write_bytes(b"inside")
+    for name, target in (("dang", "nowhere"), ("lin", "a"), ("d/up", "../a")):
+        (src / name).symlink_to(target)
+    dst = tmp_path / "dst"
+    killed = run_cli("copy", "--no-progress", "--links", "copy", "--master", "local[2]",
+                     str(src), str(dst), env={"DISTCP_CRASH_AT": point})
+    assert killed.returncode != 0, killed.stderr
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    assert rc == 0, out
+    assert _links(dst) == {"d/up": "../a", "dang": "nowhere", "lin": "a"}
+    assert (dst / "a").read_bytes() == b"inside"
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    assert rc == 0 and summary["files_copied"] == 0 and summary["files_skipped"] == 4, out
