@@ -118,8 +118,10 @@ def main() -> None:
               help="Fail an archive or stream that expands more than this many times.")
 @click.option("--max-expanded-bytes", metavar="SIZE", help="Fail an archive that expands beyond SIZE.")
 @click.option("--archive-links", type=click.Choice(["refuse", "skip"]), default="refuse",
-              show_default=True, help="Links inside a tar: refuse the archive, or skip "
-                                      "them (each named in the summary) and expand the rest.")
+              show_default=True,
+              help="Links inside a tar: refuse the archive, or skip them (each named in the "
+                   "summary) and expand the rest; with skip, a hard link to an earlier file "
+                   "of the archive up to 1 MiB is expanded as a copy of its bytes.")
 @click.option("--expand-into-parent", is_flag=True,
               help="Expand archives straight into their directory, not DST/<archive name>/.")
 @click.option("--master", default="local[*]", show_default=True, envvar="PYDISTCP_MASTER",
@@ -145,9 +147,12 @@ def main() -> None:
 @click.option("--split-size", metavar="SIZE",
               help="Copy files larger than SIZE (e.g. 256M) as byte ranges in parallel tasks, "
                    "joined at publish and resumed after a crash (local and S3 destinations).")
-@click.option("--links", type=click.Choice(["skip", "follow"]), default="skip", show_default=True,
-              help="Symbolic links in a local source tree: skip (each one reported) or follow "
-                   "(copy the target's content; dangling links and loops reported).")
+@click.option("--links", type=click.Choice(["skip", "follow", "copy"]), default="skip",
+              show_default=True,
+              help="Symbolic links in a local source tree: skip (each one reported), follow "
+                   "(copy the target's content; dangling links and loops reported) or copy "
+                   "(as links with the same target text, dangling ones too, like rsync -l; "
+                   "local DST only).")
 @click.option("--src-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for sources.")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option for DST.")
 @click.option("--src-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",

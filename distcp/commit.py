@@ -209,7 +209,9 @@ class DeletePaths(CommitStep):
     def execute(self, ctx: CommitContext) -> None:
         for url in self.urls:  # deepest first
             fs, path = ctx.fs(url)
-            if fs.exists(path):
+            if fsutil.is_local(fs) and os.path.islink(path):
+                os.unlink(path)  # the link itself, never what it points to (even a dir)
+            elif fs.exists(path):
                 fs.rm(path, recursive=True)
 
 
@@ -254,7 +256,7 @@ def _moved(ctx: CommitContext, move: tuple[str, str, int]) -> bool:
     if _exists(ctx, staging):
         return False
     try:
-        return bool(fs.size(f) == size)
+        return fsutil.entry_size(fs, f) == size  # a published link: its own size
     except FileNotFoundError:
         return False
 

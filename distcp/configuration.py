@@ -61,7 +61,8 @@ class CopyConfiguration:
     #: Local masters: "auto" (the warm engine if it runs), "warm" (start it if needed),
     #: "cold" (a JVM of this run's own). See distcp.spark.engine.
     engine: str = "auto"
-    #: Symbolic links in a local source tree: skipped and reported, or followed.
+    #: Symbolic links in a local source tree: skipped and reported, followed, or copied
+    #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
     #: How an existing destination file is compared (rclone's -c, --size-only,
     #: --ignore-existing): "default", "checksum", "size-only" or "ignore-existing".
@@ -131,8 +132,9 @@ class CopyConfiguration:
         if self.visibility not in ("file", "file-set"):
             raise ConfigurationError(
                 f"--visibility must be file or file-set, not {self.visibility!r}")
-        if self.links not in ("skip", "follow"):
-            raise ConfigurationError(f"--links must be skip or follow, not {self.links!r}")
+        if self.links not in ("skip", "follow", "copy"):
+            raise ConfigurationError(
+                f"--links must be skip, follow or copy, not {self.links!r}")
         for name in ("min_size", "max_size", "min_age", "max_age"):
             value = getattr(self, name)
             if value is not None and value < 0:

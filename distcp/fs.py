@@ -149,6 +149,26 @@ def is_local(fs: AbstractFileSystem) -> bool:
     return isinstance(fs, LocalFileSystem)
 
 
+def holds_symlinks(fs: AbstractFileSystem) -> bool:
+    """Whether ``fs`` can hold a symbolic link as a link (``--links copy``).
+
+    A capability of the storage, asked before anything runs. Only local disks say
+    yes: staging a link and verifying it needs ``symlink`` and ``readlink``, which
+    fsspec offers nowhere else (object stores have no links at all; SFTP and HDFS
+    have them, but not through an fsspec API we could verify with).
+    """
+    return is_local(fs)
+
+
+def entry_size(fs: AbstractFileSystem, path: str) -> int:
+    """The size of the entry itself: for a symbolic link on a local disk, the length
+    of its target text (what ``lstat`` says), never the size of what it points to.
+    Used to tell whether a staged or published copy is intact."""
+    if is_local(fs):
+        return os.lstat(path.removeprefix("file://")).st_size
+    return int(fs.size(path))
+
+
 def local_path(url: str) -> str | None:
     """The plain path of a local URL, else None; a string check, for per-file hot paths
     where resolving a filesystem through fsspec would cost more than the copy."""
@@ -242,7 +262,9 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
     nanosecond mtimes); other filesystems with fsspec's ``find``. Entries that are
     not copied (links by ``links`` policy, dangling links, loops, special files,
     unreadable directories) are appended to ``skipped`` with their reason, so that
-    nothing is dropped silently and one bad entry never aborts the walk.
+    nothing is dropped silently and one bad entry never aborts the walk. With
+    ``links="copy"`` every symbolic link (dangling or not) is an entry of its own,
+    with its target text in ``link_target``, and is never descended into.
     """
     if is_local(fs):
         root = root.rstrip("/") or "/"
@@ -338,6 +360,11 @@ def _walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: lis
         if entry.name == STATE_DIR_NAME:
             continue
         path = entry.path
+        if links == "copy" and entry.is_symlink():
+            link = _link_status(path, skipped)
+            if link is not None:
+                yield path, link
+            continue
         st = _entry_stat(entry, links, skipped)
         if st is None:
             continue
@@ -357,6 +384,20 @@ def _walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: lis
                 yield from _walk_local(children, links, skipped, ancestors | {key})
         else:
             yield path, local_status(path, st)
+
+
+def _link_status(path: str, skipped: list[Skipped]) -> FileStatus | None:
+    """A symbolic link as itself: lstat's size (its target text's length), mtime and
+    owner, and the target text; None (and reported) when it vanished while listing."""
+    try:
+        st = os.lstat(path)
+        target = os.readlink(path)
+    except OSError as exc:
+        skipped.append(Skipped(path, f"symbolic link unreadable ({exc.strerror})", True))
+        return None
+    return FileStatus(url=path, size=st.st_size, mtime=st.st_mtime, mode=None,
+                      owner=_name_of(st.st_uid, "pwd"), group=_name_of(st.st_gid, "grp"),
+                      mtime_ns=st.st_mtime_ns, link_target=target)
 
 
 def _entry_stat(entry: os.DirEntry[str], links: str,

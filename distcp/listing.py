@@ -68,7 +68,10 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
             f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
     if dataset.is_file:
         return {url: fsutil.status(fs, info)}
-    return {fsutil.to_url(fs, p): st for p, st in fsutil.walk(fs, root)}
+    # Under --links copy the destination's links are entries of their own (compared by
+    # their text, replaced as links), never followed into what they point to.
+    links = "copy" if cfg.links == "copy" else "follow"
+    return {fsutil.to_url(fs, p): st for p, st in fsutil.walk(fs, root, links)}
 
 
 def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],

@@ -30,6 +30,9 @@ class FileStatus:
     #: The object store's version tag from the listing (S3 ETag): a read can demand it
     #: (GET If-Match) and so needs no HEAD before or after. Not part of the guid.
     etag: str | None = None
+    #: A symbolic link copied as a link (``--links copy``): its target text, verbatim.
+    #: ``size`` and ``mtime`` are then the link's own (lstat), not its target's.
+    link_target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,8 @@ class CopyableFile:
         """
         o = self.origin
         key = f"{o.url}\x00{o.size}\x00{o.mtime!r}\x00{o.checksum or ''}"
+        if o.link_target is not None:  # a kept staged link must hold the same text
+            key += f"\x00link\x00{o.link_target}"
         return hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -161,6 +166,8 @@ class TaskResult:
     #: S3 requests sent for this file, by kind (``distcp.request_count``); a task's
     #: first result also carries the task's own (its progress documents).
     requests: tuple[tuple[str, int], ...] = ()
+    #: A symbolic link staged as a link (``--links copy``): its target text.
+    link_target: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -149,12 +149,15 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
     "size-only" looks at sizes alone, "checksum" skips on equal size and checksum and
     copies when the destination's checksum is unknown (never skip on a guess).
     """
+    link = f.origin.link_target
     if existing is None:
-        return "new", True
+        return ("new", True) if link is None else (f"new symbolic link to {link}", True)
     if overwrite:
         return "--overwrite", True
     if compare == "ignore-existing":
         return "destination exists (--ignore-existing)", False
+    if f.origin.link_target is not None or existing.link_target is not None:
+        return _decide_link(f.origin, existing)
     if compare == "size-only":
         if existing.size == f.origin.size:
             return "same size (--size-only)", False
@@ -184,6 +187,23 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
     if existing.mtime >= o.mtime:
         return "same size, destination not older", False
     return "source is newer", True
+
+
+def _decide_link(origin: FileStatus, existing: FileStatus) -> tuple[str, bool]:
+    """A link is its target text: the same text at the destination is the same link,
+    whatever the comparison mode (size, mtime and checksum belong to files).
+
+    A target known only from the state's manifest (``--incremental``) has no link
+    text: the link is copied again (one ``symlink`` call, no source bytes read).
+    """
+    if origin.link_target is None:
+        return "destination is a symbolic link", True
+    if existing.link_target == origin.link_target:
+        return f"same symbolic link to {origin.link_target}", False
+    if existing.link_target is None:
+        return f"symbolic link to {origin.link_target}, destination is not a link", True
+    return (f"symbolic link target differs ({existing.link_target} -> "
+            f"{origin.link_target})"), True
 
 
 def _extras(target: Mapping[str, FileStatus], kept: list[CopyableFile],

@@ -162,9 +162,22 @@ def _short(text: str) -> str:
     return text.splitlines()[0][:200] if text else "no detail"
 
 
+def check_links(links: str, destination: str, options: Mapping[str, Any]) -> None:
+    """``--links copy`` needs a destination that can hold symbolic links; asked of the
+    destination's filesystem (no request is sent: a capability of its kind)."""
+    if links != "copy":
+        return
+    fs, _ = fsutil.filesystem(destination, options)
+    if not fsutil.holds_symlinks(fs):
+        raise ConfigurationError(
+            f"--links copy: destination {fsutil.display(destination)} cannot hold symbolic "
+            "links (only a local disk can); use --links skip or --links follow")
+
+
 def check_run(cfg: Any) -> None:
     """The checks a copy run needs before it lists anything, in the order a user would
     fix them; a dry run starts no Spark, so its master is not asked."""
+    check_links(cfg.links, cfg.destination, cfg.dst_options)
     if not cfg.dry_run:
         check_master(cfg.master)
     check_output_file(cfg.summary_json)

@@ -212,6 +212,7 @@ def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 
 def _record_copied(results: Sequence[TaskResult], summary: Summary) -> None:
     summary.files_copied += len(results)
+    summary.links_copied += sum(1 for r in results if r.link_target is not None)
     summary.bytes_copied += sum(r.bytes_written for r in results)
 
 

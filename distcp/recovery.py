@@ -58,8 +58,8 @@ class RecoveryArea:
                 return None
             results = [TaskResult(**{**o, "attempt": "recovered"}) for o in meta["outputs"]]
             for r in results:
-                if r.staging and self.fs.size(fsutil.filesystem(r.staging, self.options)[1]) \
-                        != r.bytes_written:
+                if r.staging and fsutil.entry_size(
+                        self.fs, fsutil.filesystem(r.staging, self.options)[1]) != r.bytes_written:
                     return None
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None

@@ -116,7 +116,7 @@ def _intact(results: list[TaskResult], options: dict[str, Any]) -> bool:
             # published objects (--visibility file) are in place already
         fs, path = fsutil.filesystem(r.staging, options)
         try:
-            if fs.size(path) != r.bytes_written:
+            if fsutil.entry_size(fs, path) != r.bytes_written:  # a staged link: its own
                 return False
         except FileNotFoundError:
             return False

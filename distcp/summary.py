@@ -37,6 +37,8 @@ class Summary:
     recovery_expired: int = 0
     destination_listings: int = 0
     bytes_copied: int = 0
+    #: Of ``files_copied``: symbolic links copied as links (``--links copy``).
+    links_copied: int = 0
     #: Bytes that went through the tasks (read from sources), and bytes the object
     #: store copied itself (S3 server-side copy): none of those went through a task.
     bytes_read: int = 0
@@ -101,6 +103,8 @@ class Summary:
             f"deleted {self.files_deleted} in {self.duration_s:.1f}s"
             + (f" ({human_bytes(self.throughput)}/s)" if self.bytes_copied else ""),
         ]
+        if self.links_copied:
+            lines.append(f"of which symbolic links {verb} as links: {self.links_copied}")
         if self.sequences_replayed or self.sequences_set_aside:
             lines.append(f"replayed {self.sequences_replayed} unfinished commit(s) of earlier "
                          f"runs; set aside {self.sequences_set_aside}")

@@ -30,6 +30,7 @@ from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import same_mtime
 from distcp.streams import FileAwareInputStream
+from distcp.symlinks import apply_link_attributes, stage_link
 from distcp.taskenv import applied_environment
 from distcp.throttle import throttle_for
 from distcp.upload import (
@@ -182,6 +183,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
         guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
         dataset_urn=file.dataset_urn, file_set=file.file_set)
     note = ""
+    if file.origin.link_target is not None:
+        return [_copy_link(file, base, f"{staging_dir}/{index}-0")]
     if server_side(file, spec):
         try:
             return [_copy_server_side(file, base, spec, publish_now)]
@@ -220,6 +223,21 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
         if reader is not None and not reader.closed:
             reader.close()
     return done
+
+
+def _copy_link(file: CopyableFile, base: dict[str, Any], staging_url: str) -> TaskResult:
+    """Stage a symbolic link as a link (``--links copy``), or report why not, as data."""
+    try:
+        staged = stage_link(file, staging_url)
+        mtime = (file.origin.mtime_ns or file.origin.mtime) if "t" in file.preserve else None
+        apply_link_attributes(staging_url, mtime=mtime, owner=file.owner, group=file.group)
+    except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
+        return TaskResult(**base, destination=file.destination, status="failed",
+                          error_type=type(exc).__name__, message=_message(exc, file),
+                          retryable=getattr(exc, "retryable", False))
+    return TaskResult(**base, destination=file.destination, status="ok", staging=staging_url,
+                      bytes_written=staged.size, checksum=staged.checksum,
+                      link_target=file.origin.link_target)
 
 
 def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:

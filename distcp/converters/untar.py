@@ -5,9 +5,10 @@ Safe by construction rather than by filter (PITFALLS.md, Archives):
 - members are read in stream mode (``r|``), never ``extract``/``extractall``;
   each entry's bytes go to our writer through ``extractfile``;
 - only regular files and directories are accepted; links, devices, FIFOs and
-  setuid/setgid bits are refused with the entry's name (links are skipped and reported
-  instead under ``--archive-links skip``: most real tarballs hold some); names are validated by
-  ``safety.entry_path`` (no absolute paths, no ``..``);
+  setuid/setgid bits are refused with the entry's name (under ``--archive-links skip``,
+  most real tarballs holding some, symbolic links are skipped and reported instead, and a
+  hard link to an earlier small regular member is expanded as a copy of its bytes:
+  ``hardlinks``); names are validated by ``safety.entry_path`` (no absolute paths, no ``..``);
 - gzip/bzip2/xz inside are opened by us, not by tarfile: tarfile never checks
   the gzip CRC, so after the last member we drain our gzip layer to EOF, which
   raises on a bad CRC or length;
@@ -30,6 +31,7 @@ from typing import Any
 
 from distcp.converters.base import Converter
 from distcp.converters.codecs import describe
+from distcp.converters.hardlinks import HeldMembers
 from distcp.converters.iostreams import ConvertedReader, CountingReader, peek
 from distcp.converters.names import expansion_root
 from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
@@ -87,6 +89,8 @@ class _Expansion:
         self.files: set[str] = set()
         self.dirs: set[str] = set()
         self.skip_links = opts.archive_links == "skip"
+        #: Small regular members, kept for hard links to them (skip mode only).
+        self.held = HeldMembers() if self.skip_links else None
         self.notes: list[str] = []
 
     def error(self, why: str) -> ConversionError:
@@ -140,9 +144,10 @@ class _Expansion:
 
     def _entry(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> FileAwareInputStream | None:
         rel = entry_path(member.name, self.origin, "untar")
-        if self.skip_links and (member.issym() or member.islnk()):
-            kind = "symbolic" if member.issym() else "hard"
-            self.notes.append(f"{kind} link {member.name!r} -> {member.linkname!r}")
+        if self.skip_links and member.islnk():
+            return self._hard_link(member, rel)
+        if self.skip_links and member.issym():
+            self.notes.append(f"symbolic link {member.name!r} -> {member.linkname!r}")
             return None
         _check_type(member, self.error)
         mode = entry_mode(member.mode, member.name, self.origin, "untar")
@@ -152,11 +157,35 @@ class _Expansion:
         if member.isdir():
             return self._output(self.root + rel + "/", io.BytesIO(), mode, _mtime(member))
         try:
-            raw = tar.extractfile(member)
+            raw: Any = tar.extractfile(member)
+            if self.held is not None and self.held.wants(rel, member.size):
+                raw = io.BytesIO(raw.read())  # at most HELD_MEMBER_MAX bytes
+                self.held.hold(rel, raw.getvalue())
         except Exception as exc:  # noqa: BLE001
             raise self.translate(exc) from exc
-        reader = ConvertedReader(raw, self.translate, self.budget, lambda: self.consumed.count)
-        return self._output(self.root + rel, reader, mode, _mtime(member))
+        return self._output(self.root + rel, self._reader(raw), mode, _mtime(member))
+
+    def _reader(self, raw: Any) -> ConvertedReader:
+        return ConvertedReader(raw, self.translate, self.budget, lambda: self.consumed.count)
+
+    def _hard_link(self, member: tarfile.TarInfo, rel: str) -> FileAwareInputStream | None:
+        """A copy of the earlier member the link names, when held (``hardlinks``); else
+        skipped and named. Its bytes count against the expansion budget like any entry."""
+        try:
+            target: str | None = entry_path(member.linkname, self.origin, "untar")
+        except ConversionError:
+            target = None  # an escaping name cannot be an earlier member of ours
+        assert self.held is not None
+        data = self.held.get(target)
+        if data is None or not rel:
+            why = self.held.why_not(target) if rel else "it names the expansion root"
+            self.notes.append(f"hard link {member.name!r} -> {member.linkname!r} ({why})")
+            return None
+        mode = entry_mode(member.mode, member.name, self.origin, "untar")
+        self._check_unique(rel, False)
+        self.held.hold(rel, data)  # a later link may name this one
+        return self._output(self.root + rel, self._reader(io.BytesIO(data)), mode,
+                            _mtime(member))
 
     def _check_unique(self, rel: str, is_dir: bool) -> None:
         """Refuse a name seen twice (tar lets the last win) or a file used as a directory."""

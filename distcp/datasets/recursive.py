@@ -69,6 +69,8 @@ class RecursiveCopyableDataset(CopyableDataset):
     def _file(self, origin: FileStatus, dest: str, chain: list[Converter],
               cfg: CopyConfiguration, rel: str) -> CopyableFile:
         p = cfg.preserve
+        if origin.link_target is not None:
+            return self._link(origin, dest, cfg, rel)
         return CopyableFile(
             origin=origin,
             destination=rename_through(chain, dest),
@@ -80,6 +82,16 @@ class RecursiveCopyableDataset(CopyableDataset):
             preserve=p,
             converters=cfg.converters,
         )
+
+    def _link(self, origin: FileStatus, dest: str, cfg: CopyConfiguration,
+              rel: str) -> CopyableFile:
+        """A symbolic link under ``--links copy``: copied verbatim, never converted (its
+        text names a path, not bytes), under its own name; a link has no mode of its own."""
+        p = cfg.preserve
+        return CopyableFile(origin=origin, destination=dest, dataset_urn=self.urn,
+                            file_set=file_set_of(rel, (), self.whole),
+                            owner=origin.owner if "u" in p else None,
+                            group=origin.group if "g" in p else None, preserve=p)
 
     def _directory(self, origin: FileStatus, dest: str, cfg: CopyConfiguration) -> CopyableDirectory:
         mode = origin.mode if "p" in cfg.preserve else None

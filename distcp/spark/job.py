@@ -412,6 +412,7 @@ def _decisions(plan: Any) -> list[dict[str, str]]:
 
 def _dry_run(summary: Summary, plan: Any, start: float) -> Summary:
     summary.files_copied = len(plan.files_to_copy)
+    summary.links_copied = sum(1 for f in plan.files_to_copy if f.origin.link_target is not None)
     summary.bytes_copied = plan.bytes_to_copy
     summary.files_deleted = sum(len(d.delete) for d in plan.datasets)
     summary.duration_s = round(time.monotonic() - start, 3)

@@ -1,9 +1,11 @@
 """Source trees as found in the wild, through the real CLI and local Spark: links by
-policy, dangling links, loops, FIFOs and sockets are copied or named, never dropped."""
+policy (skipped, followed, or copied as links), dangling links, loops, FIFOs and sockets
+are copied or named, never dropped; links and hard links inside tars by policy."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,80 @@ def test_follow_copies_targets_and_names_dangling_links_and_loops(tmp_path: Path
         "special file (fifo)", "special file (socket)"}
 
 
+def _links(root: Path) -> dict[str, str]:
+    """relative path -> target text of every symbolic link below ``root`` (not followed)."""
+    return {p.relative_to(root).as_posix(): os.readlink(p) for p in sorted(root.rglob("*"))
+            if p.is_symlink() and ".pydistcp" not in p.parts}
+
+
+def test_links_copy_copies_each_link_as_a_link_and_a_rerun_skips_them(
+        tmp_path: Path) -> None:
+    src = wild_tree(tmp_path)
+    (src / "abs").symlink_to(tmp_path / "outside")
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "precious").write_bytes(b"keep me")
+    os.utime(src / "lin", ns=(1_500_000_000_123_456_789,) * 2, follow_symlinks=False)
+    dst = tmp_path / "dst"
+    wanted = {"abs": str(tmp_path / "outside"), "d/loop": "..", "dang": "nowhere",
+              "lin": "a", "lout": "../outside"}
+
+    r = run_cli("copy", "--dry-run", "--links", "copy", str(src), str(dst))
+    assert r.returncode == 0, r.stderr
+    assert f"copy   {dst}/lin  (new symbolic link to a)" in r.stdout
+    assert f"copy   {dst}/dang  (new symbolic link to nowhere)" in r.stdout
+    assert "of which symbolic links would copy as links: 5" in r.stdout
+    assert not dst.exists()
+
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    assert rc == 0, out
+    assert _links(dst) == wanted  # relative stays relative, dangling stays dangling
+    assert (dst / "a").read_bytes() == b"inside" and not (dst / "a").is_symlink()
+    assert (dst / "d").is_dir() and not (dst / "d").is_symlink()
+    assert (dst / "lin").lstat().st_mtime_ns == 1_500_000_000_123_456_789
+    assert summary["files_copied"] == 7 and summary["links_copied"] == 5
+    assert summary["failures"] == []
+    assert {e["error"] for e in summary["entries_skipped"]} == {
+        "special file (fifo)", "special file (socket)"}
+    assert "of which symbolic links copied as links: 5" in out
+    assert (tmp_path / "outside").read_bytes() == b"secret outside"
+    inodes = {rel: (dst / rel).lstat().st_ino for rel in wanted}
+
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    assert rc == 0, out
+    assert summary["files_copied"] == 0 and summary["files_skipped"] == 7
+    assert {rel: (dst / rel).lstat().st_ino for rel in wanted} == inodes  # not re-created
+
+    (src / "lin").unlink()
+    (src / "lin").symlink_to("d/b")
+    (dst / "stale").symlink_to(tmp_path / "keep")  # the source has no such entry
+    r = run_cli("copy", "--dry-run", "--delete", "--links", "copy", str(src), str(dst))
+    assert f"copy   {dst}/lin  (symbolic link target differs (a -> d/b))" in r.stdout, r.stdout
+    assert f"skip   {dst}/dang  (same symbolic link to nowhere)" in r.stdout
+    rc, summary, out = _copy(tmp_path, src, "--delete", "--links", "copy")
+    assert rc == 0, out
+    assert _links(dst) == {**wanted, "lin": "d/b"}
+    assert summary["files_copied"] == 1 and summary["files_deleted"] == 1
+    assert (tmp_path / "keep" / "precious").read_bytes() == b"keep me"  # the link went, only
+
+
+def test_links_copy_to_s3_is_refused_before_any_request(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a").write_bytes(b"a")
+    # Credentials present and nothing listening on port 9: any request would end as
+    # exit 3 (endpoint unreachable), as the control run below shows.
+    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+    r = run_cli("copy", "--links", "copy", "--dst-option", "endpoint_url=http://127.0.0.1:9",
+                str(tmp_path / "src"), "s3://bucket/x", env=env, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "pydistcp: error: --links copy: destination s3://bucket/x cannot hold symbolic links "
+        "(only a local disk can); use --links skip or --links follow")
+    r = run_cli("copy", "--dry-run", "--links", "follow", "--dst-option",
+                "endpoint_url=http://127.0.0.1:9", str(tmp_path / "src"), "s3://bucket/x",
+                env=env, timeout=120)
+    assert r.returncode == 3 and "S3 endpoint unreachable" in r.stderr, r.stderr
+
+
 def test_destination_inside_source_through_a_link_is_refused(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a").write_bytes(b"a")
@@ -87,14 +163,20 @@ def test_archive_links_skip_names_each_link_in_the_summary(tmp_path: Path) -> No
         link = tarfile.TarInfo("bin/alias")
         link.type, link.linkname = tarfile.SYMTYPE, "tool"
         tar.addfile(link)
+        for name, target in (("bin/tool2", "bin/tool"), ("bin/ghost", "bin/missing")):
+            hard = tarfile.TarInfo(name)
+            hard.type, hard.linkname = tarfile.LNKTYPE, target
+            tar.addfile(hard)
     rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar")
     assert rc == 1 and "entry 'bin/alias' is a symbolic link to 'tool'" in out
     rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar", "--archive-links", "skip")
     assert rc == 0, out
     assert {k: v[0] for k, v in tree(tmp_path / "dst").items()} == {
-        "rel": None, "rel/bin": None, "rel/bin/tool": b"tool"}
+        "rel": None, "rel/bin": None, "rel/bin/tool": b"tool", "rel/bin/tool2": b"tool"}
+    assert not (tmp_path / "dst" / "rel" / "bin" / "tool2").is_symlink()
     note = (f"{src}/rel.tar.gz: not expanded (--archive-links skip): "
-            "symbolic link 'bin/alias' -> 'tool'")
+            "symbolic link 'bin/alias' -> 'tool'; hard link 'bin/ghost' -> 'bin/missing' "
+            "(no earlier regular file of that name in the archive)")
     assert summary["notes"] == [note] and note in out
 
 
@@ -117,3 +199,25 @@ def test_s3_keys_that_cannot_be_file_names_are_named_and_the_rest_arrives(
          "of one name)"),
         "s3://src/t/d/: object key ends with '/' and holds 14 bytes: no file can have that name",
     ]
+
+
+@pytest.mark.parametrize("point", ["mid_publish:2", "after_stage:2"])
+def test_links_copy_killed_mid_run_then_rerun_leaves_exact_links(
+        point: str, tmp_path: Path) -> None:
+    """Killed while publishing (driver) or after staging (executor): the rerun finishes
+    with every link exact, and a third run has nothing left to do."""
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "a").write_bytes(b"inside")
+    for name, target in (("dang", "nowhere"), ("lin", "a"), ("d/up", "../a")):
+        (src / name).symlink_to(target)
+    dst = tmp_path / "dst"
+    killed = run_cli("copy", "--no-progress", "--links", "copy", "--master", "local[2]",
+                     str(src), str(dst), env={"DISTCP_CRASH_AT": point})
+    assert killed.returncode != 0, killed.stderr
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    assert rc == 0, out
+    assert _links(dst) == {"d/up": "../a", "dang": "nowhere", "lin": "a"}
+    assert (dst / "a").read_bytes() == b"inside"
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    assert rc == 0 and summary["files_copied"] == 0 and summary["files_skipped"] == 4, out

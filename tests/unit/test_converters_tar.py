@@ -258,11 +258,95 @@ def test_archive_links_skip_expands_the_rest_and_names_each_link(tmp_path: Path)
     run = run_convert(src, tmp_path / "dst", "untar", archive_links="skip")
     assert run.failed == []
     got = run.by_destination(tmp_path / "dst")
-    assert sorted(got) == ["real/", "real/a.txt", "real/escape/x"]
+    assert sorted(got) == ["real/", "real/a.txt", "real/again.txt", "real/escape/x"]
     assert got["real/"].message == (
         "not expanded (--archive-links skip): symbolic link 'passwd' -> '/etc/passwd'; "
-        "hard link 'again.txt' -> 'a.txt'; "
         f"symbolic link 'escape' -> '{tmp_path / 'outside'}'")
     assert not (tmp_path / "outside" / "x").exists()
     assert sorted(Path(r.staging).read_bytes() for r in got.values() if r.staging) == [
-        b"hello", b"x!\n"]
+        b"hello", b"hello", b"x!\n"]
+
+
+def _tar_with_links(path: Path, members: list[tuple[str, bytes | str]],
+                    fmt: int = tarfile.GNU_FORMAT) -> Path:
+    """A tar of regular members (bytes) and hard links (str: the member they name)."""
+    with tarfile.open(path, "w", format=fmt) as tar:
+        for name, body in members:
+            if isinstance(body, str):
+                tar.addfile(tar_member(name, tarfile.LNKTYPE, body, mode=0o640))
+                continue
+            info = tar_member(name)
+            info.size, info.mtime = len(body), 1_600_000_000
+            tar.addfile(info, io.BytesIO(body))
+    return path
+
+
+def test_hard_link_to_an_earlier_member_is_expanded_as_a_copy_of_its_bytes(
+        tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    body = os.urandom(200_000)
+    _tar_with_links(src / "t.tar", [("d/a.bin", body), ("d/b.bin", "d/a.bin"),
+                                    ("c.bin", "./d/b.bin"), ("e.bin", b"other")])
+    run = run_convert(src, tmp_path / "dst", "untar", archive_links="skip")
+    assert run.failed == []
+    got = run.by_destination(tmp_path / "dst")
+    assert got["t/"].message == ""  # nothing left out: the summary names nothing
+    for name in ("t/d/a.bin", "t/d/b.bin", "t/c.bin"):  # a link to a link too
+        assert Path(got[name].staging).read_bytes() == body, name
+    assert Path(got["t/d/b.bin"].staging).stat().st_mode & 0o777 == 0o640
+    assert got["t/d/b.bin"].bytes_written == len(body)
+    assert got["t/d/b.bin"].checksum == got["t/d/a.bin"].checksum
+    assert Path(got["t/e.bin"].staging).read_bytes() == b"other"
+
+
+def test_hard_links_that_cannot_be_expanded_are_skipped_and_named(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    mib = 1 << 20
+    fill = [(f"fill{i:02}", bytes([i]) * mib) for i in range(16)]  # pushes "old" out
+    _tar_with_links(src / "t.tar", [
+        ("big", b"B" * (mib + 1)), ("old", b"o" * mib), *fill, ("new", b"n" * 900),
+        ("to-big", "big"), ("to-old", "old"), ("to-new", "new"), ("to-fill", "fill15"),
+        ("to-none", "missing"), ("to-etc", "../etc/passwd")])
+    run = run_convert(src, tmp_path / "dst", "untar", archive_links="skip")
+    assert run.failed == []
+    got = run.by_destination(tmp_path / "dst")
+    assert sorted(n for n in got if n.startswith("t/to-")) == ["t/to-fill", "t/to-new"]
+    assert Path(got["t/to-new"].staging).read_bytes() == b"n" * 900
+    assert Path(got["t/to-fill"].staging).read_bytes() == bytes([15]) * mib
+    assert got["t/"].message == (
+        "not expanded (--archive-links skip): "
+        "hard link 'to-big' -> 'big' (its target is larger than 1.0 MiB); "
+        "hard link 'to-old' -> 'old' (its target was no longer held (at most 16.0 MiB of "
+        "earlier members are kept)); "
+        "hard link 'to-none' -> 'missing' (no earlier regular file of that name in the "
+        "archive); "
+        "hard link 'to-etc' -> '../etc/passwd' (no earlier regular file of that name in the "
+        "archive)")
+    assert not (tmp_path / "etc").exists()
+
+
+def test_hard_link_is_still_refused_by_default(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    _tar_with_links(src / "t.tar", [("a", b"aaa"), ("b", "a")])
+    run = run_convert(src, tmp_path / "dst", "untar")
+    [failed] = run.failed
+    assert "entry 'b' is a hard link to 'a'; only regular files and directories" in \
+        failed.message
+    assert run.staged() == []
+
+
+def test_hard_links_cannot_inflate_past_the_expansion_ratio(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    body = os.urandom(1 << 20)  # incompressible: the archive itself is ~1 MiB
+    links = [(f"l{i}", "a") for i in range(8)]
+    _tar_with_links(src / "t.tar", [("a", body), *links])
+    run = run_convert(src, tmp_path / "dst", "untar", archive_links="skip",
+                      max_expansion_ratio=4.0)
+    [failed] = run.failed
+    assert failed.error_type == "ConversionError"
+    assert "--max-expansion-ratio" in failed.message, failed.message
+    assert run.staged() == []

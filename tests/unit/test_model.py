@@ -23,7 +23,17 @@ VALUES = [
     TaskResult(FILE.guid, 3, "s0p1a0", ORIGIN.url, FILE.destination, "urn:x", "all", "ok",
                staging="/s/0-0", bytes_written=10, checksum="xxh3_128:ab",
                requests=(("part", 2), ("put", 1))),
+    FileStatus(url="/data/l", size=5, mtime=1.5, link_target="../ü"),
+    TaskResult("g", 3, "s0p1a0", "/data/l", "/dst/l", "urn:x", "all", "ok",
+               staging="/s/0-1", bytes_written=4, link_target="../ü"),
 ]
+
+
+def test_a_links_guid_depends_on_its_target_text() -> None:
+    a = CopyableFile(FileStatus("/s/l", 1, 5.0, link_target="a"), "/d/l", "u", "all")
+    b = CopyableFile(FileStatus("/s/l", 1, 5.0, link_target="b"), "/d/l", "u", "all")
+    plain = CopyableFile(FileStatus("/s/l", 1, 5.0), "/d/l", "u", "all")
+    assert len({a.guid, b.guid, plain.guid}) == 3
 
 
 @pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)

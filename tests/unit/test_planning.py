@@ -128,3 +128,24 @@ def test_tasks_n_means_n_units_when_there_are_enough_files() -> None:
     files = [cf(f"f{i}") for i in range(10)]
     assert len(pack(files, unit_count(len(files), 3, per_core=1), 0)) == 3
     assert len(pack(files[:2], unit_count(2, 3, per_core=1), 0)) == 2
+
+
+def link(target: str | None, size: int = 1, mtime: float = 100.0) -> FileStatus:
+    return FileStatus("/x", size, mtime, link_target=target)
+
+
+@pytest.mark.parametrize("origin, existing, compare, expected", [
+    (link("a"), None, "default", ("new symbolic link to a", True)),
+    (link("a"), link("a", mtime=5.0), "default", ("same symbolic link to a", False)),
+    (link("a"), link("b"), "size-only", ("symbolic link target differs (b -> a)", True)),
+    (link("a"), link("b"), "checksum", ("symbolic link target differs (b -> a)", True)),
+    (link("a"), link(None), "default",
+     ("symbolic link to a, destination is not a link", True)),
+    (link(None), link("a"), "default", ("destination is a symbolic link", True)),
+    (link("a"), link("b"), "ignore-existing", ("destination exists (--ignore-existing)", False)),
+])
+def test_a_link_is_compared_by_its_target_text(origin, existing, compare, expected) -> None:  # type: ignore[no-untyped-def]
+    f = CopyableFile(origin, "/dst/l", "u", "all")
+    assert decide(f, existing, False, compare) == expected
+    assert decide(f, existing, True, compare) == (
+        expected if existing is None else ("--overwrite", True))

@@ -86,5 +86,30 @@ def test_summary_counts_failures_but_not_policy_skips() -> None:
 
 def test_links_setting_is_checked() -> None:
     assert CopyConfiguration(("a",), "b").links == "skip"
-    with pytest.raises(ConfigurationError, match="--links must be skip or follow, not 'copy'"):
-        CopyConfiguration(("a",), "b", links="copy")
+    assert CopyConfiguration(("a",), "b", links="copy").links == "copy"
+    with pytest.raises(ConfigurationError,
+                       match="--links must be skip, follow or copy, not 'hard'"):
+        CopyConfiguration(("a",), "b", links="hard")
+
+
+def test_copy_lists_every_link_as_itself_and_never_descends(wild: Path) -> None:
+    (wild / "dl").symlink_to("d")
+    skipped: list[fsutil.Skipped] = []
+    fs, path = fsutil.filesystem(str(wild), {})
+    found = {fsutil.relpath(p, path): st for p, st in fsutil.walk(fs, path, "copy", skipped)}
+    assert {rel: st.link_target for rel, st in found.items()} == {
+        "a": None, "d": None, "d/b": None, "d/loop": "..", "dang": "nowhere", "dl": "d",
+        "lin": "a", "lout": "../outside"}
+    lout = os.lstat(wild / "lout")
+    assert (found["lout"].size, found["lout"].mtime_ns) == (len("../outside"), lout.st_mtime_ns)
+    assert not found["dl"].is_dir and found["dl"].mode is None
+    assert {s.reason for s in skipped} == {"special file (fifo)", "special file (socket)"}
+
+
+def test_entry_size_is_a_links_own_size(wild: Path) -> None:
+    fs, _ = fsutil.filesystem(str(wild), {})
+    assert fsutil.entry_size(fs, str(wild / "lout")) == len("../outside")
+    assert fsutil.entry_size(fs, str(wild / "a")) == len(b"inside")
+    assert fsutil.holds_symlinks(fs)
+    assert not fsutil.holds_symlinks(fsutil.filesystem("s3://bucket/x", {})[0])
+    assert not fsutil.holds_symlinks(fsutil.filesystem("memory://x", {})[0])
