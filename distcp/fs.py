@@ -7,6 +7,7 @@ rebuilding one per call is cheap.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import inspect
@@ -444,3 +445,13 @@ def _name_of(ident: Any, module: str) -> str | None:
         return grp.getgrgid(int(ident)).gr_name
     except (KeyError, ValueError, ImportError):
         return str(ident)
+
+
+def forget_listings() -> None:
+    """Drop every cached directory listing of this process's fsspec filesystems (the
+    instances stay, with their connections): what was true for an earlier run is not
+    evidence for this one."""
+    for cls in list(fsspec.registry.values()):  # the implementations imported so far
+        for instance in list(getattr(cls, "_cache", {}).values()):
+            with contextlib.suppress(Exception):
+                instance.invalidate_cache()

@@ -527,6 +527,7 @@ def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
     attempt = _attempt_id()
+    _new_job(spec.job_id)
     for batch in batches:
         ids = batch.column("unit_id").to_pylist()
         payloads = batch.column("payload").to_pylist()
@@ -535,6 +536,17 @@ def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:
         yield pa.RecordBatch.from_arrays(
             [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"]
         )
+
+
+_JOB_SEEN: list[str] = []
+
+
+def _new_job(job_id: str) -> None:
+    """A worker reused by a later run (the warm engine keeps its Python workers between
+    runs) must not answer from listings cached during an earlier one."""
+    if _JOB_SEEN != [job_id]:
+        fsutil.forget_listings()
+        _JOB_SEEN[:] = [job_id]
 
 
 def _attempt_id() -> str:

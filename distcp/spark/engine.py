@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -223,13 +224,69 @@ class Engine:
             self.meta_path.unlink()
         return stopped
 
-    def connect_url(self) -> str:
-        """The server's URL, with its token in this process's environment (never argv)."""
+    def connect_url(self, session_id: str | None = None) -> str:
+        """The server's URL, with its token in this process's environment (never argv);
+        with ``session_id``, the URL attaches to that server-side session."""
         server = self.server()
         if server is None:
             raise EngineUnavailable("the warm engine stopped while connecting")
         os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = server["token"]
-        return f"sc://{server['host']}:{server['port']}"
+        url = f"sc://{server['host']}:{server['port']}"
+        return f"{url}/;session_id={session_id}" if session_id else url
+
+    @contextmanager
+    def session_slot(self) -> Iterator[SessionSlot]:
+        """A server-side session this run has to itself, kept for the next run.
+
+        Each Spark Connect session gets its own Python worker daemon on the server
+        (PythonWorkerFactory is keyed by the session's artifact UUID), so a new session
+        per run paid the daemon's start and its workers' imports, about 2-3 s, in every
+        run's first job. Runs reattach to a pooled session instead: slot N is held with
+        an exclusive lock for the whole run (concurrent runs take other slots, so no two
+        share a session's settings), and its session id is kept in ``sessions/N.id``.
+        """
+        root = self.dir / "sessions"
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for n in range(SESSION_SLOTS):
+            lock = open(root / f"{n}.lock", "a")  # noqa: SIM115 - held for the run
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock.close()
+                continue
+            try:
+                yield SessionSlot(root / f"{n}.id")
+            finally:
+                lock.close()
+            return
+        yield SessionSlot(None)  # every slot busy: a session of its own, released after
+
+
+SESSION_SLOTS = 8
+
+
+class SessionSlot:
+    """A pooled session id (its file), or none: a throwaway session."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    @property
+    def pooled(self) -> bool:
+        return self.path is not None
+
+    def session_id(self, renew: bool = False) -> str | None:
+        """The kept id, or a new one (first use, or the server forgot the old one)."""
+        if self.path is None:
+            return None
+        if not renew:
+            try:
+                return str(uuid.UUID(self.path.read_text().strip(), version=4))
+            except (OSError, ValueError):
+                pass
+        new = str(uuid.uuid4())
+        self.path.write_text(new)
+        return new
 
 
 class EngineUnavailable(RuntimeError):

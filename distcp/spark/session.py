@@ -74,7 +74,7 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
         except KeyboardInterrupt:
             _end_jvm(_jvm_process())
             raise
-        except Exception as exc:  # noqa: BLE001 - PySpark raises many kinds here
+        except Exception as exc:
             # A driver JVM that died on its CDS archive (e.g. a truncated file): once more
             # without it; the archive is deleted, so the next build replaces it.
             options = cds.drop_archive_of(settings.get("spark.driver.extraJavaOptions", ""))
@@ -83,7 +83,7 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
                                             f"details in {log_file}", path=log_file) from None
             try:
                 spark = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
-            except Exception as again:  # noqa: BLE001
+            except Exception as again:
                 raise SparkUnavailableError(
                     f"Spark did not start ({master}): {_cause(again)}; details in {log_file}",
                     path=log_file) from None
@@ -132,25 +132,45 @@ def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: boo
 
     @contextmanager
     def session() -> Iterator[Any]:
-        from pyspark.sql import SparkSession
 
         os.makedirs(os.path.dirname(log_file), exist_ok=True)
         with open(log_file, "a") as f:
             f.write(f"this run used the warm engine {eng.dir}; its log: {eng.log_dir}\n")
-        with eng.in_use():
+        with eng.in_use(), eng.session_slot() as slot:
             with _stderr_to(log_file), warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                spark = SparkSession.builder.remote(eng.connect_url()).getOrCreate()
+                spark = _attach(eng, slot)
             _fail_fast(spark)
             try:
                 yield spark
             finally:
-                # This client's session only (the server stays); a server that died
-                # mid-run has nothing left to stop.
+                # The client only: a pooled session stays on the server with its Python
+                # workers for the next run; a server that died mid-run has nothing left.
+                spark.release_session_on_close = not slot.pooled
                 with contextlib.suppress(Exception):
                     spark.stop()
 
     return session()
+
+
+def _attach(eng: Engine, slot: Any) -> Any:
+    """A client on the slot's server-side session; a session the server no longer has
+    (expired, or the engine restarted) is replaced by a new one under the same slot."""
+    from pyspark.sql import SparkSession
+
+    for renew in (False, True):
+        url = eng.connect_url(slot.session_id(renew))
+        spark: Any = SparkSession.builder.remote(url).create()
+        try:
+            spark.conf.get("spark.sql.session.timeZone")  # one round trip: is it there?
+            return spark
+        except Exception:  # SESSION_CLOSED and the like: take a new id
+            spark.release_session_on_close = False
+            with contextlib.suppress(Exception):
+                spark.stop()
+            if renew or not slot.pooled:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _fail_fast(spark: Any) -> None:
@@ -250,7 +270,7 @@ def default_parallelism(spark: Any) -> int:
     """Cores Spark offers; Spark Connect has no SparkContext, so ask the conf there."""
     try:
         return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect raises a variety here
+    except Exception:
         value = spark.conf.get("spark.default.parallelism", None)
         return int(value) if value else os.cpu_count() or 2
 

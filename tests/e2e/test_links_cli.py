@@ -221,3 +221,28 @@ def test_links_copy_killed_mid_run_then_rerun_leaves_exact_links(
     assert (dst / "a").read_bytes() == b"inside"
     rc, summary, out = _copy(tmp_path, src, "--links", "copy")
     assert rc == 0 and summary["files_copied"] == 0 and summary["files_skipped"] == 4, out
+
+
+@pytest.mark.parametrize("links", ["skip", "follow"])
+def test_wild_tree_to_s3_by_policy(tmp_path: Path, s3: S3Server,  # noqa: F811
+                                   links: str) -> None:
+    """The same wild tree to the S3 server: every entry is an object or named."""
+    src = wild_tree(tmp_path)
+    report = tmp_path / "summary.json"
+    r = run_cli("copy", "--no-progress", "--links", links, "--summary-json", str(report),
+                str(src), "s3://dst/wild", env=s3.env)
+    assert "Traceback" not in r.stderr, r.stderr
+    summary = json.loads(report.read_text())
+    objects = s3.objects("dst", "wild/")
+    named = {e["path"] for e in summary["entries_skipped"]} | {
+        f["path"] for f in summary["failures"]}
+    if links == "skip":
+        assert r.returncode == 0, r.stderr
+        assert objects == {"wild/a": b"inside", "wild/d/b": b"bee"}
+        assert named == {f"{src}/{n}" for n in ("lin", "lout", "dang", "d/loop", "fifo", "sock")}
+    else:
+        assert r.returncode == 1, r.stderr
+        assert objects == {"wild/a": b"inside", "wild/d/b": b"bee", "wild/lin": b"inside",
+                           "wild/lout": b"secret outside"}
+        assert named == {f"{src}/{n}" for n in ("dang", "d/loop", "fifo", "sock")}
+    assert s3.pending_uploads() == []
