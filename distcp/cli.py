@@ -132,11 +132,12 @@ def main() -> None:
               help="Local masters: warm runs on the warm engine, a Spark server kept for later "
                    "runs (started if needed); cold starts a JVM for this run; auto uses the "
                    "warm engine when it runs (see 'pydistcp engine').")
-@click.option("--parallelism", type=int,
-              help="Cores to plan for: tasks are about 2x this (default: Spark's cores).")
+@click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
+              metavar="N", help="Cores to plan for: about 2 tasks per core (default: Spark's "
+                                "cores); --parallelism is its old name.")
 @click.option("--tasks", type=int, metavar="N",
               help="Exactly N tasks copy whole files (fewer only when there are fewer files); "
-                   "wins over --parallelism.")
+                   "wins over --cores.")
 @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark setting (repeatable).")
 @click.option("--bwlimit", metavar="SIZE",
               help="rclone: bytes per second for the whole run (e.g. 10M), shared by the "

@@ -181,3 +181,11 @@ def test_old_spellings_warn_and_still_reach_the_configuration(tmp_path: Path) ->
         warnings.simplefilter("ignore")
         distcp.copy(str(tmp_path), str(tmp_path / "o"), conf={"a": "1"},
                         spark_conf={"b": "2"})
+
+
+def test_cores_is_the_parallelism_flag_and_its_old_name_still_works() -> None:
+    for flag in ("--cores", "--parallelism"):
+        ctx = copy_command.make_context("copy", [flag, "3", "/src", "/dst"])
+        assert ctx.params["parallelism"] == 3
+    with pytest.raises(click.BadParameter):
+        copy_command.make_context("copy", ["--cores", "0", "/src", "/dst"])
