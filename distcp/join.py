@@ -30,6 +30,7 @@ from distcp.checksum import Digest, compose, digest_of_stream
 from distcp.errors import CopyError, IntegrityError
 from distcp.faults import crash_point
 from distcp.model import TaskResult
+from distcp.taskspec import attempt_id
 
 JOB_SCHEMA = "unit_id long, payload binary"
 
@@ -177,9 +178,7 @@ def run_join_batches(options: dict[str, Any], buffer_size: int, verify: str,
     """``mapInArrow`` entry point: pickled Joins in, pickled TaskResults out."""
     import pyarrow as pa
 
-    from distcp.task import _attempt_id
-
-    attempt = _attempt_id()
+    attempt = attempt_id()
     buffer = bytearray(buffer_size)
     for batch in batches:
         ids = batch.column("unit_id").to_pylist()

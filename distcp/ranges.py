@@ -25,7 +25,9 @@ from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
+from distcp.sources import open_source, recheck_source
 from distcp.state import write_atomic
+from distcp.taskspec import TaskSpec
 
 #: Times a part is sent again when the server then holds another body under its
 #: number: a late request of a killed earlier attempt of the range can land after
@@ -33,11 +35,9 @@ from distcp.state import write_atomic
 PART_RESENDS = 2
 
 
-def copy_range(file: CopyableFile, split: Split, spec: Any, base: dict[str, Any],
+def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str, Any],
                buffer: bytearray) -> TaskResult:
     """Copy ``split`` of ``file``; a failure is a failed TaskResult, as for whole files."""
-    from distcp.task import open_source, recheck_source
-
     reader = None
     try:
         if spec.server_side:
@@ -78,7 +78,7 @@ def range_result(file: CopyableFile, split: Split, base: dict[str, Any],
                       bytes_server_side=0 if record["blocks"] else split.length)
 
 
-def _write(reader: Any, file: CopyableFile, split: Split, spec: Any, buffer: bytearray,
+def _write(reader: Any, file: CopyableFile, split: Split, spec: TaskSpec, buffer: bytearray,
            attempt: str) -> tuple[str, bytes, str]:
     """(part ETag, block digests, part file name) of the range as written."""
     if s3.is_staged(split.staging):
@@ -106,7 +106,7 @@ def _read_exactly(reader: Any, view: memoryview, digest: Digest, file: CopyableF
         pos += n
 
 
-def _write_part(reader: Any, file: CopyableFile, split: Split, spec: Any) -> tuple[str, bytes]:
+def _write_part(reader: Any, file: CopyableFile, split: Split, spec: TaskSpec) -> tuple[str, bytes]:
     """One range = one part: S3 needs the whole part in one request, so the part's
     bytes are held in memory (the range size; see README on --split-size)."""
     upload_id, final = s3.parse_staged(split.staging)
@@ -144,7 +144,7 @@ def _chunks(reader: Any, split: Split, view: memoryview, digest: Digest
         pos += n
 
 
-def _write_part_file(reader: Any, split: Split, spec: Any, buffer: bytearray,
+def _write_part_file(reader: Any, split: Split, spec: TaskSpec, buffer: bytearray,
                      name: str) -> bytes:
     """The range as its own file, written in buffer-sized blocks (one request each on
     FTP), then checked: its size, and with ``--verify digest`` its bytes re-read."""
@@ -188,7 +188,7 @@ def _remove_quietly(fs: Any, path: str) -> None:
         pass  # never written, or the filesystem is gone: the folder goes with the split
 
 
-def _write_local(reader: Any, split: Split, spec: Any, buffer: bytearray) -> bytes:
+def _write_local(reader: Any, split: Split, spec: TaskSpec, buffer: bytearray) -> bytes:
     """Write the range at its offset into the shared staging file, then re-read to verify.
 
     A regular local source goes through the kernel with its holes kept
@@ -230,7 +230,7 @@ def _verify_local(path: str, split: Split, buffer: bytearray, want: bytes) -> No
                              "was read after writing it", path=path)
 
 
-def _copy_server_side(file: CopyableFile, split: Split, spec: Any) -> str:
+def _copy_server_side(file: CopyableFile, split: Split, spec: TaskSpec) -> str:
     upload_id, final = s3.parse_staged(split.staging)
     fs, _ = fsutil.filesystem(final, spec.dst_options)
     last = split.offset + split.length - 1

@@ -9,7 +9,7 @@ sending it on a pooled urllib3 connection costs 1.0 ms: 4x the files per second,
 signing it here (``sign_get``, SigV4 for a GET) instead of with botocore's signer
 saves most of another 0.8 ms.
 
-So a small object read whole with ``If-Match`` (``task._get_listed``) goes through
+So a small object read whole with ``If-Match`` (``sources._get_listed``) goes through
 ``LeanGetter``: the endpoint, region and credentials are taken once from the s3fs
 client the run configured (whatever chain found them: options, environment, profile,
 instance role), the request is signed by ``sign_get`` and sent by urllib3. Only the plain case takes this path; anything else falls back to s3fs for

@@ -8,31 +8,28 @@ tests and on executors whose PySpark is only the worker side).
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import pickle
 import re
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import request_count, s3, s3get
+from distcp import request_count, s3
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
-from distcp.errors import CopyError, SourceReadError
+from distcp.errors import CopyError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.planning import same_mtime
+from distcp.sources import LIVE_READERS, check_unchanged, one_get, open_source, recheck_source
 from distcp.streams import FileAwareInputStream
 from distcp.symlinks import apply_link_attributes, stage_link
 from distcp.taskenv import applied_environment
-from distcp.throttle import throttle_for
+from distcp.taskspec import TaskSpec, attempt_id
 from distcp.upload import (
     StagedUpload,
     complete_now,
@@ -41,30 +38,6 @@ from distcp.upload import (
     stage_upload,
 )
 from distcp.writer import SourceReader, apply_attributes, write_staged
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """The slice of the configuration every task needs; secrets stay out of repr."""
-
-    job_id: str
-    staging_root: str
-    progress_root: str
-    buffer_size: int = 8 << 20
-    verify: str = "digest"
-    src_options: dict[str, Any] = field(default_factory=dict, repr=False)
-    dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
-    converter_options: ConverterOptions = field(default_factory=ConverterOptions)
-    #: "local", "s3" (stage as multipart uploads) or "other" (fsspec staging + rename).
-    dst_kind: str = "local"
-    #: Sources and destination are S3 on one endpoint: copy S3 sources server-side.
-    server_side: bool = False
-    part_size: int = 8 << 20
-    #: The client's variables tasks read (AWS credentials, S3 bound, crash points):
-    #: a warm engine's workers have the server's environment, not the client's.
-    env: dict[str, str] | None = field(default=None, repr=False)
-    #: ``--bwlimit``: this task's share of the run's bytes per second (None: no limit).
-    bwlimit: int | None = None
 
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
@@ -105,8 +78,6 @@ FILES_IN_FLIGHT = 8
 #: ... and when every file is a small object read in one GET (SMALL_OBJECT bytes or less):
 #: latency alone sets the pace, and threads that wait cost little.
 SMALL_IN_FLIGHT = 32
-#: Objects up to this size with a listed ETag are read whole in one GET If-Match.
-SMALL_OBJECT = 1 << 20
 
 
 def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
@@ -136,7 +107,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         return copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, local.buffer,
                          publish_now=file.guid in now)
 
-    small = all(_one_get(f) for f in unit.files)
+    small = all(one_get(f) for f in unit.files)
     with ThreadPoolExecutor(min(SMALL_IN_FLIGHT if small else FILES_IN_FLIGHT,
                                 len(unit.files))) as pool:
         futures = [pool.submit(copy, i, f) for i, f in enumerate(unit.files)]
@@ -203,7 +174,7 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
             done.append(_stage_output(out, file, base, f"{staging_dir}/{index}-{n}", spec, buffer,
                                       held))
             notes = out.notes
-        _check_unchanged(file, reader, spec)
+        check_unchanged(file, reader, spec)
         if held is not None:  # the source is checked: only now may the objects appear
             done = _publish_now(done, held, spec)
         if done:
@@ -319,84 +290,6 @@ def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec,
     return _upload_result(base, file.destination, up)
 
 
-def _one_get(file: CopyableFile) -> bool:
-    """A small S3 object whose listed ETag lets one GET If-Match read and vouch for it."""
-    o = file.origin
-    return bool(o.etag) and o.size <= SMALL_OBJECT and o.url.startswith("s3://")
-
-
-def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
-    local = fsutil.local_path(file.origin.url)
-    shown = fsutil.display(file.origin.url)
-    proven = False
-    try:
-        if local is not None:
-            raw: Any = open(local, "rb", buffering=0)
-        elif _one_get(file):
-            fs, _ = fsutil.filesystem(file.origin.url, spec.src_options)
-            raw, proven = _get_listed(fs, file, shown), True
-        else:
-            fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
-            raw = fs.open(path, "rb", block_size=spec.buffer_size)
-    except FileNotFoundError as exc:
-        raise SourceReadError(f"source vanished since listing: {shown}", path=shown) from exc
-    except IsADirectoryError as exc:
-        raise SourceReadError(f"source became a directory: {shown}", path=shown) from exc
-    except PermissionError as exc:
-        raise SourceReadError(f"cannot read {shown}: permission denied", path=shown) from exc
-    except OSError as exc:
-        raise SourceReadError(f"cannot open {shown}: {exc}", path=shown) from exc
-    reader = SourceReader(raw, file.origin.url, throttle_for(spec.bwlimit))
-    LIVE_READERS.add(reader)
-    reader.proven = proven
-    return reader
-
-
-def _get_listed(fs: Any, file: CopyableFile, shown: str) -> io.BytesIO:
-    """The listed version of a small object, in one request (no HEAD before or after)."""
-    o = file.origin
-    assert o.etag is not None
-    try:
-        data = s3get.get_if_match(fs, o.url, o.etag)
-    except OSError as exc:
-        if s3.precondition_failed(exc):
-            raise SourceReadError(f"source changed while copying: {shown} (its ETag is no "
-                                  f"longer the listed {o.etag})", path=shown) from exc
-        raise
-    # The ETag match is the proof. LastModified is not compared: rclone serve s3's header
-    # (whole seconds) and its listing (milliseconds) disagreed on 27 of 5,000 objects.
-    if len(data) != o.size:
-        raise SourceReadError(f"source changed while copying: {shown} (listed {o.size} "
-                              f"bytes, read {len(data)})", path=shown)
-    return io.BytesIO(data)
-
-
-def _check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) -> None:
-    """Refuse a copy of a file that changed while it was read: never a mixed version."""
-    shown = fsutil.display(file.origin.url)
-    if not file.converters and reader.count != file.origin.size:
-        raise SourceReadError(f"source changed while copying: {shown} (listed "
-                              f"{file.origin.size} bytes, read {reader.count})", path=shown)
-    if not reader.proven:  # a GET If-Match already proved the version
-        recheck_source(file, spec)
-
-
-def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
-    """The origin still has its listed size and mtime (after a copy or a range of it)."""
-    shown = fsutil.display(file.origin.url)
-    local = fsutil.local_path(file.origin.url)
-    if local is not None:
-        st = os.stat(local)
-        size, mtime = st.st_size, st.st_mtime
-    else:
-        fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
-        request_count.count("head")  # one HEAD (or its protocol's stat) of the source
-        now = fsutil.status(fs, fs.info(path))
-        size, mtime = now.size, now.mtime
-    if size != file.origin.size or not same_mtime(file.origin.mtime, mtime):
-        raise SourceReadError(f"source changed while copying: {shown}", path=shown)
-
-
 def _message(exc: BaseException, file: CopyableFile) -> str:
     if isinstance(exc, CopyError):
         return str(exc)
@@ -428,8 +321,6 @@ def abort_staged(staging: str, options: dict[str, Any]) -> None:
 
 #: Names of journal segments among the progress files.
 JOURNAL = re.compile(r"\.j\d+\.json$")
-#: Sources being read in this worker process, for the progress of files not yet done.
-LIVE_READERS: weakref.WeakSet[SourceReader] = weakref.WeakSet()
 
 
 class Progress:
@@ -526,7 +417,7 @@ def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` entry point: pickled WorkUnits in, pickled TaskResults out."""
     import pyarrow as pa
 
-    attempt = _attempt_id()
+    attempt = attempt_id()
     _new_job(spec.job_id)
     for batch in batches:
         ids = batch.column("unit_id").to_pylist()
@@ -547,16 +438,3 @@ def _new_job(job_id: str) -> None:
     if _JOB_SEEN != [job_id]:
         fsutil.forget_listings()
         _JOB_SEEN[:] = [job_id]
-
-
-def _attempt_id() -> str:
-    """partition, attempt and stage: unique per task attempt (workers are reused, so no PID)."""
-    try:
-        from pyspark import TaskContext
-
-        tc = TaskContext.get()
-    except ImportError:
-        tc = None
-    if tc is None:
-        return f"local{os.getpid()}"
-    return f"s{tc.stageId()}p{tc.partitionId()}a{tc.attemptNumber()}"

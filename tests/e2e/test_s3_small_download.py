@@ -111,7 +111,7 @@ def test_lean_get_signs_every_key_like_botocore_and_maps_answers(
     if s3.kind == "moto":  # rclone serve s3 (v1.75) ignores If-Match on GET: PITFALLS.md
         with pytest.raises(OSError) as changed:
             s3get.get_if_match(fs, url, '"0123456789abcdef0123456789abcdef"')
-        assert s3api.precondition_failed(changed.value)  # task._get_listed: "changed"
+        assert s3api.precondition_failed(changed.value)  # sources._get_listed: "changed"
     with pytest.raises(FileNotFoundError):
         s3get.get_if_match(fs, "s3://src/k/missing", etag)
     if s3.kind == "rclone":  # moto's server mode does not check signatures

@@ -1,0 +1,51 @@
+"""TaskSpec: the slice of a run's configuration that travels to every task, and the
+running task attempt's identity.
+
+Its own module so that everything executors run (``task``, ``sources``, ``ranges``,
+``join``) can name them without importing each other.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from distcp.converters.base import ConverterOptions
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """The slice of the configuration every task needs; secrets stay out of repr."""
+
+    job_id: str
+    staging_root: str
+    progress_root: str
+    buffer_size: int = 8 << 20
+    verify: str = "digest"
+    src_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    converter_options: ConverterOptions = field(default_factory=ConverterOptions)
+    #: "local", "s3" (stage as multipart uploads) or "other" (fsspec staging + rename).
+    dst_kind: str = "local"
+    #: Sources and destination are S3 on one endpoint: copy S3 sources server-side.
+    server_side: bool = False
+    part_size: int = 8 << 20
+    #: The client's variables tasks read (AWS credentials, S3 bound, crash points):
+    #: a warm engine's workers have the server's environment, not the client's.
+    env: dict[str, str] | None = field(default=None, repr=False)
+    #: ``--bwlimit``: this task's share of the run's bytes per second (None: no limit).
+    bwlimit: int | None = None
+
+
+def attempt_id() -> str:
+    """partition, attempt and stage: unique per task attempt (workers are reused, so no PID)."""
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+    except ImportError:
+        tc = None
+    if tc is None:
+        return f"local{os.getpid()}"
+    return f"s{tc.stageId()}p{tc.partitionId()}a{tc.attemptNumber()}"
