@@ -140,7 +140,6 @@ def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: boo
             with _stderr_to(log_file), warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
                 spark = _attach(eng, slot)
-            _fail_fast(spark)
             try:
                 yield spark
             finally:
@@ -161,6 +160,7 @@ def _attach(eng: Engine, slot: Any) -> Any:
     for renew in (False, True):
         url = eng.connect_url(slot.session_id(renew))
         spark: Any = SparkSession.builder.remote(url).create()
+        _fail_fast(spark)  # before the first request: a dead server must not take minutes
         try:
             spark.conf.get("spark.sql.session.timeZone")  # one round trip: is it there?
             return spark
