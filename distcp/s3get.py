@@ -127,7 +127,10 @@ class LeanGetter:
     def _send(self, bucket: str, key: str, etag: str) -> Any:
         url = self.url(bucket, key)
         parts = urlsplit(url)
-        headers = sign_get(parts.netloc, parts.path, {"if-match": etag}, self.credentials(),
+        credentials = self.credentials()
+        if credentials is None:  # s3fs says why (NoCredentialsError) in its own words
+            raise _Fallback("no credentials")
+        headers = sign_get(parts.netloc, parts.path, {"if-match": etag}, credentials,
                            self.region)
         response = self.pool.request("GET", url, headers=headers, redirect=False,
                                      preload_content=True)
@@ -247,6 +250,7 @@ def get_if_match(fs: Any, url: str, etag: str) -> bytes:
         bucket, key = s3.bucket_key(fs, url)
         try:
             return getter.get(bucket, key, etag)
-        except _Fallback:
-            pass
+        except _Fallback:  # another region, no credentials: s3fs from now on, for this fs
+            with _GETTERS_LOCK:
+                _GETTERS[id(fs)] = (fs, None)
     return s3.get_if_match(fs, url, etag)
