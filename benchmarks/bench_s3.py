@@ -4,11 +4,14 @@
     python benchmarks/bench_s3.py [--rounds N] [--server rclone|moto] [--only up,skew,resume]
                                   [--workdir DIR]
 
-(a) ``up``: local -> S3 upload of the same data by ``pydistcp copy``, ``rclone copy``
-    (``--transfers 4``) and ``aws s3 cp --recursive``, against one local server
-    (``rclone serve s3`` by default: BASELINE.md found moto caps small objects at about
-    300/s whatever the client). Data: 1 GiB in 4 files, and 2,000 files of 1-64 KiB.
-    Reported as medians and as ratios to the fastest peer.
+(a) ``up``: local -> S3 upload of the same data by ``pydistcp copy`` (cold: its own JVM;
+    warm: the warm engine, started untimed first; and on the small set warm with
+    ``--visibility file``), ``s5cmd cp``, ``rclone copy --transfers 4`` and ``aws s3 cp
+    --recursive``, against one local server. Data (``--up-sets``): 1 GiB in 4 files, and
+    2,000 files of 1-64 KiB; ``rclone serve s3`` caps pending multipart uploads at 1,000,
+    so run the small set with ``--server moto`` (BASELINE.md: moto caps small objects at
+    about 300/s whatever the client). Medians, ratios to the fastest peer, and the
+    summary's S3 requests per file.
 (b) ``skew``: one 2 GiB file plus 1,000 small files, local -> local on ``local[2]``,
     with and without ``--split-size 256M``. The fixed cost of a job (an empty two-task
     job, which starts the Python workers) is taken out of every copy phase; the ideal is
@@ -134,19 +137,24 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.Comple
 def upload(tool: str, src: Path, endpoint: str, prefix: str,
            summary: Path) -> tuple[float, dict[str, Any]]:
     env = aws_env(endpoint)
-    if tool == "pydistcp":
+    if tool.startswith("pydistcp"):
         cmd = [sys.executable, "-m", "distcp", "copy", str(src), f"s3://bench/{prefix}",
-               "--no-progress", "--master", "local[2]", "--summary-json", str(summary)]
+               "--no-progress", "--master", "local[2]", "--summary-json", str(summary),
+               "--engine", "warm" if "warm" in tool else "cold"]
+        if tool.endswith("-file"):
+            cmd += ["--visibility", "file"]
     elif tool == "rclone":
         exe = shutil.which("rclone", path=os.path.dirname(sys.executable)) or "rclone"
         cmd = [exe, "copy", str(src), f"s3:bench/{prefix}", "--transfers", "4"]
+    elif tool == "s5cmd":
+        cmd = [s5cmd_exe(), "--endpoint-url", endpoint, "cp", f"{src}/", f"s3://bench/{prefix}/"]
     else:
         cmd = ["aws", "s3", "cp", "--recursive", "--only-show-errors", str(src),
                f"s3://bench/{prefix}"]
     seconds, r = timed(cmd, env)
     if r.returncode != 0:
         raise RuntimeError(f"{tool} failed: {r.stderr[-2000:]}")
-    extra = json.loads(summary.read_text()) if tool == "pydistcp" else {}
+    extra = json.loads(summary.read_text()) if tool.startswith("pydistcp") else {}
     return seconds, extra
 
 
@@ -159,29 +167,49 @@ def empty_bucket(endpoint: str) -> None:
             c.delete_objects(Bucket="bench", Delete={"Objects": keys[i:i + 1000]})
 
 
-def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path) -> dict:
+UPLOAD_PEERS = ("s5cmd", "rclone", "aws")
+
+
+def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
+                 names: tuple[str, ...] = ("big", "small")) -> dict:
+    """Interleaved rounds of every tool on both data sets; the warm engine is started
+    (untimed) first, so ``pydistcp-warm`` is the steady state of a user's later runs. On
+    the small set the warm engine also runs with ``--visibility file`` (one PUT per file,
+    rclone's guarantee), and the summary's requests per file are kept for both modes."""
     out: dict[str, Any] = {}
-    for name in ("big", "small"):
-        times: dict[str, list[float]] = {"pydistcp": [], "rclone": [], "aws": []}
-        phases: list[dict[str, float]] = []
-        tools = list(times)
+    env = aws_env(endpoint)
+    warmup = sets["small"].parent / "warmup"
+    warmup.mkdir(exist_ok=True)
+    (warmup / "w.txt").write_text("w")
+    upload("pydistcp-warm", warmup, endpoint, "warmup", tmp / "s.json")  # not timed
+    for name in names:
+        tools = ["pydistcp", "pydistcp-warm", *UPLOAD_PEERS]
+        if name == "small":
+            tools.insert(2, "pydistcp-warm-file")
+        times: dict[str, list[float]] = {t: [] for t in tools}
+        phases: dict[str, list[dict[str, float]]] = {}
+        per_file: dict[str, float] = {}
         for rnd in range(rounds):
-            for tool in tools[rnd % 3:] + tools[:rnd % 3]:
+            for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
                 empty_bucket(endpoint)
                 seconds, summary = upload(tool, sets[name], endpoint, f"{name}-{tool}",
                                           tmp / "s.json")
                 times[tool].append(seconds)
                 if summary:
-                    phases.append(summary["phases"])
+                    phases.setdefault(tool, []).append(summary["phases"])
+                    per_file[tool] = summary.get("requests_per_file", 0.0)
                 print(f"  {name} {tool} round {rnd}: {seconds:.2f}s {summary.get('phases', '')}",
                       flush=True)
-        med = {t: statistics.median(v) for t, v in times.items()}
-        best = min(med["rclone"], med["aws"])
-        work = statistics.median(p["copy_s"] + p["publish_s"] for p in phases)
+        med = {t: round(statistics.median(v), 2) for t, v in times.items()}
+        best = min(med[t] for t in UPLOAD_PEERS)
+        work = {t: round(statistics.median(p["copy_s"] + p["publish_s"] for p in v), 2)
+                for t, v in phases.items()}
         out[name] = {"median_s": med, "runs_s": times, "pydistcp_phases": phases,
-                     "pydistcp_copy_publish_s": round(work, 2),
-                     "ratio_to_best_peer": {t: round(v / best, 2) for t, v in med.items()},
-                     "copy_publish_ratio_to_best_peer": round(work / best, 2)}
+                     "pydistcp_copy_publish_s": work, "requests_per_file": per_file,
+                     "best_peer_s": best,
+                     "ratio_to_best_peer": {t: round(v / best, 2) for t, v in med.items()}}
+    subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=env,
+                   capture_output=True, check=False)
     return out
 
 
@@ -452,20 +480,28 @@ def render(res: dict[str, Any]) -> str:
              "machine has 2 cores, so absolute numbers move between runs; compare the ratios.",
              ""]
     if "up" in res:
-        lines += [f"## (a) local -> S3 upload ({_meta(res['up'])})", "",
-                  "| data | pydistcp | its copy + publish phases | rclone copy --transfers 4 | "
-                  "aws s3 cp --recursive | pydistcp / best peer | copy + publish / best peer |",
-                  "|---|---|---|---|---|---|---|"]
+        up = res["up"]
+        lines += [f"## (a) local -> S3 upload ({_meta(up)})", "",
+                  "| data | tool | wall | copy + publish | S3 requests per file | "
+                  "wall / best peer |", "|---|---|---|---|---|---|"]
+        labels = {"pydistcp": "pydistcp, cold (own JVM)", "pydistcp-warm": "pydistcp, warm engine",
+                  "pydistcp-warm-file": "pydistcp, warm, --visibility file",
+                  "s5cmd": "s5cmd cp", "rclone": "rclone copy --transfers 4",
+                  "aws": "aws s3 cp --recursive"}
         for name, label in (("big", "1 GiB in 4 files"), ("small", "2,000 files of 1-64 KiB")):
-            u = res["up"][name]
-            m = u["median_s"]
-            lines.append(f"| {label} | {m['pydistcp']:.2f} s | {u['pydistcp_copy_publish_s']} s"
-                         f" | {m['rclone']:.2f} s | {m['aws']:.2f} s | "
-                         f"{u['ratio_to_best_peer']['pydistcp']}x | "
-                         f"{u['copy_publish_ratio_to_best_peer']}x |")
-        lines += ["", "pydistcp's wall time includes starting Spark (a JVM, then the Python "
-                  "workers of the first job) in a fresh process; its copy and publish phases "
-                  "(from its summary) are the work a warm session would do.", ""]
+            u = up.get(name)
+            if not u or "pydistcp-warm" not in u["median_s"]:
+                continue  # an older result's layout
+            label += f" ({u.get('server', up['server'])})"
+            for tool, wall in u["median_s"].items():
+                work = u["pydistcp_copy_publish_s"].get(tool)
+                reqs = u["requests_per_file"].get(tool)
+                lines.append(f"| {label} | {labels[tool]} | {wall:.2f} s | "
+                             f"{f'{work} s' if work is not None else ''} | "
+                             f"{reqs if reqs is not None else ''} | "
+                             f"{u['ratio_to_best_peer'][tool]}x |")
+        lines += ["", "The warm engine was started (untimed) before the first round; the cold "
+                  "column starts its own JVM and Python workers in every run.", ""]
     if "skew" in res:
         k = res["skew"]
         lines += ["## (b) skew: one 2 GiB file + 1,000 small files, local -> local, local[2] "
@@ -532,6 +568,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--server", choices=["rclone", "moto"], default="rclone")
     ap.add_argument("--only", default="up,skew,resume")
+    ap.add_argument("--up-sets", default="big,small",
+                    help="data sets of --only up (rclone serve s3 caps pending multipart "
+                         "uploads at 1,000: run small on moto)")
     ap.add_argument("--objects", type=int, default=20_000, help="objects for --only down")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
     args = ap.parse_args()
@@ -543,7 +582,8 @@ def main() -> None:
     previous = RESULTS / "s3.json"
     res: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
     res["machine"] = f"{os.cpu_count()} cores, Python {platform.python_version()}"
-    run = {"up": lambda: bench_upload(sets, endpoint, args.rounds, tmp),
+    run = {"up": lambda: bench_upload(sets, endpoint, args.rounds, tmp,
+                                      tuple(args.up_sets.split(","))),
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
            "resume": lambda: bench_resume(sets, endpoint, tmp),
            "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp),
@@ -551,7 +591,11 @@ def main() -> None:
     try:
         client(endpoint).create_bucket(Bucket="bench")
         for name in args.only.split(","):
-            res[name] = {**run[name](), "when": dt.date.today().isoformat(),
+            fresh = run[name]()
+            if name == "up":  # sets run now replace theirs; the others are kept
+                fresh = {**{k: v for k, v in res.get("up", {}).items() if k in ("big", "small")},
+                         **{k: {**v, "server": args.server} for k, v in fresh.items()}}
+            res[name] = {**fresh, "when": dt.date.today().isoformat(),
                          "server": args.server, "rounds": 1 if name == "resume" else args.rounds}
     finally:
         proc.terminate()
