@@ -20,8 +20,7 @@ failed TaskResult naming the file and the cause.
 from __future__ import annotations
 
 import json
-import pickle
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,9 +29,6 @@ from distcp.checksum import Digest, compose, digest_of_stream
 from distcp.errors import CopyError, IntegrityError
 from distcp.faults import crash_point
 from distcp.model import TaskResult
-from distcp.taskspec import attempt_id
-
-JOB_SCHEMA = "unit_id long, payload binary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,16 +169,13 @@ def _remove_quietly(fs: Any, path: str) -> None:
         pass  # gone already, or left for the removal of the split's folder at publish
 
 
-def run_join_batches(options: dict[str, Any], buffer_size: int, verify: str,
-                     batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` entry point: pickled Joins in, pickled TaskResults out."""
-    import pyarrow as pa
-
-    attempt = attempt_id()
+def joiner(options: dict[str, Any], buffer_size: int, verify: str, attempt: str
+           ) -> Callable[[list[Join]], list[list[TaskResult]]]:
+    """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
+    Joins with one buffer, one list of one result per Join."""
     buffer = bytearray(buffer_size)
-    for batch in batches:
-        ids = batch.column("unit_id").to_pylist()
-        out = [pickle.dumps([join_file(pickle.loads(p), options, buffer, verify, attempt)])
-               for p in batch.column("payload").to_pylist()]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"])
+
+    def run(jobs: list[Join]) -> list[list[TaskResult]]:
+        return [[join_file(job, options, buffer, verify, attempt)] for job in jobs]
+
+    return run

@@ -9,11 +9,10 @@ tests and on executors whose PySpark is only the worker side).
 from __future__ import annotations
 
 import json
-import pickle
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields, replace
@@ -29,7 +28,7 @@ from distcp.sources import LIVE_READERS, check_unchanged, one_get, open_source, 
 from distcp.streams import FileAwareInputStream
 from distcp.symlinks import apply_link_attributes, stage_link
 from distcp.taskenv import applied_environment
-from distcp.taskspec import TaskSpec, attempt_id
+from distcp.taskspec import TaskSpec
 from distcp.upload import (
     StagedUpload,
     complete_now,
@@ -413,20 +412,17 @@ def _fields_of(result: TaskResult) -> dict[str, Any]:
     return {name: getattr(result, name) for name in _RESULT_FIELDS}
 
 
-def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` entry point: pickled WorkUnits in, pickled TaskResults out."""
-    import pyarrow as pa
-
-    attempt = attempt_id()
+def unit_runner(spec: TaskSpec, attempt: str
+                ) -> Callable[[list[WorkUnit]], list[list[TaskResult]]]:
+    """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
+    WorkUnits with the client's task environment, one list of results per unit."""
     _new_job(spec.job_id)
-    for batch in batches:
-        ids = batch.column("unit_id").to_pylist()
-        payloads = batch.column("payload").to_pylist()
+
+    def run(units: list[WorkUnit]) -> list[list[TaskResult]]:
         with applied_environment(spec.env):
-            out = [pickle.dumps(run_work_unit(pickle.loads(p), spec, attempt)) for p in payloads]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"]
-        )
+            return [run_work_unit(unit, spec, attempt) for unit in units]
+
+    return run
 
 
 _JOB_SEEN: list[str] = []
