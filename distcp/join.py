@@ -26,9 +26,10 @@ from typing import Any
 
 from distcp import fs as fsutil
 from distcp.checksum import Digest, compose, digest_of_stream
-from distcp.errors import CopyError, IntegrityError
+from distcp.errors import IntegrityError
 from distcp.faults import crash_point
 from distcp.model import TaskResult
+from distcp.results import failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +68,8 @@ def join_file(job: Join, options: dict[str, Any], buffer: bytearray, verify: str
         crash_point("after_join")
         _remove_parts(fs, job.folder, options)
     except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
-        message = str(exc) if isinstance(exc, CopyError) else \
-            f"{fsutil.display(r.origin)}: cannot join its ranges: {type(exc).__name__}: {exc}"
-        return replace(r, status="failed", staging="", records="", error_type=type(exc).__name__,
-                       message=message, retryable=getattr(exc, "retryable", True),
-                       attempt=attempt)
+        return failed(replace(r, staging="", records="", attempt=attempt), exc, retryable=True,
+                      doing="cannot join its ranges: ")
     return replace(r, attempt=attempt)
 
 

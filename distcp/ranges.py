@@ -22,9 +22,10 @@ from typing import Any
 from distcp import fs as fsutil
 from distcp import holes, localcopy, s3
 from distcp.checksum import Digest, digest_of_stream
-from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
+from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
+from distcp.results import failed
 from distcp.sources import open_source, recheck_source
 from distcp.state import write_atomic
 from distcp.taskspec import TaskSpec
@@ -56,12 +57,9 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str,
                      json.dumps(record).encode(), spec.dst_options, durable=False)
         crash_point("after_range")
     except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
-        message = str(exc) if isinstance(exc, CopyError) else \
-            f"{fsutil.display(file.origin.url)}: {type(exc).__name__}: {exc}"
-        return TaskResult(**base, destination=file.destination, status="failed",
-                          split_index=split.index, error_type=type(exc).__name__,
-                          message=message, retryable=getattr(exc, "retryable", False),
-                          bytes_read=reader.count if reader else 0)
+        return failed(TaskResult(**base, destination=file.destination, status="failed",
+                                 split_index=split.index,
+                                 bytes_read=reader.count if reader else 0), exc)
     finally:
         if reader is not None:
             reader.close()

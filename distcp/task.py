@@ -24,6 +24,7 @@ from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, 
 from distcp.errors import CopyError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.results import failed
 from distcp.sources import LIVE_READERS, check_unchanged, one_get, open_source, recheck_source
 from distcp.streams import FileAwareInputStream
 from distcp.symlinks import apply_link_attributes, stage_link
@@ -183,10 +184,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
             done[0] = replace(done[0], message=NOT_EXPANDED + "; ".join(notes))
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         _discard_results(done, spec)
-        return [TaskResult(**base, destination=file.destination, status="failed",
-                           error_type=type(exc).__name__, message=_message(exc, file),
-                           retryable=getattr(exc, "retryable", False),
-                           bytes_read=reader.count if reader else 0)]
+        return [failed(TaskResult(**base, destination=file.destination, status="failed",
+                                  bytes_read=reader.count if reader else 0), exc)]
     finally:
         if outputs is not None:
             getattr(outputs, "close", lambda: None)()  # converters stop their helpers (gpg threads) before the source closes
@@ -202,9 +201,7 @@ def _copy_link(file: CopyableFile, base: dict[str, Any], staging_url: str) -> Ta
         mtime = (file.origin.mtime_ns or file.origin.mtime) if "t" in file.preserve else None
         apply_link_attributes(staging_url, mtime=mtime, owner=file.owner, group=file.group)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
-        return TaskResult(**base, destination=file.destination, status="failed",
-                          error_type=type(exc).__name__, message=_message(exc, file),
-                          retryable=getattr(exc, "retryable", False))
+        return failed(TaskResult(**base, destination=file.destination, status="failed"), exc)
     return TaskResult(**base, destination=file.destination, status="ok", staging=staging_url,
                       bytes_written=staged.size, checksum=staged.checksum,
                       link_target=file.origin.link_target)
@@ -283,16 +280,8 @@ def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec,
     except s3.ServerSideCopyUnsupported:
         raise  # copy_file copies through the task instead
     except Exception as exc:  # noqa: BLE001 - reported as data
-        return TaskResult(**base, destination=file.destination, status="failed",
-                          error_type=type(exc).__name__, message=_message(exc, file),
-                          retryable=getattr(exc, "retryable", False))
+        return failed(TaskResult(**base, destination=file.destination, status="failed"), exc)
     return _upload_result(base, file.destination, up)
-
-
-def _message(exc: BaseException, file: CopyableFile) -> str:
-    if isinstance(exc, CopyError):
-        return str(exc)
-    return f"{fsutil.display(file.origin.url)}: {type(exc).__name__}: {exc}"
 
 
 def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
