@@ -25,7 +25,7 @@ from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
-from distcp.results import failed
+from distcp.results import ResultKey, failed
 from distcp.sources import open_source, recheck_source
 from distcp.state import write_atomic
 from distcp.taskspec import TaskSpec
@@ -36,7 +36,7 @@ from distcp.taskspec import TaskSpec
 PART_RESENDS = 2
 
 
-def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str, Any],
+def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, key: ResultKey,
                buffer: bytearray) -> TaskResult:
     """Copy ``split`` of ``file``; a failure is a failed TaskResult, as for whole files."""
     reader = None
@@ -46,7 +46,7 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str,
         else:
             reader = open_source(file, spec)
             reader.seek(split.offset)
-            etag, blocks, part = _write(reader, file, split, spec, buffer, base["attempt"])
+            etag, blocks, part = _write(reader, file, split, spec, buffer, key.attempt)
             read = reader.count
         recheck_source(file, spec)
         record = {"index": split.index, "offset": split.offset, "length": split.length,
@@ -57,22 +57,21 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str,
                      json.dumps(record).encode(), spec.dst_options, durable=False)
         crash_point("after_range")
     except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
-        return failed(TaskResult(**base, destination=file.destination, status="failed",
-                                 split_index=split.index,
+        return failed(key.result(file.destination, split_index=split.index,
                                  bytes_read=reader.count if reader else 0), exc)
     finally:
         if reader is not None:
             reader.close()
-    return range_result(file, split, base, record, read)
+    return range_result(file, split, key, record, read)
 
 
-def range_result(file: CopyableFile, split: Split, base: dict[str, Any],
+def range_result(file: CopyableFile, split: Split, key: ResultKey,
                  record: dict[str, Any], bytes_read: int) -> TaskResult:
     """The TaskResult of a range, from its record (also for ranges a run resumes)."""
     parts = ((split.index + 1, record["etag"], split.length),) if record["etag"] else ()
-    return TaskResult(**base, destination=file.destination, status="ok", staging=split.staging,
-                      bytes_read=bytes_read, bytes_written=split.length,
-                      split_index=split.index, blocks=record["blocks"], parts=parts,
+    return key.result(file.destination, staging=split.staging, bytes_read=bytes_read,
+                      bytes_written=split.length, split_index=split.index,
+                      blocks=record["blocks"], parts=parts,
                       bytes_server_side=0 if record["blocks"] else split.length)
 
 

@@ -41,8 +41,9 @@ from distcp.spark.session import default_parallelism, spark_session
 from distcp.splitting import SplitFile, SplitStore, join_results, resumed_results, units_for
 from distcp.state import StateStore
 from distcp.summary import Summary
-from distcp.task import JOURNAL, TaskSpec, unit_runner
+from distcp.task import JOURNAL, unit_runner
 from distcp.taskenv import task_environment
+from distcp.taskspec import TaskSpec
 from distcp.throttle import per_task
 
 

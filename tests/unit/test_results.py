@@ -32,3 +32,17 @@ def test_the_other_fields_of_the_result_are_kept() -> None:
     r = failed(OK, ValueError("x"))
     assert (r.guid, r.unit_id, r.attempt, r.destination, r.bytes_read, r.split_index) == (
         "g", 3, "s0p1a0", "/dst/a", 12, 2)
+
+
+def test_a_key_gives_every_result_of_one_file_the_same_shared_fields() -> None:
+    from distcp.model import CopyableFile, FileStatus
+    from distcp.results import ResultKey
+
+    file = CopyableFile(FileStatus("s3://b/in/a.tar", 10, 1.5), "s3://c/out/a.tar", "urn:d", "p=1")
+    key = ResultKey.of(file, 4, "s2p4a1")
+    one, two = key.result("s3://c/out/x"), key.result("s3://c/out/y", "failed", bytes_read=3)
+    for r in (one, two):
+        assert (r.guid, r.unit_id, r.attempt, r.origin, r.dataset_urn, r.file_set) == (
+            file.guid, 4, "s2p4a1", "s3://b/in/a.tar", "urn:d", "p=1")
+    assert (one.destination, one.status, one.bytes_read) == ("s3://c/out/x", "ok", 0)
+    assert (two.destination, two.status, two.bytes_read) == ("s3://c/out/y", "failed", 3)
