@@ -21,13 +21,13 @@ from typing import Any
 
 from distcp import fs as fsutil
 from distcp import holes, localcopy, s3
+from distcp.atomic import write_atomic
 from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
 from distcp.results import ResultKey, failed
 from distcp.sources import open_source, recheck_source
-from distcp.state import write_atomic
 from distcp.taskspec import TaskSpec
 
 #: Times a part is sent again when the server then holds another body under its

@@ -15,7 +15,7 @@ from distcp import fs as fsutil
 from distcp import request_count, s3, s3get
 from distcp.errors import SourceReadError
 from distcp.model import CopyableFile
-from distcp.planning import same_mtime
+from distcp.mtimes import same_mtime
 from distcp.taskspec import TaskSpec
 from distcp.throttle import throttle_for
 from distcp.writer import SourceReader

@@ -10,7 +10,7 @@ import fsspec.asyn
 import pytest
 
 from distcp import s3 as s3ops
-from distcp.planning import same_mtime
+from distcp.mtimes import same_mtime
 
 
 def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
