@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import distcp
-from distcp.inspect import status_report
+from distcp.status_report import status_report
 from tests.conftest import tree
 from tests.e2e.test_errors_cli import NO_DAC
 
