@@ -402,7 +402,7 @@ def unit_runner(spec: TaskSpec, attempt: str
     _new_job(spec.job_id)
 
     def run(units: list[WorkUnit]) -> list[list[TaskResult]]:
-        with applied_environment(spec.env):
+        with applied_environment(spec.env), s3.bounded_by(spec.s3_timeout):
             return [run_work_unit(unit, spec, attempt) for unit in units]
 
     return run

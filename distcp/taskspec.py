@@ -35,4 +35,7 @@ class TaskSpec:
     env: dict[str, str] | None = field(default=None, repr=False)
     #: ``--bwlimit``: this task's share of the run's bytes per second (None: no limit).
     bwlimit: int | None = None
+    #: Seconds one S3 operation may take (``PYDISTCP_S3_TIMEOUT``, read once by the
+    #: driver); None: the environment's, for tasks run outside a job (tests).
+    s3_timeout: float | None = None
 

@@ -336,6 +336,7 @@ def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
         server_side=_server_side(cfg),
         part_size=max(cfg.buffer_size, s3.MIN_PART),
         env=task_environment(),
+        s3_timeout=s3.watchdog_seconds(),
     )
 
 
