@@ -1,4 +1,4 @@
-"""DRIVER: split big files into ranges, resume them, and join their results.
+"""DRIVER: split big files into ranges, resume them, and assemble their results.
 
 A file larger than ``--split-size`` becomes one WorkUnit per byte range (seed
 003's block-level work units) so that one big file no longer decides the wall
@@ -10,6 +10,11 @@ live under ``<state>/splits/<guid>/`` with a ``meta.json``, and every range that
 was written and verified leaves ``r<index>.json``: a run killed half-way leaves
 the next one only the missing ranges to copy (the guid changes when the source
 does, so a changed file is never resumed from stale ranges).
+
+Two stages follow the range tasks, each with its own name: *assembling*
+(``assemble_ranges``, here, on the driver: a split file's range results become
+one whole-file result with the composed digest) and, on other filesystems only,
+*joining* (``distcp.join``, Spark tasks: concatenating the part files).
 """
 
 from __future__ import annotations
@@ -178,19 +183,21 @@ def resumed_results(sf: SplitFile) -> list[TaskResult]:
     return [range_result(f, sf.split(i), key, rec, 0) for i, rec in sorted(sf.done.items())]
 
 
-def join_results(results: Sequence[TaskResult], splits: dict[str, SplitFile]) -> list[TaskResult]:
-    """Whole-file results: each split file's ranges joined into one (failed if any failed)."""
+def assemble_ranges(results: Sequence[TaskResult], splits: dict[str, SplitFile]
+                    ) -> list[TaskResult]:
+    """Whole-file results: each split file's range results assembled into one (failed if
+    any range failed or is missing)."""
     out = [r for r in results if r.split_index < 0]
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
         if r.split_index >= 0:
             by_guid[r.guid].append(r)
     for guid, sf in splits.items():
-        out.append(_joined(sf, by_guid.get(guid, [])))
+        out.append(_assembled(sf, by_guid.get(guid, [])))
     return out
 
 
-def _joined(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
+def _assembled(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
     f = sf.file
     key, read = ResultKey.of(f, unit_id=-1, attempt="split"), sum(r.bytes_read for r in ranges)
     ok = {r.split_index: r for r in ranges if r.ok}

@@ -38,7 +38,7 @@ from distcp.replay import replay_pending, sweep_dead_jobs
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
-from distcp.splitting import SplitFile, SplitStore, join_results, resumed_results, units_for
+from distcp.splitting import SplitFile, SplitStore, assemble_ranges, resumed_results, units_for
 from distcp.state import StateStore
 from distcp.summary import Summary
 from distcp.task import JOURNAL, unit_runner
@@ -228,13 +228,13 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         summary.bytes_read += sum(r.bytes_read for r in results)
         summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
         summary.requests = request_count.total(r.requests for r in results)
-        joined = join_results(results, splits)
+        assembled = assemble_ranges(results, splits)
         if spec.dst_kind == "other" and splits:
             t = time.monotonic()
             callback.message(f"joining the ranges of {len(splits)} split files")
-            joined = _join_on_spark(spark, joined, splits, spec)
+            assembled = _join_on_spark(spark, assembled, splits, spec)
             summary.phases["join_s"] = round(time.monotonic() - t, 3)
-    return joined
+    return assembled
 
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
