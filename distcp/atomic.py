@@ -44,6 +44,6 @@ def write_atomic(url: str, data: bytes, options: dict[str, Any], durable: bool =
         except BaseException:
             try:
                 fs.rm_file(tmp)
-            except Exception:  # noqa: BLE001 - gone already, or the server is: keep the cause
+            except Exception:  # noqa: BLE001, S110 - gone already, or the server is: keep the cause
                 pass
             raise

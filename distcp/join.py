@@ -163,7 +163,7 @@ def _remove_parts(fs: Any, folder_url: str, options: dict[str, Any]) -> None:
 def _remove_quietly(fs: Any, path: str) -> None:
     try:
         fs.rm_file(path)
-    except Exception:  # noqa: BLE001 - ftplib's errors are no OSError
+    except Exception:  # noqa: BLE001, S110 - ftplib's errors are no OSError
         pass  # gone already, or left for the removal of the split's folder at publish
 
 

@@ -181,7 +181,7 @@ def _verify_part_file(fs: Any, path: str, split: Split, buffer: bytearray, want:
 def _remove_quietly(fs: Any, path: str) -> None:
     try:
         fs.rm_file(path)
-    except Exception:  # noqa: BLE001 - ftplib's errors are no OSError
+    except Exception:  # noqa: BLE001, S110 - ftplib's errors are no OSError
         pass  # never written, or the filesystem is gone: the folder goes with the split
 
 

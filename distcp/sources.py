@@ -38,7 +38,7 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
     proven = False
     try:
         if local is not None:
-            raw: Any = open(local, "rb", buffering=0)
+            raw: Any = open(local, "rb", buffering=0)  # noqa: SIM115 - the reader owns it
         elif one_get(file):
             fs, _ = fsutil.filesystem(file.origin.url, spec.src_options)
             raw, proven = _get_listed(fs, file, shown), True
