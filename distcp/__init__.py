@@ -175,7 +175,7 @@ def status(destination: str | None = None, *, state_dir: str | None = None,
     """The report ``pydistcp status --json`` prints (the CLI calls this): the running
     job, pending and set-aside commits, watermarks per dataset, recoverable copies."""
     from distcp.driver_errors import driver_errors
-    from distcp.inspect import existing_state_root, status_report
+    from distcp.status_report import existing_state_root, status_report
 
     options = dict(dst_options or {})
     with driver_errors(_display(state_dir or destination)):
@@ -186,7 +186,7 @@ def recover(destination: str | None = None, *, state_dir: str | None = None,
             dst_options: Mapping[str, Any] | None = None, max_replays: int = 3) -> Summary:
     """Finish earlier runs' pending commits, copying nothing new (``pydistcp recover``)."""
     from distcp.driver_errors import driver_errors
-    from distcp.inspect import existing_state_root, recover_only
+    from distcp.status_report import existing_state_root, recover_only
 
     options = dict(dst_options or {})
     with driver_errors(_display(state_dir or destination)):
@@ -208,9 +208,9 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
 
     from distcp.configuration import parse_duration
     from distcp.driver_errors import driver_errors
-    from distcp.inspect import existing_state_root
     from distcp.lock import DestinationLock
     from distcp.orphans import free_dead_runs
+    from distcp.status_report import existing_state_root
 
     options = dict(dst_options or {})
     try:

@@ -364,7 +364,7 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
         import json
 
         from distcp.fs import display
-        from distcp.inspect import existing_state_root, render_status, status_report
+        from distcp.status_report import existing_state_root, render_status, status_report
 
         options = _state_options(dst_option, dst_options_file)
         with driver_errors(state_dir or destination):  # as distcp.status

@@ -20,19 +20,16 @@ failed TaskResult naming the file and the cause.
 from __future__ import annotations
 
 import json
-import pickle
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from distcp import fs as fsutil
 from distcp.checksum import Digest, compose, digest_of_stream
-from distcp.errors import CopyError, IntegrityError
+from distcp.errors import IntegrityError
 from distcp.faults import crash_point
 from distcp.model import TaskResult
-from distcp.taskspec import attempt_id
-
-JOB_SCHEMA = "unit_id long, payload binary"
+from distcp.results import failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +68,8 @@ def join_file(job: Join, options: dict[str, Any], buffer: bytearray, verify: str
         crash_point("after_join")
         _remove_parts(fs, job.folder, options)
     except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
-        message = str(exc) if isinstance(exc, CopyError) else \
-            f"{fsutil.display(r.origin)}: cannot join its ranges: {type(exc).__name__}: {exc}"
-        return replace(r, status="failed", staging="", records="", error_type=type(exc).__name__,
-                       message=message, retryable=getattr(exc, "retryable", True),
-                       attempt=attempt)
+        return failed(replace(r, staging="", records="", attempt=attempt), exc, retryable=True,
+                      doing="cannot join its ranges: ")
     return replace(r, attempt=attempt)
 
 
@@ -169,20 +163,17 @@ def _remove_parts(fs: Any, folder_url: str, options: dict[str, Any]) -> None:
 def _remove_quietly(fs: Any, path: str) -> None:
     try:
         fs.rm_file(path)
-    except Exception:  # noqa: BLE001 - ftplib's errors are no OSError
+    except Exception:  # noqa: BLE001, S110 - ftplib's errors are no OSError
         pass  # gone already, or left for the removal of the split's folder at publish
 
 
-def run_join_batches(options: dict[str, Any], buffer_size: int, verify: str,
-                     batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` entry point: pickled Joins in, pickled TaskResults out."""
-    import pyarrow as pa
-
-    attempt = attempt_id()
+def joiner(options: dict[str, Any], buffer_size: int, verify: str, attempt: str
+           ) -> Callable[[list[Join]], list[list[TaskResult]]]:
+    """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
+    Joins with one buffer, one list of one result per Join."""
     buffer = bytearray(buffer_size)
-    for batch in batches:
-        ids = batch.column("unit_id").to_pylist()
-        out = [pickle.dumps([join_file(pickle.loads(p), options, buffer, verify, attempt)])
-               for p in batch.column("payload").to_pylist()]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"])
+
+    def run(jobs: list[Join]) -> list[list[TaskResult]]:
+        return [[join_file(job, options, buffer, verify, attempt)] for job in jobs]
+
+    return run

@@ -7,8 +7,9 @@ done by the pure functions of ``planning``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from distcp import fs as fsutil
 from distcp.configuration import CopyConfiguration
@@ -135,11 +136,21 @@ def manifest_listing(state: DatasetState) -> dict[str, FileStatus]:
 
 def state_root(cfg: CopyConfiguration, datasets: list[CopyableDataset] | tuple) -> str:
     """``--state-dir``, else ``<DST>/.pydistcp``; for a single-file copy, beside the file."""
-    if cfg.state_dir:
-        fs, path = fsutil.filesystem(cfg.state_dir, cfg.dst_options)
+    single = datasets[0].destination_root if len(datasets) == 1 and datasets[0].is_file \
+        else None
+    return state_root_of(cfg.destination, cfg.dst_options, cfg.state_dir, single)
+
+
+def state_root_of(destination: str, options: Mapping[str, Any], state_dir: str | None = None,
+                  single_file: str | None = None) -> str:
+    """The state root of a copy to ``destination``: ``state_dir`` if given, else
+    ``<destination>/.pydistcp``, or beside ``single_file`` (the URL a single file is
+    copied to). ``copy`` and ``status``/``recover``/``cleanup`` both use this one rule."""
+    if state_dir:
+        fs, path = fsutil.filesystem(state_dir, options)
         return fsutil.to_url(fs, path.rstrip("/"))
-    fs, dst = fsutil.filesystem(cfg.destination, cfg.dst_options)
-    if len(datasets) == 1 and datasets[0].is_file:
-        _, target = fsutil.filesystem(datasets[0].destination_root, cfg.dst_options)
+    fs, dst = fsutil.filesystem(destination, options)
+    if single_file is not None:
+        _, target = fsutil.filesystem(single_file, options)
         dst = posixpath.dirname(target.rstrip("/")) or "/"
     return fsutil.to_url(fs, fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME))

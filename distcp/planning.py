@@ -8,7 +8,6 @@ two files share a destination.
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,21 +15,7 @@ from dataclasses import dataclass
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.fs import display
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
-
-#: Two mtimes closer than this are equal (float seconds lose sub-microsecond bits).
-MTIME_TOLERANCE_S = 1e-3
-
-
-def same_mtime(a: float, b: float) -> bool:
-    """Equal mtimes, at the coarser precision of the two readings.
-
-    Stores keep different precisions: FTP (MFMT) and HTTP dates hold whole seconds,
-    ``rclone serve s3`` lists milliseconds; a whole-second reading therefore matches
-    any time within that second (rsync's default modify window is one second too).
-    """
-    if abs(a - b) <= MTIME_TOLERANCE_S:
-        return True
-    return (a.is_integer() or b.is_integer()) and math.floor(a) == math.floor(b)
+from distcp.mtimes import same_mtime
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,13 @@ from typing import Any
 
 from distcp import fs as fsutil
 from distcp import holes, localcopy, s3
+from distcp.atomic import write_atomic
 from distcp.checksum import Digest, digest_of_stream
-from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
+from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
+from distcp.results import ResultKey, failed
 from distcp.sources import open_source, recheck_source
-from distcp.state import write_atomic
 from distcp.taskspec import TaskSpec
 
 #: Times a part is sent again when the server then holds another body under its
@@ -35,7 +36,7 @@ from distcp.taskspec import TaskSpec
 PART_RESENDS = 2
 
 
-def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str, Any],
+def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, key: ResultKey,
                buffer: bytearray) -> TaskResult:
     """Copy ``split`` of ``file``; a failure is a failed TaskResult, as for whole files."""
     reader = None
@@ -45,7 +46,7 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str,
         else:
             reader = open_source(file, spec)
             reader.seek(split.offset)
-            etag, blocks, part = _write(reader, file, split, spec, buffer, base["attempt"])
+            etag, blocks, part = _write(reader, file, split, spec, buffer, key.attempt)
             read = reader.count
         recheck_source(file, spec)
         record = {"index": split.index, "offset": split.offset, "length": split.length,
@@ -56,25 +57,21 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, base: dict[str,
                      json.dumps(record).encode(), spec.dst_options, durable=False)
         crash_point("after_range")
     except Exception as exc:  # noqa: BLE001 - reported as data, like task.copy_file
-        message = str(exc) if isinstance(exc, CopyError) else \
-            f"{fsutil.display(file.origin.url)}: {type(exc).__name__}: {exc}"
-        return TaskResult(**base, destination=file.destination, status="failed",
-                          split_index=split.index, error_type=type(exc).__name__,
-                          message=message, retryable=getattr(exc, "retryable", False),
-                          bytes_read=reader.count if reader else 0)
+        return failed(key.result(file.destination, split_index=split.index,
+                                 bytes_read=reader.count if reader else 0), exc)
     finally:
         if reader is not None:
             reader.close()
-    return range_result(file, split, base, record, read)
+    return range_result(file, split, key, record, read)
 
 
-def range_result(file: CopyableFile, split: Split, base: dict[str, Any],
+def range_result(file: CopyableFile, split: Split, key: ResultKey,
                  record: dict[str, Any], bytes_read: int) -> TaskResult:
     """The TaskResult of a range, from its record (also for ranges a run resumes)."""
     parts = ((split.index + 1, record["etag"], split.length),) if record["etag"] else ()
-    return TaskResult(**base, destination=file.destination, status="ok", staging=split.staging,
-                      bytes_read=bytes_read, bytes_written=split.length,
-                      split_index=split.index, blocks=record["blocks"], parts=parts,
+    return key.result(file.destination, staging=split.staging, bytes_read=bytes_read,
+                      bytes_written=split.length, split_index=split.index,
+                      blocks=record["blocks"], parts=parts,
                       bytes_server_side=0 if record["blocks"] else split.length)
 
 
@@ -184,7 +181,7 @@ def _verify_part_file(fs: Any, path: str, split: Split, buffer: bytearray, want:
 def _remove_quietly(fs: Any, path: str) -> None:
     try:
         fs.rm_file(path)
-    except Exception:  # noqa: BLE001 - ftplib's errors are no OSError
+    except Exception:  # noqa: BLE001, S110 - ftplib's errors are no OSError
         pass  # never written, or the filesystem is gone: the folder goes with the split
 
 

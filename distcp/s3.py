@@ -22,7 +22,8 @@ Two bounds keep a server that stops answering from hanging a run:
   covers a request body the server stopped reading (aiohttp has no write timeout).
 
 Both come from ``PYDISTCP_S3_TIMEOUT`` (seconds, default 300): the longest one S3
-operation may take. Per-attempt socket timeouts are capped by it too.
+operation may take. Per-attempt socket timeouts are capped by it too. The driver
+reads it once per run into ``TaskSpec.s3_timeout``; tasks run ``bounded_by`` it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import os
 import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import fsspec.asyn
@@ -132,14 +134,38 @@ def key_problem(key: str) -> str | None:
     return None
 
 
+#: The bound the running task was given (``bounded_by``); empty outside tasks.
+_TASK_BOUND: list[float] = []
+
+
 def watchdog_seconds() -> float:
-    """The bound of one S3 operation: ``PYDISTCP_S3_TIMEOUT`` if it is a positive number."""
+    """The bound of one S3 operation: the task's (``bounded_by``), else
+    ``PYDISTCP_S3_TIMEOUT`` if it is a positive number, else WATCHDOG_S."""
+    if _TASK_BOUND:
+        return _TASK_BOUND[-1]
     raw = os.environ.get(TIMEOUT_ENV, "")
     try:
         value = float(raw)
     except ValueError:
         return WATCHDOG_S
     return value if value > 0 and math.isfinite(value) else WATCHDOG_S
+
+
+@contextmanager
+def bounded_by(seconds: float | None) -> Iterator[None]:
+    """Run a task with the bound the driver read (None: the environment's, as before).
+
+    Executors then never read the environment per request; the bound is the same for
+    every thread of the task (its copy threads, its progress ticker).
+    """
+    if seconds is None:
+        yield
+        return
+    _TASK_BOUND.append(seconds)
+    try:
+        yield
+    finally:
+        _TASK_BOUND.pop()
 
 
 def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:

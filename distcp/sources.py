@@ -15,7 +15,7 @@ from distcp import fs as fsutil
 from distcp import request_count, s3, s3get
 from distcp.errors import SourceReadError
 from distcp.model import CopyableFile
-from distcp.planning import same_mtime
+from distcp.mtimes import same_mtime
 from distcp.taskspec import TaskSpec
 from distcp.throttle import throttle_for
 from distcp.writer import SourceReader
@@ -38,7 +38,7 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
     proven = False
     try:
         if local is not None:
-            raw: Any = open(local, "rb", buffering=0)
+            raw: Any = open(local, "rb", buffering=0)  # noqa: SIM115 - the reader owns it
         elif one_get(file):
             fs, _ = fsutil.filesystem(file.origin.url, spec.src_options)
             raw, proven = _get_listed(fs, file, shown), True

@@ -1,4 +1,4 @@
-"""DRIVER: split big files into ranges, resume them, and join their results.
+"""DRIVER: split big files into ranges, resume them, and assemble their results.
 
 A file larger than ``--split-size`` becomes one WorkUnit per byte range (seed
 003's block-level work units) so that one big file no longer decides the wall
@@ -10,6 +10,11 @@ live under ``<state>/splits/<guid>/`` with a ``meta.json``, and every range that
 was written and verified leaves ``r<index>.json``: a run killed half-way leaves
 the next one only the missing ranges to copy (the guid changes when the source
 does, so a changed file is never resumed from stale ranges).
+
+Two stages follow the range tasks, each with its own name: *assembling*
+(``assemble_ranges``, here, on the driver: a split file's range results become
+one whole-file result with the composed digest) and, on other filesystems only,
+*joining* (``distcp.join``, Spark tasks: concatenating the part files).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from distcp import s3
 from distcp.checksum import BLOCK, compose
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
 from distcp.ranges import range_result
+from distcp.results import ResultKey
 from distcp.state import read_json, write_atomic
 from distcp.writer import apply_attributes
 
@@ -173,36 +179,33 @@ def units_for(sf: SplitFile, first_id: int) -> list[WorkUnit]:
 
 def resumed_results(sf: SplitFile) -> list[TaskResult]:
     f = sf.file
-    base: dict[str, Any] = dict(
-        guid=f.guid, unit_id=-1, attempt="resumed", origin=f.origin.url,
-        dataset_urn=f.dataset_urn, file_set=f.file_set)
-    return [range_result(f, sf.split(i), base, rec, 0) for i, rec in sorted(sf.done.items())]
+    key = ResultKey.of(f, unit_id=-1, attempt="resumed")
+    return [range_result(f, sf.split(i), key, rec, 0) for i, rec in sorted(sf.done.items())]
 
 
-def join_results(results: Sequence[TaskResult], splits: dict[str, SplitFile]) -> list[TaskResult]:
-    """Whole-file results: each split file's ranges joined into one (failed if any failed)."""
+def assemble_ranges(results: Sequence[TaskResult], splits: dict[str, SplitFile]
+                    ) -> list[TaskResult]:
+    """Whole-file results: each split file's range results assembled into one (failed if
+    any range failed or is missing)."""
     out = [r for r in results if r.split_index < 0]
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
         if r.split_index >= 0:
             by_guid[r.guid].append(r)
     for guid, sf in splits.items():
-        out.append(_joined(sf, by_guid.get(guid, [])))
+        out.append(_assembled(sf, by_guid.get(guid, [])))
     return out
 
 
-def _joined(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
+def _assembled(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
     f = sf.file
-    base: dict[str, Any] = dict(
-        guid=f.guid, unit_id=-1, attempt="split", origin=f.origin.url,
-        destination=f.destination, dataset_urn=f.dataset_urn, file_set=f.file_set,
-        bytes_read=sum(r.bytes_read for r in ranges))
+    key, read = ResultKey.of(f, unit_id=-1, attempt="split"), sum(r.bytes_read for r in ranges)
     ok = {r.split_index: r for r in ranges if r.ok}
     failed = [r for r in ranges if not r.ok]
     if failed or len(ok) != sf.count:
         first = failed[0] if failed else None
         missing = sf.count - len(ok)
-        return TaskResult(**base, status="failed",
+        return key.result(f.destination, "failed", bytes_read=read,
                           error_type=first.error_type if first else "LostResult",
                           message=first.message if first else
                           f"{fsutil.display(f.origin.url)}: {missing} of {sf.count} ranges "
@@ -215,7 +218,8 @@ def _joined(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
         apply_attributes(sf.staging, {}, mode=f.mode, owner=f.owner, group=f.group,
                          mtime=(f.origin.mtime_ns or f.origin.mtime) if "t" in f.preserve
                          else None)
-    return TaskResult(**base, status="ok", staging=sf.staging, bytes_written=f.origin.size,
+    return key.result(f.destination, bytes_read=read, staging=sf.staging,
+                      bytes_written=f.origin.size,
                       checksum=checksum, parts=tuple(p for r in ordered for p in r.parts),
                       records=sf.records,
                       bytes_server_side=sum(r.bytes_server_side for r in ordered))

@@ -9,11 +9,10 @@ tests and on executors whose PySpark is only the worker side).
 from __future__ import annotations
 
 import json
-import pickle
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields, replace
@@ -25,11 +24,12 @@ from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, 
 from distcp.errors import CopyError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.results import ResultKey, failed
 from distcp.sources import LIVE_READERS, check_unchanged, one_get, open_source, recheck_source
 from distcp.streams import FileAwareInputStream
 from distcp.symlinks import apply_link_attributes, stage_link
 from distcp.taskenv import applied_environment
-from distcp.taskspec import TaskSpec, attempt_id
+from distcp.taskspec import TaskSpec
 from distcp.upload import (
     StagedUpload,
     complete_now,
@@ -120,11 +120,9 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]
 
     file, split = unit.files[0], unit.split
     assert split is not None
-    base: dict[str, Any] = dict(
-        guid=file.guid, unit_id=unit.unit_id, attempt=attempt, origin=file.origin.url,
-        dataset_urn=file.dataset_urn, file_set=file.file_set)
+    key = ResultKey.of(file, unit.unit_id, attempt)
     buffer = bytearray(spec.buffer_size)
-    return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), base,
+    return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), key,
                        buffer)]
 
 
@@ -150,15 +148,13 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
                spec: TaskSpec, buffer: bytearray, publish_now: bool) -> list[TaskResult]:
-    base: dict[str, Any] = dict(
-        guid=file.guid, unit_id=unit_id, attempt=attempt, origin=file.origin.url,
-        dataset_urn=file.dataset_urn, file_set=file.file_set)
+    key = ResultKey.of(file, unit_id, attempt)
     note = ""
     if file.origin.link_target is not None:
-        return [_copy_link(file, base, f"{staging_dir}/{index}-0")]
+        return [_copy_link(file, key, f"{staging_dir}/{index}-0")]
     if server_side(file, spec):
         try:
-            return [_copy_server_side(file, base, spec, publish_now)]
+            return [_copy_server_side(file, key, spec, publish_now)]
         except s3.ServerSideCopyUnsupported as exc:  # the bytes come through here instead
             spec, note = replace(spec, server_side=False), f"{s3.NO_SERVER_SIDE}{exc}"
     done: list[TaskResult] = []
@@ -171,7 +167,7 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
         outputs = chain(converters, FileAwareInputStream.of(file, reader))  # type: ignore[arg-type]
         notes: list[str] = []
         for n, out in enumerate(outputs):
-            done.append(_stage_output(out, file, base, f"{staging_dir}/{index}-{n}", spec, buffer,
+            done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,
                                       held))
             notes = out.notes
         check_unchanged(file, reader, spec)
@@ -184,10 +180,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
             done[0] = replace(done[0], message=NOT_EXPANDED + "; ".join(notes))
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         _discard_results(done, spec)
-        return [TaskResult(**base, destination=file.destination, status="failed",
-                           error_type=type(exc).__name__, message=_message(exc, file),
-                           retryable=getattr(exc, "retryable", False),
-                           bytes_read=reader.count if reader else 0)]
+        return [failed(key.result(file.destination, bytes_read=reader.count if reader else 0),
+                       exc)]
     finally:
         if outputs is not None:
             getattr(outputs, "close", lambda: None)()  # converters stop their helpers (gpg threads) before the source closes
@@ -196,19 +190,16 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     return done
 
 
-def _copy_link(file: CopyableFile, base: dict[str, Any], staging_url: str) -> TaskResult:
+def _copy_link(file: CopyableFile, key: ResultKey, staging_url: str) -> TaskResult:
     """Stage a symbolic link as a link (``--links copy``), or report why not, as data."""
     try:
         staged = stage_link(file, staging_url)
         mtime = (file.origin.mtime_ns or file.origin.mtime) if "t" in file.preserve else None
         apply_link_attributes(staging_url, mtime=mtime, owner=file.owner, group=file.group)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
-        return TaskResult(**base, destination=file.destination, status="failed",
-                          error_type=type(exc).__name__, message=_message(exc, file),
-                          retryable=getattr(exc, "retryable", False))
-    return TaskResult(**base, destination=file.destination, status="ok", staging=staging_url,
-                      bytes_written=staged.size, checksum=staged.checksum,
-                      link_target=file.origin.link_target)
+        return failed(key.result(file.destination), exc)
+    return key.result(file.destination, staging=staging_url, bytes_written=staged.size,
+                      checksum=staged.checksum, link_target=file.origin.link_target)
 
 
 def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
@@ -217,13 +208,13 @@ def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
     return replace(spec.converter_options, scratch_dir=local) if local else spec.converter_options
 
 
-def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str, Any],
+def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
                   staging_url: str, spec: TaskSpec, buffer: bytearray,
                   held: dict[str, bytes] | None = None) -> TaskResult:
     """Stage one output; with ``held`` (per-file visibility) a small output's bytes
     are kept there instead, for one PutObject once the source is checked."""
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
-        return TaskResult(**base, destination=out.destination, status="ok", mode=out.mode,
+        return key.result(out.destination, mode=out.mode,
                           mtime=out.mtime if "t" in file.preserve else None)
     if spec.dst_kind == "s3":
         hint = 0 if file.converters else file.origin.size
@@ -231,7 +222,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str,
                           hold_small=held is not None)
         if up.body is not None and held is not None:
             held[out.destination] = up.body
-        return _upload_result(base, out.destination, up)
+        return _upload_result(key, out.destination, up)
     staged = write_staged(out.stream, staging_url, spec.dst_options, buffer, spec.verify)
     mtime: float | int | None = out.mtime
     if mtime is None:
@@ -240,14 +231,13 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, base: dict[str,
                      mode=out.mode if out.mode is not None else file.mode,
                      mtime=mtime if "t" in file.preserve else None,
                      owner=file.owner, group=file.group)
-    return TaskResult(**base, destination=out.destination, status="ok", staging=staging_url,
-                      bytes_written=staged.size, checksum=staged.checksum)
+    return key.result(out.destination, staging=staging_url, bytes_written=staged.size,
+                      checksum=staged.checksum)
 
 
-def _upload_result(base: dict[str, Any], destination: str, up: StagedUpload) -> TaskResult:
-    return TaskResult(**base, destination=destination, status="ok", staging=up.staging,
-                      bytes_written=up.size, checksum=up.checksum, parts=up.parts,
-                      bytes_server_side=up.server_side)
+def _upload_result(key: ResultKey, destination: str, up: StagedUpload) -> TaskResult:
+    return key.result(destination, staging=up.staging, bytes_written=up.size,
+                      checksum=up.checksum, parts=up.parts, bytes_server_side=up.server_side)
 
 
 def _publish_now(results: list[TaskResult], held: dict[str, bytes], spec: TaskSpec
@@ -267,7 +257,7 @@ def _publish_now(results: list[TaskResult], held: dict[str, bytes], spec: TaskSp
     return out
 
 
-def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec,
+def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
                       publish_now: bool = False) -> TaskResult:
     """UploadPartCopy into a staged upload: the task's byte counters stay at zero."""
     try:
@@ -276,24 +266,16 @@ def _copy_server_side(file: CopyableFile, base: dict[str, Any], spec: TaskSpec,
         try:
             recheck_source(file, spec)
             if publish_now:
-                result = _upload_result(base, file.destination, up)
+                result = _upload_result(key, file.destination, up)
                 return _publish_now([result], {}, spec)[0]
         except CopyError:
-            _discard_results([_upload_result(base, file.destination, up)], spec)
+            _discard_results([_upload_result(key, file.destination, up)], spec)
             raise
     except s3.ServerSideCopyUnsupported:
         raise  # copy_file copies through the task instead
     except Exception as exc:  # noqa: BLE001 - reported as data
-        return TaskResult(**base, destination=file.destination, status="failed",
-                          error_type=type(exc).__name__, message=_message(exc, file),
-                          retryable=getattr(exc, "retryable", False))
-    return _upload_result(base, file.destination, up)
-
-
-def _message(exc: BaseException, file: CopyableFile) -> str:
-    if isinstance(exc, CopyError):
-        return str(exc)
-    return f"{fsutil.display(file.origin.url)}: {type(exc).__name__}: {exc}"
+        return failed(key.result(file.destination), exc)
+    return _upload_result(key, file.destination, up)
 
 
 def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
@@ -413,20 +395,17 @@ def _fields_of(result: TaskResult) -> dict[str, Any]:
     return {name: getattr(result, name) for name in _RESULT_FIELDS}
 
 
-def run_batches(spec: TaskSpec, batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` entry point: pickled WorkUnits in, pickled TaskResults out."""
-    import pyarrow as pa
-
-    attempt = attempt_id()
+def unit_runner(spec: TaskSpec, attempt: str
+                ) -> Callable[[list[WorkUnit]], list[list[TaskResult]]]:
+    """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
+    WorkUnits with the client's task environment, one list of results per unit."""
     _new_job(spec.job_id)
-    for batch in batches:
-        ids = batch.column("unit_id").to_pylist()
-        payloads = batch.column("payload").to_pylist()
-        with applied_environment(spec.env):
-            out = [pickle.dumps(run_work_unit(pickle.loads(p), spec, attempt)) for p in payloads]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"]
-        )
+
+    def run(units: list[WorkUnit]) -> list[list[TaskResult]]:
+        with applied_environment(spec.env), s3.bounded_by(spec.s3_timeout):
+            return [run_work_unit(unit, spec, attempt) for unit in units]
+
+    return run
 
 
 _JOB_SEEN: list[str] = []

@@ -1,13 +1,12 @@
-"""TaskSpec: the slice of a run's configuration that travels to every task, and the
-running task attempt's identity.
+"""TaskSpec: the slice of a run's configuration that travels to every task.
 
 Its own module so that everything executors run (``task``, ``sources``, ``ranges``,
-``join``) can name them without importing each other.
+``join``) can name it without importing each other. The task attempt's identity
+comes from Spark, so it is computed in ``distcp.spark.arrow`` and handed down.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,16 +35,7 @@ class TaskSpec:
     env: dict[str, str] | None = field(default=None, repr=False)
     #: ``--bwlimit``: this task's share of the run's bytes per second (None: no limit).
     bwlimit: int | None = None
+    #: Seconds one S3 operation may take (``PYDISTCP_S3_TIMEOUT``, read once by the
+    #: driver); None: the environment's, for tasks run outside a job (tests).
+    s3_timeout: float | None = None
 
-
-def attempt_id() -> str:
-    """partition, attempt and stage: unique per task attempt (workers are reused, so no PID)."""
-    try:
-        from pyspark import TaskContext
-
-        tc = TaskContext.get()
-    except ImportError:
-        tc = None
-    if tc is None:
-        return f"local{os.getpid()}"
-    return f"s{tc.stageId()}p{tc.partitionId()}a{tc.attemptNumber()}"

@@ -2,15 +2,15 @@
 
 The driver holds metadata only: work units travel as pickled rows of a
 DataFrame and come back as pickled TaskResults; no file byte passes through
-here. Executors run ``distcp.task.run_batches`` through ``mapInArrow`` (not
-RDDs), so the same job runs on Spark Connect and on clusters without RDD access.
+here. Executors run ``distcp.task.unit_runner`` through ``distcp.spark.arrow``
+(``mapInArrow``, not RDDs), so the same job runs on Spark Connect and on clusters
+without RDD access.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import secrets
 import threading
 import time
@@ -26,8 +26,7 @@ from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
 from distcp.configuration import CopyConfiguration
 from distcp.errors import DestinationNotWritableError, PlanningError
-from distcp.join import JOB_SCHEMA as JOIN_SCHEMA
-from distcp.join import Join, run_join_batches
+from distcp.join import Join, joiner
 from distcp.listing import find_datasets, plan_all, state_root
 from distcp.lock import DestinationLock
 from distcp.model import CopyableFile, TaskResult, WorkUnit
@@ -37,16 +36,15 @@ from distcp.publish import Publishing, publish_plan
 from distcp.recovery import RecoveryArea
 from distcp.replay import replay_pending, sweep_dead_jobs
 from distcp.runlog import RunLog
+from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
-from distcp.splitting import SplitFile, SplitStore, join_results, resumed_results, units_for
+from distcp.splitting import SplitFile, SplitStore, assemble_ranges, resumed_results, units_for
 from distcp.state import StateStore
 from distcp.summary import Summary
-from distcp.task import JOURNAL, TaskSpec, run_batches
+from distcp.task import JOURNAL, unit_runner
 from distcp.taskenv import task_environment
+from distcp.taskspec import TaskSpec
 from distcp.throttle import per_task
-
-UNIT_SCHEMA = "unit_id long, payload binary"
-RESULT_SCHEMA = "unit_id long, results binary"
 
 
 def new_job_id() -> str:
@@ -230,13 +228,13 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         summary.bytes_read += sum(r.bytes_read for r in results)
         summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
         summary.requests = request_count.total(r.requests for r in results)
-        joined = join_results(results, splits)
+        assembled = assemble_ranges(results, splits)
         if spec.dst_kind == "other" and splits:
             t = time.monotonic()
             callback.message(f"joining the ranges of {len(splits)} split files")
-            joined = _join_on_spark(spark, joined, splits, spec)
+            assembled = _join_on_spark(spark, assembled, splits, spec)
             summary.phases["join_s"] = round(time.monotonic() - t, 3)
-    return joined
+    return assembled
 
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
@@ -247,28 +245,16 @@ def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, Spli
             for r in results if r.ok and r.guid in splits]
     if not jobs:
         return results
-    key = "spark.sql.leafNodeDefaultParallelism"
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, str(len(jobs)))  # one partition, hence one task, per join
     try:
-        df = spark.createDataFrame([(n, pickle.dumps(j)) for n, j in enumerate(jobs)],
-                                   JOIN_SCHEMA)
-        mapped = df.mapInArrow(partial(run_join_batches, dict(spec.dst_options),
-                                       spec.buffer_size, spec.verify), RESULT_SCHEMA)
-        try:
-            rows = mapped.collect()
-            done = {r.guid: r for row in rows for r in pickle.loads(row["results"])}
-        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            done = {j.result.guid: replace(
-                j.result, status="failed", staging="", records="", error_type="SparkJobError",
-                message=f"{fsutil.display(j.result.origin)}: join failed: {reason}; the next "
-                        "run joins its ranges again") for j in jobs}
-    finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
+        done = {r.guid: r for r in run_pickled(
+            spark, list(enumerate(jobs)),
+            partial(joiner, dict(spec.dst_options), spec.buffer_size, spec.verify))}
+    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        done = {j.result.guid: replace(
+            j.result, status="failed", staging="", records="", error_type="SparkJobError",
+            message=f"{fsutil.display(j.result.origin)}: join failed: {reason}; the next "
+                    "run joins its ranges again") for j in jobs}
     return [done.get(r.guid, r) if r.guid in splits else r for r in results]
 
 
@@ -294,28 +280,17 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
 def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
               callback: Callback = DEFAULT_CALLBACK) -> list[TaskResult]:
     """One Spark job, one task per WorkUnit; a failed job fails its files as data."""
-    key = "spark.sql.leafNodeDefaultParallelism"
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, str(len(units)))  # one partition, hence one task, per unit
+    stop = threading.Event()
+    poller = threading.Thread(target=_poll_progress, args=(spec, callback, stop), daemon=True)
+    poller.start()
     try:
-        df = spark.createDataFrame([(u.unit_id, pickle.dumps(u)) for u in units], UNIT_SCHEMA)
-        mapped = df.mapInArrow(partial(run_batches, spec), RESULT_SCHEMA)
-        stop = threading.Event()
-        poller = threading.Thread(target=_poll_progress, args=(spec, callback, stop), daemon=True)
-        poller.start()
-        try:
-            rows = mapped.collect()
-        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
-            return _job_failed(units, exc)
-        finally:
-            stop.set()
-            poller.join()
+        results: list[TaskResult] = run_pickled(
+            spark, [(u.unit_id, u) for u in units], partial(unit_runner, spec))
+    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
+        return _job_failed(units, exc)
     finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
-    results = [r for row in rows for r in pickle.loads(row["results"])]
+        stop.set()
+        poller.join()
     callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     return results
 
@@ -361,6 +336,7 @@ def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
         server_side=_server_side(cfg),
         part_size=max(cfg.buffer_size, s3.MIN_PART),
         env=task_environment(),
+        s3_timeout=s3.watchdog_seconds(),
     )
 
 

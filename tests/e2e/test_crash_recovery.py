@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from distcp.inspect import status_report
+from distcp.status_report import status_report
 from tests.conftest import run_cli, tree
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +88,7 @@ def assert_like_golden(dst: Path, golden: tuple[Path, Path, dict]) -> None:
     """Datasets identical in bytes, modes and mtimes; the rest identical in names (the
     parents between DST and the datasets belong to no dataset, so their mtimes are
     those of whichever run made them)."""
-    src, golden_dst, golden_wm = golden
+    _src, golden_dst, golden_wm = golden
     assert tree(dst).keys() == tree(golden_dst).keys()
     for ds in DATASETS:
         assert tree(dst / ds) == tree(golden_dst / ds)

@@ -10,7 +10,7 @@ import fsspec.asyn
 import pytest
 
 from distcp import s3 as s3ops
-from distcp.planning import same_mtime
+from distcp.mtimes import same_mtime
 
 
 def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,6 +27,32 @@ def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPat
     for bad in ("", "0", "-1", "nan", "inf", "soon"):
         monkeypatch.setenv(s3ops.TIMEOUT_ENV, bad)
         assert s3ops.watchdog_seconds() == s3ops.WATCHDOG_S
+
+
+def test_a_task_uses_the_bound_the_driver_read_not_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "4")
+    with s3ops.bounded_by(42.0):
+        monkeypatch.setenv(s3ops.TIMEOUT_ENV, "7")  # a worker's own environment changes
+        assert s3ops.watchdog_seconds() == 42.0
+        assert s3ops.bounded_options({})["config_kwargs"]["read_timeout"] == 42.0
+        assert s3ops.bounded_options({})["config_kwargs"]["connect_timeout"] == 10.0
+    assert s3ops.watchdog_seconds() == 7  # outside a task: the environment, as before
+    with s3ops.bounded_by(None):
+        assert s3ops.watchdog_seconds() == 7
+
+
+def test_the_driver_reads_the_bound_once_into_the_task_spec(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from distcp.configuration import CopyConfiguration
+    from distcp.spark.job import _task_spec
+
+    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "12.5")
+    cfg = CopyConfiguration.build([str(tmp_path)], str(tmp_path / "dst"))
+    assert _task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp")).s3_timeout == 12.5
+    monkeypatch.delenv(s3ops.TIMEOUT_ENV)
+    spec = _task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp"))
+    assert spec.s3_timeout == s3ops.WATCHDOG_S
 
 
 def test_mtimes_compare_at_the_coarser_precision() -> None:

@@ -6,14 +6,14 @@ import os
 import pickle
 from dataclasses import replace
 
-from pyspark import cloudpickle
 import pytest
+from pyspark import cloudpickle
 
 from distcp.checksum import BLOCK, Digest, compose, digest_of_bytes
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableFile, FileStatus, Split, TaskResult, WorkUnit
-from distcp.splitting import SplitFile, join_results, range_size, units_for
+from distcp.splitting import SplitFile, assemble_ranges, range_size, units_for
 
 MiB = 1 << 20
 
@@ -62,13 +62,13 @@ def test_units_cover_the_missing_ranges_and_results_join_in_order() -> None:
                                   "ok", staging=sf.staging, bytes_read=s.length,
                                   bytes_written=s.length, split_index=i, blocks=d.blocks().hex()))
     sf.done = {}
-    (joined,) = join_results(results, {sf.file.guid: sf})
+    (joined,) = assemble_ranges(results, {sf.file.guid: sf})
     assert joined.ok and joined.checksum == digest_of_bytes(data)
     assert joined.bytes_written == len(data) and joined.records == sf.records
     failed = replace(results[0], status="failed", message="boom")
-    (bad,) = join_results([failed, *results[1:]], {sf.file.guid: sf})
+    (bad,) = assemble_ranges([failed, *results[1:]], {sf.file.guid: sf})
     assert not bad.ok and bad.message == "boom"
-    (lost,) = join_results(results[1:], {sf.file.guid: sf})
+    (lost,) = assemble_ranges(results[1:], {sf.file.guid: sf})
     assert not lost.ok and "1 of 3 ranges" in lost.message
 
 

@@ -1,8 +1,10 @@
-"""``pydistcp status`` and ``pydistcp recover``: look at and finish a destination's state."""
+"""``pydistcp status`` and ``pydistcp recover``: look at and finish a destination's state.
+
+(Named ``status_report``, not ``inspect``, which would shadow the standard library's.)
+"""
 
 from __future__ import annotations
 
-import posixpath
 import time
 from dataclasses import asdict
 from typing import Any
@@ -11,6 +13,7 @@ from distcp import fs as fsutil
 from distcp.callbacks import human_bytes
 from distcp.commit import CommitContext
 from distcp.commit_log import CommitStepStore
+from distcp.listing import state_root_of
 from distcp.lock import DestinationLock, Holder, live_holder
 from distcp.recovery import RecoveryArea
 from distcp.replay import read_journal, replay_pending, sweep_dead_jobs
@@ -20,19 +23,17 @@ from distcp.summary import StatusReport, Summary
 
 def resolve_state_root(destination: str | None, state_dir: str | None,
                        options: dict[str, Any]) -> str:
-    """``--state-dir``, else the ``.pydistcp`` directory a copy to DST would use."""
+    """``--state-dir``, else the ``.pydistcp`` directory a copy to DST would use
+    (``listing.state_root_of``: beside DST when DST is a file)."""
     if state_dir:
-        fs, path = fsutil.filesystem(state_dir, options)
-        return fsutil.to_url(fs, path.rstrip("/"))
+        return state_root_of(destination or "", options, state_dir)
     if not destination:
         from distcp.errors import ConfigurationError
 
         raise ConfigurationError("give DST or --state-dir")
     fs, path = fsutil.filesystem(destination, options)
-    path = path.rstrip("/") or "/"
-    if fs.isfile(path):
-        path = posixpath.dirname(path)
-    return fsutil.to_url(fs, fsutil.join(path, fsutil.STATE_DIR_NAME))
+    single = destination if fs.isfile(path.rstrip("/") or "/") else None
+    return state_root_of(destination, options, single_file=single)
 
 
 def existing_state_root(destination: str | None, state_dir: str | None,
