@@ -315,3 +315,54 @@ def test_s3_replay_after_crash_between_steps_equals_uninterrupted_run(
 def test_replays_cover_every_step_kind() -> None:
     missing = sorted(all_kinds() - set(LOCAL_KINDS) - set(S3_KINDS))
     assert not missing, f"no crash/replay scenario runs these kinds: {missing}"
+
+
+@pytest.mark.parametrize("done,replayed", [(0, 3), (3, 6), (4, 5), (6, 9), (9, 9)])
+def test_local_replay_that_crashes_too_is_finished_by_the_next_one(
+        tmp_path: Path, done: int, replayed: int, local_reference: Any) -> None:
+    """A crash during the replay itself (RELIABILITY.md layer B, second pass)."""
+    lay = LocalLayout(tmp_path)
+    lay.dst.mkdir()
+    local_inputs(lay)
+    seq = local_sequence(lay)
+    store = CommitStepStore(str(lay.state), {})
+    store.persist(seq, "job1")
+    for step in seq.steps[:done]:
+        step.execute(lay.ctx())
+    [pending] = store.pending()
+    store.persist(pending.sequence, "job1", replays=pending.replays + 1)  # as replay does
+    ctx = lay.ctx()
+    for step in pending.sequence.steps[:replayed]:  # ... then dies again
+        if not step.verify(ctx):
+            step.execute(ctx)
+    [again] = CommitStepStore(str(lay.state), {}).pending()
+    assert again.replays == 1
+    summary = Summary()
+    assert replay_pending(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, summary) == set()
+    assert summary.sequences_replayed == 1
+    assert snapshot_local(tmp_path, DATED) == local_reference
+
+
+def test_the_commit_log_can_read_back_every_step_kind_in_a_fresh_process() -> None:
+    """A replay runs in a new process that imported only what the engine imports: every
+    step kind defined anywhere in distcp must be known to the commit log there."""
+    import importlib
+    import pkgutil
+    import subprocess
+    import sys
+
+    import distcp
+
+    for mod in pkgutil.walk_packages(distcp.__path__, "distcp."):
+        if not mod.name.startswith(("distcp.spark", "distcp.__main__")):
+            importlib.import_module(mod.name)
+    code = ("import distcp.commit_log\nfrom distcp.commit import CommitStep\n"
+            "todo, kinds = [CommitStep], set()\nwhile todo:\n    c = todo.pop()\n"
+            "    kinds.add(c.kind)\n    todo.extend(c.__subclasses__())\n"
+            "print(' '.join(sorted(k for k in kinds if k)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).parents[2],
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert "publish" in out.stdout.split()
+    missing = sorted(all_kinds() - set(out.stdout.split()))
+    assert not missing, f"step kinds a replay cannot read (not imported by commit_log): {missing}"
