@@ -51,7 +51,7 @@ from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - f
 
 LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "remove-staging",
                "watermark", "record-run", "event")
-S3_KINDS = ("s3-complete", "watermark", "record-run", "event")
+S3_KINDS = ("delete", "s3-complete", "remove-staging", "watermark", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
 
 
@@ -203,7 +203,17 @@ LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "remove-staging": _check_remove_staging, "watermark": _check_watermark,
     "record-run": _check_record_run, "event": _check_event,
 }
-S3_CHECKS: dict[str, Callable[[Any], None]] = {"s3-complete": _check_complete}
+def _check_s3_delete(lay: S3Layout) -> None:
+    assert f"{lay.prefix}/p/old.txt" not in lay.server.objects("dst", lay.prefix + "/")
+
+
+def _check_s3_remove_staging(lay: S3Layout) -> None:
+    assert lay.server.objects("dst", f"{lay.prefix}/.pydistcp/splits/") == {}
+
+
+S3_CHECKS: dict[str, Callable[[Any], None]] = {
+    "s3-complete": _check_complete, "delete": _check_s3_delete,
+    "remove-staging": _check_s3_remove_staging}
 
 
 # ---- failures are reported, not half-done ----------------------------------------
