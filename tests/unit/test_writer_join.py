@@ -176,3 +176,10 @@ def test_a_vanished_record_fails_the_join_naming_the_range(tmp_path: Path) -> No
     assert not got.ok
     assert got.message.startswith("/src/big.bin: the record of range 2 vanished")
     assert not Path(job.result.staging).exists()
+
+
+def test_a_join_travels_to_executors_by_pickle(tmp_path: Path) -> None:
+    import pickle
+
+    job = _split(tmp_path)
+    assert pickle.loads(pickle.dumps(job)) == job
