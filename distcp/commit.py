@@ -11,6 +11,7 @@ secrets): those arrive through the CommitContext.
 from __future__ import annotations
 
 import os
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -181,7 +182,9 @@ class SetAttributes(CommitStep):
     entries: tuple[tuple[str, int | None, float | None], ...]
 
     def verify(self, ctx: CommitContext) -> bool:
-        return False  # cheap and idempotent: always applied
+        """Done when every directory already has its mode and mtime (a stat each);
+        judged from the target, so a replay after the step ran leaves them alone."""
+        return all(_has_attributes(ctx, *entry) for entry in self.entries)
 
     def execute(self, ctx: CommitContext) -> None:
         for url, mode, mtime in sorted(self.entries, key=lambda e: -e[0].count("/")):
@@ -259,6 +262,22 @@ def _moved(ctx: CommitContext, move: tuple[str, str, int]) -> bool:
         return fsutil.entry_size(fs, f) == size  # a published link: its own size
     except FileNotFoundError:
         return False
+
+
+def _has_attributes(ctx: CommitContext, url: str, mode: int | None,
+                    mtime: float | None) -> bool:
+    fs, path = ctx.fs(url)
+    if not fsutil.is_local(fs):
+        return True  # execute sets nothing there
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    if mode is not None and stat.S_IMODE(st.st_mode) != mode & 0o7777:
+        return False
+    if isinstance(mtime, int):  # nanoseconds, exact
+        return st.st_mtime_ns == mtime
+    return mtime is None or abs(st.st_mtime - mtime) < 1e-6
 
 
 def _exists(ctx: CommitContext, url: str) -> bool:

@@ -101,7 +101,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
             pub.log.results("not-published", [r for r in done if not s3.is_published(r.staging)])
             continue
         try:
-            sequence = _sequence(publisher, wanted, files, pub)
+            sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
             pub.store.persist(sequence, pub.job_id)
             sequence.run(pub.ctx)
             pub.store.remove(sequence.id)
@@ -134,7 +134,9 @@ def _note_server_side_fallbacks(results: Sequence[TaskResult], summary: Summary)
 
 
 def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],
-              pub: Publishing) -> CommitSequence:
+              pub: Publishing, complete: bool = True) -> CommitSequence:
+    """``complete``: the whole set is published (False: only its good files, whose
+    ``outcome`` then looks all ok; the run history must still say "partial")."""
     base = publisher.sequence_for(outcome, [])
     sid = sequence_id(pub.job_id, outcome.dataset_urn, outcome.file_set)
     staged = [r for r in outcome.results if r.staging]
@@ -150,7 +152,8 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
         AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None, entries,
                          tuple(outcome.deletes)),
         RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
-                  "ok" if outcome.ok else "partial", len(staged), nbytes, pub.started),
+                  "ok" if complete and outcome.ok else "partial", len(staged), nbytes,
+                  pub.started),
         EmitEvent(sid, outcome.dataset_urn, outcome.file_set, outcome.destination_root,
                   len(staged), nbytes),
     ]

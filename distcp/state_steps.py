@@ -42,6 +42,8 @@ class AdvanceWatermark(CommitStep):
     def execute(self, ctx: CommitContext) -> None:
         store = _store(ctx)
         state = store.load(self.urn)
+        if f"{self.sequence_id}:wm" in state.applied:
+            return  # merged already: merging again would record the sequence twice
         for dest in self.removed:
             state.manifest.pop(dest, None)
         for dest, size, mtime, digest, guid in self.entries:
@@ -72,6 +74,8 @@ class RecordRun(CommitStep):
     def execute(self, ctx: CommitContext) -> None:
         store = _store(ctx)
         state = store.load(self.urn)
+        if f"{self.sequence_id}:run" in state.applied:
+            return  # recorded already: a second record would list the run twice
         state.runs.append({"job_id": self.job_id, "file_set": self.file_set,
                            "status": self.status, "files": self.files, "bytes": self.nbytes,
                            "started": self.started, "ended": time.time()})

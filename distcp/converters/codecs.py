@@ -70,17 +70,36 @@ class GunzipConverter(_Decompress):
     """``gunzip``: ``x.gz`` -> ``x``, ``x.tgz`` -> ``x.tar``; multi-member gzip accepted."""
 
     name = "gunzip"
-    suffixes = {".tgz": ".tar", ".gz": ""}
+    suffixes: ClassVar[dict[str, str]] = {".tgz": ".tar", ".gz": ""}
 
     def open_inner(self, raw: Any) -> Any:
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return _RefuseEmpty(gzip.GzipFile(fileobj=raw, mode="rb"), raw)
+
+
+class _RefuseEmpty:
+    """A 0-byte input is no gzip stream (gzip(1) calls it truncated, as our bunzip2 and
+    unxz do), but Python's gzip reads it as no data: refuse it at EOF instead of
+    publishing an empty file."""
+
+    def __init__(self, inner: Any, counted: CountingReader) -> None:
+        self.inner = inner
+        self.counted = counted
+
+    def readinto(self, buffer: Any) -> int:
+        n = int(self.inner.readinto(buffer) or 0)
+        if not n and not self.counted.count:
+            raise EOFError("the file is empty")
+        return n
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class Bunzip2Converter(_Decompress):
     """``bunzip2``: ``x.bz2`` -> ``x``, ``x.tbz2``/``x.tbz`` -> ``x.tar``."""
 
     name = "bunzip2"
-    suffixes = {".tbz2": ".tar", ".tbz": ".tar", ".bz2": ""}
+    suffixes: ClassVar[dict[str, str]] = {".tbz2": ".tar", ".tbz": ".tar", ".bz2": ""}
 
     def open_inner(self, raw: Any) -> Any:
         return bz2.BZ2File(raw, mode="rb")
@@ -90,7 +109,7 @@ class UnxzConverter(_Decompress):
     """``unxz``: ``x.xz`` -> ``x``, ``x.txz`` -> ``x.tar``."""
 
     name = "unxz"
-    suffixes = {".txz": ".tar", ".xz": ""}
+    suffixes: ClassVar[dict[str, str]] = {".txz": ".tar", ".xz": ""}
 
     def open_inner(self, raw: Any) -> Any:
         return lzma.LZMAFile(raw, mode="rb")
