@@ -141,7 +141,7 @@ def test_failed_file_set_leaves_no_object_and_no_pending_upload(
                                   commit_policy="full")
     plan = plan_all(cfg, lambda m: None).plan
     spec = _task_spec(cfg, "job1", "s3://dst/set/.pydistcp")
-    assert spec.dst_kind == "s3"
+    assert spec.dst.capabilities.multipart  # staged as multipart uploads
     files = plan.files_to_copy
     (src / "d.bin").write_bytes(b"changed!")  # d.bin fails: its source changed after listing
     results = run_work_unit(WorkUnit(0, tuple(files)), spec, "a0")
