@@ -11,7 +11,6 @@ secrets): those arrive through the CommitContext.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -199,13 +198,6 @@ class RemoveStaging(DeletePaths):
     (a delete under its own name, so a commit log reads as what it does)."""
 
     kind: ClassVar[str] = "remove-staging"
-
-
-def _for_each(ctx: CommitContext, items: Iterable[Any], fn: Callable[[Any], None]) -> None:
-    """Serial where calls are cheap (local disks), a bounded pool on remote stores."""
-    items = list(items)
-    if items:
-        ctx.storage(items[0][0]).for_each(items, fn)
 
 
 def _moved(ctx: CommitContext, move: tuple[str, str, int]) -> bool:

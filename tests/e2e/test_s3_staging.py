@@ -27,6 +27,7 @@ from distcp.listing import plan_all
 from distcp.model import WorkUnit
 from distcp.publish import publish_plan
 from distcp.spark.job import _check_destination, _publishing, _task_spec
+from distcp.storage import Staged
 from distcp.summary import Summary
 from distcp.task import TaskSpec, run_work_unit
 from distcp.upload import stage_upload
@@ -222,7 +223,7 @@ def test_cleanup_aborts_orphans_but_keeps_uploads_a_pending_commit_needs(
     needed = s3ops.create(fs, "s3://dst/c/needed.bin")
     from distcp.commit_log import CommitStepStore
 
-    step = CompleteUploads(((s3ops.staged_upload(needed, "s3://dst/c/needed.bin"),
+    step = CompleteUploads(((Staged.upload(needed, "s3://dst/c/needed.bin").text,
                              "s3://dst/c/needed.bin", 0, ()),))
     CommitStepStore("s3://dst/c/.pydistcp", s3.options).persist(
         CommitSequence("urn", "fs", (step,), "seq1"), "job0")
