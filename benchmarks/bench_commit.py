@@ -93,6 +93,7 @@ def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
     import s3fs
 
     from distcp import s3
+    from distcp.storage import Staged, parse_staged
     from distcp.upload_steps import CompleteUploads  # imported before timing
 
     server, endpoint = _moto_server()
@@ -112,7 +113,7 @@ def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
                     url = f"s3://{bucket}/final/f{i}"
                     upload_id = s3.create(fs, url)
                     etag = s3.upload_part(fs, url, upload_id, 1, b"x" * 100)
-                    return (s3.staged_upload(upload_id, url), url, 100, ((1, etag, 100),))
+                    return (Staged.upload(upload_id, url).text, url, 100, ((1, etag, 100),))
 
                 with ThreadPoolExecutor(16) as pool:
                     uploads = list(pool.map(stage, range(n)))
@@ -123,7 +124,7 @@ def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
                 else:
                     t = time.perf_counter()
                     for staging, url, _, parts in uploads:
-                        s3.complete(fs, url, s3.parse_staged(staging)[0], parts)
+                        s3.complete(fs, url, parse_staged(staging).upload_id, parts)
                     loop.append(time.perf_counter() - t)
     finally:
         server.terminate()

@@ -10,17 +10,14 @@ secrets): those arrive through the CommitContext.
 
 from __future__ import annotations
 
-import os
-import stat
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from distcp import fs as fsutil
 from distcp.errors import PublishError, StateError
 from distcp.faults import crash_point
+from distcp.storage import Storage, storage_for
 
 #: Concurrent remote operations in one step (object stores, HDFS); local calls are serial.
 REMOTE_POOL = 16
@@ -38,6 +35,10 @@ class CommitContext:
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)
+
+    def storage(self, url: str) -> Storage:
+        """The storage serving ``url`` (the destination's options)."""
+        return storage_for(url, self.dst_options)
 
 
 class CommitStep(ABC):
@@ -128,11 +129,7 @@ class MakeDirectories(CommitStep):
 
     def execute(self, ctx: CommitContext) -> None:
         for url in self.urls:
-            fs, path = ctx.fs(url)
-            if fsutil.is_local(fs):
-                os.makedirs(path, exist_ok=True)
-            else:
-                fs.makedirs(path, exist_ok=True)
+            ctx.storage(url).makedirs(url)
 
 
 @dataclass(frozen=True)
@@ -150,28 +147,19 @@ class PublishFiles(CommitStep):
         return all(_moved(ctx, m) for m in self.moves)
 
     def execute(self, ctx: CommitContext) -> None:
-        if self.moves and fsutil.is_local(ctx.fs(self.moves[0][0])[0]):
-            self._rename_all_local(ctx)  # ~µs per file: a plain loop beats any pool
+        if not self.moves:
             return
+        storage = ctx.storage(self.moves[0][0])
 
         def one(move: tuple[str, str, int]) -> None:
             try:
-                _move(ctx, move[0], move[1])
+                storage.move(move[0], move[1])
             except FileNotFoundError:
                 if not _moved(ctx, move):  # moved by an earlier, interrupted run?
                     raise
             crash_point("mid_publish")
 
-        _for_each(ctx, self.moves, one)
-
-    def _rename_all_local(self, ctx: CommitContext) -> None:
-        for move in self.moves:
-            try:
-                os.replace(_local(move[0]), _local(move[1]))  # one syscall, no stat first
-            except FileNotFoundError:
-                if not _moved(ctx, move):
-                    raise
-            crash_point("mid_publish")
+        storage.for_each(self.moves, one)  # local: a plain loop (~µs a rename)
 
 
 @dataclass(frozen=True)
@@ -188,15 +176,7 @@ class SetAttributes(CommitStep):
 
     def execute(self, ctx: CommitContext) -> None:
         for url, mode, mtime in sorted(self.entries, key=lambda e: -e[0].count("/")):
-            fs, path = ctx.fs(url)
-            if not fsutil.is_local(fs):
-                continue
-            if mode is not None:
-                os.chmod(path, mode & 0o7777)
-            if isinstance(mtime, int):
-                os.utime(path, ns=(mtime, mtime))
-            elif mtime is not None:
-                os.utime(path, (mtime, mtime))
+            ctx.storage(url).set_attributes(url, mode, mtime)
 
 
 @dataclass(frozen=True)
@@ -210,12 +190,8 @@ class DeletePaths(CommitStep):
         return not any(_exists(ctx, u) for u in self.urls)
 
     def execute(self, ctx: CommitContext) -> None:
-        for url in self.urls:  # deepest first
-            fs, path = ctx.fs(url)
-            if fsutil.is_local(fs) and os.path.islink(path):
-                os.unlink(path)  # the link itself, never what it points to (even a dir)
-            elif fs.exists(path):
-                fs.rm(path, recursive=True)
+        for url in self.urls:  # deepest first; a link itself, never what it points to
+            ctx.storage(url).remove(url)
 
 
 @dataclass(frozen=True)
@@ -226,65 +202,25 @@ class RemoveStaging(DeletePaths):
     kind: ClassVar[str] = "remove-staging"
 
 
-def _for_each(ctx: CommitContext, items: Iterable[Any], fn: Callable[[Any], None]) -> None:
-    """Serial on local disks (syscalls are µs), a bounded pool on remote stores."""
-    items = list(items)
-    if not items:
-        return
-    fs, _ = ctx.fs(items[0][0])
-    if fsutil.is_local(fs) or len(items) == 1:
-        for item in items:
-            fn(item)
-        return
-    with ThreadPoolExecutor(REMOTE_POOL) as pool:
-        list(pool.map(fn, items))
-
-
-def _local(url: str) -> str:
-    return url.removeprefix("file://")
-
-
-def _move(ctx: CommitContext, src: str, dst: str) -> None:
-    fs, s = ctx.fs(src)
-    _, d = ctx.fs(dst)
-    if fsutil.is_local(fs):
-        os.replace(s, d)
-    else:
-        fs.mv(s, d)
-
-
 def _moved(ctx: CommitContext, move: tuple[str, str, int]) -> bool:
     staging, final, size = move
-    fs, f = ctx.fs(final)
-    if _exists(ctx, staging):
+    storage = ctx.storage(final)
+    if storage.exists(staging):
         return False
     try:
-        return fsutil.entry_size(fs, f) == size  # a published link: its own size
+        return storage.entry_size(final) == size  # a published link: its own size
     except FileNotFoundError:
         return False
 
 
 def _has_attributes(ctx: CommitContext, url: str, mode: int | None,
                     mtime: float | None) -> bool:
-    fs, path = ctx.fs(url)
-    if not fsutil.is_local(fs):
-        return True  # execute sets nothing there
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    if mode is not None and stat.S_IMODE(st.st_mode) != mode & 0o7777:
-        return False
-    if isinstance(mtime, int):  # nanoseconds, exact
-        return st.st_mtime_ns == mtime
-    return mtime is None or abs(st.st_mtime - mtime) < 1e-6
+    return ctx.storage(url).has_attributes(url, mode, mtime)
 
 
 def _exists(ctx: CommitContext, url: str) -> bool:
-    fs, path = ctx.fs(url)
-    return os.path.lexists(path) if fsutil.is_local(fs) else bool(fs.exists(path))
+    return ctx.storage(url).exists(url)
 
 
 def _isdir(ctx: CommitContext, url: str) -> bool:
-    fs, path = ctx.fs(url)
-    return os.path.isdir(path) if fsutil.is_local(fs) else bool(fs.isdir(path))
+    return ctx.storage(url).isdir(url)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import importlib
 import inspect
 import os
 import posixpath
@@ -26,7 +27,10 @@ from fsspec.implementations.local import LocalFileSystem
 from distcp import s3
 from distcp.model import FileStatus
 
-fsspec.register_implementation("ftp", "distcp.ftp.ListingFTPFileSystem", clobber=True)
+#: Our own classes for some protocols, used for the filesystems pydistcp opens and never
+#: registered into fsspec (that would change ``fsspec.filesystem("ftp")`` for the whole
+#: process of a user who imports us); "module:Class", imported on first use.
+_OWN_CLASSES = {"ftp": "distcp.ftp:ListingFTPFileSystem"}
 
 #: Name of the hidden directory that holds staging, state and logs under a
 #: destination; Hadoop, Spark and Hive readers skip names starting with "." or "_".
@@ -47,8 +51,24 @@ def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[Abst
     keys = _url_keys(_protocol(url))
     if keys:
         url, typed = _fold_server(url, typed, keys)
-    fs, path = fsspec.core.url_to_fs(url, **typed)
-    return fs, path
+    own = _OWN_CLASSES.get(_protocol(url))
+    if own is None:
+        fs, path = fsspec.core.url_to_fs(url, **typed)
+        return fs, path
+    cls = filesystem_class(_protocol(url))
+    fs = cls(**{**cls._get_kwargs_from_urls(url), **typed})
+    return fs, cls._strip_protocol(url)
+
+
+def filesystem_class(protocol: str) -> type[AbstractFileSystem]:
+    """The class pydistcp uses for ``protocol``: ours where we have one, else fsspec's."""
+    own = _OWN_CLASSES.get(protocol)
+    if own is None:
+        cls: type[AbstractFileSystem] = fsspec.get_filesystem_class(protocol)
+        return cls
+    module, _, name = own.partition(":")
+    ours: type[AbstractFileSystem] = getattr(importlib.import_module(module), name)
+    return ours
 
 
 def _protocol(url: str) -> str:
@@ -61,7 +81,7 @@ def _fold_server(url: str, options: dict[str, Any], keys: dict[str, str]
     user filled in where not given). fsspec would pass both the URL's and the given
     value of a key to the constructor, which fails when they differ."""
     protocol = _protocol(url)
-    cls = fsspec.get_filesystem_class(protocol)
+    cls = filesystem_class(protocol)
     refuse_password_in_url(url)
     from_url = cls._get_kwargs_from_urls(url)
     merged = {**{k: from_url[k] for k in keys.values() if from_url.get(k) not in (None, "")},
@@ -98,7 +118,7 @@ def _url_keys(protocol: str) -> dict[str, str]:
         return {}
     probe = f"{protocol}://pydistcpuser@pydistcp.invalid:4321/x"
     try:
-        cls = fsspec.get_filesystem_class(protocol)
+        cls = filesystem_class(protocol)
         path = cls._strip_protocol(probe)
         kwargs = cls._get_kwargs_from_urls(probe)
     except Exception:  # noqa: BLE001 - not installed, or no such parsing: no folding
@@ -138,7 +158,7 @@ def _option_kinds(protocol: str) -> dict[str, type]:
     if not protocol:
         return {}
     try:
-        cls = fsspec.get_filesystem_class(protocol)
+        cls = filesystem_class(protocol)
         params = inspect.signature(cls.__init__).parameters.values()
     except (ImportError, ValueError, TypeError):
         return {}

@@ -12,8 +12,9 @@
 - ``set_mtime`` sets a file's mtime with ``MFMT`` (whole seconds, UTC), which
   fsspec's client cannot.
 
-Registered in place of fsspec's class by ``distcp.fs`` on import, so it holds
-on executors too.
+Used by ``distcp.fs.filesystem`` for every ``ftp://`` URL pydistcp opens (on the
+driver and on executors alike), and never registered into fsspec: a user's own
+``fsspec.filesystem("ftp")`` keeps fsspec's class.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Self
 
 from distcp import fs as fsutil
-from distcp import s3
 from distcp.errors import DestinationBusyError, PlanningError
+from distcp.storage import Storage, storage_for
 
 #: How often a holder rewrites its heartbeat, and when a silent holder on another
 #: host counts as gone (several missed heartbeats: a paused VM or a slow store is
@@ -102,6 +102,7 @@ class DestinationLock:
         self.url = fsutil.join(state_root, LOCK_NAME)
         self.options = options
         self.fs, self.path = fsutil.filesystem(self.url, options)
+        self.storage = storage_for(self.url, options)
         now = time.time()
         self.me = Holder(job_id, os.getpid(), socket.gethostname(), now, now, command)
         #: Local folders this lock creates (the state root, and DST if new): removed again
@@ -118,7 +119,7 @@ class DestinationLock:
         self.release()
 
     def holder(self) -> Holder | None:
-        return read_holder(self.fs, self.path)
+        return read_holder(self.fs, self.path, self.storage)
 
     def acquire(self) -> None:
         for _ in range(3):
@@ -154,7 +155,8 @@ class DestinationLock:
         try:
             current = self.holder()
             if current is not None and current.job_id == self.me.job_id:
-                _call(self.fs, f"releasing the lock {self.path}", "rm_file", self.path)
+                self.storage.call(self.fs, f"releasing the lock {self.path}", "rm_file",
+                                  self.path)
         except OSError:
             pass  # a lock left behind is broken by the next run (its holder is gone)
         for folder in self._created:  # deepest first
@@ -170,23 +172,12 @@ class DestinationLock:
         """Write our document only if no lock exists; True if we hold it now."""
         data = self._document(self.me)
         try:
-            if fsutil.is_local(self.fs):
+            if self.storage.capabilities.local_paths:
                 self._created = _missing_folders(os.path.dirname(self.path))
-                os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                return True
-            if _call(self.fs, f"looking for the lock {self.path}", "exists", self.path):
+            if not self.storage.create_new(self.url, data):
                 return False
-            if s3.is_s3(self.fs):
-                s3.sync_bounded(self.fs, f"taking the lock {fsutil.display(self.url)}",
-                                self.fs._pipe_file, self.path, data, mode="create")
-            else:  # FTP and the like need the folder first
-                self.fs.makedirs(self.path.rsplit("/", 1)[0], exist_ok=True)
-                self.fs.pipe_file(self.path, data)
+            if self.storage.capabilities.exclusive_create:
+                return True
         except FileExistsError:
             return False
         except OSError as exc:
@@ -204,7 +195,7 @@ class DestinationLock:
         if current != stale:
             return
         try:
-            _call(self.fs, f"breaking the lock {self.path}", "rm_file", self.path)
+            self.storage.call(self.fs, f"breaking the lock {self.path}", "rm_file", self.path)
         except FileNotFoundError:
             pass
 
@@ -212,9 +203,11 @@ class DestinationLock:
         """A lock with no readable holder, left by a run killed while writing it (its
         holder writes it whole within milliseconds), is removed once a few seconds old."""
         try:
-            info = _call(self.fs, f"looking at the lock {self.path}", "info", self.path)
+            info = self.storage.call(self.fs, f"looking at the lock {self.path}", "info",
+                                     self.path)
             if time.time() - fsutil.status(self.fs, info).mtime > UNREADABLE_S:
-                _call(self.fs, f"removing the lock {self.path}", "rm_file", self.path)
+                self.storage.call(self.fs, f"removing the lock {self.path}", "rm_file",
+                                  self.path)
             else:
                 time.sleep(UNREADABLE_S)
         except FileNotFoundError:
@@ -236,14 +229,6 @@ class DestinationLock:
                 pass  # the next beat tries again; a long silence lets others break it
 
 
-def _call(fs: Any, what: str, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``fs.<name>(*args)``; on S3 under the request watchdog (a silent server must not
-    hang a run's last step, the lock's release, or the next run's first)."""
-    if s3.is_s3(fs):
-        return s3.sync_bounded(fs, what, getattr(fs, f"_{name}"), *args, **kwargs)
-    return getattr(fs, name)(*args, **kwargs)
-
-
 def _missing_folders(path: str) -> list[str]:
     """``path`` and its missing ancestors, deepest first."""
     missing: list[str] = []
@@ -256,10 +241,12 @@ def _missing_folders(path: str) -> list[str]:
     return missing
 
 
-def read_holder(fs: Any, path: str) -> Holder | None:
-    """The lock's holder, or None when there is no lock (or only a half-written one)."""
+def read_holder(fs: Any, path: str, storage: Storage) -> Holder | None:
+    """The lock's holder, or None when there is no lock (or only a half-written one).
+    Every request is bounded by the storage (a silent server must not hang a run's last
+    step, the lock's release, or the next run's first)."""
     try:
-        data = json.loads(_call(fs, f"reading the lock {path}", "cat_file", path))
+        data = json.loads(storage.call(fs, f"reading the lock {path}", "cat_file", path))
         return Holder(**data)
     except (FileNotFoundError, ValueError, TypeError):
         return None
@@ -267,6 +254,7 @@ def read_holder(fs: Any, path: str) -> Holder | None:
 
 def live_holder(state_root: str, options: dict[str, Any]) -> Holder | None:
     """The run holding the destination now, or None if none (or only a dead one) does."""
-    fs, path = fsutil.filesystem(fsutil.join(state_root, LOCK_NAME), options)
-    holder = read_holder(fs, path)
+    url = fsutil.join(state_root, LOCK_NAME)
+    fs, path = fsutil.filesystem(url, options)
+    holder = read_holder(fs, path, storage_for(url, options))
     return holder if holder is not None and holder_alive(holder) else None

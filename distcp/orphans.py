@@ -18,6 +18,7 @@ from distcp import s3
 from distcp.commit_log import CommitStepStore
 from distcp.recovery import RecoveryArea
 from distcp.splitting import SplitStore
+from distcp.storage import parse_staged, storage_for
 from distcp.summary import CleanupReport
 from distcp.upload_steps import CompleteUploads
 
@@ -30,19 +31,19 @@ def referenced_uploads(state_root: str, options: dict[str, Any],
     expired instead (their uploads become orphans and their records go).
     """
     store = CommitStepStore(state_root, options)
-    ids = {s3.parse_staged(u[0])[0]
+    ids = {parse_staged(u[0]).upload_id
            for p in store.pending() + store.pending(aside=True)
            for step in p.sequence.steps if isinstance(step, CompleteUploads)
            for u in step.uploads}
-    splits = SplitStore(state_root, options, "s3")
+    splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
-        staging = str(meta.get("staging", ""))
+        staged = parse_staged(str(meta.get("staging", "")))
         stale = splits_older_than is not None and s3.older_than(
             float(meta.get("created", 0)), splits_older_than)
         if stale:
             splits.discard(meta, folder)
-        elif s3.is_staged(staging):
-            ids.add(s3.parse_staged(staging)[0])
+        elif staged.in_store:
+            ids.add(staged.upload_id)
     return ids
 
 
@@ -51,18 +52,11 @@ def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
                   dry_run: bool = False) -> int:
     """Abort unreferenced uploads under ``destination`` initiated ``older_than`` s ago
     (with ``dry_run``: count them, abort nothing)."""
-    fs, path = fsutil.filesystem(destination, options)
-    if not s3.is_s3(fs):
-        return 0
+    storage = storage_for(destination, options)
+    if not storage.capabilities.multipart:
+        return 0  # nothing staged as uploads: nothing to abort
     keep = referenced_uploads(state_root, options, older_than if expire_splits else None)
-    aborted = 0
-    for final, upload_id, initiated in list(s3.uploads(fs, fsutil.to_url(fs, path))):
-        if upload_id in keep or not s3.older_than(initiated, older_than):
-            continue
-        if not dry_run:
-            s3.abort(fs, final, upload_id)
-        aborted += 1
-    return aborted
+    return storage.sweep_orphans(destination, keep, older_than, dry_run)
 
 
 def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
@@ -92,8 +86,7 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             if not dry_run:
                 fs.rm(folder, recursive=True)
             jobs += part == "staging"
-    splits = SplitStore(state_root, options, "s3" if s3.is_s3(fsutil.filesystem(
-        state_root, options)[0]) else "other")
+    splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
         if s3.older_than(float(meta.get("created", 0)), older_than):
             fs, path = fsutil.filesystem(folder, options)

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from distcp import fs as fsutil
-from distcp import s3
 from distcp.converters.base import build_chain
 from distcp.driver_errors import CREDENTIAL_CODES
 from distcp.errors import (
@@ -30,6 +29,8 @@ from distcp.errors import (
     SparkUnavailableError,
 )
 from distcp.spark.jvm import is_local_master
+from distcp.storage import storage_for
+from distcp.storage.local import os_path
 
 #: Seconds a TCP connect to a Spark master or an S3 request may take here.
 PROBE_TIMEOUT = 5.0
@@ -81,12 +82,14 @@ def _connect(host: str, port: int, master: str) -> None:
             f"{_MASTER_SETTING}", path=master) from None
 
 
-def check_local_destination(root: str, destination: str) -> None:
+def check_local_destination(root: str, destination: str,
+                            options: Mapping[str, Any] | None = None) -> None:
     """The state directory's location can take a file: create and remove a probe in
-    its nearest existing ancestor (nothing is left, no folder is created)."""
-    path = fsutil.local_path(root)
-    if path is None:
+    its nearest existing ancestor (nothing is left, no folder is created). Only where
+    ``os`` calls reach it (a local disk); elsewhere the first write tells."""
+    if not storage_for(root, dict(options or {})).capabilities.local_paths:
         return
+    path = os_path(root)
     what = f"destination {fsutil.display(destination)}"
     ancestor = path
     while not os.path.lexists(ancestor):
@@ -125,14 +128,11 @@ def check_output_file(path: str | None, flag: str = "--summary-json") -> None:
 def check_s3(url: str, options: Mapping[str, Any], side: str) -> None:
     """One cheap, bounded request (HEAD of the bucket) per S3 URL: credentials present
     and accepted, endpoint reachable. ``side`` is ``src`` or ``dst``, to name the setting."""
-    fs, path = fsutil.filesystem(url, s3.bounded_options(options))
-    if not s3.is_s3(fs):
-        return
-    bucket = path.split("/", 1)[0]
     setting = f"--{side}-option / --{side}-options-file or the AWS_* variables"
     try:
-        s3.call(fs, "head_bucket", Bucket=bucket)
+        storage_for(url, dict(options)).probe(url)  # nothing to ask but of object stores
     except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ours
+        bucket = fsutil.filesystem(url, options)[1].split("/", 1)[0]
         raise _s3_problem(exc, url, bucket, setting) from None
 
 
@@ -167,8 +167,7 @@ def check_links(links: str, destination: str, options: Mapping[str, Any]) -> Non
     destination's filesystem (no request is sent: a capability of its kind)."""
     if links != "copy":
         return
-    fs, _ = fsutil.filesystem(destination, options)
-    if not fsutil.holds_symlinks(fs):
+    if not storage_for(destination, dict(options)).capabilities.symlinks:
         raise ConfigurationError(
             f"--links copy: destination {fsutil.display(destination)} cannot hold symbolic "
             "links (only a local disk can); use --links skip or --links follow")

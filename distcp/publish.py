@@ -29,6 +29,7 @@ from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
 from distcp.state import urn_key
 from distcp.state_steps import AdvanceWatermark, EmitEvent, RecordRun
+from distcp.storage import Capabilities, parse_staged
 from distcp.summary import Failure, Summary
 from distcp.upload_steps import abort_uploads
 
@@ -49,7 +50,13 @@ class Publishing:
     log: RunLog = NO_LOG
 
 
-def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult]) -> list[FileSetOutcome]:
+def _published(r: TaskResult) -> bool:
+    """Whether a task already published this result's file (``--visibility file``)."""
+    return parse_staged(r.staging).is_published
+
+
+def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult],
+                capabilities: Capabilities | None = None) -> list[FileSetOutcome]:
     """One outcome per file set of the dataset, including sets with nothing to copy
     (their directories and deletes still need publishing)."""
     by_set: dict[str, list[TaskResult]] = defaultdict(list)
@@ -75,7 +82,8 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult]) -> list[Fil
         dataset_urn=dataset.urn, file_set=name, destination_root=dataset.destination_root,
         results=tuple(by_set.get(name, ())),
         directories=tuple(d for d in dataset.directories if d.file_set == name),
-        deletes=dataset.delete if name == first else ()) for name in order]
+        deletes=dataset.delete if name == first else (),
+        capabilities=capabilities or Capabilities()) for name in order]
 
 
 def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
@@ -87,7 +95,8 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     by_dataset: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
         by_dataset[r.dataset_urn].append(r)
-    outcomes = [o for d in plan.datasets for o in outcomes_of(d, by_dataset.get(d.urn, []))]
+    outcomes = [o for d in plan.datasets for o in outcomes_of(
+        d, by_dataset.get(d.urn, []), pub.ctx.storage(d.destination_root).capabilities)]
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
         _record_failures(outcome, summary)
@@ -97,8 +106,8 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         if wanted is None or (pub.policy == "full" and not all_ok):
             _keep_for_recovery(outcome, files, pub.recovery, summary, pub.ctx)
             done = [r for r in outcome.results if r.ok]
-            pub.log.results("copied", [r for r in done if s3.is_published(r.staging)])
-            pub.log.results("not-published", [r for r in done if not s3.is_published(r.staging)])
+            pub.log.results("copied", [r for r in done if _published(r)])
+            pub.log.results("not-published", [r for r in done if not _published(r)])
             continue
         try:
             sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
@@ -109,12 +118,12 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
             summary.failures.append(Failure(fsutil.display(outcome.destination_root),
                                             f"{exc}; the next run retries it"))
             summary.files_not_published += sum(1 for r in wanted.results if r.staging
-                                               and not s3.is_published(r.staging))
-            published = [r for r in wanted.results if s3.is_published(r.staging)]
+                                               and not _published(r))
+            published = [r for r in wanted.results if _published(r)]
             _record_copied(published, summary)
             pub.log.results("copied", published)
             pub.log.results("not-published", [r for r in wanted.results
-                                              if r.ok and not s3.is_published(r.staging)])
+                                              if r.ok and not _published(r)])
             continue
         _record_published(wanted, summary)
         pub.log.results("copied", wanted.results)
@@ -192,12 +201,12 @@ def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
     """
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
     # Objects published as they were copied (--visibility file) stay: each is whole.
-    _record_copied([r for r in outcome.results if r.ok and s3.is_published(r.staging)],
+    _record_copied([r for r in outcome.results if r.ok and _published(r)],
                    summary)
     for r in outcome.results:
         if r.records:
             continue
-        if r.staging and s3.is_staged(r.staging):
+        if r.staging and parse_staged(r.staging).in_store:
             abort_uploads([r.staging], ctx.dst_options)
             continue
         by_guid[r.guid].append(r)

@@ -28,6 +28,8 @@ from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
 from distcp.results import ResultKey, failed
 from distcp.sources import open_source, recheck_source
+from distcp.storage import parse_staged
+from distcp.storage.local import os_path
 from distcp.taskspec import TaskSpec
 
 #: Times a part is sent again when the server then holds another body under its
@@ -78,9 +80,9 @@ def range_result(file: CopyableFile, split: Split, key: ResultKey,
 def _write(reader: Any, file: CopyableFile, split: Split, spec: TaskSpec, buffer: bytearray,
            attempt: str) -> tuple[str, bytes, str]:
     """(part ETag, block digests, part file name) of the range as written."""
-    if s3.is_staged(split.staging):
+    if parse_staged(split.staging).needs_complete:
         return (*_write_part(reader, file, split, spec), "")
-    if spec.dst_kind == "other":
+    if spec.dst.capabilities.joins_parts:
         name = part_name(split.index, attempt)
         return "", _write_part_file(reader, split, spec, buffer, name), name
     return "", _write_local(reader, split, spec, buffer), ""
@@ -106,7 +108,8 @@ def _read_exactly(reader: Any, view: memoryview, digest: Digest, file: CopyableF
 def _write_part(reader: Any, file: CopyableFile, split: Split, spec: TaskSpec) -> tuple[str, bytes]:
     """One range = one part: S3 needs the whole part in one request, so the part's
     bytes are held in memory (the range size; see README on --split-size)."""
-    upload_id, final = s3.parse_staged(split.staging)
+    staged = parse_staged(split.staging)
+    upload_id, final = staged.upload_id, staged.location
     fs, _ = fsutil.filesystem(final, spec.dst_options)
     body = bytearray(split.length)
     digest = Digest()
@@ -191,7 +194,7 @@ def _write_local(reader: Any, split: Split, spec: TaskSpec, buffer: bytearray) -
     A regular local source goes through the kernel with its holes kept
     (``distcp.localcopy``); any other source through pwrite of what was read.
     """
-    path = fsutil.local_path(split.staging) or split.staging
+    path = os_path(split.staging)
     digest = Digest()
     src = reader.regular_fd()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -228,7 +231,8 @@ def _verify_local(path: str, split: Split, buffer: bytearray, want: bytes) -> No
 
 
 def _copy_server_side(file: CopyableFile, split: Split, spec: TaskSpec) -> str:
-    upload_id, final = s3.parse_staged(split.staging)
+    staged = parse_staged(split.staging)
+    upload_id, final = staged.upload_id, staged.location
     fs, _ = fsutil.filesystem(final, spec.dst_options)
     last = split.offset + split.length - 1
     try:

@@ -18,6 +18,7 @@ from typing import Any
 from distcp import fs as fsutil
 from distcp.model import CopyableFile, TaskResult
 from distcp.state import write_atomic
+from distcp.storage import storage_for
 
 
 class RecoveryArea:
@@ -58,8 +59,8 @@ class RecoveryArea:
                 return None
             results = [TaskResult(**{**o, "attempt": "recovered"}) for o in meta["outputs"]]
             for r in results:
-                if r.staging and fsutil.entry_size(
-                        self.fs, fsutil.filesystem(r.staging, self.options)[1]) != r.bytes_written:
+                if r.staging and storage_for(r.staging, self.options).entry_size(
+                        r.staging) != r.bytes_written:
                     return None
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None

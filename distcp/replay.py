@@ -14,12 +14,12 @@ import json
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
 from distcp.commit import CommitContext, PublishFiles
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError, StateError
 from distcp.model import TaskResult
 from distcp.recovery import RecoveryArea
+from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Summary
 from distcp.task import JOURNAL
 
@@ -111,12 +111,11 @@ def _intact(results: list[TaskResult], options: dict[str, Any]) -> bool:
     for r in results:
         if not r.staging:
             continue
-        if s3.is_staged(r.staging):
+        if parse_staged(r.staging).in_store:
             return False  # staged uploads are not kept (the orphan sweep aborts them), and
             # published objects (--visibility file) are in place already
-        fs, path = fsutil.filesystem(r.staging, options)
         try:
-            if fsutil.entry_size(fs, path) != r.bytes_written:  # a staged link: its own
+            if storage_for(r.staging, options).entry_size(r.staging) != r.bytes_written:
                 return False
         except FileNotFoundError:
             return False

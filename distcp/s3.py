@@ -4,8 +4,9 @@ On S3 a rename is a full copy, so staging-then-rename pays for every byte
 twice. Instead a file is staged as an *uncompleted multipart upload* on its
 final key: invisible to HEAD, GET and LIST until ``CompleteMultipartUpload``
 (the publish), and removed without trace by ``AbortMultipartUpload``. A staged
-upload is written ``s3-upload:<upload id>:<final url>`` in TaskResults, the
-journal and the commit log, so any of them can complete or abort it later.
+upload is a ``distcp.storage.Staged`` value (written ``s3-upload:<upload id>:<final
+url>`` in TaskResults, the journal and the commit log), so any of them can complete
+or abort it later.
 
 Every request goes through ``call`` with a watchdog: s3fs can hang forever on a
 request a server rejects up front (PITFALLS.md), and keys are validated before
@@ -44,12 +45,6 @@ from fsspec.exceptions import FSTimeoutError
 
 from distcp import request_count
 
-UPLOAD_PREFIX = "s3-upload:"
-#: A 0-byte file is staged as nothing at all and published with one PUT (never an MPU).
-EMPTY_PREFIX = "s3-empty:"
-#: An object already at its final key, whole (``--visibility file``): nothing is left to
-#: complete at publish, and nothing to abort if its file set fails.
-PUBLISHED_PREFIX = "s3-published:"
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
 MAX_PARTS = 10_000
@@ -81,38 +76,6 @@ class ServerSideCopyUnsupported(OSError):
 def is_s3(fs: Any) -> bool:
     protocol = getattr(fs, "protocol", ())
     return "s3" in (protocol if isinstance(protocol, (tuple, list)) else (protocol,))
-
-
-def is_staged(staging: str) -> bool:
-    """True for a marker that lives in S3 (an upload, an empty file, a published object)."""
-    return staging.startswith((UPLOAD_PREFIX, EMPTY_PREFIX, PUBLISHED_PREFIX))
-
-
-def is_published(staging: str) -> bool:
-    """True for an object the task already made visible (``--visibility file``)."""
-    return staging.startswith(PUBLISHED_PREFIX)
-
-
-def staged_upload(upload_id: str, final_url: str) -> str:
-    return f"{UPLOAD_PREFIX}{upload_id}:{final_url}"
-
-
-def published(final_url: str) -> str:
-    return f"{PUBLISHED_PREFIX}{final_url}"
-
-
-def parse_staged(staging: str) -> tuple[str, str]:
-    """(upload id, final URL) of a marker; the upload id is "" for an empty file and
-    for a published object (check ``is_published`` before completing anything)."""
-    if staging.startswith(EMPTY_PREFIX):
-        return "", staging[len(EMPTY_PREFIX):]
-    if staging.startswith(PUBLISHED_PREFIX):
-        return "", staging[len(PUBLISHED_PREFIX):]
-    body = staging[len(UPLOAD_PREFIX):]
-    upload_id, sep, rest = body.partition(":s3://")
-    if not sep:
-        raise ValueError(f"not a staged upload: {staging!r}")
-    return upload_id, "s3://" + rest
 
 
 def bucket_key(fs: Any, url: str) -> tuple[str, str]:

@@ -16,6 +16,8 @@ from distcp import request_count, s3, s3get
 from distcp.errors import SourceReadError
 from distcp.model import CopyableFile
 from distcp.mtimes import same_mtime
+from distcp.storage import storage_for
+from distcp.storage.local import os_path
 from distcp.taskspec import TaskSpec
 from distcp.throttle import throttle_for
 from distcp.writer import SourceReader
@@ -29,16 +31,17 @@ LIVE_READERS: weakref.WeakSet[SourceReader] = weakref.WeakSet()
 def one_get(file: CopyableFile) -> bool:
     """A small S3 object whose listed ETag lets one GET If-Match read and vouch for it."""
     o = file.origin
-    return bool(o.etag) and o.size <= SMALL_OBJECT and o.url.startswith("s3://")
+    return bool(o.etag) and o.size <= SMALL_OBJECT and \
+        storage_for(o.url).capabilities.conditional_reads
 
 
 def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
-    local = fsutil.local_path(file.origin.url)
+    local = storage_for(file.origin.url, spec.src_options).capabilities.local_paths
     shown = fsutil.display(file.origin.url)
     proven = False
     try:
-        if local is not None:
-            raw: Any = open(local, "rb", buffering=0)  # noqa: SIM115 - the reader owns it
+        if local:
+            raw: Any = open(os_path(file.origin.url), "rb", buffering=0)  # noqa: SIM115 - the reader owns it
         elif one_get(file):
             fs, _ = fsutil.filesystem(file.origin.url, spec.src_options)
             raw, proven = _get_listed(fs, file, shown), True
@@ -91,9 +94,8 @@ def check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) ->
 def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
     """The origin still has its listed size and mtime (after a copy or a range of it)."""
     shown = fsutil.display(file.origin.url)
-    local = fsutil.local_path(file.origin.url)
-    if local is not None:
-        st = os.stat(local)
+    if storage_for(file.origin.url, spec.src_options).capabilities.local_paths:
+        st = os.stat(os_path(file.origin.url))
         size, mtime = st.st_size, st.st_mtime
     else:
         fs, path = fsutil.filesystem(file.origin.url, spec.src_options)

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
 from distcp.checksum import BLOCK, compose
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
 from distcp.ranges import range_result
 from distcp.results import ResultKey
 from distcp.state import read_json, write_atomic
+from distcp.storage import Storage, parse_staged
 from distcp.writer import apply_attributes
 
 #: Name of the staging file of a split file (locally: ranges written at their
@@ -41,10 +41,9 @@ from distcp.writer import apply_attributes
 JOINED = "data"
 
 
-def range_size(size: int, wanted: int, dst_kind: str) -> int:
-    """``wanted`` rounded up to the digest block; on S3 also to S3's part rules."""
-    size_ = -(-wanted // BLOCK) * BLOCK
-    return s3.part_size_for(size, size_) if dst_kind == "s3" else size_
+def range_size(size: int, wanted: int, storage: Storage) -> int:
+    """``wanted`` rounded up to the digest block, then to the storage's part rules (S3's)."""
+    return storage.part_size(size, -(-wanted // BLOCK) * BLOCK)
 
 
 @dataclass
@@ -74,17 +73,18 @@ class SplitFile:
 class SplitStore:
     """``<state root>/splits/<guid>/{meta.json, r<index>.json, data}``."""
 
-    def __init__(self, state_root: str, options: dict[str, Any], dst_kind: str) -> None:
+    def __init__(self, state_root: str, options: dict[str, Any], storage: Storage) -> None:
         self.root = fsutil.join(state_root, "splits")
         self.options = options
-        self.dst_kind = dst_kind
+        #: The destination's storage (where the split files are staged).
+        self.storage = storage
 
     def folder(self, guid: str) -> str:
         return fsutil.join(self.root, guid)
 
     def prepare(self, file: CopyableFile, wanted: int) -> SplitFile:
         """The file's split staging: resumed when an earlier run left a matching one."""
-        size = range_size(file.origin.size, wanted, self.dst_kind)
+        size = range_size(file.origin.size, wanted, self.storage)
         folder = self.folder(file.guid)
         meta = read_json(fsutil.join(folder, "meta.json"), self.options, "split record")
         if meta and meta.get("destination") == file.destination and meta.get("range") == size:
@@ -102,13 +102,7 @@ class SplitStore:
         return sf
 
     def _new_staging(self, file: CopyableFile, folder: str) -> str:
-        if self.dst_kind != "s3":
-            fs, path = fsutil.filesystem(folder, self.options)
-            fs.makedirs(path, exist_ok=True)
-            return fsutil.to_url(fs, fsutil.join(path, JOINED))
-        fs, _ = fsutil.filesystem(file.destination, self.options)
-        final = fsutil.to_url(fs, fs._strip_protocol(file.destination))
-        return s3.staged_upload(s3.create(fs, final), final)
+        return self.storage.stage_split(file.destination, folder, JOINED).text
 
     def _done(self, sf: SplitFile) -> dict[int, dict[str, Any]] | None:
         """Ranges whose record and staged bytes are both still there; None: start again."""
@@ -117,18 +111,17 @@ class SplitStore:
             rec = read_json(fsutil.join(sf.records, f"r{i}.json"), self.options, "range record")
             if rec and rec.get("length") == sf.split(i).length:
                 records[i] = rec
-        if s3.is_staged(sf.staging):
-            upload_id, final = s3.parse_staged(sf.staging)
-            fs, _ = fsutil.filesystem(final, self.options)
-            parts = s3.list_parts(fs, final, upload_id)
+        staged = parse_staged(sf.staging)
+        if staged.needs_complete:
+            parts = self.storage.uploaded_parts(staged)
             if parts is None:
                 return None
             return {i: r for i, r in records.items()
                     if parts.get(i + 1) == (r["etag"], sf.split(i).length)}
-        if self.dst_kind == "other":
+        if self.storage.capabilities.joins_parts:
             return self._parts_done(sf, records)
         try:
-            have = os.stat(sf.staging).st_size
+            have = self.storage.entry_size(sf.staging)
         except FileNotFoundError:
             return None
         return {i: r for i, r in records.items() if have >= sf.split(i).offset + r["length"]}
@@ -148,11 +141,9 @@ class SplitStore:
         return {i: r for i, r in records.items() if sizes.get(r.get("part", "")) == r["length"]}
 
     def discard(self, meta: dict[str, Any], folder: str) -> None:
-        staging = str(meta.get("staging", ""))
-        if s3.is_staged(staging):
-            upload_id, final = s3.parse_staged(staging)
-            fs, _ = fsutil.filesystem(final, self.options)
-            s3.abort(fs, final, upload_id)
+        staged = parse_staged(str(meta.get("staging", "")))
+        if staged.needs_complete:
+            self.storage.discard(staged)  # abort the upload; files go with the folder
         fs, path = fsutil.filesystem(folder, self.options)
         if fs.exists(path):
             fs.rm(path, recursive=True)
@@ -214,7 +205,7 @@ def _assembled(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
     ordered = [ok[i] for i in range(sf.count)]
     checksum = compose(bytes.fromhex(r.blocks) for r in ordered) \
         if all(r.blocks for r in ordered) else ""
-    if not s3.is_staged(sf.staging) and os.path.exists(sf.staging):  # else CheckDigests fails it
+    if parse_staged(sf.staging).needs_rename and os.path.exists(sf.staging):  # else CheckDigests fails it
         apply_attributes(sf.staging, {}, mode=f.mode, owner=f.owner, group=f.group,
                          mtime=(f.origin.mtime_ns or f.origin.mtime) if "t" in f.preserve
                          else None)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp import s3
 from distcp.atomic import write_atomic  # lived here; commit_log, recovery, lock import it here
 from distcp.errors import StateError
+from distcp.storage import storage_for
 
 MAX_RUNS = 50
 MAX_APPLIED = 200
@@ -24,13 +24,8 @@ MAX_APPLIED = 200
 
 def read_json(url: str, options: dict[str, Any], what: str) -> Any:
     """Parse a state/log document; a damaged one is a StateError that says what to do."""
-    fs, path = fsutil.filesystem(url, options)
     try:
-        if s3.is_s3(fs):
-            raw = s3.sync_bounded(fs, f"reading the {what} {fsutil.display(url)}",
-                                   fs._cat_file, path)
-        else:
-            raw = fs.cat_file(path)
+        raw = storage_for(url, options).read_bytes(url, what)
     except FileNotFoundError:
         return None
     try:

@@ -17,16 +17,18 @@ from distcp import fs as fsutil
 from distcp.checksum import Digest
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.model import CopyableFile
+from distcp.storage.local import os_path
 from distcp.writer import Staged
 
 
-def stage_link(file: CopyableFile, staging_url: str) -> Staged:
-    """Create the staged link for ``file`` (a link origin) at ``staging_url``."""
+def stage_link(file: CopyableFile, staging_url: str, holds_links: bool = True) -> Staged:
+    """Create the staged link for ``file`` (a link origin) at ``staging_url``;
+    ``holds_links``: whether the destination's storage holds symbolic links."""
     target = file.origin.link_target
     assert target is not None, "stage_link is for link origins only"
     _check_source(file, target)
-    path = fsutil.local_path(staging_url)
-    if path is None:  # preflight refuses such runs; a plan from elsewhere may not
+    path = os_path(staging_url)
+    if not holds_links:  # preflight refuses such runs; a plan from elsewhere may not
         raise DestinationWriteError(
             f"cannot stage symbolic link {fsutil.display(staging_url)}: only a local "
             "destination holds links (--links copy)", path=staging_url)
@@ -49,7 +51,7 @@ def stage_link(file: CopyableFile, staging_url: str) -> Staged:
 
 def _check_source(file: CopyableFile, target: str) -> None:
     """The source is still the listed link: never stage a text the plan did not see."""
-    source = fsutil.local_path(file.origin.url) or file.origin.url
+    source = os_path(file.origin.url)
     shown = fsutil.display(file.origin.url)
     try:
         now = os.readlink(source)
@@ -67,10 +69,8 @@ def apply_link_attributes(staging_url: str, *, mtime: float | None, owner: str |
                           group: str | None) -> None:
     """The link's own mtime and ownership (never its target's: ``follow_symlinks=False``).
     A link has no mode of its own on Linux, so none is set. An ``int`` mtime is
-    nanoseconds (exact), a ``float`` seconds."""
-    path = fsutil.local_path(staging_url)
-    if path is None:
-        return
+    nanoseconds (exact), a ``float`` seconds. Only called on a link ``stage_link`` made."""
+    path = os_path(staging_url)
     if owner is not None or group is not None:
         _lchown(path, owner, group)
     if isinstance(mtime, int):

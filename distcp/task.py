@@ -8,6 +8,7 @@ tests and on executors whose PySpark is only the worker side).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -26,6 +27,8 @@ from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.results import ResultKey, failed
 from distcp.sources import LIVE_READERS, check_unchanged, one_get, open_source, recheck_source
+from distcp.storage import parse_staged, storage_for
+from distcp.storage.local import os_path
 from distcp.streams import FileAwareInputStream
 from distcp.symlinks import apply_link_attributes, stage_link
 from distcp.taskenv import applied_environment
@@ -90,8 +93,9 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     files are copied at once, each by a thread with its own buffer. Converted files
     stay one at a time: a converter chain has its own memory bound per task.
     """
-    remote = spec.dst_kind != "local" or any(fsutil.local_path(f.origin.url) is None
-                                             for f in unit.files)
+    remote = not spec.dst.capabilities.local_paths or any(
+        not storage_for(f.origin.url, spec.src_options).capabilities.local_paths
+        for f in unit.files)
     now = set(unit.publish_now)
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = bytearray(spec.buffer_size)
@@ -128,7 +132,7 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]
 
 def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
     """Whether the store copies this file itself (S3 -> S3, one endpoint, no converter)."""
-    return spec.server_side and not file.converters and file.origin.url.startswith("s3://")
+    return spec.server_side and not file.converters and spec.dst.serves(file.origin.url)
 
 
 def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
@@ -140,7 +144,7 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
     """
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
-                             publish_now and spec.dst_kind == "s3")
+                             publish_now and spec.dst.capabilities.multipart)
     if results:
         results[0] = replace(results[0], requests=tally.items())
     return results
@@ -151,7 +155,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     key = ResultKey.of(file, unit_id, attempt)
     note = ""
     if file.origin.link_target is not None:
-        return [_copy_link(file, key, f"{staging_dir}/{index}-0")]
+        return [_copy_link(file, key, f"{staging_dir}/{index}-0",
+                           spec.dst.capabilities.symlinks)]
     if server_side(file, spec):
         try:
             return [_copy_server_side(file, key, spec, publish_now)]
@@ -190,10 +195,11 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     return done
 
 
-def _copy_link(file: CopyableFile, key: ResultKey, staging_url: str) -> TaskResult:
+def _copy_link(file: CopyableFile, key: ResultKey, staging_url: str,
+               holds_links: bool) -> TaskResult:
     """Stage a symbolic link as a link (``--links copy``), or report why not, as data."""
     try:
-        staged = stage_link(file, staging_url)
+        staged = stage_link(file, staging_url, holds_links)
         mtime = (file.origin.mtime_ns or file.origin.mtime) if "t" in file.preserve else None
         apply_link_attributes(staging_url, mtime=mtime, owner=file.owner, group=file.group)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
@@ -204,8 +210,9 @@ def _copy_link(file: CopyableFile, key: ResultKey, staging_url: str) -> TaskResu
 
 def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
     """The run's converter options plus this attempt's private local scratch directory."""
-    local = fsutil.local_path(staging_dir)
-    return replace(spec.converter_options, scratch_dir=local) if local else spec.converter_options
+    if not storage_for(staging_dir, spec.dst_options).capabilities.local_paths:
+        return spec.converter_options
+    return replace(spec.converter_options, scratch_dir=os_path(staging_dir))
 
 
 def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
@@ -216,7 +223,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
         return key.result(out.destination, mode=out.mode,
                           mtime=out.mtime if "t" in file.preserve else None)
-    if spec.dst_kind == "s3":
+    if spec.dst.capabilities.multipart:
         hint = 0 if file.converters else file.origin.size
         up = stage_upload(out.stream, out.destination, spec.dst_options, buffer, hint,
                           hold_small=held is not None)
@@ -248,7 +255,7 @@ def _publish_now(results: list[TaskResult], held: dict[str, bytes], spec: TaskSp
     for r in results:
         if r.destination in held:
             staging = put_whole(r.destination, spec.dst_options, held[r.destination])
-        elif r.staging and s3.is_staged(r.staging) and not s3.is_published(r.staging):
+        elif r.staging and parse_staged(r.staging).needs_complete:
             staging = complete_now(r.staging, r.bytes_written, r.parts, spec.dst_options)
         else:
             out.append(r)  # a directory an archive holds: nothing to publish
@@ -279,26 +286,11 @@ def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
 
 
 def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
+    storage = spec.dst.open()
     for r in results:
-        if r.staging and s3.is_staged(r.staging):
-            abort_staged(r.staging, spec.dst_options)
-        elif r.staging:
-            fs, path = fsutil.filesystem(r.staging, spec.dst_options)
-            try:
-                fs.rm_file(path)
-            except OSError:
-                pass
-
-
-def abort_staged(staging: str, options: dict[str, Any]) -> None:
-    """Abort a staged upload (an empty file's marker stages nothing)."""
-    upload_id, final = s3.parse_staged(staging)
-    if upload_id:
-        fs, _ = fsutil.filesystem(final, options)
-        try:
-            s3.abort(fs, final, upload_id)
-        except OSError:
-            pass  # left for the end-of-run sweep and ``pydistcp cleanup``
+        if r.staging:
+            with contextlib.suppress(OSError):  # left for the sweep and ``pydistcp cleanup``
+                storage.discard(parse_staged(r.staging))
 
 
 #: Names of journal segments among the progress files.
@@ -322,7 +314,7 @@ class Progress:
         self.prefix = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}")
         self.options = spec.dst_options
         #: Each document written is one request on an object store (counted as "progress").
-        self.remote = fsutil.local_path(self.prefix) is None
+        self.remote = not storage_for(self.prefix, self.options).capabilities.local_paths
         self.files = 0
         self.bytes = 0
         self.segment = 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.converters.base import ConverterOptions
+from distcp.storage import StorageSpec
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,8 @@ class TaskSpec:
     src_options: dict[str, Any] = field(default_factory=dict, repr=False)
     dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
     converter_options: ConverterOptions = field(default_factory=ConverterOptions)
-    #: "local", "s3" (stage as multipart uploads) or "other" (fsspec staging + rename).
-    dst_kind: str = "local"
+    #: The destination's storage, resolved once on the driver: tasks ask it how to stage.
+    dst: StorageSpec = field(default_factory=StorageSpec)
     #: Sources and destination are S3 on one endpoint: copy S3 sources server-side.
     server_side: bool = False
     part_size: int = 8 << 20

@@ -26,6 +26,7 @@ from distcp import fs as fsutil
 from distcp import request_count, s3
 from distcp.checksum import Digest
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError
+from distcp.storage import Staged, parse_staged
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ def stage_upload(stream: Any, final_url: str, options: dict[str, Any], buffer: b
     part_size = s3.part_size_for(size_hint, max(len(buffer), s3.MIN_PART))
     first = _read_part(stream, view, part_size) if hold_small else _read(stream, view)
     if not first:
-        return StagedUpload(s3.EMPTY_PREFIX + final_url, 0, digest.hexdigest())
+        return StagedUpload(Staged.empty(final_url).text, 0, digest.hexdigest())
     if hold_small and len(first) < part_size:
         digest.update(first)
         return StagedUpload("", len(first), digest.hexdigest(), body=first)
@@ -73,7 +74,7 @@ def stage_upload(stream: Any, final_url: str, options: dict[str, Any], buffer: b
             raise DestinationWriteError(f"cannot stage {fsutil.display(final_url)}: {exc}",
                                         path=final_url) from exc
         raise
-    return StagedUpload(s3.staged_upload(upload_id, final_url), digest.size,
+    return StagedUpload(Staged.upload(upload_id, final_url).text, digest.size,
                         digest.hexdigest(), tuple(parts))
 
 
@@ -119,7 +120,7 @@ def put_whole(url: str, options: dict[str, Any], body: bytes) -> str:
             raise
         raise DestinationWriteError(f"cannot write {fsutil.display(url)}: {exc}",
                                     path=url) from exc
-    return s3.published(url)
+    return Staged.published(url).text
 
 
 def complete_now(staging: str, size: int, parts: tuple[tuple[int, str, int], ...],
@@ -129,12 +130,13 @@ def complete_now(staging: str, size: int, parts: tuple[tuple[int, str, int], ...
     The object must have the multipart ETag of exactly our parts (or, on a server
     that gives plain MD5s, our size): the check ``CompleteUploads`` makes at publish.
     """
-    upload_id, url = s3.parse_staged(staging)
+    staged = parse_staged(staging)
+    upload_id, url = staged.upload_id, staged.location
     fs, _ = fsutil.filesystem(url, options)
     try:
         if not upload_id:
             put_whole(url, options, b"")
-            return s3.published(url)
+            return Staged.published(url).text
         etag = s3.complete(fs, url, upload_id, parts)
         if etag != s3.multipart_etag([e for _, e, _ in sorted(parts)]) \
                 and not s3.holds(fs, url, size, parts):
@@ -146,7 +148,7 @@ def complete_now(staging: str, size: int, parts: tuple[tuple[int, str, int], ...
             raise
         raise DestinationWriteError(f"cannot complete the upload of {fsutil.display(url)}: "
                                     f"{exc}", path=url) from exc
-    return s3.published(url)
+    return Staged.published(url).text
 
 
 def _remove(fs: Any, url: str) -> None:
@@ -222,7 +224,7 @@ def stage_server_side(source_url: str, final_url: str, options: dict[str, Any],
     fs, _ = fsutil.filesystem(final_url, options)
     final_url = fsutil.to_url(fs, fs._strip_protocol(final_url))
     if size == 0:
-        return StagedUpload(s3.EMPTY_PREFIX + final_url, 0, Digest().hexdigest())
+        return StagedUpload(Staged.empty(final_url).text, 0, Digest().hexdigest())
     part_size = s3.part_size_for(size, part_size)
     upload_id = s3.create(fs, final_url)
     parts: list[tuple[int, str, int]] = []
@@ -241,4 +243,4 @@ def stage_server_side(source_url: str, final_url: str, options: dict[str, Any],
                                         f"{fsutil.display(final_url)} server-side: {exc}",
                                         path=final_url) from exc
         raise
-    return StagedUpload(s3.staged_upload(upload_id, final_url), size, "", tuple(parts), size)
+    return StagedUpload(Staged.upload(upload_id, final_url).text, size, "", tuple(parts), size)

@@ -22,6 +22,8 @@ from distcp.checksum import Digest, digest_of_stream
 from distcp.commit import REMOTE_POOL, CommitContext, CommitStep
 from distcp.errors import PublishError
 from distcp.faults import crash_point
+from distcp.storage import Storage, parse_staged, storage_for
+from distcp.storage.local import os_path
 
 #: (staging marker, final URL, size, parts as (number, ETag, size))
 Upload = tuple[str, str, int, tuple[tuple[int, str, int], ...]]
@@ -41,7 +43,7 @@ class CompleteUploads(CommitStep):
 
     def verify(self, ctx: CommitContext) -> bool:
         pending = _pending(ctx, self.uploads)
-        if any(s3.parse_staged(u[0])[0] in pending for u in self.uploads):
+        if any(parse_staged(u[0]).upload_id in pending for u in self.uploads):
             return False
         return all(_map(ctx, self.uploads, lambda u: _published(ctx, u)))
 
@@ -50,7 +52,7 @@ class CompleteUploads(CommitStep):
 
         def one(upload: Upload) -> None:
             staging, final, _, parts = upload
-            upload_id, _ = s3.parse_staged(staging)
+            upload_id = parse_staged(staging).upload_id
             fs, _ = ctx.fs(final)
             if upload_id not in pending and _published(ctx, upload):
                 return
@@ -84,7 +86,7 @@ def _map(ctx: CommitContext, uploads: tuple[Upload, ...], fn: Callable[[Upload],
 
 def _pending(ctx: CommitContext, uploads: tuple[Upload, ...]) -> set[str]:
     """Ids of uploads still pending under the uploads' common prefix (a few LISTs)."""
-    finals = [u[1] for u in uploads if s3.parse_staged(u[0])[0]]
+    finals = [u[1] for u in uploads if parse_staged(u[0]).upload_id]
     if not finals:
         return set()
     prefix = posixpath.dirname(os.path.commonprefix(finals))
@@ -95,7 +97,7 @@ def _pending(ctx: CommitContext, uploads: tuple[Upload, ...]) -> set[str]:
 def _published(ctx: CommitContext, upload: Upload) -> bool:
     staging, final, size, parts = upload
     fs, _ = ctx.fs(final)
-    return s3.holds(fs, final, size, parts if s3.parse_staged(staging)[0] else ())
+    return s3.holds(fs, final, size, parts if parse_staged(staging).upload_id else ())
 
 
 @dataclass(frozen=True)
@@ -123,29 +125,29 @@ class CheckDigests(CommitStep):
         bad = []
         buffer = bytearray(8 << 20)
         for staging, final, size, digest in self.entries:
-            fs, path = ctx.fs(staging)
-            if not fs.exists(path):
+            storage = ctx.storage(staging)
+            if not storage.exists(staging):
                 if not _final_has(ctx, final, size):
                     bad.append(final)
                 continue
-            got = _digest_of(fs, path, buffer)
+            got = _digest_of(storage, staging, buffer)
             if got.size != size or got.hexdigest() != digest:
                 bad.append(final)
         return bad
 
 
-def _digest_of(fs: Any, path: str, buffer: bytearray) -> Digest:
+def _digest_of(storage: Storage, url: str, buffer: bytearray) -> Digest:
     """A local joined file's holes hash as zeros unread (a sparse file stays cheap)."""
-    if fsutil.is_local(fs):
-        return holes.digest_of_file(path, buffer)
+    if storage.capabilities.local_paths:
+        return holes.digest_of_file(os_path(url), buffer)
+    fs, path = storage.fs(url)
     with fs.open(path, "rb") as f:
         return digest_of_stream(f, buffer)
 
 
 def _final_has(ctx: CommitContext, url: str, size: int) -> bool:
-    fs, path = ctx.fs(url)
     try:
-        return bool((os.stat(path).st_size if fsutil.is_local(fs) else fs.size(path)) == size)
+        return ctx.storage(url).entry_size(url) == size
     except FileNotFoundError:
         return False
 
@@ -153,7 +155,5 @@ def _final_has(ctx: CommitContext, url: str, size: int) -> bool:
 def abort_uploads(stagings: list[str], options: dict[str, Any]) -> None:
     """Abort staged uploads that will not be published (their file set failed)."""
     for staging in stagings:
-        upload_id, final = s3.parse_staged(staging)
-        if upload_id:
-            fs, _ = fsutil.filesystem(final, options)
-            s3.abort(fs, final, upload_id)
+        staged = parse_staged(staging)
+        storage_for(staged.location, options).discard(staged)

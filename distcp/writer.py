@@ -17,6 +17,8 @@ from distcp import fs as fsutil
 from distcp import holes, localcopy
 from distcp.checksum import Digest, digest_of_stream
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
+from distcp.storage import storage_for
+from distcp.storage.local import os_path
 from distcp.throttle import Throttle
 
 
@@ -98,10 +100,10 @@ def write_staged(stream: Any, staging_url: str, options: dict[str, Any], buffer:
     A regular local file staged on local disk goes through the kernel
     (``distcp.localcopy``: kernel copy, holes kept); any other stream through the loop.
     """
-    local = fsutil.local_path(staging_url)
-    fs, path = (None, local) if local is not None else fsutil.filesystem(staging_url, options)
-    src_fd = stream.regular_fd() if local is not None and isinstance(stream, SourceReader) \
-        else None
+    storage = storage_for(staging_url, options)
+    local = storage.capabilities.local_paths
+    fs, path = (None, os_path(staging_url)) if local else storage.fs(staging_url)
+    src_fd = stream.regular_fd() if local and isinstance(stream, SourceReader) else None
     digest = Digest()
     try:
         if src_fd is not None:
@@ -192,9 +194,10 @@ def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | N
     filesystems get the mtime where they offer ``set_mtime`` (FTP: MFMT). Returns
     a note when the filesystem refused it (the copy stands), else None.
     """
-    path = fsutil.local_path(staging_url)
-    if path is None:
-        return _remote_mtime(staging_url, options, mtime)
+    storage = storage_for(staging_url, options)
+    if not storage.capabilities.local_paths:
+        return storage.set_mtime(staging_url, mtime)
+    path = os_path(staging_url)
     if mode is not None:
         os.chmod(path, mode & 0o7777)
     if owner is not None or group is not None:
@@ -203,21 +206,6 @@ def apply_attributes(staging_url: str, options: dict[str, Any], *, mode: int | N
         os.utime(path, ns=(mtime, mtime))
     elif mtime is not None:
         os.utime(path, (mtime, mtime))
-    return None
-
-
-def _remote_mtime(url: str, options: dict[str, Any], mtime: float | None) -> str | None:
-    if mtime is None or url.startswith(("s3://", "s3a://")) or ":" not in url:
-        return None
-    fs, path = fsutil.filesystem(url, options)
-    set_mtime = getattr(fs, "set_mtime", None)
-    if not callable(set_mtime):
-        return None
-    try:
-        set_mtime(path, mtime)
-    except OSError as exc:  # a server without MFMT, or not allowed: keep the copy
-        reason = exc.strerror or str(exc)
-        return f"mtimes were not kept: the {fs.protocol} server refused to set them ({reason})"
     return None
 
 

@@ -20,6 +20,7 @@ from distcp.datasets.base import CopyableDataset
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.finders.base import DatasetsFinder
+from distcp.storage import capabilities_of
 
 
 class SingleRootFinder(DatasetsFinder):
@@ -65,7 +66,7 @@ def check_not_inside(src_fs, src: str, dst_fs, dst: str, shown_src: str,  # type
     if type(src_fs) is not type(dst_fs) or src_fs.storage_options != dst_fs.storage_options:
         return
     src, dst = src.rstrip("/"), dst.rstrip("/")
-    if fsutil.is_local(src_fs):
+    if capabilities_of(src_fs).local_paths:
         # The same directory reached through a link is the same directory.
         src, dst = os.path.realpath(src or "/"), os.path.realpath(dst or "/")
     if dst == src or dst.startswith(src + "/"):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from distcp.commit import CommitSequence
 from distcp.model import CopyableDirectory, TaskResult
+from distcp.storage import Capabilities
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class FileSetOutcome:
     results: tuple[TaskResult, ...]
     directories: tuple[CopyableDirectory, ...] = ()
     deletes: tuple[str, ...] = ()
+    #: What the destination's storage can do (directories? offset writes?).
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     @property
     def ok(self) -> bool:

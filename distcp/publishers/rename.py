@@ -6,8 +6,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from distcp import fs as fsutil
-from distcp import s3
 from distcp.commit import (
     CommitSequence,
     CommitStep,
@@ -19,6 +17,7 @@ from distcp.commit import (
 )
 from distcp.model import TaskResult
 from distcp.publishers.base import FileSetOutcome, Publisher
+from distcp.storage import parse_staged
 from distcp.upload_steps import CheckDigests, CompleteUploads
 
 
@@ -34,19 +33,19 @@ class RenamePublisher(Publisher):
     def sequence_for(self, outcome: FileSetOutcome, staging_dirs: Sequence[str]) -> CommitSequence:
         files = [r for r in outcome.results if r.ok and r.staging]
         # Objects a task already published (--visibility file) need no step of their own.
-        uploads = [r for r in files if s3.is_staged(r.staging)
-                   and not s3.is_published(r.staging)]
-        renamed = [r for r in files if not s3.is_staged(r.staging)]
+        uploads = [r for r in files if parse_staged(r.staging).needs_complete]
+        renamed = [r for r in files if parse_staged(r.staging).needs_rename]
         steps: list[CommitStep] = []
         if outcome.deletes:
             steps.append(DeletePaths(tuple(outcome.deletes)))
-        if not outcome.destination_root.startswith("s3://"):
+        if outcome.capabilities.directories:
             dirs = _directories(outcome, renamed)
             if dirs:
                 steps.append(MakeDirectories(tuple(sorted(dirs))))
         # Ranges written into one local file were never checked as a whole: re-read it
         # here. Elsewhere the join task (distcp.join) verified what it wrote.
-        joined = [r for r in renamed if r.records and fsutil.local_path(r.staging) is not None]
+        offsets = outcome.capabilities.offset_writes
+        joined = [r for r in renamed if r.records and offsets]
         if joined:
             steps.append(CheckDigests(tuple((r.staging, r.destination, r.bytes_written,
                                              r.checksum) for r in joined)))

@@ -40,6 +40,7 @@ from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.splitting import SplitFile, SplitStore, assemble_ranges, resumed_results, units_for
 from distcp.state import StateStore
+from distcp.storage import StorageSpec, spec_for
 from distcp.summary import Summary
 from distcp.task import JOURNAL, unit_runner
 from distcp.taskenv import task_environment
@@ -59,7 +60,7 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
     datasets = find_datasets(cfg)
     root = state_root(cfg, datasets)
     if not cfg.dry_run:
-        preflight.check_local_destination(root, cfg.destination)
+        preflight.check_local_destination(root, cfg.destination, cfg.dst_options)
     log = RunLog(cfg.log_file, summary.job_id)
     try:
         if cfg.dry_run:
@@ -74,6 +75,7 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                 datasets: list[Any], root: str, start: float, log: RunLog) -> Summary:
     """The run once it holds the destination (a dry run changes nothing: no lock)."""
     pub = replace(_publishing(cfg, summary.job_id, root), log=log)
+    dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
@@ -90,10 +92,9 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         summary.plan = _decisions(plan)  # -v: every decision, as a dry run shows them
     if cfg.dry_run:
         return _dry_run(summary, plan, start)
-    spec = _task_spec(cfg, summary.job_id, root)
+    spec = _task_spec(cfg, summary.job_id, root, dst)
     _check_destination(cfg, spec, plan.files_to_copy)
-    if spec.dst_kind == "other":
-        _prepare_state_dirs(root, spec.dst_options)
+    _prepare_state_dirs(root, spec)
     recovered, files = _split_recovered(plan.files_to_copy, pub.recovery)
     results: list[TaskResult] = [r for rs in recovered for r in rs]
     if files:
@@ -109,8 +110,8 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
     if summary.job_id not in _jobs_with_commits(pub.store):
         _cleanup(spec)  # else the pending commit still needs its staged copies
-    if spec.dst_kind == "s3":  # uploads of lost attempts and of failed files
-        summary.uploads_aborted += abort_orphans(cfg.destination, root, spec.dst_options)
+    # uploads of lost attempts and of failed files (stores that stage uploads)
+    summary.uploads_aborted += abort_orphans(cfg.destination, root, spec.dst_options)
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary
 
@@ -124,26 +125,17 @@ def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[st
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
                     _jobs_with_commits(pub.store))
     summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
-    if destination_kind(cfg) == "s3":
-        summary.uploads_aborted += abort_orphans(cfg.destination, pub.ctx.state_root,
-                                                 pub.ctx.dst_options)
+    summary.uploads_aborted += abort_orphans(cfg.destination, pub.ctx.state_root,
+                                             pub.ctx.dst_options)
     return blocked
-
-
-def destination_kind(cfg: CopyConfiguration) -> str:
-    """"local", "s3" (staged as multipart uploads) or "other" (fsspec staging + rename)."""
-    fs, _ = fsutil.filesystem(cfg.destination, cfg.dst_options)
-    return "local" if fsutil.is_local(fs) else "s3" if s3.is_s3(fs) else "other"
 
 
 def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
                        files: list[CopyableFile]) -> None:
-    """Refuse, before any copy, what the destination cannot take."""
-    if spec.dst_kind != "s3":
-        return
-    fs, _ = fsutil.filesystem(cfg.destination, cfg.dst_options)
+    """Refuse, before any copy, what the destination cannot take (S3: bad keys)."""
+    storage = spec.dst.open()
     for f in files:
-        problem = s3.key_problem(s3.bucket_key(fs, f.destination)[1])
+        problem = storage.name_problem(f.destination)
         if problem:
             raise PlanningError(f"cannot copy {fsutil.display(f.origin.url)} to "
                                 f"{f.destination}: {problem}; rename it at the source or "
@@ -154,13 +146,13 @@ def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
 STATE_FOLDERS = ("commits", "commits/aside", "datasets", "events")
 
 
-def _prepare_state_dirs(root: str, options: dict[str, Any]) -> None:
+def _prepare_state_dirs(root: str, spec: TaskSpec) -> None:
     """Create the state root's folders on filesystems that need a folder before a
     file goes into it (FTP, SFTP...); object stores and local writes need none."""
+    storage = spec.dst.open()
     for name in STATE_FOLDERS:
-        fs, path = fsutil.filesystem(fsutil.join(root, name), options)
         try:
-            fs.makedirs(path, exist_ok=True)
+            storage.prepare_folder(fsutil.join(root, name))
         except OSError as exc:
             raise PlanningError(f"cannot write to the state directory {fsutil.display(root)}: "
                                 f"{exc}", path=root) from exc
@@ -229,7 +221,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
         summary.requests = request_count.total(r.requests for r in results)
         assembled = assemble_ranges(results, splits)
-        if spec.dst_kind == "other" and splits:
+        if spec.dst.capabilities.joins_parts and splits:
             t = time.monotonic()
             callback.message(f"joining the ranges of {len(splits)} split files")
             assembled = _join_on_spark(spark, assembled, splits, spec)
@@ -264,7 +256,7 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
     if not cfg.split_size:
         return {}
     store = SplitStore(spec.progress_root.rsplit("/progress/", 1)[0], spec.dst_options,
-                       spec.dst_kind)
+                       spec.dst.open())
     splits = {f.guid: store.prepare(f, cfg.split_size) for f in files
               if f.origin.size > cfg.split_size}
     adjusted = sorted({sf.range_size for sf in splits.values()} - {cfg.split_size})
@@ -322,7 +314,9 @@ def _poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) ->
         callback.update(sum(f for f, _ in per_unit.values()), sum(b for _, b in per_unit.values()))
 
 
-def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
+def _task_spec(cfg: CopyConfiguration, job_id: str, root: str,
+               dst: StorageSpec | None = None) -> TaskSpec:
+    dst = dst or spec_for(cfg.destination, dict(cfg.dst_options))
     return TaskSpec(
         job_id=job_id,
         staging_root=fsutil.join(root, "staging", job_id),
@@ -332,17 +326,17 @@ def _task_spec(cfg: CopyConfiguration, job_id: str, root: str) -> TaskSpec:
         src_options=dict(cfg.src_options),
         dst_options=dict(cfg.dst_options),
         converter_options=cfg.converter_options,
-        dst_kind=destination_kind(cfg),
-        server_side=_server_side(cfg),
+        dst=dst,
+        server_side=_server_side(cfg, dst),
         part_size=max(cfg.buffer_size, s3.MIN_PART),
         env=task_environment(),
         s3_timeout=s3.watchdog_seconds(),
     )
 
 
-def _server_side(cfg: CopyConfiguration) -> bool:
+def _server_side(cfg: CopyConfiguration, dst: StorageSpec) -> bool:
     """S3 -> S3 with the same options (one endpoint, one account) and no converter."""
-    if cfg.converters or destination_kind(cfg) != "s3":
+    if cfg.converters or not dst.capabilities.server_side_copy:
         return False
     return dict(cfg.src_options) == dict(cfg.dst_options)
 

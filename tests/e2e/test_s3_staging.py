@@ -27,6 +27,7 @@ from distcp.listing import plan_all
 from distcp.model import WorkUnit
 from distcp.publish import publish_plan
 from distcp.spark.job import _check_destination, _publishing, _task_spec
+from distcp.storage import Staged
 from distcp.summary import Summary
 from distcp.task import TaskSpec, run_work_unit
 from distcp.upload import stage_upload
@@ -141,7 +142,7 @@ def test_failed_file_set_leaves_no_object_and_no_pending_upload(
                                   commit_policy="full")
     plan = plan_all(cfg, lambda m: None).plan
     spec = _task_spec(cfg, "job1", "s3://dst/set/.pydistcp")
-    assert spec.dst_kind == "s3"
+    assert spec.dst.capabilities.multipart  # staged as multipart uploads
     files = plan.files_to_copy
     (src / "d.bin").write_bytes(b"changed!")  # d.bin fails: its source changed after listing
     results = run_work_unit(WorkUnit(0, tuple(files)), spec, "a0")
@@ -222,7 +223,7 @@ def test_cleanup_aborts_orphans_but_keeps_uploads_a_pending_commit_needs(
     needed = s3ops.create(fs, "s3://dst/c/needed.bin")
     from distcp.commit_log import CommitStepStore
 
-    step = CompleteUploads(((s3ops.staged_upload(needed, "s3://dst/c/needed.bin"),
+    step = CompleteUploads(((Staged.upload(needed, "s3://dst/c/needed.bin").text,
                              "s3://dst/c/needed.bin", 0, ()),))
     CommitStepStore("s3://dst/c/.pydistcp", s3.options).persist(
         CommitSequence("urn", "fs", (step,), "seq1"), "job0")

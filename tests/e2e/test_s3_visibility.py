@@ -21,6 +21,7 @@ from distcp.listing import plan_all
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.publish import publish_plan
 from distcp.spark.job import _publishing, _task_spec
+from distcp.storage import parse_staged
 from distcp.summary import Summary
 from distcp.task import TaskSpec, run_work_unit
 from distcp.upload import put_whole
@@ -78,7 +79,7 @@ def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
     assert all(r.ok for r in results), [r.message for r in results]
     assert visible(s3) == files  # before any publish step ran
     assert s3.pending_uploads() == []
-    assert all(s3ops.is_published(r.staging) for r in results)
+    assert all(parse_staged(r.staging).is_published for r in results)
     for r in results:
         assert r.checksum == digest_of_bytes(files[r.destination.rsplit("/", 1)[1]])
     counts = requests_of(results)
@@ -160,7 +161,7 @@ def test_a_server_side_copy_is_completed_by_its_task_under_visibility_file(
     assert spec.server_side
     results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
                             spec, "a0")
-    assert all(r.ok and s3ops.is_published(r.staging) for r in results), results
+    assert all(r.ok and parse_staged(r.staging).is_published for r in results), results
     assert visible(s3) == files and s3.pending_uploads() == []
     counts = requests_of(results)
     assert (counts["create"], counts["part_copy"], counts["complete"]) == (2, 2, 2), counts

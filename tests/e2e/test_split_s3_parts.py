@@ -17,6 +17,7 @@ from distcp import s3 as s3mod
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, FileStatus, Split
 from distcp.ranges import PART_RESENDS, _write_part
+from distcp.storage import Staged, spec_for
 from distcp.task import TaskSpec
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -42,9 +43,9 @@ def stage(server: S3Server, monkeypatch: pytest.MonkeyPatch, stale_times: int) -
     monkeypatch.setattr(s3mod, "upload_part", late_request_lands_after_ours)
     body = bytes(range(256)) * (PART // 256)
     file = CopyableFile(FileStatus("/src/big.bin", PART, 1.0), final, "urn", "all")
-    split = Split(0, 2, 0, PART, s3mod.staged_upload(upload_id, final), "")
-    spec = TaskSpec(job_id="j", staging_root="", progress_root="", dst_kind="s3",
-                    dst_options=server.options)
+    split = Split(0, 2, 0, PART, Staged.upload(upload_id, final).text, "")
+    spec = TaskSpec(job_id="j", staging_root="", progress_root="",
+                    dst=spec_for(final, server.options), dst_options=server.options)
 
     class Reader(io.BytesIO):
         url = "/src/big.bin"

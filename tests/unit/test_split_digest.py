@@ -14,6 +14,8 @@ from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableFile, FileStatus, Split, TaskResult, WorkUnit
 from distcp.splitting import SplitFile, assemble_ranges, range_size, units_for
+from distcp.storage.local import LocalStorage
+from distcp.storage.objects import ObjectStorage
 
 MiB = 1 << 20
 
@@ -35,10 +37,10 @@ def test_a_file_split_anywhere_on_block_boundaries_has_its_whole_digest() -> Non
 
 
 def test_range_sizes_are_whole_mib_and_respect_s3_part_rules() -> None:
-    assert range_size(10 << 30, 3 * MiB + 1, "local") == 4 * MiB
-    assert range_size(10 << 30, 1 * MiB, "s3") == 5 * MiB  # S3's minimum part
+    assert range_size(10 << 30, 3 * MiB + 1, LocalStorage()) == 4 * MiB
+    assert range_size(10 << 30, 1 * MiB, ObjectStorage()) == 5 * MiB  # S3's minimum part
     huge = 100 << 30  # 100 GiB at 8 MiB would be 12,800 parts
-    size = range_size(huge, 8 * MiB, "s3")
+    size = range_size(huge, 8 * MiB, ObjectStorage())
     assert -(-huge // size) <= 10_000 and size % MiB == 0
 
 

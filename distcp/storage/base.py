@@ -1,0 +1,246 @@
+"""The storage seam: what the engine may ask of a filesystem, and how it stages.
+
+Modelled on rclone's backends and their ``Features``: one ``Storage`` per kind of
+filesystem (local disk, object store, any other fsspec filesystem), chosen once
+per URL (``distcp.storage.spec``), answering capability questions and carrying
+out the few operations whose way differs by kind. The engine never tests
+``if s3`` / ``if local``; it asks a ``Storage``.
+
+A ``Storage`` holds no state of a run and no filesystem object worth pickling:
+methods take URLs and resolve them through fsspec's per-process instance cache.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from distcp import fs as fsutil
+from distcp.storage.staged import Staged
+
+T = TypeVar("T")
+#: Parts of a staged upload as (number, ETag, size); empty where staging is a file.
+Parts = tuple[tuple[int, str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a filesystem can do, named after the questions the engine asks."""
+
+    #: ``os`` calls work on its paths (syscalls are µs: serial loops beat pools).
+    local_paths: bool = False
+    #: Ranges of a split file can be written at their offsets into one staging file.
+    offset_writes: bool = False
+    #: Staging IS a multipart upload on the final key; completing it is the publish.
+    multipart: bool = False
+    #: Copies between two of its URLs without the bytes passing through the task.
+    server_side_copy: bool = False
+    #: Holds (empty) directories of its own.
+    directories: bool = True
+    #: Modes and mtimes of published entries can be set.
+    mtimes: bool = False
+    #: Holds a symbolic link as a link, verifiable with readlink.
+    symlinks: bool = False
+    #: A rename replaces its target in one step, never half-done.
+    atomic_rename: bool = False
+    #: One GET If-Match (the listed ETag) reads an object and vouches for its version.
+    conditional_reads: bool = False
+    #: Creating a file only where none exists is one atomic step (no read-back needed).
+    exclusive_create: bool = False
+    #: Remote operations of one commit step worth running concurrently.
+    parallel_ops: int = 16
+
+    @property
+    def joins_parts(self) -> bool:
+        """Split ranges go to part files that a join concatenates (neither offset writes
+        nor multipart uploads)."""
+        return not (self.offset_writes or self.multipart)
+
+
+class Storage(ABC):
+    """One kind of filesystem, as the engine sees it; ``options`` are its storage options
+    (which may hold secrets: never logged or stored)."""
+
+    name: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options: dict[str, Any] = dict(options or {})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def fs(self, url: str) -> tuple[Any, str]:
+        """The fsspec filesystem and path of ``url`` (fsspec caches instances)."""
+        return fsutil.filesystem(url, self.options)
+
+    # -- questions ----------------------------------------------------------------
+    def exists(self, url: str) -> bool:
+        """Whether an entry (a link itself, not what it points to) is at ``url``."""
+        fs, path = self.fs(url)
+        return bool(fs.exists(path))
+
+    def isdir(self, url: str) -> bool:
+        fs, path = self.fs(url)
+        return bool(fs.isdir(path))
+
+    def entry_size(self, url: str) -> int:
+        """Size of the entry itself (a link: its target text's length); raises
+        FileNotFoundError when there is none."""
+        fs, path = self.fs(url)
+        return int(fs.size(path))
+
+    def probe(self, url: str) -> None:
+        """One cheap request proving credentials and endpoint, where the storage has
+        one to make (object stores: HEAD of the bucket); raises what the server said."""
+
+    def part_size(self, size: int, wanted: int) -> int:
+        """The range size for splitting a file of ``size`` bytes into ``wanted``-byte
+        ranges (object stores round to their part rules)."""
+        return wanted
+
+    def name_problem(self, url: str) -> str | None:
+        """Why no file can be written at ``url`` here (checked before any copy), or None."""
+        return None
+
+    def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
+        """Part number -> (ETag, size) of a staged upload; None when it is gone (or the
+        storage stages no uploads)."""
+        return None
+
+    def is_published(self, staged: Staged, final: str, size: int) -> bool:
+        """Whether ``staged`` is at ``final`` with ``size`` bytes and gone from staging."""
+        if staged.is_published:
+            return True
+        if staged.needs_rename and self.exists(staged.location):
+            return False
+        try:
+            return self.entry_size(final) == size
+        except FileNotFoundError:
+            return False
+
+    def call(self, fs: Any, what: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``fs.<name>(*args)``, bounded where a silent server could hang it forever
+        (``what`` names the operation in the timeout's message)."""
+        return getattr(fs, name)(*args, **kwargs)
+
+    # -- actions ------------------------------------------------------------------
+    def create_new(self, url: str, data: bytes) -> bool:
+        """Write ``data`` at ``url`` only if nothing is there; False if something is.
+
+        Without ``capabilities.exclusive_create`` two writers may both get True (the
+        last one wins): callers read the document back to know who won.
+        """
+        fs, path = self.fs(url)
+        if self.call(fs, f"looking for {path}", "exists", path):
+            return False
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)  # FTP and the like need it
+        fs.pipe_file(path, data)
+        return True
+
+    def makedirs(self, url: str) -> None:
+        fs, path = self.fs(url)
+        fs.makedirs(path, exist_ok=True)
+
+    def prepare_folder(self, url: str) -> None:
+        """Make the folder documents will be written into, where the storage needs one
+        before a file goes in (FTP, SFTP...)."""
+        fs, path = self.fs(url)
+        fs.makedirs(path, exist_ok=True)
+
+    def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
+        """The staging all ranges of one split file share: here the file ``name`` in
+        ``folder_url`` (object stores: an upload on the final key)."""
+        fs, path = self.fs(folder_url)
+        fs.makedirs(path, exist_ok=True)
+        return Staged.path(fsutil.to_url(fs, fsutil.join(path, name)))
+
+    @abstractmethod
+    def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
+        """Replace ``url`` with ``data`` so that readers see the old or the new, never half.
+        ``durable=False`` may skip a local fsync (records that vouch for unsynced data)."""
+
+    def read_bytes(self, url: str, what: str) -> bytes:
+        """The whole document at ``url``; FileNotFoundError when there is none."""
+        fs, path = self.fs(url)
+        return bytes(fs.cat_file(path))
+
+    def stage(self, data: bytes, final_url: str, staging_url: str) -> tuple[Staged, Parts]:
+        """Stage a small ``data`` for ``final_url``: here a file at ``staging_url``.
+
+        The engine's streaming stagers (``writer``, ``upload``) hash and verify on the
+        way; this is the same staging for a body already in memory.
+        """
+        fs, path = self.fs(staging_url)
+        fs.pipe_file(path, data)
+        return Staged.path(staging_url), ()
+
+    def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
+        """Make a staged file visible at ``final_url`` (a file: moved there)."""
+        if staged.needs_rename:
+            self.move(staged.location, final_url)
+
+    def move(self, src: str, dst: str) -> None:
+        """Publish a staged file: move it from its staging URL to its final URL."""
+        fs, s = self.fs(src)
+        _, d = self.fs(dst)
+        fs.mv(s, d)
+
+    def remove(self, url: str) -> None:
+        """Remove the entry at ``url`` (recursively; a link itself, never its target)."""
+        fs, path = self.fs(url)
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+    def discard(self, staged: Staged) -> None:
+        """Remove a staged file that will not be published; gone already is fine."""
+        if not staged.needs_rename:
+            return
+        fs, path = self.fs(staged.location)
+        try:
+            fs.rm_file(path)
+        except OSError:
+            pass
+
+    def set_attributes(self, url: str, mode: int | None, mtime: float | None) -> None:
+        """Set mode and mtime (an int is nanoseconds) where the filesystem keeps them."""
+
+    def has_attributes(self, url: str, mode: int | None, mtime: float | None) -> bool:
+        """Whether ``url`` already shows that mode and mtime; True where
+        ``set_attributes`` sets nothing (so a replay never waits on it)."""
+        return True
+
+    def set_mtime(self, url: str, mtime: float | None) -> str | None:
+        """Set a staged file's mtime where the filesystem offers ``set_mtime`` (FTP: MFMT);
+        a note when the server refused it (the copy stands), else None."""
+        if mtime is None:
+            return None
+        fs, path = self.fs(url)
+        set_mtime = getattr(fs, "set_mtime", None)
+        if not callable(set_mtime):
+            return None
+        try:
+            set_mtime(path, mtime)
+        except OSError as exc:  # a server without MFMT, or not allowed: keep the copy
+            reason = exc.strerror or str(exc)
+            return f"mtimes were not kept: the {fs.protocol} server refused to set them ({reason})"
+        return None
+
+    def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
+                      dry_run: bool = False) -> int:
+        """Abort staged uploads under ``prefix_url`` whose id is not in ``keep``, started
+        ``older_than`` seconds ago or earlier; the count. Nothing to do without uploads."""
+        return 0
+
+    def for_each(self, items: Iterable[T], fn: Callable[[T], Any]) -> None:
+        """``fn`` on every item: serial where calls are cheap, else a bounded pool."""
+        items = list(items)
+        if self.capabilities.local_paths or len(items) <= 1:
+            for item in items:
+                fn(item)
+            return
+        with ThreadPoolExecutor(self.capabilities.parallel_ops) as pool:
+            list(pool.map(fn, items))

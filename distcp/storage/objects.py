@@ -1,0 +1,126 @@
+"""Object stores (S3 through s3fs): the multipart upload is the staging.
+
+Staging a file creates an uncompleted multipart upload on its final key
+(invisible to readers); completing it publishes; aborting it discards. A state
+document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp import s3
+from distcp.storage.base import Capabilities, Parts, Storage
+from distcp.storage.staged import Staged, StagedKind
+
+
+class ObjectStorage(Storage):
+    """S3 and S3-compatible servers."""
+
+    name = "object"
+    capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
+                                conditional_reads=True)
+
+    def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
+        fs, path = self.fs(url)  # one PUT: atomic; bounded, as a silent server would hang
+        s3.sync_bounded(fs, f"writing {fsutil.display(url)}", fs._pipe_file, path, data)
+
+    def read_bytes(self, url: str, what: str) -> bytes:
+        fs, path = self.fs(url)
+        return bytes(s3.sync_bounded(fs, f"reading the {what} {fsutil.display(url)}",
+                                     fs._cat_file, path))
+
+    def part_size(self, size: int, wanted: int) -> int:
+        return s3.part_size_for(size, wanted)
+
+    def call(self, fs: Any, what: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Under the request watchdog: a silent server must not hang a run."""
+        return s3.sync_bounded(fs, what, getattr(fs, f"_{name}"), *args, **kwargs)
+
+    def create_new(self, url: str, data: bytes) -> bool:
+        """One PUT with If-None-Match where the server honours it (moto, S3); a 412
+        (PreconditionFailed) means someone was first. Not every server honours it
+        (rclone serve s3): no ``exclusive_create``, callers read back."""
+        fs, path = self.fs(url)
+        if self.call(fs, f"looking for {path}", "exists", path):
+            return False
+        try:
+            s3.sync_bounded(fs, f"creating {fsutil.display(url)}", fs._pipe_file, path, data,
+                            mode="create")
+        except OSError as exc:
+            if "PreconditionFailed" in str(exc) or "412" in str(exc):
+                return False
+            raise
+        return True
+
+    def probe(self, url: str) -> None:
+        fs, path = self.fs(url)
+        s3.call(fs, "head_bucket", Bucket=path.split("/", 1)[0])
+
+    def prepare_folder(self, url: str) -> None:
+        """Nothing: keys need no folder."""
+
+    def name_problem(self, url: str) -> str | None:
+        fs, _ = self.fs(url)
+        return s3.key_problem(s3.bucket_key(fs, url)[1])
+
+    def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
+        """A new, empty multipart upload on the final key: its parts are the ranges."""
+        fs, path = self.fs(final_url)
+        final = fsutil.to_url(fs, path)
+        return Staged.upload(s3.create(fs, final), final)
+
+    def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
+        if not staged.upload_id:
+            return None
+        fs, _ = self.fs(staged.location)
+        return s3.list_parts(fs, staged.location, staged.upload_id)
+
+    def stage(self, data: bytes, final_url: str, staging_url: str) -> tuple[Staged, Parts]:
+        """An upload on the final key holding ``data`` as one part (nothing for 0 bytes)."""
+        fs, path = self.fs(final_url)
+        final = fsutil.to_url(fs, path)
+        if not data:
+            return Staged.empty(final), ()
+        upload_id = s3.create(fs, final)
+        etag = s3.upload_part(fs, final, upload_id, 1, data)
+        return Staged.upload(upload_id, final), ((1, etag, len(data)),)
+
+    def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
+        """Complete the upload (an empty file: one PUT); the object appears whole."""
+        fs, _ = self.fs(staged.location or final_url)
+        if staged.kind is StagedKind.UPLOAD:
+            s3.complete(fs, staged.location, staged.upload_id, parts)
+        elif staged.kind is StagedKind.EMPTY:
+            s3.put(fs, staged.location, b"")
+        else:
+            super().publish(staged, final_url, parts)
+
+    def is_published(self, staged: Staged, final: str, size: int) -> bool:
+        if staged.upload_id and self.uploaded_parts(staged) is not None:
+            return False  # still pending: whatever the key holds is not ours
+        return super().is_published(staged, final, size)
+
+    def discard(self, staged: Staged) -> None:
+        if staged.upload_id:
+            fs, _ = self.fs(staged.location)
+            s3.abort(fs, staged.location, staged.upload_id)
+        elif staged.needs_rename:
+            super().discard(staged)
+
+    def set_mtime(self, url: str, mtime: float | None) -> str | None:
+        """Objects keep their own mtime (the time of the PUT)."""
+        return None
+
+    def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
+                      dry_run: bool = False) -> int:
+        fs, path = self.fs(prefix_url)
+        aborted = 0
+        for final, upload_id, initiated in list(s3.uploads(fs, fsutil.to_url(fs, path))):
+            if upload_id in keep or not s3.older_than(initiated, older_than):
+                continue
+            if not dry_run:
+                s3.abort(fs, final, upload_id)
+            aborted += 1
+        return aborted

@@ -1,0 +1,118 @@
+"""Choosing a storage once per URL, and carrying the choice to executors.
+
+``spec_for(url, options)`` resolves the filesystem of a URL once, on the driver,
+into a ``StorageSpec``: a frozen, picklable value (URL root, options, backend
+name) that travels inside TaskSpec. ``spec.open()`` (or ``storage_for``) gives
+the backend, built once per process and cached. Backends are named here as
+"module:Class" strings and imported on first use, so nothing is registered
+anywhere (least of all in fsspec) at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from distcp import fs as fsutil
+from distcp import s3
+from distcp.storage.base import Capabilities, Storage
+
+#: Backend name -> "module:Class", imported lazily.
+BACKENDS: dict[str, str] = {
+    "fsspec": "distcp.storage.generic:FsspecStorage",
+    "local": "distcp.storage.local:LocalStorage",
+    "object": "distcp.storage.objects:ObjectStorage",
+}
+
+_cache: dict[tuple[str, str], Storage] = {}
+_names: dict[tuple[str, str], str] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """Which storage serves the URLs under ``root``; secrets stay out of repr."""
+
+    root: str = ""
+    backend: str = "local"
+    options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return backend_class(self.backend).capabilities
+
+    def serves(self, url: str) -> bool:
+        """Whether ``url`` is on a storage of this spec's backend (server-side copies)."""
+        return backend_name(url, self.options) == self.backend
+
+    def open(self) -> Storage:
+        """This process's instance of the backend (built on first use)."""
+        return _instance(self.backend, self.options)
+
+
+def backend_class(name: str) -> type[Storage]:
+    """The class registered under ``name``; imported on first use."""
+    try:
+        module, _, attr = BACKENDS[name].partition(":")
+    except KeyError:
+        raise LookupError(f"unknown storage backend {name!r}; known: "
+                          f"{', '.join(sorted(BACKENDS))}") from None
+    cls: type[Storage] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def backend_name(url: str, options: dict[str, Any] | None = None) -> str:
+    """The backend for ``url``: local disk, an object store, or any other fsspec fs.
+
+    Plain paths and ``file://`` URLs are local without building a filesystem; for
+    others one filesystem is built per scheme and options, once per process (an FTP
+    filesystem connects when built).
+    """
+    if fsutil.local_path(url) is not None:
+        return "local"
+    key = (url.split("://", 1)[0], _options_key(options or {}))
+    name = _names.get(key)
+    if name is None:
+        fs, _ = fsutil.filesystem(url, options or {})
+        name = _names[key] = backend_of(fs)
+    return name
+
+
+def backend_of(fs: Any) -> str:
+    """The backend serving an fsspec filesystem already built."""
+    return "local" if fsutil.is_local(fs) else "object" if s3.is_s3(fs) else "fsspec"
+
+
+def capabilities_of(fs: Any) -> Capabilities:
+    """What an fsspec filesystem already built can do (its backend's capabilities)."""
+    return backend_class(backend_of(fs)).capabilities
+
+
+def _options_key(options: dict[str, Any]) -> str:
+    return json.dumps(options, sort_keys=True, default=repr)
+
+
+def spec_for(url: str, options: dict[str, Any] | None = None) -> StorageSpec:
+    """Resolve ``url``'s storage once; the spec then travels instead of the question."""
+    return StorageSpec(url, backend_name(url, options), dict(options or {}))
+
+
+def storage_for(url: str, options: dict[str, Any] | None = None) -> Storage:
+    """The storage serving ``url`` (cached per process by backend and options)."""
+    return _instance(backend_name(url, options), options or {})
+
+
+def _instance(backend: str, options: dict[str, Any]) -> Storage:
+    # Local disks take no options: one instance, found without serialising any
+    # (per-file hot paths ask for it several times a file).
+    key = (backend, "" if backend == "local" else _options_key(options))
+    storage = _cache.get(key)
+    if storage is None:
+        with _lock:
+            storage = _cache.get(key)
+            if storage is None:
+                storage = _cache[key] = backend_class(backend)(options)
+    return storage

@@ -1,0 +1,93 @@
+"""The storage seam without servers: values that travel, choices made once, local disk."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark import cloudpickle
+
+from distcp.storage import Staged, StagedKind, StorageSpec, parse_staged, spec_for, storage_for
+from distcp.storage.spec import backend_class
+from distcp.taskspec import TaskSpec
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps])
+def test_specs_and_staged_values_survive_the_trip_to_executors(
+        dumps: Callable[[object], bytes]) -> None:
+    spec = StorageSpec("s3://b/k", "object", {"secret": "S3CRET"})
+    task = TaskSpec(job_id="j", staging_root="/s", progress_root="/p", dst=spec)
+    for value in (spec, Staged.upload("u1", "s3://b/k/x"), Staged.path("/st/a"), task):
+        again = pickle.loads(dumps(value))
+        assert again == value
+    back = pickle.loads(dumps(task))
+    assert back.dst.options == {"secret": "S3CRET"} and back.dst.capabilities.multipart
+    assert "S3CRET" not in repr(spec) and "S3CRET" not in repr(task)
+
+
+def test_each_url_gets_the_backend_of_its_kind() -> None:
+    assert spec_for("/data/out").backend == "local"
+    assert spec_for("file:///data/out").backend == "local"
+    assert spec_for("s3://bucket/out", {"anon": True}).backend == "object"
+    assert spec_for("memory://out").backend == "fsspec"
+
+
+def test_capabilities_answer_the_engines_questions() -> None:
+    local = backend_class("local").capabilities
+    objects = backend_class("object").capabilities
+    other = backend_class("fsspec").capabilities
+    assert local.offset_writes and local.local_paths and local.symlinks and local.mtimes
+    assert objects.multipart and objects.server_side_copy and not objects.directories
+    assert other.joins_parts and not local.joins_parts and not objects.joins_parts
+    assert other.directories and not other.local_paths and not other.multipart
+    with pytest.raises(LookupError, match="unknown storage backend 'nfs'; known: fsspec"):
+        backend_class("nfs")
+
+
+def test_one_storage_per_backend_and_options_in_a_process() -> None:
+    assert storage_for("/a") is storage_for("/b") is spec_for("/c").open()
+    assert storage_for("/a", {"x": 1}) is storage_for("/a")  # local disks take no options
+    assert storage_for("memory://a", {"x": 1}) is storage_for("memory://b", {"x": 1})
+    assert storage_for("memory://a", {"x": 1}) is not storage_for("memory://a", {"x": 2})
+
+
+def test_a_staged_value_and_its_logged_text_are_one() -> None:
+    upload = Staged.upload("id:with:colons", "s3://b/k")
+    assert upload.text == "s3-upload:id:with:colons:s3://b/k"
+    assert parse_staged(upload.text) == upload
+    assert (upload.needs_complete, upload.needs_rename, upload.in_store) == (True, False, True)
+    empty = parse_staged("s3-empty:s3://b/e")
+    assert empty.kind is StagedKind.EMPTY and empty.needs_complete and not empty.upload_id
+    done = parse_staged("s3-published:s3://b/p")
+    assert done.is_published and not done.needs_complete and done.final == "s3://b/p"
+    path = parse_staged("/st/u0-a/0-0")
+    assert path.needs_rename and path.final == "" and not path.in_store
+
+
+def test_local_storage_publishes_with_a_rename_and_keeps_links_as_links(tmp_path: Path) -> None:
+    storage = storage_for(str(tmp_path))
+    staged, parts = storage.stage(b"abc", str(tmp_path / "out/a"), str(tmp_path / "st/a"))
+    assert parts == () and (tmp_path / "st/a").read_bytes() == b"abc"
+    storage.makedirs(str(tmp_path / "out"))
+    storage.publish(staged, str(tmp_path / "out/a"))
+    assert (tmp_path / "out/a").read_bytes() == b"abc" and not (tmp_path / "st/a").exists()
+    assert storage.is_published(staged, f"file://{tmp_path}/out/a", 3)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir/keep").write_bytes(b"k")
+    os.symlink(tmp_path / "dir", tmp_path / "link")
+    storage.remove(str(tmp_path / "link"))  # the link, never what it points to
+    assert not os.path.lexists(tmp_path / "link") and (tmp_path / "dir/keep").exists()
+    storage.set_attributes(str(tmp_path / "out/a"), 0o640, 1_600_000_000_123_456_789)
+    st = os.stat(tmp_path / "out/a")
+    assert (st.st_mode & 0o777, st.st_mtime_ns) == (0o640, 1_600_000_000_123_456_789)
+
+
+def test_local_create_new_is_exclusive(tmp_path: Path) -> None:
+    storage = storage_for(str(tmp_path))
+    assert storage.capabilities.exclusive_create
+    assert storage.create_new(str(tmp_path / "new/lock"), b"first")
+    assert not storage.create_new(str(tmp_path / "new/lock"), b"second")
+    assert (tmp_path / "new/lock").read_bytes() == b"first"
