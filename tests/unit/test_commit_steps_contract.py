@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from distcp.commit import CommitContext, CommitSequence, CommitStep
+from distcp.commit import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError
 from distcp.replay import replay_pending
@@ -101,7 +101,7 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
         slay = S3Layout(server, _prefix())
         steps = s3_steps(slay)
         ctx, snap = slay.ctx, (lambda: snapshot_s3(server, slay.prefix))
-        check = S3_CHECKS.get(kind, LOCAL_CHECKS.get(kind))
+        check = S3_CHECKS.get(kind) or LOCAL_CHECKS[kind]
         args = slay
     for name, step in steps.items():
         if name == kind:
@@ -311,7 +311,8 @@ def test_local_replay_after_crash_in_the_middle_of_publish(tmp_path: Path,
     CommitStepStore(str(lay.state), {}).persist(seq, "job1")
     for step in seq.steps[:LOCAL_KINDS.index("publish")]:
         step.execute(lay.ctx())
-    first = publish.moves[0]  # type: ignore[attr-defined]
+    assert isinstance(publish, PublishFiles)
+    first = publish.moves[0]
     os.replace(first[0], first[1])  # the first rename happened, then the kill
     assert not publish.verify(lay.ctx())
     replay_pending(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, Summary())
