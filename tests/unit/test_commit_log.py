@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import pytest
@@ -100,7 +102,8 @@ def test_a_temporary_file_left_by_a_killed_write_is_not_a_pending_sequence(
     (lambda raw: b"\xff\xfe" + raw, "codec|decode|Expecting"),  # not UTF-8 any more
     (lambda raw: b"", "Expecting value"),  # empty: a write that never got its bytes
 ])
-def test_a_damaged_log_entry_is_an_error_naming_the_file(tmp_path: Path, damage, cause) -> None:  # type: ignore[no-untyped-def]
+def test_a_damaged_log_entry_is_an_error_naming_the_file(
+        tmp_path: Path, damage: Callable[[bytes], bytes], cause: str) -> None:
     store = CommitStepStore(str(tmp_path), {})
     store.persist(_sequence("job1-x"), "job1")
     path = tmp_path / "commits" / "job1-x.json"
@@ -121,7 +124,7 @@ def test_a_damaged_log_entry_is_an_error_naming_the_file(tmp_path: Path, damage,
     (lambda d: d.update(replays="many"), "many"),
 ])
 def test_a_log_entry_that_parses_but_is_not_a_sequence_names_the_file(
-        tmp_path: Path, edit, cause) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, edit: Callable[[dict[str, Any]], object], cause: str) -> None:
     store = CommitStepStore(str(tmp_path), {})
     store.persist(_sequence("job1-x"), "job1")
     path = tmp_path / "commits" / "job1-x.json"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from distcp.commit import CommitContext, CommitSequence, CommitStep
+from distcp.commit import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError
 from distcp.replay import replay_pending
@@ -47,12 +48,24 @@ from tests.fixtures.commit_scenarios import (
     snapshot_local,
     snapshot_s3,
 )
-from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtures
 
 LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "remove-staging",
                "watermark", "record-run", "event")
 S3_KINDS = ("delete", "s3-complete", "remove-staging", "watermark", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
+
+
+@pytest.fixture(scope="module")
+def s3(moto_server: S3Server) -> S3Server:  # noqa: F811 - the fixture
+    """The moto server, reset once for this module: each test works under a prefix of its
+    own (a reset per test costs a second here, a third of this suite's time)."""
+    moto_server.reset()
+    return moto_server
+
+
+def _prefix() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
 
 
 def test_every_step_kind_has_a_scenario() -> None:
@@ -85,10 +98,10 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
         args: Any = lay
     else:
         server: S3Server = request.getfixturevalue("s3")
-        slay = S3Layout(server, "contract")
+        slay = S3Layout(server, _prefix())
         steps = s3_steps(slay)
-        ctx, snap = slay.ctx, (lambda: snapshot_s3(server, "contract"))
-        check = S3_CHECKS.get(kind, LOCAL_CHECKS.get(kind))
+        ctx, snap = slay.ctx, (lambda: snapshot_s3(server, slay.prefix))
+        check = S3_CHECKS.get(kind) or LOCAL_CHECKS[kind]
         args = slay
     for name, step in steps.items():
         if name == kind:
@@ -194,7 +207,7 @@ def _check_event(lay: LocalLayout | S3Layout) -> None:
 def _check_complete(lay: S3Layout) -> None:
     got = lay.server.objects("dst", lay.prefix + "/p/")
     assert got == {f"{lay.prefix}/{k}": v for k, v in OBJECTS.items()}
-    assert lay.server.pending_uploads() == []
+    assert [u for u in lay.server.pending_uploads() if u["Key"].startswith(lay.prefix)] == []
 
 
 LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
@@ -298,7 +311,8 @@ def test_local_replay_after_crash_in_the_middle_of_publish(tmp_path: Path,
     CommitStepStore(str(lay.state), {}).persist(seq, "job1")
     for step in seq.steps[:LOCAL_KINDS.index("publish")]:
         step.execute(lay.ctx())
-    first = publish.moves[0]  # type: ignore[attr-defined]
+    assert isinstance(publish, PublishFiles)
+    first = publish.moves[0]
     os.replace(first[0], first[1])  # the first rename happened, then the kill
     assert not publish.verify(lay.ctx())
     replay_pending(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, Summary())
@@ -307,18 +321,18 @@ def test_local_replay_after_crash_in_the_middle_of_publish(tmp_path: Path,
 
 @pytest.mark.parametrize("done", range(len(S3_KINDS) + 1))
 def test_s3_replay_after_crash_between_steps_equals_uninterrupted_run(
-        s3: S3Server, done: int) -> None:  # noqa: F811 - the fixture
-    ref = S3Layout(s3, "reference")
+        s3: S3Server, done: int) -> None:
+    ref = S3Layout(s3, _prefix())
     seq = s3_sequence(ref)
     seq.run(ref.ctx())
-    expected = snapshot_s3(s3, "reference")
+    expected = snapshot_s3(s3, ref.prefix)
     assert expected["<pending uploads>"] == []
 
-    lay = S3Layout(s3, "crashed")
+    lay = S3Layout(s3, _prefix())
     seq = s3_sequence(lay)
     assert [s.kind for s in seq.steps] == list(S3_KINDS)
     _crash_then_replay(seq, lay.ctx, lay.state, s3.options, done)
-    got = snapshot_s3(s3, "crashed")
+    got = snapshot_s3(s3, lay.prefix)
     assert {k: v for k, v in got.items() if not k.startswith(".pydistcp/commits")} == expected
 
 

@@ -105,7 +105,7 @@ class Fixture:
     source: str
     output: str
     #: Write the converter's input at the path, from the payload (bytes or a TREE).
-    make: Callable[[Any, Path], None]
+    make: Callable[[Any, Path], object]
     #: What a reference implementation makes of the input file: [(destination, bytes)].
     expected: Callable[[Path, str], Outputs]
     #: Applied to each output before comparing (encoders: decode with the reference).

@@ -21,7 +21,7 @@ from distcp.commit_log import CommitStepStore
 from distcp.datasets.recursive import PER_FILE
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus, TaskResult
 from distcp.planning import Action, DatasetPlan, Plan
-from distcp.publish import Publishing, outcomes_of, publish_plan, sequence_id
+from distcp.publish import CommitPolicy, Publishing, outcomes_of, publish_plan, sequence_id
 from distcp.recovery import RecoveryArea
 from distcp.state import StateStore
 from distcp.summary import Summary
@@ -73,12 +73,12 @@ class World:
                                  if f.dataset_urn == urn), (), delete,
                            tuple(d for d in self.dirs if d.dataset_urn == urn))
 
-    def publishing(self, policy: str = "successful") -> Publishing:
+    def publishing(self, policy: CommitPolicy = "successful") -> Publishing:
         return Publishing("job1", time.time(), CommitContext({}, self.state),
                           CommitStepStore(self.state, {}), RecoveryArea(self.state, {}),
-                          policy)  # type: ignore[arg-type]
+                          policy)
 
-    def publish(self, plans: tuple[DatasetPlan, ...], policy: str = "successful",
+    def publish(self, plans: tuple[DatasetPlan, ...], policy: CommitPolicy = "successful",
                 results: list[TaskResult] | None = None) -> Summary:
         summary = Summary()
         publish_plan(Plan(plans), self.results if results is None else results,
