@@ -15,7 +15,7 @@ from typing import Any
 
 from distcp import fs as fsutil
 from distcp import s3
-from distcp.atomic import write_atomic  # lived here; commit_log, recovery, lock import it here
+from distcp.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
 from distcp.errors import StateError
 
 MAX_RUNS = 50
