@@ -30,7 +30,7 @@ from distcp.runlog import NO_LOG, RunLog
 from distcp.state import urn_key
 from distcp.state_steps import AdvanceWatermark, EmitEvent, RecordRun
 from distcp.storage import Capabilities, parse_staged
-from distcp.summary import Failure, Summary
+from distcp.summary import Failure, Tally, tally_of
 from distcp.upload_steps import abort_uploads
 
 CommitPolicy = Literal["full", "successful", "partial"]
@@ -87,10 +87,13 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult],
 
 
 def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
-                 summary: Summary, publisher: Publisher | None = None) -> None:
-    """Publish per the commit policy; keep unpublished verified copies for recovery."""
+                 publisher: Publisher | None = None) -> Tally:
+    """Publish per the commit policy; keep unpublished verified copies for recovery.
+
+    Returns what was published, kept and failed, for the run's Summary.
+    """
     publisher = publisher or PUBLISHERS.get("rename")()
-    _note_server_side_fallbacks(results, summary)
+    tallies = [_note_server_side_fallbacks(results)]
     files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
     by_dataset: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
@@ -99,12 +102,12 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         d, by_dataset.get(d.urn, []), pub.ctx.storage(d.destination_root).capabilities)]
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
-        _record_failures(outcome, summary)
+        tallies.append(_record_failures(outcome))
         pub.log.results("failed", [r for r in outcome.results if not r.ok])
         per_file = pub.policy == "partial" or outcome.file_set == PER_FILE
         wanted = outcome if outcome.ok else _ok_part(outcome) if per_file else None
         if wanted is None or (pub.policy == "full" and not all_ok):
-            _keep_for_recovery(outcome, files, pub.recovery, summary, pub.ctx)
+            tallies.append(_keep_for_recovery(outcome, files, pub.recovery, pub.ctx))
             done = [r for r in outcome.results if r.ok]
             pub.log.results("copied", [r for r in done if _published(r)])
             pub.log.results("not-published", [r for r in done if not _published(r)])
@@ -115,31 +118,35 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
             sequence.run(pub.ctx)
             pub.store.remove(sequence.id)
         except (PublishError, StateError) as exc:
-            summary.failures.append(Failure(fsutil.display(outcome.destination_root),
-                                            f"{exc}; the next run retries it"))
-            summary.files_not_published += sum(1 for r in wanted.results if r.staging
-                                               and not _published(r))
             published = [r for r in wanted.results if _published(r)]
-            _record_copied(published, summary)
+            tallies.append(Tally(
+                failures=(Failure(fsutil.display(outcome.destination_root),
+                                  f"{exc}; the next run retries it"),),
+                files_not_published=sum(1 for r in wanted.results if r.staging
+                                        and not _published(r)))
+                        + _record_copied(published))
             pub.log.results("copied", published)
             pub.log.results("not-published", [r for r in wanted.results
                                               if r.ok and not _published(r)])
             continue
-        _record_published(wanted, summary)
+        tallies.append(_record_published(wanted))
         pub.log.results("copied", wanted.results)
         pub.log.deleted(wanted.deletes)
+    return tally_of(tallies)
 
 
-def _note_server_side_fallbacks(results: Sequence[TaskResult], summary: Summary) -> None:
+def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:
     """Say when S3 -> S3 files went through the tasks because the server cannot copy, and
     which archive entries were left out by ``--archive-links skip``."""
+    notes: list[str] = []
     fallbacks = [r for r in results if r.ok and r.message.startswith(s3.NO_SERVER_SIDE)]
     if fallbacks:
         why = fallbacks[0].message.removeprefix(s3.NO_SERVER_SIDE)
-        summary.notes.append(f"server-side copy not used for {len(fallbacks)} file(s), "
-                             f"copied through the tasks instead: {why}")
-    summary.notes.extend(f"{fsutil.display(r.origin)}: {r.message}" for r in results
-                         if r.ok and r.message.startswith(NOT_EXPANDED))
+        notes.append(f"server-side copy not used for {len(fallbacks)} file(s), "
+                     f"copied through the tasks instead: {why}")
+    notes.extend(f"{fsutil.display(r.origin)}: {r.message}" for r in results
+                 if r.ok and r.message.startswith(NOT_EXPANDED))
+    return Tally(notes=tuple(notes))
 
 
 def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],
@@ -193,7 +200,7 @@ def _ok_part(outcome: FileSetOutcome) -> FileSetOutcome | None:
 
 
 def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
-                       recovery: RecoveryArea, summary: Summary, ctx: CommitContext) -> None:
+                       recovery: RecoveryArea, ctx: CommitContext) -> Tally:
     """Keep verified copies of a failed set for the next run; abort its staged uploads.
 
     A staged upload is not kept: a failed file set leaves no object and no pending
@@ -201,8 +208,7 @@ def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
     """
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
     # Objects published as they were copied (--visibility file) stay: each is whole.
-    _record_copied([r for r in outcome.results if r.ok and _published(r)],
-                   summary)
+    done = _record_copied([r for r in outcome.results if r.ok and _published(r)])
     for r in outcome.results:
         if r.records:
             continue
@@ -217,29 +223,27 @@ def _keep_for_recovery(outcome: FileSetOutcome, files: dict[str, CopyableFile],
         f = files.get(guid)
         try:
             recovery.keep(guid, f.destination if f else rs[0].destination, rs)
-            summary.files_not_published += len(staged)
+            done = done + Tally(files_not_published=len(staged))
         except OSError:
             pass  # cannot keep it: it is staged garbage, swept with its job
+    return done
 
 
-def _record_copied(results: Sequence[TaskResult], summary: Summary) -> None:
-    summary.files_copied += len(results)
-    summary.links_copied += sum(1 for r in results if r.link_target is not None)
-    summary.bytes_copied += sum(r.bytes_written for r in results)
+def _record_copied(results: Sequence[TaskResult]) -> Tally:
+    return Tally(files_copied=len(results),
+                 links_copied=sum(1 for r in results if r.link_target is not None),
+                 bytes_copied=sum(r.bytes_written for r in results))
 
 
-def _record_published(outcome: FileSetOutcome, summary: Summary) -> None:
+def _record_published(outcome: FileSetOutcome) -> Tally:
     staged = [r for r in outcome.results if r.staging]
     recovered = [r for r in staged if r.attempt == "recovered"]
-    _record_copied(staged, summary)
-    summary.files_recovered += len(recovered)
-    summary.bytes_recovered += sum(r.bytes_written for r in recovered)
-    summary.files_deleted += len(outcome.deletes)
-    summary.directories_created += len(outcome.directories)
+    return _record_copied(staged) + Tally(
+        files_recovered=len(recovered), bytes_recovered=sum(r.bytes_written for r in recovered),
+        files_deleted=len(outcome.deletes), directories_created=len(outcome.directories))
 
 
-def _record_failures(outcome: FileSetOutcome, summary: Summary) -> None:
-    for r in outcome.results:
-        if not r.ok:
-            summary.files_failed += 1
-            summary.failures.append(Failure(fsutil.display(r.origin), r.message))
+def _record_failures(outcome: FileSetOutcome) -> Tally:
+    failed = [r for r in outcome.results if not r.ok]
+    return Tally(files_failed=len(failed),
+                 failures=tuple(Failure(fsutil.display(r.origin), r.message) for r in failed))

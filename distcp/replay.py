@@ -20,39 +20,40 @@ from distcp.errors import PublishError, StateError
 from distcp.model import TaskResult
 from distcp.recovery import RecoveryArea
 from distcp.storage import parse_staged, storage_for
-from distcp.summary import Failure, Summary
+from distcp.summary import Failure, Tally, tally_of
 from distcp.task import JOURNAL
 
 
-def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int,
-                   summary: Summary) -> set[str]:
-    """Replay every pending sequence; return the URNs that must not be copied now."""
+def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
+                   ) -> tuple[set[str], Tally]:
+    """Replay every pending sequence; return the URNs that must not be copied now, and
+    what the replays did."""
     blocked: set[str] = set()
+    done: list[Tally] = []
     for pending in store.pending():
         seq = pending.sequence
         if pending.replays >= max_replays:
             store.set_aside(pending)
-            summary.sequences_set_aside += 1
-            summary.failures.append(Failure(
+            done.append(Tally(sequences_set_aside=1, failures=(Failure(
                 fsutil.display(seq.dataset_urn),
                 f"commit {seq.id} failed {pending.replays} replays; set aside in "
-                f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied"))
+                f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied"),)))
             blocked.add(seq.dataset_urn)
             continue
         store.persist(seq, pending.job_id, replays=pending.replays + 1)
         try:
             seq.run(ctx)
         except (PublishError, StateError) as exc:
-            summary.failures.append(Failure(fsutil.display(seq.dataset_urn),
-                                            f"replay of commit {seq.id} failed: {exc}"))
+            done.append(Tally(failures=(Failure(fsutil.display(seq.dataset_urn),
+                                                f"replay of commit {seq.id} failed: {exc}"),)))
             blocked.add(seq.dataset_urn)
             continue
         store.remove(seq.id)
-        summary.sequences_replayed += 1
         moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
-        summary.files_recovered += len(moves)  # published without reading the source again
-        summary.bytes_recovered += sum(size for _, _, size in moves)
-    return blocked
+        # published without reading the source again
+        done.append(Tally(sequences_replayed=1, files_recovered=len(moves),
+                          bytes_recovered=sum(size for _, _, size in moves)))
+    return blocked, tally_of(done)
 
 
 def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp import fs as fsutil
-from distcp.atomic import write_atomic  # lived here; commit_log, recovery, lock import it here
+from distcp.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
 from distcp.errors import StateError
 from distcp.storage import storage_for
 

@@ -143,7 +143,7 @@ def recover_only(root: str, options: dict[str, Any], max_replays: int = 3) -> Su
     start = time.monotonic()
     with DestinationLock(root, options, summary.job_id, command="recover"):
         store = CommitStepStore(root, options)
-        replay_pending(store, CommitContext(dict(options), root), max_replays, summary)
+        summary.add(replay_pending(store, CommitContext(dict(options), root), max_replays)[1])
         keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
         recovery = RecoveryArea(root, options)
         kept = sweep_dead_jobs(root, options, "", recovery, keep)

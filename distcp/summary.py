@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from distcp.callbacks import human_bytes
@@ -18,6 +18,42 @@ if TYPE_CHECKING:
 class Failure:
     path: str
     error: str
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What one stage of a run (replaying commits, publishing) reports, as a value.
+
+    Stages return a Tally instead of changing a shared Summary; the run adds them to
+    its Summary (``Summary.add``) in the order the stages ran, so the failures and
+    notes keep that order.
+    """
+
+    files_copied: int = 0
+    links_copied: int = 0
+    bytes_copied: int = 0
+    files_failed: int = 0
+    files_deleted: int = 0
+    files_not_published: int = 0
+    files_recovered: int = 0
+    bytes_recovered: int = 0
+    directories_created: int = 0
+    sequences_replayed: int = 0
+    sequences_set_aside: int = 0
+    failures: tuple[Failure, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name)
+                        for f in fields(Tally)})
+
+
+def tally_of(parts: Iterable[Tally]) -> Tally:
+    """The parts added up, in order."""
+    total = Tally()
+    for part in parts:
+        total = total + part
+    return total
 
 
 @dataclass
@@ -79,6 +115,15 @@ class Summary:
                 self.files_failed += 1
             else:
                 self.entries_skipped.append(Failure(e.path, e.reason))
+
+    def add(self, tally: Tally) -> None:
+        """Count in what a stage reported: its counters, then its failures and notes."""
+        for f in fields(Tally):
+            value = getattr(tally, f.name)
+            if isinstance(value, tuple):
+                getattr(self, f.name).extend(value)
+            else:
+                setattr(self, f.name, getattr(self, f.name) + value)
 
     @property
     def throughput(self) -> float:

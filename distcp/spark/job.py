@@ -105,7 +105,7 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         callback.message("publishing")
     t = time.monotonic()
     with request_count.counting() as published:
-        publish_plan(plan, results, pub, summary)
+        summary.add(publish_plan(plan, results, pub))
     _count_requests(summary, published.items(), len(files))
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
     if summary.job_id not in _jobs_with_commits(pub.store):
@@ -121,7 +121,8 @@ def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[st
 
     Returns the URNs whose commits could not be finished: they are not copied now.
     """
-    blocked = replay_pending(pub.store, pub.ctx, cfg.max_replays, summary)
+    blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays)
+    summary.add(replayed)
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
                     _jobs_with_commits(pub.store))
     summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)

@@ -149,7 +149,7 @@ def test_failed_file_set_leaves_no_object_and_no_pending_upload(
     assert [r.ok for r in sorted(results, key=lambda r: r.destination)] == [True] * 3 + [False]
     assert len(s3.pending_uploads()) == 2  # a.bin and b.bin staged; c.bin is a 0-byte PUT later
     summary = Summary()
-    publish_plan(plan, results, _publishing(cfg, "job1", "s3://dst/set/.pydistcp"), summary)
+    summary.add(publish_plan(plan, results, _publishing(cfg, "job1", "s3://dst/set/.pydistcp")))
     assert summary.files_failed == 1 and summary.files_copied == 0
     assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()
     assert s3.pending_uploads() == []

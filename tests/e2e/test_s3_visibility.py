@@ -140,7 +140,7 @@ def test_publish_has_nothing_left_to_do_and_counts_published_files_even_in_a_fai
     results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
                             spec, "a0")
     summary = Summary()
-    publish_plan(plan, results, _publishing(cfg, "job1", ROOT), summary)
+    summary.add(publish_plan(plan, results, _publishing(cfg, "job1", ROOT)))
     assert visible(s3) == {"a.bin": files["a.bin"], "b.bin": files["b.bin"]}
     assert s3.pending_uploads() == []
     assert (summary.files_copied, summary.files_failed, summary.files_not_published) == (2, 1, 0)

@@ -25,7 +25,6 @@ import pytest
 from distcp.commit import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.commit_log import CommitStepStore
 from distcp.errors import PublishError
-from distcp.replay import replay_pending
 from distcp.state import StateStore
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
@@ -43,6 +42,7 @@ from tests.fixtures.commit_scenarios import (
     local_inputs,
     local_sequence,
     local_steps,
+    replay_into,
     s3_sequence,
     s3_steps,
     snapshot_local,
@@ -267,7 +267,7 @@ def _crash_then_replay(seq: CommitSequence, ctx: Callable[[], CommitContext], st
         if not step.verify(first):
             step.execute(first)
     summary = Summary()
-    blocked = replay_pending(CommitStepStore(state, options), ctx(), 3, summary)
+    blocked = replay_into(CommitStepStore(state, options), ctx(), 3, summary)
     assert blocked == set()
     assert (summary.sequences_replayed, summary.failures) == (1, [])
     assert CommitStepStore(state, options).pending() == []
@@ -315,7 +315,7 @@ def test_local_replay_after_crash_in_the_middle_of_publish(tmp_path: Path,
     first = publish.moves[0]
     os.replace(first[0], first[1])  # the first rename happened, then the kill
     assert not publish.verify(lay.ctx())
-    replay_pending(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, Summary())
+    replay_into(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, Summary())
     assert snapshot_local(tmp_path, DATED) == local_reference
 
 
@@ -362,7 +362,7 @@ def test_local_replay_that_crashes_too_is_finished_by_the_next_one(
     [again] = CommitStepStore(str(lay.state), {}).pending()
     assert again.replays == 1
     summary = Summary()
-    assert replay_pending(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, summary) == set()
+    assert replay_into(CommitStepStore(str(lay.state), {}), lay.ctx(), 3, summary) == set()
     assert summary.sequences_replayed == 1
     assert snapshot_local(tmp_path, DATED) == local_reference
 

@@ -81,8 +81,8 @@ class World:
     def publish(self, plans: tuple[DatasetPlan, ...], policy: CommitPolicy = "successful",
                 results: list[TaskResult] | None = None) -> Summary:
         summary = Summary()
-        publish_plan(Plan(plans), self.results if results is None else results,
-                     self.publishing(policy), summary)
+        summary.add(publish_plan(Plan(plans), self.results if results is None else results,
+                                 self.publishing(policy)))
         return summary
 
     def published(self) -> dict[str, bytes]:

@@ -16,9 +16,10 @@ from distcp.commit import CommitContext, CommitSequence, MakeDirectories, Publis
 from distcp.commit_log import CommitStepStore
 from distcp.model import CopyableFile, FileStatus, TaskResult
 from distcp.recovery import RecoveryArea
-from distcp.replay import read_journal, replay_pending, sweep_dead_jobs
+from distcp.replay import read_journal, sweep_dead_jobs
 from distcp.state_steps import AdvanceWatermark
 from distcp.summary import Summary
+from tests.fixtures.commit_scenarios import replay_into
 
 
 def _result(root: Path, name: str, data: bytes, job: str = "jobA",
@@ -65,12 +66,12 @@ def test_replay_finishes_a_persisted_sequence_and_removes_it(tmp_path: Path) -> 
     summary = Summary()
     store = CommitStepStore(str(tmp_path / "state"), {})
     ctx = CommitContext({}, str(tmp_path / "state"))
-    assert replay_pending(store, ctx, 3, summary) == set()
+    assert replay_into(store, ctx, 3, summary) == set()
     assert (tmp_path / "dst" / "d" / "x").read_bytes() == b"12345"
     assert (summary.sequences_replayed, summary.files_recovered, summary.bytes_recovered) == (1, 1, 5)
     assert store.pending() == []
     # a second replay finds nothing to do
-    assert replay_pending(store, ctx, 3, Summary()) == set()
+    assert replay_into(store, ctx, 3, Summary()) == set()
 
 
 def test_a_replay_that_fails_blocks_its_dataset_and_counts_the_try(tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_a_replay_that_fails_blocks_its_dataset_and_counts_the_try(tmp_path: Pat
     os.unlink(tmp_path / "state" / "staging" / "jobA" / "x")  # the staged copy is lost
     store = CommitStepStore(str(tmp_path / "state"), {})
     summary = Summary()
-    assert replay_pending(store, CommitContext({}, str(tmp_path / "state")), 3,
+    assert replay_into(store, CommitContext({}, str(tmp_path / "state")), 3,
                           summary) == {"urn:a"}
     [failure] = summary.failures
     assert failure.path == "urn:a"
@@ -93,7 +94,7 @@ def test_a_sequence_that_failed_max_replays_is_set_aside(tmp_path: Path) -> None
     store = CommitStepStore(str(tmp_path / "state"), {})
     store.persist(seq, "jobA", replays=2)
     summary = Summary()
-    blocked = replay_pending(store, CommitContext({}, str(tmp_path / "state")), 2, summary)
+    blocked = replay_into(store, CommitContext({}, str(tmp_path / "state")), 2, summary)
     assert blocked == {"urn:a"}
     assert store.pending() == []
     [aside] = store.pending(aside=True)

@@ -1,0 +1,41 @@
+"""Stages report Tallies; the run adds them to its Summary, whose JSON is unchanged."""
+
+from __future__ import annotations
+
+import json
+
+from distcp.summary import Failure, Summary, Tally, tally_of
+
+#: The keys of ``--summary-json`` (issue 10 moved who counts, not what is written).
+SUMMARY_KEYS = {
+    "job_id", "files_copied", "files_skipped", "files_failed", "files_deleted",
+    "files_not_published", "files_recovered", "bytes_recovered", "sequences_replayed",
+    "sequences_set_aside", "recovery_expired", "destination_listings", "bytes_copied",
+    "links_copied", "bytes_read", "bytes_server_side", "ranges_resumed", "bytes_resumed",
+    "uploads_aborted", "requests", "requests_per_file", "notes", "directories_created",
+    "datasets", "duration_s", "failures", "entries_skipped", "phases", "dry_run", "plan",
+    "log_file", "throughput_bytes_per_s", "ok"}
+
+
+def test_tallies_add_up_in_order_into_the_summary() -> None:
+    replay = Tally(sequences_replayed=1, files_recovered=2, bytes_recovered=30,
+                   failures=(Failure("urn:a", "replay failed"),))
+    publish = tally_of([Tally(notes=("n1",)),
+                        Tally(files_failed=1, failures=(Failure("/s/x", "boom"),)),
+                        Tally(files_copied=3, bytes_copied=10, notes=("n2",))])
+    s = Summary(job_id="j", notes=["split note"])
+    s.add(replay)
+    s.add(publish)
+    assert (s.sequences_replayed, s.files_recovered, s.bytes_recovered) == (1, 2, 30)
+    assert (s.files_copied, s.bytes_copied, s.files_failed) == (3, 10, 1)
+    assert [f.path for f in s.failures] == ["urn:a", "/s/x"]
+    assert s.notes == ["split note", "n1", "n2"]
+    assert not s.ok
+
+
+def test_the_summary_json_keeps_its_keys_and_holds_no_tally() -> None:
+    s = Summary(job_id="j")
+    s.add(Tally(files_copied=1, failures=(Failure("p", "e"),)))
+    data = json.loads(s.to_json())
+    assert set(data) == SUMMARY_KEYS
+    assert data["failures"] == [{"path": "p", "error": "e"}] and data["files_copied"] == 1
