@@ -47,8 +47,8 @@ def _stage_local(root: Path, n: int) -> list[tuple[str, str, int]]:
 
 def _publish_with_sequence(step: Any, state: str, options: dict[str, Any]) -> float:
     """Seconds to publish through one commit sequence holding ``step``: persist, run, remove."""
-    from distcp.commit import CommitContext, CommitSequence
-    from distcp.commit_log import CommitStepStore
+    from distcp.commit.log import CommitStepStore
+    from distcp.commit.steps import CommitContext, CommitSequence
 
     ctx = CommitContext(dst_options=options, state_root=state)
     store = CommitStepStore(state, options)
@@ -61,7 +61,7 @@ def _publish_with_sequence(step: Any, state: str, options: dict[str, Any]) -> fl
 
 
 def bench_local_publish(n: int, rounds: int) -> dict[str, float]:
-    from distcp.commit import PublishFiles
+    from distcp.commit.steps import PublishFiles
 
     ours, loop = [], []
     for _ in range(rounds):
@@ -92,9 +92,8 @@ def bench_s3_publish(n: int, rounds: int) -> dict[str, float]:
     import boto3
     import s3fs
 
-    from distcp import s3
-    from distcp.storage import Staged, parse_staged
-    from distcp.upload_steps import CompleteUploads  # imported before timing
+    from distcp.commit.upload_steps import CompleteUploads  # imported before timing
+    from distcp.storage import Staged, parse_staged, s3
 
     server, endpoint = _moto_server()
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",

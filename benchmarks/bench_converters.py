@@ -6,7 +6,7 @@
    ``--size-mib`` MiB made of this machine's /usr/share/doc (copied several
    times, so it is real text and already-compressed files), its .tar.gz and a
    .tar.gz.gpg encrypted with the real gpg to a throwaway key.
-2. Runs one task (``distcp.task.run_work_unit``, no Spark) decrypting +
+2. Runs one task (``distcp.copying.task.run_work_unit``, no Spark) decrypting +
    gunzipping + expanding the .tar.gz.gpg in a child process and reports its
    peak RSS (``ru_maxrss``) and gpg's.
 3. Times each converter against the matching command-line tool on the same
@@ -90,10 +90,9 @@ def task_child(src: str, converters: str, home: str, out: str) -> None:
     """Run in a child process: one task over one file; print timing and peak RSS."""
     import resource
 
-    from distcp.converters.base import ConverterOptions
+    from distcp.converters.base import ConverterOptions, build_chain, rename_through
+    from distcp.copying.task import TaskSpec, run_work_unit
     from distcp.model import CopyableFile, FileStatus, WorkUnit
-    from distcp.converters.base import build_chain, rename_through
-    from distcp.task import TaskSpec, run_work_unit
 
     names = tuple(converters.split(","))
     options = ConverterOptions(gpg_home=home, gpg_passphrase=PASSPHRASE,

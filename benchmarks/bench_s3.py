@@ -351,10 +351,10 @@ def requests_per_file(endpoint: str, prefix: str, tmp: Path) -> dict[str, float]
 
     import fsspec.asyn
 
-    from distcp import fs as fsutil
-    from distcp import s3get
+    from distcp.copying.task import TaskSpec, run_work_unit
     from distcp.model import CopyableFile, WorkUnit
-    from distcp.task import TaskSpec, run_work_unit
+    from distcp.storage import filesystems as fsutil
+    from distcp.storage import s3get
 
     options = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint}}
     fs, path = fsutil.filesystem(f"s3://bench/{prefix}/d0", options)

@@ -9,11 +9,11 @@ its own, median of --repeat runs:
 
 - listing: distcp's plan_all (fsspec ``find(detail=True)`` + FileStatus/CopyableFile per
   entry) against a bare ``os.scandir`` walk;
-- copy: ``distcp.task.run_work_unit`` on one WorkUnit holding the whole data set, with
+- copy: ``distcp.copying.task.run_work_unit`` on one WorkUnit holding the whole data set, with
   --verify digest and size, against stripped-down loops that add one per-file step at a
   time (open/readinto/write, + xxh3, + chmod/utime, + verify re-read, + source re-stat,
   + fsspec ``url_to_fs`` calls) so each step's cost per file can be read off;
-- publish: ``distcp.publish.publish_plan`` (mkdirs + one rename per file) on those results;
+- publish: ``distcp.commit.publish.publish_plan`` (mkdirs + one rename per file) on those results;
 - --spark: the same units through ``run_units`` in one SparkSession, cold (first job) and
   warm (second job), to separate Spark's first-job cost from the copy.
 
@@ -40,14 +40,14 @@ from typing import Any, Callable
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from distcp import fs as fsutil  # noqa: E402
 from distcp.callbacks import Callback  # noqa: E402
+from distcp.commit.publish import publish_plan  # noqa: E402
 from distcp.configuration import CopyConfiguration  # noqa: E402
-from distcp.listing import plan_all, state_root  # noqa: E402
-from distcp.packing import pack, unit_count  # noqa: E402
-from distcp.publish import publish_plan  # noqa: E402
+from distcp.copying.task import TaskSpec, run_work_unit  # noqa: E402
+from distcp.planning.listing import plan_all, state_root  # noqa: E402
+from distcp.planning.packing import pack, unit_count  # noqa: E402
+from distcp.storage import filesystems as fsutil  # noqa: E402
 from distcp.summary import Summary  # noqa: E402
-from distcp.task import TaskSpec, run_work_unit  # noqa: E402
 
 
 def timed(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] | None = None,

@@ -174,8 +174,8 @@ def status(destination: str | None = None, *, state_dir: str | None = None,
            dst_options: Mapping[str, Any] | None = None) -> StatusReport:
     """The report ``pydistcp status --json`` prints (the CLI calls this): the running
     job, pending and set-aside commits, watermarks per dataset, recoverable copies."""
+    from distcp.commit.status import existing_state_root, status_report
     from distcp.driver_errors import driver_errors
-    from distcp.status_report import existing_state_root, status_report
 
     options = dict(dst_options or {})
     with driver_errors(_display(state_dir or destination)):
@@ -185,8 +185,8 @@ def status(destination: str | None = None, *, state_dir: str | None = None,
 def recover(destination: str | None = None, *, state_dir: str | None = None,
             dst_options: Mapping[str, Any] | None = None, max_replays: int = 3) -> Summary:
     """Finish earlier runs' pending commits, copying nothing new (``pydistcp recover``)."""
+    from distcp.commit.status import existing_state_root, recover_only
     from distcp.driver_errors import driver_errors
-    from distcp.status_report import existing_state_root, recover_only
 
     options = dict(dst_options or {})
     with driver_errors(_display(state_dir or destination)):
@@ -206,11 +206,11 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
     calls this)."""
     import os
 
+    from distcp.commit.lock import DestinationLock
+    from distcp.commit.orphans import free_dead_runs
+    from distcp.commit.status import existing_state_root
     from distcp.configuration import parse_duration
     from distcp.driver_errors import driver_errors
-    from distcp.lock import DestinationLock
-    from distcp.orphans import free_dead_runs
-    from distcp.status_report import existing_state_root
 
     options = dict(dst_options or {})
     try:
@@ -224,6 +224,6 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
 
 
 def _display(url: str | None) -> str | None:
-    from distcp.fs import display
+    from distcp.storage.filesystems import display
 
     return display(url) if url else None

@@ -363,8 +363,8 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
     def action() -> int:
         import json
 
-        from distcp.fs import display
-        from distcp.status_report import existing_state_root, render_status, status_report
+        from distcp.commit.status import existing_state_root, render_status, status_report
+        from distcp.storage.filesystems import display
 
         options = _state_options(dst_option, dst_options_file)
         with driver_errors(state_dir or destination):  # as distcp.status

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
-from distcp.filters import FileFilter
+from distcp.planning.filters import FileFilter
 
 PRESERVE_LETTERS = "ugptb"
 LOG_LEVELS = ("error", "notice", "info", "debug")
@@ -86,7 +86,7 @@ class CopyConfiguration:
     started: float = field(default_factory=time.time, compare=False)
     #: When objects appear on an object store: "file-set" (all files of a set at its
     #: publish) or "file" (each file, whole, as soon as it is copied: one PutObject for
-    #: a small file). See distcp.visibility.
+    #: a small file). See distcp.planning.visibility.
     visibility: str = "file-set"
 
     def __post_init__(self) -> None:

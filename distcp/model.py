@@ -119,7 +119,7 @@ class WorkUnit:
     files: tuple[CopyableFile, ...]
     split: Split | None = None
     #: Guids of the files whose objects appear as soon as they are copied (per-file
-    #: visibility, ``distcp.visibility``), instead of when their file set is published.
+    #: visibility, ``distcp.planning.visibility``), instead of when their file set is published.
     publish_now: tuple[str, ...] = ()
 
     @property

@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from distcp import fs as fsutil
 from distcp.converters.base import build_chain
 from distcp.driver_errors import CREDENTIAL_CODES
 from distcp.errors import (
@@ -29,6 +28,7 @@ from distcp.errors import (
     SparkUnavailableError,
 )
 from distcp.spark.jvm import is_local_master
+from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.local import os_path
 

@@ -19,12 +19,12 @@ import time
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
-from distcp.fs import display
+from distcp.storage.filesystems import display
 
 if TYPE_CHECKING:
-    from distcp.fs import Skipped
     from distcp.model import TaskResult
-    from distcp.planning import Plan
+    from distcp.planning.plan import Plan
+    from distcp.storage.filesystems import Skipped
 
 
 class RunLog:

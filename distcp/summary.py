@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from distcp.callbacks import human_bytes
 
 if TYPE_CHECKING:
-    from distcp.fs import Skipped
+    from distcp.storage.filesystems import Skipped
 
 
 @dataclass(frozen=True)

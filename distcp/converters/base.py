@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConfigurationError, PluginError
-from distcp.streams import FileAwareInputStream
 
 
 @dataclass(frozen=True, slots=True)

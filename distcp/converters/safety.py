@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from distcp.errors import ConversionError
-from distcp.fs import display
+from distcp.storage.filesystems import display
 
 #: The ratio check applies once this much was produced: tiny, very compressible
 #: files (a few KiB of repeated text) are legitimate and would otherwise trip it.

@@ -35,9 +35,9 @@ from distcp.converters.hardlinks import HeldMembers
 from distcp.converters.iostreams import ConvertedReader, CountingReader, peek
 from distcp.converters.names import expansion_root
 from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
+from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConversionError, CopyError
-from distcp.fs import display
-from distcp.streams import FileAwareInputStream
+from distcp.storage.filesystems import display
 
 #: tarfile's read-ahead; larger costs a copy of the rest per 512-byte header.
 TAR_BUFSIZE = 64 << 10

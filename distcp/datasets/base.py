@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from distcp.configuration import CopyConfiguration
-from distcp.fs import Skipped
 from distcp.model import CopyableDirectory, CopyableFile
+from distcp.storage.filesystems import Skipped
 
 
 @dataclass(frozen=True)

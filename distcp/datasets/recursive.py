@@ -5,11 +5,11 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from distcp import fs as fsutil
 from distcp.configuration import CopyConfiguration
 from distcp.converters.base import Converter, build_chain, rename_through
 from distcp.datasets.base import CopyableDataset, DatasetListing
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
+from distcp.storage import filesystems as fsutil
 
 #: The file set of a dataset that is published as one unit (``--dataset-glob``).
 WHOLE = "all"
@@ -20,7 +20,7 @@ PER_FILE = "files"
 
 
 class RecursiveCopyableDataset(CopyableDataset):
-    """Everything under ``root``, filtered by the run's filters (distcp.filters).
+    """Everything under ``root``, filtered by the run's filters (distcp.planning.filters).
 
     Without converters the dataset is one file set: published whole when ``whole``
     (a dataset of ``--dataset-glob``), else file by file (``PER_FILE``, a plain copy). With

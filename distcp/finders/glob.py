@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from distcp import fs as fsutil
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
 from distcp.finders.single import check_not_inside, source_info
+from distcp.storage import filesystems as fsutil
 
 
 class GlobDatasetsFinder(DatasetsFinder):

@@ -15,12 +15,12 @@ import os
 import posixpath
 from collections.abc import Iterator
 
-from distcp import fs as fsutil
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.finders.base import DatasetsFinder
 from distcp.storage import capabilities_of
+from distcp.storage import filesystems as fsutil
 
 
 class SingleRootFinder(DatasetsFinder):

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from distcp.commit import CommitSequence
+from distcp.commit.steps import CommitSequence
 from distcp.model import CopyableDirectory, TaskResult
 from distcp.storage import Capabilities
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from distcp.commit import (
+from distcp.commit.steps import (
     CommitSequence,
     CommitStep,
     DeletePaths,
@@ -15,10 +15,10 @@ from distcp.commit import (
     RemoveStaging,
     SetAttributes,
 )
+from distcp.commit.upload_steps import CheckDigests, CompleteUploads
 from distcp.model import TaskResult
 from distcp.publishers.base import FileSetOutcome, Publisher
 from distcp.storage import parse_staged
-from distcp.upload_steps import CheckDigests, CompleteUploads
 
 
 class RenamePublisher(Publisher):
@@ -43,7 +43,7 @@ class RenamePublisher(Publisher):
             if dirs:
                 steps.append(MakeDirectories(tuple(sorted(dirs))))
         # Ranges written into one local file were never checked as a whole: re-read it
-        # here. Elsewhere the join task (distcp.join) verified what it wrote.
+        # here. Elsewhere the join task (distcp.copying.join) verified what it wrote.
         offsets = outcome.capabilities.offset_writes
         joined = [r for r in renamed if r.records and offsets]
         if joined:

@@ -5,8 +5,8 @@ files) send a list of picklable items, one task per item, and collect lists of
 TaskResults. They go through ``mapInArrow`` (not RDDs) so that the same job runs on
 Spark Connect and on clusters without RDD access. This module holds both sides of
 that exchange: the driver's submit-and-collect (``run_pickled``) and the executor's
-Arrow adapter (``map_pickled``), which calls plain Python (``distcp.task``,
-``distcp.join``) that never imports pyspark itself.
+Arrow adapter (``map_pickled``), which calls plain Python (``distcp.copying.task``,
+``distcp.copying.join``) that never imports pyspark itself.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ This module only adds what a tool on a user's machine needs around it:
   engine's ``users.lock`` while they use it; the watcher stops the server only when
   it can take that lock exclusively, so a long run is never cut off.
 - **The environment travels with the job.** The server's Python workers have the
-  server's environment, not the client's: ``distcp.taskenv`` captures what tasks
+  server's environment, not the client's: ``distcp.copying.taskenv`` captures what tasks
   read from the environment (AWS credentials, S3 bounds, crash points) so the job
   carries it, and the server is started without those variables.
 """
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from distcp.copying.taskenv import TASK_ENV_NAMES, TASK_ENV_PREFIXES
 from distcp.spark.jvm import java_version
-from distcp.taskenv import TASK_ENV_NAMES, TASK_ENV_PREFIXES
 
 ENGINE_ENV = "PYDISTCP_ENGINE"
 DIR_ENV = "PYDISTCP_ENGINE_DIR"

@@ -2,7 +2,7 @@
 
 The driver holds metadata only: work units travel as pickled rows of a
 DataFrame and come back as pickled TaskResults; no file byte passes through
-here. Executors run ``distcp.task.unit_runner`` through ``distcp.spark.arrow``
+here. Executors run ``distcp.copying.task.unit_runner`` through ``distcp.spark.arrow``
 (``mapInArrow``, not RDDs), so the same job runs on Spark Connect and on clusters
 without RDD access.
 """
@@ -19,33 +19,40 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import preflight, request_count, s3, visibility
+from distcp import preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
-from distcp.commit import CommitContext
-from distcp.commit_log import CommitStepStore
+from distcp.commit.lock import DestinationLock
+from distcp.commit.log import CommitStepStore
+from distcp.commit.orphans import abort_orphans
+from distcp.commit.publish import Publishing, publish_plan
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.replay import replay_pending, sweep_dead_jobs
+from distcp.commit.state import StateStore
+from distcp.commit.steps import CommitContext
 from distcp.configuration import CopyConfiguration
+from distcp.copying.join import Join, joiner
+from distcp.copying.task import JOURNAL, unit_runner
+from distcp.copying.taskenv import task_environment
+from distcp.copying.taskspec import TaskSpec
+from distcp.copying.throttle import per_task
 from distcp.errors import DestinationNotWritableError, PlanningError
-from distcp.join import Join, joiner
-from distcp.listing import find_datasets, plan_all, state_root
-from distcp.lock import DestinationLock
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.orphans import abort_orphans
-from distcp.packing import pack, unit_count
-from distcp.publish import Publishing, publish_plan
-from distcp.recovery import RecoveryArea
-from distcp.replay import replay_pending, sweep_dead_jobs
+from distcp.planning import visibility
+from distcp.planning.listing import find_datasets, plan_all, state_root
+from distcp.planning.packing import pack, unit_count
+from distcp.planning.splitting import (
+    SplitFile,
+    SplitStore,
+    assemble_ranges,
+    resumed_results,
+    units_for,
+)
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
-from distcp.splitting import SplitFile, SplitStore, assemble_ranges, resumed_results, units_for
-from distcp.state import StateStore
-from distcp.storage import StorageSpec, spec_for
+from distcp.storage import StorageSpec, s3, spec_for
+from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
-from distcp.task import JOURNAL, unit_runner
-from distcp.taskenv import task_environment
-from distcp.taskspec import TaskSpec
-from distcp.throttle import per_task
 
 
 def new_job_id() -> str:
@@ -232,7 +239,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
                    spec: TaskSpec) -> list[TaskResult]:
-    """One join task per split file whose ranges all arrived (``distcp.join``), in
+    """One join task per split file whose ranges all arrived (``distcp.copying.join``), in
     parallel; a failed join fails its file, never the run."""
     jobs = [Join(r, splits[r.guid].records, splits[r.guid].count, splits[r.guid].file.origin.size)
             for r in results if r.ok and r.guid in splits]

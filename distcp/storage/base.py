@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from distcp import fs as fsutil
+from distcp.storage import filesystems as fsutil
 from distcp.storage.staged import Staged
 
 T = TypeVar("T")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import s3
+from distcp.storage import filesystems as fsutil
+from distcp.storage import s3
 from distcp.storage.base import Capabilities, Parts, Storage
 from distcp.storage.staged import Staged, StagedKind
 

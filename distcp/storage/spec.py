@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import s3
+from distcp.storage import filesystems as fsutil
+from distcp.storage import s3
 from distcp.storage.base import Capabilities, Storage
 
 #: Backend name -> "module:Class", imported lazily.

@@ -1,1 +1,1 @@
-from tests.fixtures.spark_cluster import spark_standalone, spark_connect_server  # noqa: F401
+from tests.fixtures.spark_cluster import spark_connect_server, spark_standalone  # noqa: F401

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from distcp.status_report import status_report
+from distcp.commit.status import status_report
 from tests.conftest import run_cli, tree
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.fixtures.processes import CmdlineWatcher
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,
     LOCKED,
@@ -26,6 +25,7 @@ from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     ftp_server,
     scan_tree_for_canary,
 )
+from tests.fixtures.processes import CmdlineWatcher
 
 pytestmark = pytest.mark.e2e
 STAMP = 1_700_000_000  # whole seconds: what FTP (MFMT, MLSD) can hold
@@ -120,8 +120,8 @@ def test_publish_into_a_path_the_server_refuses_is_an_ordinary_error_naming_it(
 
 _WRITER = r"""
 import json, os, sys
-from distcp import state
-from distcp.ftp import TranslatingFTPFile
+from distcp.commit import state
+from distcp.storage.ftp import TranslatingFTPFile
 
 calls = [0]
 upload = TranslatingFTPFile._upload_chunk
@@ -140,7 +140,7 @@ state.write_atomic(sys.argv[1], b"[" + b"1," * 200_000 + b"2]", options)
 
 def test_a_kill_during_a_state_write_leaves_the_old_document_whole(
         ftp: FTPServer, tmp_path: Path) -> None:  # noqa: F811
-    from distcp import state
+    from distcp.commit import state
 
     url = ftp.url("st/datasets/x.json")
     (ftp.root / "st" / "datasets").mkdir(parents=True)
@@ -155,7 +155,7 @@ def test_a_kill_during_a_state_write_leaves_the_old_document_whole(
     assert partial and partial[0].stat().st_size > 0, "the kill came before any byte"
 
     # interrupted in-process: the temp is removed, the final name keeps the old bytes
-    from distcp.ftp import TranslatingFTPFile
+    from distcp.storage.ftp import TranslatingFTPFile
 
     def refuse(self: object, final: bool = False) -> bool:
         raise KeyboardInterrupt
@@ -177,7 +177,7 @@ def test_a_kill_during_a_state_write_leaves_the_old_document_whole(
 
 def test_ftp_errors_reach_callers_as_oserrors_naming_the_path(
         ftp: FTPServer) -> None:  # noqa: F811
-    from distcp import fs as fsutil
+    from distcp.storage import filesystems as fsutil
 
     fs, _ = fsutil.filesystem(ftp.user_url("x"), {"password": PASSWORD})
     (ftp.root / LOCKED / "f.txt").write_bytes(b"f")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import distcp
-from distcp.status_report import status_report
+from distcp.commit.status import status_report
 from tests.conftest import tree
 from tests.e2e.test_errors_cli import NO_DAC
 
@@ -115,7 +115,7 @@ def test_unwritable_final_directory_is_replayed_once_fixed(tmp_path: Path) -> No
 
 
 def test_expired_recovery_entries_are_removed(spark: Any, tmp_path: Path) -> None:
-    from distcp.recovery import RecoveryArea
+    from distcp.commit.recovery import RecoveryArea
 
     area = RecoveryArea(str(tmp_path / "state"), {})
     (tmp_path / "state" / "recovery" / "abc").mkdir(parents=True)

@@ -16,11 +16,11 @@ from typing import Any
 import fsspec.asyn
 import pytest
 
-from distcp import fs as fsutil
-from distcp import s3 as s3api
-from distcp import s3get
+from distcp.copying.task import TaskSpec, copy_file, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
-from distcp.task import TaskSpec, copy_file, run_work_unit
+from distcp.storage import filesystems as fsutil
+from distcp.storage import s3 as s3api
+from distcp.storage import s3get
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,

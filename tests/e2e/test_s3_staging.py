@@ -17,22 +17,22 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from distcp import s3 as s3ops
 from distcp.checksum import digest_of_bytes
 from distcp.cli import main
-from distcp.commit import CommitContext, CommitSequence
+from distcp.commit.publish import publish_plan
+from distcp.commit.steps import CommitContext, CommitSequence
+from distcp.commit.upload_steps import CompleteUploads
 from distcp.configuration import CopyConfiguration
+from distcp.copying.task import TaskSpec, run_work_unit
+from distcp.copying.upload import stage_upload
+from distcp.copying.writer import SourceReader
 from distcp.errors import CopyError, DestinationWriteError, PlanningError
-from distcp.listing import plan_all
 from distcp.model import WorkUnit
-from distcp.publish import publish_plan
+from distcp.planning.listing import plan_all
 from distcp.spark.job import _check_destination, _publishing, _task_spec
 from distcp.storage import Staged
+from distcp.storage import s3 as s3ops
 from distcp.summary import Summary
-from distcp.task import TaskSpec, run_work_unit
-from distcp.upload import stage_upload
-from distcp.upload_steps import CompleteUploads
-from distcp.writer import SourceReader
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     CANARY,
     S3Server,
@@ -221,7 +221,7 @@ def test_cleanup_aborts_orphans_but_keeps_uploads_a_pending_commit_needs(
     orphan = s3ops.create(fs, "s3://dst/c/orphan.bin")
     other = s3ops.create(fs, "s3://dst/elsewhere.bin")  # not under DST: not ours
     needed = s3ops.create(fs, "s3://dst/c/needed.bin")
-    from distcp.commit_log import CommitStepStore
+    from distcp.commit.log import CommitStepStore
 
     step = CompleteUploads(((Staged.upload(needed, "s3://dst/c/needed.bin").text,
                              "s3://dst/c/needed.bin", 0, ()),))

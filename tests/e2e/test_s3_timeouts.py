@@ -13,12 +13,18 @@ from typing import Any
 
 import pytest
 
-from distcp import fs as fsutil
-from distcp import s3 as s3ops
-from distcp.state import DatasetState, StateStore, read_json, write_atomic
+from distcp.commit.state import DatasetState, StateStore, read_json, write_atomic
+from distcp.storage import filesystems as fsutil
+from distcp.storage import s3 as s3ops
 from tests.conftest import run_cli
-from tests.fixtures.s3_server import ACCESS_KEY, SECRET_KEY, S3Server, assert_no_canary
-from tests.fixtures.s3_server import moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
+    ACCESS_KEY,
+    SECRET_KEY,
+    S3Server,
+    assert_no_canary,
+    moto_server,
+    s3,
+)
 from tests.fixtures.stall_proxy import StallProxy, stall_proxy  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.e2e

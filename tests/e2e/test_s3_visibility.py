@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from distcp import s3 as s3ops
 from distcp.checksum import digest_of_bytes
+from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
+from distcp.copying.task import TaskSpec, run_work_unit
+from distcp.copying.upload import put_whole
 from distcp.errors import IntegrityError
-from distcp.listing import plan_all
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.publish import publish_plan
+from distcp.planning.listing import plan_all
 from distcp.spark.job import _publishing, _task_spec
 from distcp.storage import parse_staged
+from distcp.storage import s3 as s3ops
 from distcp.summary import Summary
-from distcp.task import TaskSpec, run_work_unit
-from distcp.upload import put_whole
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     moto_server,

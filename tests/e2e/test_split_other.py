@@ -16,7 +16,6 @@ import pytest
 
 from distcp.checksum import Digest
 from tests.conftest import PYDISTCP, run_cli
-from tests.fixtures.processes import CmdlineWatcher
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,
     FTPServer,
@@ -25,6 +24,7 @@ from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     ftp_server,
     scan_tree_for_canary,
 )
+from tests.fixtures.processes import CmdlineWatcher
 
 pytestmark = pytest.mark.e2e
 MiB = 1 << 20

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import Digest
-from distcp.status_report import status_report
+from distcp.commit.status import status_report
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 

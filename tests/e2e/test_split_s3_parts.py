@@ -1,6 +1,6 @@
 """A range's S3 part replaced by a late request of an earlier attempt: sent again.
 
-The range writer (``distcp.ranges._write_part``) is called in this process
+The range writer (``distcp.copying.ranges._write_part``) is called in this process
 against the moto server; a wrapper around ``s3.upload_part`` uploads another
 body under the same part number right after ours, as a killed attempt's late
 request would. No Spark: one part of 5 MiB.
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from distcp import s3 as s3mod
+from distcp.copying.ranges import PART_RESENDS, _write_part
+from distcp.copying.task import TaskSpec
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, FileStatus, Split
-from distcp.ranges import PART_RESENDS, _write_part
 from distcp.storage import Staged, spec_for
-from distcp.task import TaskSpec
+from distcp.storage import s3 as s3mod
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e

@@ -203,9 +203,9 @@ def test_staged_text_forms_of_earlier_versions_still_parse() -> None:
 
 def test_importing_pydistcp_leaves_fsspecs_ftp_class_alone() -> None:
     """A user's own ``fsspec.filesystem("ftp")`` keeps fsspec's class after any use of us."""
-    code = ("import fsspec, distcp, distcp.fs, distcp.cli, distcp.storage\n"
-            "from distcp.fs import filesystem_class\n"
-            "assert filesystem_class('ftp').__module__ == 'distcp.ftp'\n"
+    code = ("import fsspec, distcp, distcp.storage.filesystems, distcp.cli, distcp.storage\n"
+            "from distcp.storage.filesystems import filesystem_class\n"
+            "assert filesystem_class('ftp').__module__ == 'distcp.storage.ftp'\n"
             "cls = fsspec.get_filesystem_class('ftp')\n"
             "print(cls.__module__ + '.' + cls.__name__)\n"
             "print(fsspec.registry['ftp'].__name__)\n")
@@ -217,7 +217,7 @@ def test_importing_pydistcp_leaves_fsspecs_ftp_class_alone() -> None:
 def test_pydistcp_opens_ftp_urls_with_its_own_class(ftp: FTPServer) -> None:  # noqa: F811
     import fsspec
 
-    from distcp import fs as fsutil
+    from distcp.storage import filesystems as fsutil
 
     fs, path = fsutil.filesystem(ftp.url("x/y"), ftp.options)
     assert type(fs).__name__ == "ListingFTPFileSystem" and path == "/x/y"

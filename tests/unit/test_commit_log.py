@@ -18,11 +18,18 @@ from typing import Any
 import fsspec
 import pytest
 
-from distcp.commit import CommitSequence, CommitStep, MakeDirectories, PublishFiles
-from distcp.commit_log import CommitStepStore
+from distcp.commit.log import CommitStepStore
+from distcp.commit.state import (
+    MAX_APPLIED,
+    MAX_RUNS,
+    DatasetState,
+    StateStore,
+    read_json,
+    write_atomic,
+)
+from distcp.commit.state_steps import AdvanceWatermark
+from distcp.commit.steps import CommitSequence, CommitStep, MakeDirectories, PublishFiles
 from distcp.errors import StateError
-from distcp.state import MAX_APPLIED, MAX_RUNS, DatasetState, StateStore, read_json, write_atomic
-from distcp.state_steps import AdvanceWatermark
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 

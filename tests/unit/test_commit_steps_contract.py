@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from distcp.commit import CommitContext, CommitSequence, CommitStep, PublishFiles
-from distcp.commit_log import CommitStepStore
+from distcp.commit.log import CommitStepStore
+from distcp.commit.state import StateStore
+from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.errors import PublishError
-from distcp.state import StateStore
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
     DATED,
@@ -380,7 +380,7 @@ def test_the_commit_log_can_read_back_every_step_kind_in_a_fresh_process() -> No
     for mod in pkgutil.walk_packages(distcp.__path__, "distcp."):
         if not mod.name.startswith(("distcp.spark", "distcp.__main__")):
             importlib.import_module(mod.name)
-    code = ("import distcp.commit_log\nfrom distcp.commit import CommitStep\n"
+    code = ("import distcp.commit.log\nfrom distcp.commit.steps import CommitStep\n"
             "todo, kinds = [CommitStep], set()\nwhile todo:\n    c = todo.pop()\n"
             "    kinds.add(c.kind)\n    todo.extend(c.__subclasses__())\n"
             "print(' '.join(sorted(k for k in kinds if k)))")

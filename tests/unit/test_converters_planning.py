@@ -9,7 +9,7 @@ from pathlib import Path
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import CopyableFile, FileStatus
-from distcp.planning import check_duplicates, expansion_targets, plan_dataset
+from distcp.planning.plan import check_duplicates, expansion_targets, plan_dataset
 
 DST = "file:///dst"
 
@@ -110,7 +110,7 @@ def test_third_party_converter_through_the_entry_point_group(tmp_path: Path) -> 
 def test_single_converted_file_is_found_under_its_renamed_destination(tmp_path: Path) -> None:
     import os
 
-    from distcp.listing import plan_all
+    from distcp.planning.listing import plan_all
 
     (tmp_path / "x.gz").write_bytes(b"")
     (tmp_path / "dst").mkdir()

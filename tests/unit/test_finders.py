@@ -8,7 +8,7 @@ import pytest
 
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError, PlanningError
-from distcp.listing import find_datasets, plan_all
+from distcp.planning.listing import find_datasets, plan_all
 
 
 def targets(sources: list[Path], dst: Path | str, **opts: object) -> list[str]:

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from distcp import fs as fsutil
 from distcp.configuration import CopyConfiguration, parse_options_file
 from distcp.errors import ConfigurationError
-from distcp.ftp import translate
+from distcp.storage import filesystems as fsutil
+from distcp.storage.ftp import translate
 
 
 def test_ftp_url_server_parts_become_options_and_given_options_win() -> None:

@@ -6,8 +6,8 @@ import pytest
 
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
-from distcp.packing import pack, unit_count
-from distcp.planning import check_duplicates, decide, plan_dataset
+from distcp.planning.packing import pack, unit_count
+from distcp.planning.plan import check_duplicates, decide, plan_dataset
 
 
 def cf(name: str, size: int = 10, mtime: float = 100.0, preserve: str = "pt",
@@ -114,7 +114,7 @@ def test_compare_modes_follow_rclone() -> None:
 
 
 def test_max_delete_refuses_above_the_limit_only() -> None:
-    from distcp.planning import check_max_delete
+    from distcp.planning.plan import check_max_delete
 
     target = {"/dst/old1": st(), "/dst/old2": st()}
     plans = [plan_dataset("u", "/dst", [], [], target, delete=True)]

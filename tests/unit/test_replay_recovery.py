@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import digest_of_bytes
-from distcp.commit import CommitContext, CommitSequence, MakeDirectories, PublishFiles
-from distcp.commit_log import CommitStepStore
+from distcp.commit.log import CommitStepStore
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.replay import read_journal, sweep_dead_jobs
+from distcp.commit.state_steps import AdvanceWatermark
+from distcp.commit.steps import CommitContext, CommitSequence, MakeDirectories, PublishFiles
 from distcp.model import CopyableFile, FileStatus, TaskResult
-from distcp.recovery import RecoveryArea
-from distcp.replay import read_journal, sweep_dead_jobs
-from distcp.state_steps import AdvanceWatermark
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import replay_into
 

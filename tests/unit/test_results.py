@@ -1,10 +1,10 @@
-"""distcp.results: the one way an exception becomes a failed TaskResult."""
+"""distcp.copying.results: the one way an exception becomes a failed TaskResult."""
 
 from __future__ import annotations
 
+from distcp.copying.results import failed
 from distcp.errors import ConversionError, SourceReadError
 from distcp.model import TaskResult
-from distcp.results import failed
 
 OK = TaskResult(guid="g", unit_id=3, attempt="s0p1a0", origin="/src/a.gz",
                 destination="/dst/a", dataset_urn="d", file_set="", status="ok",
@@ -35,8 +35,8 @@ def test_the_other_fields_of_the_result_are_kept() -> None:
 
 
 def test_a_key_gives_every_result_of_one_file_the_same_shared_fields() -> None:
+    from distcp.copying.results import ResultKey
     from distcp.model import CopyableFile, FileStatus
-    from distcp.results import ResultKey
 
     file = CopyableFile(FileStatus("s3://b/in/a.tar", 10, 1.5), "s3://c/out/a.tar", "urn:d", "p=1")
     key = ResultKey.of(file, 4, "s2p4a1")

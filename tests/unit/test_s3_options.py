@@ -9,8 +9,8 @@ from typing import Any
 import fsspec.asyn
 import pytest
 
-from distcp import s3 as s3ops
 from distcp.mtimes import same_mtime
+from distcp.storage import s3 as s3ops
 
 
 def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from distcp.join import joiner
+from distcp.copying.join import joiner
+from distcp.copying.task import TaskSpec, unit_runner
 from distcp.spark.arrow import attempt_id, map_pickled
-from distcp.task import TaskSpec, unit_runner
 
 
 def _batch(ids: list[int], items: list[object]) -> pa.RecordBatch:
@@ -40,8 +40,8 @@ def test_outside_spark_the_attempt_is_named_after_the_process() -> None:
 
 def test_copy_runner_returns_one_result_list_per_unit_in_order(tmp_path: Path) -> None:
     from distcp.configuration import CopyConfiguration
-    from distcp.listing import plan_all
     from distcp.model import WorkUnit
+    from distcp.planning.listing import plan_all
 
     src = tmp_path / "src"
     src.mkdir()
@@ -59,7 +59,7 @@ def test_copy_runner_returns_one_result_list_per_unit_in_order(tmp_path: Path) -
 
 
 def test_join_runner_fails_a_join_whose_records_are_missing_as_data(tmp_path: Path) -> None:
-    from distcp.join import Join
+    from distcp.copying.join import Join
     from distcp.model import TaskResult
 
     r = TaskResult(guid="g", unit_id=-1, attempt="split", origin=str(tmp_path / "src"),

@@ -13,7 +13,7 @@ from distcp.checksum import BLOCK, Digest, compose, digest_of_bytes
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableFile, FileStatus, Split, TaskResult, WorkUnit
-from distcp.splitting import SplitFile, assemble_ranges, range_size, units_for
+from distcp.planning.splitting import SplitFile, assemble_ranges, range_size, units_for
 from distcp.storage.local import LocalStorage
 from distcp.storage.objects import ObjectStorage
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from distcp.commit.status import resolve_state_root
 from distcp.configuration import CopyConfiguration
-from distcp.listing import find_datasets, state_root
-from distcp.status_report import resolve_state_root
+from distcp.planning.listing import find_datasets, state_root
 
 
 def _copy_root(src: Path, dst: Path) -> str:

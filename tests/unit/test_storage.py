@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark import cloudpickle
 
+from distcp.copying.taskspec import TaskSpec
 from distcp.storage import Staged, StagedKind, StorageSpec, parse_staged, spec_for, storage_for
 from distcp.storage.spec import backend_class
-from distcp.taskspec import TaskSpec
 
 
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps])

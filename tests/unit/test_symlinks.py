@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 from distcp.checksum import digest_of_bytes
-from distcp.commit import CommitContext, DeletePaths, PublishFiles
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.steps import CommitContext, DeletePaths, PublishFiles
 from distcp.configuration import CopyConfiguration
-from distcp.listing import plan_all
+from distcp.copying.task import TaskSpec, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
-from distcp.recovery import RecoveryArea
-from distcp.task import TaskSpec, run_work_unit
+from distcp.planning.listing import plan_all
 
 
 def _plan(src: Path, dst: Path) -> tuple[list[CopyableFile], TaskSpec]:

@@ -9,9 +9,9 @@ import pytest
 
 from distcp.checksum import digest_of_bytes
 from distcp.configuration import CopyConfiguration
-from distcp.listing import plan_all
+from distcp.copying.task import TaskSpec, run_work_unit
 from distcp.model import WorkUnit
-from distcp.task import TaskSpec, run_work_unit
+from distcp.planning.listing import plan_all
 
 
 def _unit(src: Path, dst: Path) -> tuple[WorkUnit, TaskSpec]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from distcp.model import CopyableFile, FileStatus, Split, WorkUnit
-from distcp.visibility import mark, per_file
+from distcp.planning.visibility import mark, per_file
 
 
 def f(name: str, file_set: str = "files", urn: str = "u", converters: tuple[str, ...] = ()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from distcp import fs as fsutil
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
+from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 from tests.fixtures.trees import wild_tree
 

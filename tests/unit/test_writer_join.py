@@ -17,10 +17,10 @@ import fsspec
 import pytest
 
 from distcp.checksum import Digest, digest_of_bytes
+from distcp.copying.join import Join, join_file
+from distcp.copying.writer import SourceReader, write_staged
 from distcp.errors import ConversionError, DestinationWriteError, SourceReadError
-from distcp.join import Join, join_file
 from distcp.model import TaskResult
-from distcp.writer import SourceReader, write_staged
 
 DATA = b"".join(b"%06d:" % i + bytes(range(i % 251)) for i in range(2000))
 

@@ -1,7 +1,7 @@
 """EXECUTOR: open an origin file for reading, and prove afterwards it did not change.
 
-Shared by whole-file copies (``distcp.task``) and byte ranges of split files
-(``distcp.ranges``): a read is one version of the file or it is refused.
+Shared by whole-file copies (``distcp.copying.task``) and byte ranges of split files
+(``distcp.copying.ranges``): a read is one version of the file or it is refused.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import os
 import weakref
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import request_count, s3, s3get
+from distcp import request_count
+from distcp.copying.taskspec import TaskSpec
+from distcp.copying.throttle import throttle_for
+from distcp.copying.writer import SourceReader
 from distcp.errors import SourceReadError
 from distcp.model import CopyableFile
 from distcp.mtimes import same_mtime
-from distcp.storage import storage_for
+from distcp.storage import filesystems as fsutil
+from distcp.storage import s3, s3get, storage_for
 from distcp.storage.local import os_path
-from distcp.taskspec import TaskSpec
-from distcp.throttle import throttle_for
-from distcp.writer import SourceReader
 
 #: Objects up to this size with a listed ETag are read whole in one GET If-Match.
 SMALL_OBJECT = 1 << 20

@@ -14,24 +14,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from distcp import fs as fsutil
-from distcp import s3
-from distcp.commit import CommitContext, CommitSequence, RemoveStaging
-from distcp.commit_log import CommitStepStore
+from distcp.commit.log import CommitStepStore
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.state import urn_key
+from distcp.commit.state_steps import AdvanceWatermark, EmitEvent, RecordRun
+from distcp.commit.steps import CommitContext, CommitSequence, RemoveStaging
+from distcp.commit.upload_steps import abort_uploads
 from distcp.converters.base import NOT_EXPANDED
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
-from distcp.planning import DatasetPlan, Plan
+from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
-from distcp.recovery import RecoveryArea
 from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
-from distcp.state import urn_key
-from distcp.state_steps import AdvanceWatermark, EmitEvent, RecordRun
-from distcp.storage import Capabilities, parse_staged
+from distcp.storage import Capabilities, parse_staged, s3
+from distcp.storage import filesystems as fsutil
 from distcp.summary import Failure, Tally, tally_of
-from distcp.upload_steps import abort_uploads
 
 CommitPolicy = Literal["full", "successful", "partial"]
 

@@ -7,7 +7,7 @@ source (page cache hot) and hashed; ``--verify digest`` re-reads the staged copy
 before. That is the minimum for the guarantee, one read of each side: 1.59 s for
 2 GiB against 3.54 s for the reused-buffer read/write loop (README, Performance).
 
-A sparse source is copied data segment by data segment (``distcp.holes``), so the
+A sparse source is copied data segment by data segment (``distcp.copying.holes``), so the
 copy is sparse too; holes hash as zeros without being read, and the digest is that
 of the full logical content, the same whatever path copied the bytes.
 
@@ -24,8 +24,8 @@ import stat
 from typing import Any
 
 from distcp.checksum import Digest
+from distcp.copying.holes import HASH_CHUNK, hash_zeros, segments
 from distcp.errors import SourceReadError
-from distcp.holes import HASH_CHUNK, hash_zeros, segments
 
 #: Ways to move bytes, best first; ``copy_span(method=...)`` starts lower (tests, tuning).
 METHODS = ("copy_file_range", "sendfile", "readwrite")

@@ -3,7 +3,7 @@
 The copy loop reads into one reused buffer and hashes the same bytes (BASELINE.md:
 a reused-buffer readinto/write loop is 2.2-2.5x faster here than sendfile, and
 xxh3 in the loop is free). A regular local file staged on local disk is moved by
-the kernel instead (``distcp.localcopy``: ``copy_file_range``, holes kept), which
+the kernel instead (``distcp.copying.localcopy``: ``copy_file_range``, holes kept), which
 beats the loop (README, Performance). Nothing here ever touches a final destination path.
 """
 
@@ -13,13 +13,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from distcp import fs as fsutil
-from distcp import holes, localcopy
 from distcp.checksum import Digest, digest_of_stream
+from distcp.copying import holes, localcopy
+from distcp.copying.throttle import Throttle
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError, SourceReadError
+from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.local import os_path
-from distcp.throttle import Throttle
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class SourceReader:
         return data
 
     def regular_fd(self) -> int | None:
-        """The descriptor of a regular local source file, else None (see distcp.localcopy)."""
+        """The descriptor of a regular local source file, else None (see distcp.copying.localcopy)."""
         return localcopy.regular_fd(self.raw) if self.throttle is None else None
 
     def readable(self) -> bool:
@@ -98,7 +98,7 @@ def write_staged(stream: Any, staging_url: str, options: dict[str, Any], buffer:
     """Copy ``stream`` to ``staging_url``; verify size (and digest) of what landed.
 
     A regular local file staged on local disk goes through the kernel
-    (``distcp.localcopy``: kernel copy, holes kept); any other stream through the loop.
+    (``distcp.copying.localcopy``: kernel copy, holes kept); any other stream through the loop.
     """
     storage = storage_for(staging_url, options)
     local = storage.capabilities.local_paths

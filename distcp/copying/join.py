@@ -2,7 +2,7 @@
 
 On filesystems that can neither write at an offset (local) nor hold parts of
 one object (S3 multipart uploads) -- FTP, SFTP, WebDAV and the like -- each
-range of a split file is its own part file (``distcp.ranges``). After the range
+range of a split file is its own part file (``distcp.copying.ranges``). After the range
 job, one join task per split file concatenates them, in order, into the file's
 staging file (``<state>/splits/<guid>/data``), which is then published like any
 staged file (a rename). Joins run as Spark tasks, so several big files join in
@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from distcp import fs as fsutil
 from distcp.checksum import Digest, compose, digest_of_stream
+from distcp.copying.results import failed
 from distcp.errors import IntegrityError
 from distcp.faults import crash_point
 from distcp.model import TaskResult
-from distcp.results import failed
+from distcp.storage import filesystems as fsutil
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,28 +19,34 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import request_count, s3
+from distcp import request_count
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
-from distcp.errors import CopyError
-from distcp.faults import crash_point
-from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.results import ResultKey, failed
-from distcp.sources import LIVE_READERS, check_unchanged, one_get, open_source, recheck_source
-from distcp.storage import parse_staged, storage_for
-from distcp.storage.local import os_path
-from distcp.streams import FileAwareInputStream
-from distcp.symlinks import apply_link_attributes, stage_link
-from distcp.taskenv import applied_environment
-from distcp.taskspec import TaskSpec
-from distcp.upload import (
+from distcp.copying.results import ResultKey, failed
+from distcp.copying.sources import (
+    LIVE_READERS,
+    check_unchanged,
+    one_get,
+    open_source,
+    recheck_source,
+)
+from distcp.copying.streams import FileAwareInputStream
+from distcp.copying.symlinks import apply_link_attributes, stage_link
+from distcp.copying.taskenv import applied_environment
+from distcp.copying.taskspec import TaskSpec
+from distcp.copying.upload import (
     StagedUpload,
     complete_now,
     put_whole,
     stage_server_side,
     stage_upload,
 )
-from distcp.writer import SourceReader, apply_attributes, write_staged
+from distcp.copying.writer import SourceReader, apply_attributes, write_staged
+from distcp.errors import CopyError
+from distcp.faults import crash_point
+from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.storage import filesystems as fsutil
+from distcp.storage import parse_staged, s3, storage_for
+from distcp.storage.local import os_path
 
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
@@ -120,7 +126,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
 
 
 def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
-    from distcp.ranges import copy_range
+    from distcp.copying.ranges import copy_range
 
     file, split = unit.files[0], unit.split
     assert split is not None

@@ -6,7 +6,7 @@ A file larger than ``--split-size`` is copied by several tasks, one range each
 local filesystem it is written at its offset into one staging file; on other
 filesystems (FTP, SFTP, ...: no writes at an offset, no multipart uploads) it is
 its own part file, ``p<index>-<attempt>`` beside the records, which a join task
-concatenates later (``distcp.join``). A range that was written and verified
+concatenates later (``distcp.copying.join``). A range that was written and verified
 leaves a record (its block digests, part ETag or part file name) in
 ``<state>/splits/<guid>/r<index>.json``: a later run reuses it instead of
 sending those bytes again.
@@ -19,18 +19,18 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import holes, localcopy, s3
-from distcp.atomic import write_atomic
 from distcp.checksum import Digest, digest_of_stream
+from distcp.copying import holes, localcopy
+from distcp.copying.results import ResultKey, failed
+from distcp.copying.sources import open_source, recheck_source
+from distcp.copying.taskspec import TaskSpec
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
-from distcp.results import ResultKey, failed
-from distcp.sources import open_source, recheck_source
-from distcp.storage import parse_staged
+from distcp.storage import filesystems as fsutil
+from distcp.storage import parse_staged, s3
+from distcp.storage.atomic import write_atomic
 from distcp.storage.local import os_path
-from distcp.taskspec import TaskSpec
 
 #: Times a part is sent again when the server then holds another body under its
 #: number: a late request of a killed earlier attempt of the range can land after
@@ -192,7 +192,7 @@ def _write_local(reader: Any, split: Split, spec: TaskSpec, buffer: bytearray) -
     """Write the range at its offset into the shared staging file, then re-read to verify.
 
     A regular local source goes through the kernel with its holes kept
-    (``distcp.localcopy``); any other source through pwrite of what was read.
+    (``distcp.copying.localcopy``); any other source through pwrite of what was read.
     """
     path = os_path(split.staging)
     digest = Digest()

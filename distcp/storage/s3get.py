@@ -29,7 +29,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from distcp import s3
+from distcp.storage import s3
 
 #: Frozen credentials are taken again after this many seconds (refreshable ones expire).
 CREDENTIALS_TTL_S = 300.0

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from distcp.errors import CopyError
-from distcp.fs import display
 from distcp.model import CopyableFile, Status, TaskResult
+from distcp.storage.filesystems import display
 
 
 @dataclass(frozen=True, slots=True)

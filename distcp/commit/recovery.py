@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from distcp import fs as fsutil
+from distcp.commit.state import write_atomic
 from distcp.model import CopyableFile, TaskResult
-from distcp.state import write_atomic
+from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 
 

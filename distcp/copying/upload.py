@@ -22,11 +22,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import request_count, s3
+from distcp import request_count
 from distcp.checksum import Digest
 from distcp.errors import CopyError, DestinationWriteError, IntegrityError
-from distcp.storage import Staged, parse_staged
+from distcp.storage import Staged, parse_staged, s3
+from distcp.storage import filesystems as fsutil
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Self
 
-from distcp import fs as fsutil
 from distcp.errors import DestinationBusyError, PlanningError
 from distcp.storage import Storage, storage_for
+from distcp.storage import filesystems as fsutil
 
 #: How often a holder rewrites its heartbeat, and when a silent holder on another
 #: host counts as gone (several missed heartbeats: a paused VM or a slow store is
@@ -219,7 +219,7 @@ class DestinationLock:
         self._beat.start()
 
     def _heartbeat(self) -> None:
-        from distcp.state import write_atomic
+        from distcp.commit.state import write_atomic
 
         while not self._stop.wait(HEARTBEAT_S):
             beat = Holder(**{**asdict(self.me), "heartbeat": time.time()})

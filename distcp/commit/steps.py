@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from distcp import fs as fsutil
 from distcp.errors import PublishError, StateError
 from distcp.faults import crash_point
 from distcp.storage import Storage, storage_for
+from distcp.storage import filesystems as fsutil
 
 #: Concurrent remote operations in one step (object stores, HDFS); local calls are serial.
 REMOTE_POOL = 16

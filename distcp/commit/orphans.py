@@ -13,14 +13,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp import s3
-from distcp.commit_log import CommitStepStore
-from distcp.recovery import RecoveryArea
-from distcp.splitting import SplitStore
-from distcp.storage import parse_staged, storage_for
+from distcp.commit.log import CommitStepStore
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.upload_steps import CompleteUploads
+from distcp.planning.splitting import SplitStore
+from distcp.storage import filesystems as fsutil
+from distcp.storage import parse_staged, s3, storage_for
 from distcp.summary import CleanupReport
-from distcp.upload_steps import CompleteUploads
 
 
 def referenced_uploads(state_root: str, options: dict[str, Any],

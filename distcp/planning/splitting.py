@@ -5,7 +5,7 @@ A file larger than ``--split-size`` becomes one WorkUnit per byte range (seed
 time of a job. The ranges share one staging: the multipart upload the driver
 creates on S3 (a range is one part), one local staging file they are written
 into at their offsets, or, on other filesystems, one part file per range that a
-join task concatenates into the staging file ``data`` (``distcp.join``). All
+join task concatenates into the staging file ``data`` (``distcp.copying.join``). All
 live under ``<state>/splits/<guid>/`` with a ``meta.json``, and every range that
 was written and verified leaves ``r<index>.json``: a run killed half-way leaves
 the next one only the missing ranges to copy (the guid changes when the source
@@ -14,7 +14,7 @@ does, so a changed file is never resumed from stale ranges).
 Two stages follow the range tasks, each with its own name: *assembling*
 (``assemble_ranges``, here, on the driver: a split file's range results become
 one whole-file result with the composed digest) and, on other filesystems only,
-*joining* (``distcp.join``, Spark tasks: concatenating the part files).
+*joining* (``distcp.copying.join``, Spark tasks: concatenating the part files).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp import fs as fsutil
 from distcp.checksum import BLOCK, compose
+from distcp.commit.state import read_json, write_atomic
+from distcp.copying.ranges import range_result
+from distcp.copying.results import ResultKey
+from distcp.copying.writer import apply_attributes
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
-from distcp.ranges import range_result
-from distcp.results import ResultKey
-from distcp.state import read_json, write_atomic
 from distcp.storage import Storage, parse_staged
-from distcp.writer import apply_attributes
+from distcp.storage import filesystems as fsutil
 
 #: Name of the staging file of a split file (locally: ranges written at their
 #: offsets; elsewhere: what the join concatenates the part files into).

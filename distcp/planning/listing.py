@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from distcp import fs as fsutil
+from distcp.commit.state import DatasetState, StateStore
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
-from distcp.planning import (
+from distcp.planning.plan import (
     DatasetPlan,
     Plan,
     check_duplicates,
@@ -25,7 +25,7 @@ from distcp.planning import (
     plan_dataset,
 )
 from distcp.registry import FINDERS
-from distcp.state import DatasetState, StateStore
+from distcp.storage import filesystems as fsutil
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@
 - ``set_mtime`` sets a file's mtime with ``MFMT`` (whole seconds, UTC), which
   fsspec's client cannot.
 
-Used by ``distcp.fs.filesystem`` for every ``ftp://`` URL pydistcp opens (on the
+Used by ``distcp.storage.filesystems.filesystem`` for every ``ftp://`` URL pydistcp opens (on the
 driver and on executors alike), and never registered into fsspec: a user's own
 ``fsspec.filesystem("ftp")`` keeps fsspec's class.
 """

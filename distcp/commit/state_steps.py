@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from distcp import fs as fsutil
-from distcp.commit import CommitContext, CommitStep
-from distcp.state import StateStore, write_atomic
+from distcp.commit.state import StateStore, write_atomic
+from distcp.commit.steps import CommitContext, CommitStep
+from distcp.storage import filesystems as fsutil
 
 events_log = logging.getLogger("pydistcp.events")
 

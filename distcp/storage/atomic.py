@@ -2,8 +2,8 @@
 
 Readers see the old or the new document, never half of one. Its own module
 because both sides write such documents: the driver's state and commit log
-(``distcp.state``, ``distcp.commit_log``) and executors' range records
-(``distcp.ranges``), and executors must not import the state module.
+(``distcp.commit.state``, ``distcp.commit.log``) and executors' range records
+(``distcp.copying.ranges``), and executors must not import the state module.
 """
 
 from __future__ import annotations

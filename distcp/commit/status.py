@@ -9,15 +9,15 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from distcp import fs as fsutil
 from distcp.callbacks import human_bytes
-from distcp.commit import CommitContext
-from distcp.commit_log import CommitStepStore
-from distcp.listing import state_root_of
-from distcp.lock import DestinationLock, Holder, live_holder
-from distcp.recovery import RecoveryArea
-from distcp.replay import read_journal, replay_pending, sweep_dead_jobs
-from distcp.state import StateStore
+from distcp.commit.lock import DestinationLock, Holder, live_holder
+from distcp.commit.log import CommitStepStore
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
+from distcp.commit.state import StateStore
+from distcp.commit.steps import CommitContext
+from distcp.planning.listing import state_root_of
+from distcp.storage import filesystems as fsutil
 from distcp.summary import StatusReport, Summary
 
 

@@ -24,13 +24,13 @@ import fsspec
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from distcp import s3
 from distcp.model import FileStatus
+from distcp.storage import s3
 
 #: Our own classes for some protocols, used for the filesystems pydistcp opens and never
 #: registered into fsspec (that would change ``fsspec.filesystem("ftp")`` for the whole
 #: process of a user who imports us); "module:Class", imported on first use.
-_OWN_CLASSES = {"ftp": "distcp.ftp:ListingFTPFileSystem"}
+_OWN_CLASSES = {"ftp": "distcp.storage.ftp:ListingFTPFileSystem"}
 
 #: Name of the hidden directory that holds staging, state and logs under a
 #: destination; Hadoop, Spark and Hive readers skip names starting with "." or "_".

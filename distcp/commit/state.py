@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
 from distcp.errors import StateError
+from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
 
 MAX_RUNS = 50
 MAX_APPLIED = 200

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 
-from distcp import fs as fsutil
 from distcp.checksum import Digest
+from distcp.copying.writer import Staged
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.model import CopyableFile
+from distcp.storage import filesystems as fsutil
 from distcp.storage.local import os_path
-from distcp.writer import Staged
 
 
 def stage_link(file: CopyableFile, staging_url: str, holds_links: bool = True) -> Staged:

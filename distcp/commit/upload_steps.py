@@ -16,13 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from distcp import fs as fsutil
-from distcp import holes, request_count, s3
+from distcp import request_count
 from distcp.checksum import Digest, digest_of_stream
-from distcp.commit import REMOTE_POOL, CommitContext, CommitStep
+from distcp.commit.steps import REMOTE_POOL, CommitContext, CommitStep
+from distcp.copying import holes
 from distcp.errors import PublishError
 from distcp.faults import crash_point
-from distcp.storage import Storage, parse_staged, storage_for
+from distcp.storage import Storage, parse_staged, s3, storage_for
+from distcp.storage import filesystems as fsutil
 from distcp.storage.local import os_path
 
 #: (staging marker, final URL, size, parts as (number, ETag, size))

@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from distcp import fs as fsutil
-from distcp.commit import CommitContext, PublishFiles
-from distcp.commit_log import CommitStepStore
+from distcp.commit.log import CommitStepStore
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.steps import CommitContext, PublishFiles
+from distcp.copying.task import JOURNAL
 from distcp.errors import PublishError, StateError
 from distcp.model import TaskResult
-from distcp.recovery import RecoveryArea
+from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Tally, tally_of
-from distcp.task import JOURNAL
 
 
 def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int

@@ -12,13 +12,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import distcp.state_steps  # noqa: F401 - registers the state step kinds for from_dict
-import distcp.upload_steps  # noqa: F401 - registers the upload step kinds for from_dict
-from distcp import fs as fsutil
-from distcp.commit import CommitSequence
+import distcp.commit.state_steps  # noqa: F401 - registers the state step kinds for from_dict
+import distcp.commit.upload_steps  # noqa: F401 - registers the upload step kinds for from_dict
+from distcp.commit.state import read_json, write_atomic
+from distcp.commit.steps import CommitSequence
 from distcp.errors import StateError
 from distcp.faults import crash_point
-from distcp.state import read_json, write_atomic
+from distcp.storage import filesystems as fsutil
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from distcp.errors import DuplicateDestinationError, PlanningError
-from distcp.fs import display
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.mtimes import same_mtime
+from distcp.storage.filesystems import display
 
 
 @dataclass(frozen=True)
