@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from distcp.commit.state import StateStore, write_atomic
+from distcp.commit.state import DatasetState, StateStore, write_atomic
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.storage import filesystems as fsutil
 
@@ -21,7 +22,38 @@ events_log = logging.getLogger("pydistcp.events")
 
 
 @dataclass(frozen=True)
-class AdvanceWatermark(CommitStep):
+class _StateChange(CommitStep):
+    """A change to one dataset's state, idempotent by its marker: the sequence id and
+    the step's suffix, recorded in the state in the same save as the change, so that
+    neither a replay (verify) nor a second execute applies it twice."""
+
+    marker_suffix: ClassVar[str] = ""
+    sequence_id: str
+    urn: str
+
+    @property
+    def marker(self) -> str:
+        return f"{self.sequence_id}:{self.marker_suffix}"
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return self.marker in _store(ctx).load(self.urn).applied
+
+    def execute(self, ctx: CommitContext) -> None:
+        store = _store(ctx)
+        state = store.load(self.urn)
+        if self.marker in state.applied:
+            return  # applied already: applying again would record the sequence twice
+        self.apply(state)
+        state.applied.append(self.marker)
+        store.save(state)
+
+    @abstractmethod
+    def apply(self, state: DatasetState) -> None:
+        """Change ``state`` in memory; ``execute`` marks and saves it."""
+
+
+@dataclass(frozen=True)
+class AdvanceWatermark(_StateChange):
     """Merge the published files into the manifest and move the watermark forward.
 
     ``entries`` are (destination, size, origin mtime, digest, guid); ``removed``
@@ -30,37 +62,26 @@ class AdvanceWatermark(CommitStep):
     """
 
     kind: ClassVar[str] = "watermark"
-    sequence_id: str
-    urn: str
+    marker_suffix: ClassVar[str] = "wm"
     watermark: float | None
     entries: tuple[tuple[str, int, float, str, str], ...]
     removed: tuple[str, ...] = ()
 
-    def verify(self, ctx: CommitContext) -> bool:
-        return f"{self.sequence_id}:wm" in _store(ctx).load(self.urn).applied
-
-    def execute(self, ctx: CommitContext) -> None:
-        store = _store(ctx)
-        state = store.load(self.urn)
-        if f"{self.sequence_id}:wm" in state.applied:
-            return  # merged already: merging again would record the sequence twice
+    def apply(self, state: DatasetState) -> None:
         for dest in self.removed:
             state.manifest.pop(dest, None)
         for dest, size, mtime, digest, guid in self.entries:
             state.manifest[dest] = [size, mtime, digest, guid]
         if self.watermark is not None:
             state.watermark = max(state.watermark or self.watermark, self.watermark)
-        state.applied.append(f"{self.sequence_id}:wm")
-        store.save(state)
 
 
 @dataclass(frozen=True)
-class RecordRun(CommitStep):
+class RecordRun(_StateChange):
     """Append this run's outcome for the dataset to its history."""
 
     kind: ClassVar[str] = "record-run"
-    sequence_id: str
-    urn: str
+    marker_suffix: ClassVar[str] = "run"
     job_id: str
     file_set: str
     status: str
@@ -68,19 +89,10 @@ class RecordRun(CommitStep):
     nbytes: int
     started: float
 
-    def verify(self, ctx: CommitContext) -> bool:
-        return f"{self.sequence_id}:run" in _store(ctx).load(self.urn).applied
-
-    def execute(self, ctx: CommitContext) -> None:
-        store = _store(ctx)
-        state = store.load(self.urn)
-        if f"{self.sequence_id}:run" in state.applied:
-            return  # recorded already: a second record would list the run twice
+    def apply(self, state: DatasetState) -> None:
         state.runs.append({"job_id": self.job_id, "file_set": self.file_set,
                            "status": self.status, "files": self.files, "bytes": self.nbytes,
                            "started": self.started, "ended": time.time()})
-        state.applied.append(f"{self.sequence_id}:run")
-        store.save(state)
 
 
 @dataclass(frozen=True)
