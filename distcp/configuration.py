@@ -102,35 +102,14 @@ class CopyConfiguration:
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,
               **options: Any) -> CopyConfiguration:
         """Build from keyword options, filling unset ones from ``PYDISTCP_*`` env vars."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(options) - names - set(_CONVERTER_FIELDS)
-        if unknown:
-            raise ConfigurationError(f"unknown option(s): {', '.join(sorted(unknown))}")
-        conv = {k: options.pop(k) for k in list(options) if k in _CONVERTER_FIELDS}
-        if "gpg_passphrase" not in conv and os.environ.get("PYDISTCP_GPG_PASSPHRASE"):
-            conv["gpg_passphrase"] = os.environ["PYDISTCP_GPG_PASSPHRASE"]
-        for name in ("master", "parallelism", "buffer_size", "verify", "preserve", "engine"):
-            env = os.environ.get(f"PYDISTCP_{name.upper()}")
-            if name not in options and env:
-                options[name] = parse_size(env) if name == "buffer_size" else env
-        if isinstance(options.get("recovery_retention"), str):
-            options["recovery_retention"] = parse_duration(options["recovery_retention"])
-        if isinstance(options.get("parallelism"), str):
-            options["parallelism"] = int(options["parallelism"])
-        for name in ("split_size", "min_size", "max_size", "bwlimit"):
-            if isinstance(options.get(name), str):
-                options[name] = parse_flag(parse_size, options[name], name)
-        for name in ("min_age", "max_age"):
-            if isinstance(options.get(name), str):
-                options[name] = parse_flag(parse_duration, options[name], name)
-        for key in ("include", "exclude", "converters"):
-            if key in options and options[key] is not None:
-                options[key] = tuple(options[key])
-        if "spark_conf" in options:
-            options["spark_conf"] = tuple(dict(options["spark_conf"]).items())
+        _refuse_unknown(options, {f.name for f in fields(cls)})
+        run = {k: v for k, v in options.items() if k not in _CONVERTER_FIELDS}
+        conv = _with_env_passphrase(
+            {k: v for k, v in options.items() if k in _CONVERTER_FIELDS})
+        run = _as_values(_parsed_strings(_with_environment(run)))
         opts = ConverterOptions(**conv) if conv else ConverterOptions()
         return cls(sources=tuple(sources), destination=destination,
-                   converter_options=opts, **options)
+                   converter_options=opts, **run)
 
     def with_(self, **changes: Any) -> CopyConfiguration:
         return replace(self, **changes)
@@ -233,6 +212,63 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
         return ("--split-size cannot be used with --convert: a converter needs the whole "
                 "stream of a file in one task (drop one of the two options)")
     return None
+
+
+#: Run settings an unset keyword takes from ``PYDISTCP_<NAME>``.
+_ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine")
+_SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
+_AGE_SETTINGS = ("min_age", "max_age")
+_SEQUENCE_SETTINGS = ("include", "exclude", "converters")
+
+
+def _refuse_unknown(options: Mapping[str, Any], names: set[str]) -> None:
+    """A misspelt keyword would otherwise be dropped silently (or fail deep in Spark)."""
+    unknown = set(options) - names - set(_CONVERTER_FIELDS)
+    if unknown:
+        raise ConfigurationError(f"unknown option(s): {', '.join(sorted(unknown))}")
+
+
+def _with_env_passphrase(conv: dict[str, Any]) -> dict[str, Any]:
+    """The GPG passphrase may come from the environment, which keeps it out of argv."""
+    if "gpg_passphrase" not in conv and os.environ.get("PYDISTCP_GPG_PASSPHRASE"):
+        return {**conv, "gpg_passphrase": os.environ["PYDISTCP_GPG_PASSPHRASE"]}
+    return conv
+
+
+def _with_environment(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Explicit keywords win; a set, non-empty ``PYDISTCP_*`` variable fills the rest."""
+    filled = dict(options)
+    for name in _ENV_SETTINGS:
+        env = os.environ.get(f"PYDISTCP_{name.upper()}")
+        if name not in options and env:
+            filled[name] = parse_size(env) if name == "buffer_size" else env
+    return filled
+
+
+def _parsed_strings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Strings (from flags, job files or the environment) read as numbers; size and age
+    errors name the flag the user typed."""
+    parsed = dict(options)
+    if isinstance(parsed.get("recovery_retention"), str):
+        parsed["recovery_retention"] = parse_duration(parsed["recovery_retention"])
+    if isinstance(parsed.get("parallelism"), str):
+        parsed["parallelism"] = int(parsed["parallelism"])
+    for names, parse in ((_SIZE_SETTINGS, parse_size), (_AGE_SETTINGS, parse_duration)):
+        for name in names:
+            if isinstance(parsed.get(name), str):
+                parsed[name] = parse_flag(parse, parsed[name], name)
+    return parsed
+
+
+def _as_values(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Lists and dicts become tuples: the configuration is frozen and travels to executors."""
+    values = dict(options)
+    for key in _SEQUENCE_SETTINGS:
+        if values.get(key) is not None:
+            values[key] = tuple(values[key])
+    if "spark_conf" in values:
+        values["spark_conf"] = tuple(dict(values["spark_conf"]).items())
+    return values
 
 
 def parse_flag(parse: Any, value: Any, name: str, label: str | None = None) -> Any:
