@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -90,68 +90,11 @@ class CopyConfiguration:
     visibility: str = "file-set"
 
     def __post_init__(self) -> None:
-        if not self.sources:
-            raise ConfigurationError("at least one source is required")
-        if self.compare not in ("default", "checksum", "size-only", "ignore-existing"):
-            raise ConfigurationError(f"compare: unknown mode {self.compare!r}")
-        if self.tasks is not None and self.tasks < 1:
-            raise ConfigurationError("--tasks must be at least 1")
-        bad = set(self.preserve) - set(PRESERVE_LETTERS)
-        if bad:
-            raise ConfigurationError(
-                f"--preserve takes letters from {PRESERVE_LETTERS!r}, not {''.join(sorted(bad))!r}"
-            )
-        if self.verify not in ("digest", "size"):
-            raise ConfigurationError(f"--verify must be 'digest' or 'size', not {self.verify!r}")
-        if self.parallelism is not None and self.parallelism < 1:
-            raise ConfigurationError("--parallelism must be at least 1")
-        if self.commit_policy not in ("full", "successful", "partial"):
-            raise ConfigurationError(
-                f"--commit-policy must be full, successful or partial, not {self.commit_policy!r}")
-        if self.engine not in ("auto", "warm", "cold"):
-            raise ConfigurationError(
-                f"--engine must be auto, warm or cold, not {self.engine!r}")
-        if self.max_replays < 1:
-            raise ConfigurationError("--max-replays must be at least 1")
-        for url in (*self.sources, self.destination):
-            if _CREDENTIALS_IN_URL.match(url):
-                scheme = url.split("://", 1)[0]
-                where = ("use the AWS environment or profile, or --src-options-file/"
-                         "--dst-options-file with key=... secret=..." if scheme in ("s3", "s3a")
-                         else "put password=... in --src-options-file or --dst-options-file")
-                raise ConfigurationError(
-                    f"a {scheme}:// URL with credentials in it is refused (they would show in "
-                    f"logs and process lists); {where}")
-        if self.split_size is not None:
-            if self.split_size < (1 << 20):
-                raise ConfigurationError("--split-size must be at least 1M")
-            if self.converters:
-                raise ConfigurationError(
-                    "--split-size cannot be used with --convert: a converter needs the whole "
-                    "stream of a file in one task (drop one of the two options)")
-        if self.visibility not in ("file", "file-set"):
-            raise ConfigurationError(
-                f"--visibility must be file or file-set, not {self.visibility!r}")
-        if self.links not in ("skip", "follow", "copy"):
-            raise ConfigurationError(
-                f"--links must be skip, follow or copy, not {self.links!r}")
-        for name in ("min_size", "max_size", "min_age", "max_age"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigurationError(f"--{name.replace('_', '-')} must not be negative")
-        if self.min_size is not None and self.max_size is not None \
-                and self.min_size > self.max_size:
-            raise ConfigurationError("--min-size is larger than --max-size: nothing could match")
-        if self.min_age is not None and self.max_age is not None \
-                and self.min_age > self.max_age:
-            raise ConfigurationError("--min-age is larger than --max-age: nothing could match")
-        if self.log_level not in LOG_LEVELS:
-            raise ConfigurationError(
-                f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
-        if self.bwlimit is not None and self.bwlimit < 1024:
-            raise ConfigurationError("--bwlimit must be at least 1K (bytes per second)")
-        if self.buffer_size < 4096:
-            raise ConfigurationError("--buffer-size must be at least 4 KiB")
+        """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
+        and always the same one for the same flags), then the converter chain."""
+        problem = next((p for p in _problems(self) if p), None)
+        if problem:
+            raise ConfigurationError(problem)
         if self.converters:
             check_chain(self.converters, self.converter_options)
 
@@ -159,35 +102,14 @@ class CopyConfiguration:
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,
               **options: Any) -> CopyConfiguration:
         """Build from keyword options, filling unset ones from ``PYDISTCP_*`` env vars."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(options) - names - set(_CONVERTER_FIELDS)
-        if unknown:
-            raise ConfigurationError(f"unknown option(s): {', '.join(sorted(unknown))}")
-        conv = {k: options.pop(k) for k in list(options) if k in _CONVERTER_FIELDS}
-        if "gpg_passphrase" not in conv and os.environ.get("PYDISTCP_GPG_PASSPHRASE"):
-            conv["gpg_passphrase"] = os.environ["PYDISTCP_GPG_PASSPHRASE"]
-        for name in ("master", "parallelism", "buffer_size", "verify", "preserve", "engine"):
-            env = os.environ.get(f"PYDISTCP_{name.upper()}")
-            if name not in options and env:
-                options[name] = parse_size(env) if name == "buffer_size" else env
-        if isinstance(options.get("recovery_retention"), str):
-            options["recovery_retention"] = parse_duration(options["recovery_retention"])
-        if isinstance(options.get("parallelism"), str):
-            options["parallelism"] = int(options["parallelism"])
-        for name in ("split_size", "min_size", "max_size", "bwlimit"):
-            if isinstance(options.get(name), str):
-                options[name] = parse_flag(parse_size, options[name], name)
-        for name in ("min_age", "max_age"):
-            if isinstance(options.get(name), str):
-                options[name] = parse_flag(parse_duration, options[name], name)
-        for key in ("include", "exclude", "converters"):
-            if key in options and options[key] is not None:
-                options[key] = tuple(options[key])
-        if "spark_conf" in options:
-            options["spark_conf"] = tuple(dict(options["spark_conf"]).items())
+        _refuse_unknown(options, {f.name for f in fields(cls)})
+        run = {k: v for k, v in options.items() if k not in _CONVERTER_FIELDS}
+        conv = _with_env_passphrase(
+            {k: v for k, v in options.items() if k in _CONVERTER_FIELDS})
+        run = _as_values(_parsed_strings(_with_environment(run)))
         opts = ConverterOptions(**conv) if conv else ConverterOptions()
         return cls(sources=tuple(sources), destination=destination,
-                   converter_options=opts, **options)
+                   converter_options=opts, **run)
 
     def with_(self, **changes: Any) -> CopyConfiguration:
         return replace(self, **changes)
@@ -197,6 +119,156 @@ class CopyConfiguration:
         """The run's include/exclude/size/age filters, aged from the run's start."""
         return FileFilter(self.include, self.exclude, self.min_size, self.max_size,
                           self.min_age, self.max_age, now=self.started)
+
+
+COMPARE_MODES = ("default", "checksum", "size-only", "ignore-existing")
+COMMIT_POLICIES = ("full", "successful", "partial")
+ENGINES = ("auto", "warm", "cold")
+VISIBILITIES = ("file", "file-set")
+LINK_MODES = ("skip", "follow", "copy")
+_FILTER_BOUNDS = ("min_size", "max_size", "min_age", "max_age")
+
+
+def _problems(c: CopyConfiguration) -> Iterator[str | None]:
+    """Each check's complaint (None when the setting is fine), lazily and in the order
+    the user is told about them: the order is behaviour, keep it."""
+    yield None if c.sources else "at least one source is required"
+    yield _not_one_of(c.compare, COMPARE_MODES, "compare: unknown mode {!r}")
+    yield _below(c.tasks, 1, "--tasks must be at least 1")
+    yield _preserve_problem(c.preserve)
+    yield _not_one_of(c.verify, ("digest", "size"),
+                      "--verify must be 'digest' or 'size', not {!r}")
+    yield _below(c.parallelism, 1, "--parallelism must be at least 1")
+    yield _not_one_of(c.commit_policy, COMMIT_POLICIES,
+                      "--commit-policy must be full, successful or partial, not {!r}")
+    yield _not_one_of(c.engine, ENGINES, "--engine must be auto, warm or cold, not {!r}")
+    yield _below(c.max_replays, 1, "--max-replays must be at least 1")
+    yield _credentials_problem((*c.sources, c.destination))
+    yield _split_size_problem(c.split_size, c.converters)
+    yield _not_one_of(c.visibility, VISIBILITIES,
+                      "--visibility must be file or file-set, not {!r}")
+    yield _not_one_of(c.links, LINK_MODES, "--links must be skip, follow or copy, not {!r}")
+    yield from (_below(getattr(c, name), 0, f"--{name.replace('_', '-')} must not be negative")
+                for name in _FILTER_BOUNDS)
+    yield _empty_range(c.min_size, c.max_size,
+                       "--min-size is larger than --max-size: nothing could match")
+    yield _empty_range(c.min_age, c.max_age,
+                       "--min-age is larger than --max-age: nothing could match")
+    yield _not_one_of(c.log_level, LOG_LEVELS,
+                      f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {{!r}}")
+    yield _below(c.bwlimit, 1024, "--bwlimit must be at least 1K (bytes per second)")
+    yield _below(c.buffer_size, 4096, "--buffer-size must be at least 4 KiB")
+
+
+def _not_one_of(value: str, allowed: tuple[str, ...], complaint: str) -> str | None:
+    """``complaint`` with the value's repr in its ``{!r}`` when the value is not allowed."""
+    return None if value in allowed else complaint.format(value)
+
+
+def _below(value: float | None, minimum: float, complaint: str) -> str | None:
+    """``complaint`` when an optional number is set and under its floor (unset is fine)."""
+    return complaint if value is not None and value < minimum else None
+
+
+def _empty_range(low: float | None, high: float | None, complaint: str) -> str | None:
+    """``complaint`` when both bounds of a filter are set and no value can meet both."""
+    return complaint if low is not None and high is not None and low > high else None
+
+
+def _preserve_problem(preserve: str) -> str | None:
+    """Names the unknown letters, sorted, so a typo is easy to spot."""
+    bad = set(preserve) - set(PRESERVE_LETTERS)
+    if not bad:
+        return None
+    return f"--preserve takes letters from {PRESERVE_LETTERS!r}, not {''.join(sorted(bad))!r}"
+
+
+def _credentials_problem(urls: tuple[str, ...]) -> str | None:
+    """A secret in a URL would show in logs and process lists: refuse it and say where
+    that kind of storage takes its secrets instead."""
+    for url in urls:
+        if _CREDENTIALS_IN_URL.match(url):
+            scheme = url.split("://", 1)[0]
+            return (f"a {scheme}:// URL with credentials in it is refused (they would show "
+                    f"in logs and process lists); {_where_secrets_go(scheme)}")
+    return None
+
+
+def _where_secrets_go(scheme: str) -> str:
+    if scheme in ("s3", "s3a"):
+        return ("use the AWS environment or profile, or --src-options-file/"
+                "--dst-options-file with key=... secret=...")
+    return "put password=... in --src-options-file or --dst-options-file"
+
+
+def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> str | None:
+    """Ranges under 1M cost more in tasks than they gain; a converter needs a file's
+    whole stream, which ranges would cut."""
+    if split_size is None:
+        return None
+    if split_size < (1 << 20):
+        return "--split-size must be at least 1M"
+    if converters:
+        return ("--split-size cannot be used with --convert: a converter needs the whole "
+                "stream of a file in one task (drop one of the two options)")
+    return None
+
+
+#: Run settings an unset keyword takes from ``PYDISTCP_<NAME>``.
+_ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine")
+_SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
+_AGE_SETTINGS = ("min_age", "max_age")
+_SEQUENCE_SETTINGS = ("include", "exclude", "converters")
+
+
+def _refuse_unknown(options: Mapping[str, Any], names: set[str]) -> None:
+    """A misspelt keyword would otherwise be dropped silently (or fail deep in Spark)."""
+    unknown = set(options) - names - set(_CONVERTER_FIELDS)
+    if unknown:
+        raise ConfigurationError(f"unknown option(s): {', '.join(sorted(unknown))}")
+
+
+def _with_env_passphrase(conv: dict[str, Any]) -> dict[str, Any]:
+    """The GPG passphrase may come from the environment, which keeps it out of argv."""
+    if "gpg_passphrase" not in conv and os.environ.get("PYDISTCP_GPG_PASSPHRASE"):
+        return {**conv, "gpg_passphrase": os.environ["PYDISTCP_GPG_PASSPHRASE"]}
+    return conv
+
+
+def _with_environment(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Explicit keywords win; a set, non-empty ``PYDISTCP_*`` variable fills the rest."""
+    filled = dict(options)
+    for name in _ENV_SETTINGS:
+        env = os.environ.get(f"PYDISTCP_{name.upper()}")
+        if name not in options and env:
+            filled[name] = parse_size(env) if name == "buffer_size" else env
+    return filled
+
+
+def _parsed_strings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Strings (from flags, job files or the environment) read as numbers; size and age
+    errors name the flag the user typed."""
+    parsed = dict(options)
+    if isinstance(parsed.get("recovery_retention"), str):
+        parsed["recovery_retention"] = parse_duration(parsed["recovery_retention"])
+    if isinstance(parsed.get("parallelism"), str):
+        parsed["parallelism"] = int(parsed["parallelism"])
+    for names, parse in ((_SIZE_SETTINGS, parse_size), (_AGE_SETTINGS, parse_duration)):
+        for name in names:
+            if isinstance(parsed.get(name), str):
+                parsed[name] = parse_flag(parse, parsed[name], name)
+    return parsed
+
+
+def _as_values(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Lists and dicts become tuples: the configuration is frozen and travels to executors."""
+    values = dict(options)
+    for key in _SEQUENCE_SETTINGS:
+        if values.get(key) is not None:
+            values[key] = tuple(values[key])
+    if "spark_conf" in values:
+        values["spark_conf"] = tuple(dict(values["spark_conf"]).items())
+    return values
 
 
 def parse_flag(parse: Any, value: Any, name: str, label: str | None = None) -> Any:

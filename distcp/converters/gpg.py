@@ -115,29 +115,73 @@ class DecryptConverter(_GpgConverter):
                                          "was discarded")
 
 
-def _decrypt_cause(status: list[tuple[str, str]], result: Any) -> str:
+Status = list[tuple[str, str]]
+_MISSING_PASSPHRASE = ("missing passphrase: give --gpg-passphrase-file or set "
+                       "PYDISTCP_GPG_PASSPHRASE")
+
+
+def _decrypt_cause(status: Status, result: Any) -> str:
+    """Why a decryption failed, in the user's terms: the first cause gpg's status lines
+    show, checked from the most to the least specific; else gpg's own last message."""
     keys = {k for k, _ in status}
+    for cause in _DECRYPT_CAUSES:
+        why = cause(status, keys)
+        if why:
+            return why
+    return _gpg_exit_message(result)
+
+
+def _passphrase_cause(status: Status, keys: set[str]) -> str | None:
+    """A secret key that would not unlock: gpg says why only as an error code."""
     for keyword, rest in status:
         if keyword == "ERROR" and rest.startswith("pkdecrypt_failed"):
             code = int(rest.split()[-1]) & 0xFFFF
             if code == _BAD_PASSPHRASE:
                 return "bad passphrase"
             if code in _NO_PASSPHRASE:
-                return ("missing passphrase: give --gpg-passphrase-file or set "
-                        "PYDISTCP_GPG_PASSPHRASE")
+                return _MISSING_PASSPHRASE
+    return None
+
+
+def _secret_key_cause(status: Status, keys: set[str]) -> str | None:
+    """Encrypted to keys the keyring lacks: name them, the user must find the right one."""
     if "NO_SECKEY" in keys and "DECRYPTION_OKAY" not in keys:
         ids = " ".join(rest for k, rest in status if k == "NO_SECKEY")
         return f"no secret key for {ids} in the keyring (check --gpg-home)"
+    return None
+
+
+def _not_encrypted_cause(status: Status, keys: set[str]) -> str | None:
     if "NODATA" in keys and "BEGIN_DECRYPTION" not in keys:
         return "not OpenPGP encrypted data"
+    return None
+
+
+def _signature_cause(status: Status, keys: set[str]) -> str | None:
+    """The plaintext was intact (GOODMDC) but its signature could not be checked or is bad."""
     if keys & {"ERRSIG", "NO_PUBKEY"} and "GOODMDC" in keys:
         return ("signed by a key that is not in the keyring: gpg cannot check the signature "
                 "(import the signer's public key into --gpg-home)")
     if "BADSIG" in keys:
         return "bad signature"
+    return None
+
+
+def _integrity_cause(status: Status, keys: set[str]) -> str | None:
+    """Decryption began but never proved intact: tampered or truncated ciphertext."""
     if "BADMDC" in keys or ("BEGIN_DECRYPTION" in keys and "GOODMDC" not in keys):
-        return "decryption failed or incomplete: integrity check (MDC) failed, the " \
-               "ciphertext is tampered or truncated"
+        return ("decryption failed or incomplete: integrity check (MDC) failed, the "
+                "ciphertext is tampered or truncated")
+    return None
+
+
+#: In order: the first that matches is the cause reported.
+_DECRYPT_CAUSES = (_passphrase_cause, _secret_key_cause, _not_encrypted_cause,
+                   _signature_cause, _integrity_cause)
+
+
+def _gpg_exit_message(result: Any) -> str:
+    """gpg's exit code and its last ``gpg:`` line, for failures no status line explains."""
     last = [line for line in (result.stderr or "").splitlines() if line.startswith("gpg: ")]
     return f"gpg exited {result.returncode}: {last[-1][5:] if last else 'no message'}"
 
