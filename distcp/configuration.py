@@ -102,8 +102,10 @@ class CopyConfiguration:
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,
               **options: Any) -> CopyConfiguration:
         """Build from keyword options, filling unset ones from ``PYDISTCP_*`` env vars."""
-        _refuse_unknown(options, {f.name for f in fields(cls)})
-        run = {k: v for k, v in options.items() if k not in _CONVERTER_FIELDS}
+        names = {f.name for f in fields(cls)}
+        _refuse_unknown(options, names)
+        # a setting of both (buffer_size) goes to both: the run's copy loop and converters
+        run = {k: v for k, v in options.items() if k in names or k not in _CONVERTER_FIELDS}
         conv = _with_env_passphrase(
             {k: v for k, v in options.items() if k in _CONVERTER_FIELDS})
         run = _as_values(_parsed_strings(_with_environment(run)))

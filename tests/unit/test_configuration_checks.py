@@ -130,14 +130,16 @@ def test_explicit_options_win_over_the_environment(env: pytest.MonkeyPatch) -> N
     assert cfg.converter_options == ConverterOptions(gpg_home="/h", gpg_passphrase="mine")
 
 
-def test_a_buffer_size_keyword_goes_to_the_converters(env: pytest.MonkeyPatch) -> None:
-    """Pins today's behaviour: ``buffer_size`` is also a ConverterOptions field, so the
-    keyword lands there and the run's buffer still comes from the environment (reported
-    to the lead as a probable bug; a refactor must not change it silently)."""
+def test_a_buffer_size_keyword_sets_the_copy_buffer_and_the_converters(
+        env: pytest.MonkeyPatch) -> None:
+    """``buffer_size`` is a field of both the run and ConverterOptions: ``--buffer-size``
+    sizes the copy loop (it used to reach only the converters, the run's buffer then
+    coming from the environment) and, as given, beats ``PYDISTCP_BUFFER_SIZE``."""
     env.setenv("PYDISTCP_BUFFER_SIZE", "64K")
     cfg = CopyConfiguration.build(["/a"], "/b", buffer_size=8192)
-    assert cfg.buffer_size == 64 << 10
+    assert cfg.buffer_size == 8192
     assert cfg.converter_options == ConverterOptions(buffer_size=8192)
+    assert CopyConfiguration.build(["/a"], "/b").buffer_size == 64 << 10
 
 
 def test_an_empty_environment_variable_is_ignored(env: pytest.MonkeyPatch) -> None:
