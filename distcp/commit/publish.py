@@ -94,44 +94,91 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     publisher = publisher or PUBLISHERS.get("rename")()
     tallies = [_note_server_side_fallbacks(results)]
     files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
-    by_dataset: dict[str, list[TaskResult]] = defaultdict(list)
-    for r in results:
-        by_dataset[r.dataset_urn].append(r)
-    outcomes = [o for d in plan.datasets for o in outcomes_of(
-        d, by_dataset.get(d.urn, []), pub.ctx.storage(d.destination_root).capabilities)]
+    outcomes = _outcomes(plan, results, pub.ctx)
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
         tallies.append(_record_failures(outcome))
         pub.log.results("failed", [r for r in outcome.results if not r.ok])
-        per_file = pub.policy == "partial" or outcome.file_set == PER_FILE
-        wanted = outcome if outcome.ok else _ok_part(outcome) if per_file else None
-        if wanted is None or (pub.policy == "full" and not all_ok):
-            tallies.append(_keep_for_recovery(outcome, files, pub.recovery, pub.ctx))
-            done = [r for r in outcome.results if r.ok]
-            pub.log.results("copied", [r for r in done if _published(r)])
-            pub.log.results("not-published", [r for r in done if not _published(r)])
-            continue
-        try:
-            sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
-            pub.store.persist(sequence, pub.job_id)
-            sequence.run(pub.ctx)
-            pub.store.remove(sequence.id)
-        except (PublishError, StateError) as exc:
-            published = [r for r in wanted.results if _published(r)]
-            tallies.append(Tally(
-                failures=(Failure(fsutil.display(outcome.destination_root),
-                                  f"{exc}; the next run retries it"),),
-                files_not_published=sum(1 for r in wanted.results if r.staging
-                                        and not _published(r)))
-                        + _record_copied(published))
-            pub.log.results("copied", published)
-            pub.log.results("not-published", [r for r in wanted.results
-                                              if r.ok and not _published(r)])
-            continue
-        tallies.append(_record_published(wanted))
-        pub.log.results("copied", wanted.results)
-        pub.log.deleted(wanted.deletes)
+        wanted = _publishable(outcome, pub.policy, all_ok)
+        if wanted is None:
+            tallies.append(_hold_back(outcome, files, pub))
+        else:
+            tallies.append(_publish_set(publisher, outcome, wanted, files, pub))
     return tally_of(tallies)
+
+
+def _outcomes(plan: Plan, results: Sequence[TaskResult], ctx: CommitContext
+              ) -> list[FileSetOutcome]:
+    """Every file set of the plan, dataset by dataset, with what its storage can do."""
+    by_dataset: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in results:
+        by_dataset[r.dataset_urn].append(r)
+    return [o for d in plan.datasets for o in outcomes_of(
+        d, by_dataset.get(d.urn, []), ctx.storage(d.destination_root).capabilities)]
+
+
+def _publishable(outcome: FileSetOutcome, policy: CommitPolicy, all_ok: bool
+                 ) -> FileSetOutcome | None:
+    """What of the set to publish now; None: hold all of it back for recovery.
+
+    --commit-policy full holds every set back once any set failed; a failed set
+    publishes its good files only under --commit-policy partial or in a plain copy
+    (``PER_FILE``: each file is its own unit).
+    """
+    if policy == "full" and not all_ok:
+        return None
+    if outcome.ok:
+        return outcome
+    per_file = policy == "partial" or outcome.file_set == PER_FILE
+    return _ok_part(outcome) if per_file else None
+
+
+def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
+               pub: Publishing) -> Tally:
+    """Keep the set's verified copies for the next run, and log what stays unpublished
+    (objects a task already published, --visibility file, count as copied)."""
+    tally = _keep_for_recovery(outcome, files, pub.recovery, pub.ctx)
+    done = [r for r in outcome.results if r.ok]
+    pub.log.results("copied", [r for r in done if _published(r)])
+    pub.log.results("not-published", [r for r in done if not _published(r)])
+    return tally
+
+
+def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetOutcome,
+                 files: dict[str, CopyableFile], pub: Publishing) -> Tally:
+    """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log."""
+    try:
+        sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
+        _run_logged(sequence, pub)
+    except (PublishError, StateError) as exc:
+        return _publish_failed(outcome, wanted, exc, pub.log)
+    tally = _record_published(wanted)
+    pub.log.results("copied", wanted.results)
+    pub.log.deleted(wanted.deletes)
+    return tally
+
+
+def _run_logged(sequence: CommitSequence, pub: Publishing) -> None:
+    """Persisted before its first step, removed after its last: a crash in between
+    leaves it for the next run to replay."""
+    pub.store.persist(sequence, pub.job_id)
+    sequence.run(pub.ctx)
+    pub.store.remove(sequence.id)
+
+
+def _publish_failed(outcome: FileSetOutcome, wanted: FileSetOutcome, exc: Exception,
+                    log: RunLog) -> Tally:
+    """A set whose publish failed stays in the commit log for the next run; only what
+    tasks had already published (--visibility file) counts as copied."""
+    published = [r for r in wanted.results if _published(r)]
+    tally = Tally(
+        failures=(Failure(fsutil.display(outcome.destination_root),
+                          f"{exc}; the next run retries it"),),
+        files_not_published=sum(1 for r in wanted.results if r.staging
+                                and not _published(r))) + _record_copied(published)
+    log.results("copied", published)
+    log.results("not-published", [r for r in wanted.results if r.ok and not _published(r)])
+    return tally
 
 
 def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:

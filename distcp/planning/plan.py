@@ -9,7 +9,7 @@ two files share a destination.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from distcp.errors import DuplicateDestinationError, PlanningError
@@ -126,8 +126,12 @@ def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileSt
     return out
 
 
+#: (reason shown by --dry-run, copy?)
+Decision = tuple[str, bool]
+
+
 def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
-           compare: str = "default") -> tuple[str, bool]:
+           compare: str = "default") -> Decision:
     """(reason, copy?) for one file against what the target has at its destination.
 
     ``compare`` follows rclone: "ignore-existing" skips whatever the destination has,
@@ -143,38 +147,69 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
         return "destination exists (--ignore-existing)", False
     if f.origin.link_target is not None or existing.link_target is not None:
         return _decide_link(f.origin, existing)
-    if compare == "size-only":
-        if existing.size == f.origin.size:
-            return "same size (--size-only)", False
+    return _COMPARISONS.get(compare, _by_default)(f, existing)
+
+
+def _by_size_only(f: CopyableFile, existing: FileStatus) -> Decision:
+    """--size-only: mtimes and checksums are not trusted on this destination."""
+    if existing.size == f.origin.size:
+        return "same size (--size-only)", False
+    return "size differs", True
+
+
+def _by_checksum(f: CopyableFile, existing: FileStatus) -> Decision:
+    """--checksum: skip only on a known, equal checksum (never on a guess)."""
+    if existing.size != f.origin.size:
         return "size differs", True
-    if compare == "checksum":
-        if existing.size != f.origin.size:
-            return "size differs", True
-        if not (f.origin.checksum and existing.checksum):
-            return "no checksum known for both sides (--checksum)", True
-        if f.origin.checksum == existing.checksum:
-            return "same size and checksum (--checksum)", False
-        return "checksum differs", True
+    if not (f.origin.checksum and existing.checksum):
+        return "no checksum known for both sides (--checksum)", True
+    if f.origin.checksum == existing.checksum:
+        return "same size and checksum (--checksum)", False
+    return "checksum differs", True
+
+
+def _by_default(f: CopyableFile, existing: FileStatus) -> Decision:
+    """Checksums when both sides know one, else size, then mtime."""
     o = f.origin
-    same = same_mtime(existing.mtime, o.mtime)
     if f.converters:
-        if "t" in f.preserve and same:
-            return "converted copy with the same mtime exists", False
-        return "converted copy is older or differs", True
+        return _by_converted_mtime(f, existing)
     if o.checksum and existing.checksum:
         if o.checksum == existing.checksum and o.size == existing.size:
             return "same checksum", False
         return "checksum differs", True
     if existing.size != o.size:
         return "size differs", True
+    return _by_mtime(f, existing)
+
+
+def _by_converted_mtime(f: CopyableFile, existing: FileStatus) -> Decision:
+    """A converted copy differs from its source in size and checksum: only a preserved
+    mtime can tell that it is up to date."""
+    if "t" in f.preserve and same_mtime(existing.mtime, f.origin.mtime):
+        return "converted copy with the same mtime exists", False
+    return "converted copy is older or differs", True
+
+
+def _by_mtime(f: CopyableFile, existing: FileStatus) -> Decision:
+    """Same size: a preserved mtime must match; otherwise a destination at least as new
+    as the source is kept."""
     if "t" in f.preserve:
-        return ("same size and mtime", False) if same else ("mtime differs", True)
-    if existing.mtime >= o.mtime:
+        if same_mtime(existing.mtime, f.origin.mtime):
+            return "same size and mtime", False
+        return "mtime differs", True
+    if existing.mtime >= f.origin.mtime:
         return "same size, destination not older", False
     return "source is newer", True
 
 
-def _decide_link(origin: FileStatus, existing: FileStatus) -> tuple[str, bool]:
+#: ``compare`` modes with their own rule; any other goes to ``_by_default``.
+_COMPARISONS: dict[str, Callable[[CopyableFile, FileStatus], Decision]] = {
+    "size-only": _by_size_only,
+    "checksum": _by_checksum,
+}
+
+
+def _decide_link(origin: FileStatus, existing: FileStatus) -> Decision:
     """A link is its target text: the same text at the destination is the same link,
     whatever the comparison mode (size, mtime and checksum belong to files).
 

@@ -20,7 +20,6 @@ one whole-file result with the composed digest) and, on other filesystems only,
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from distcp.copying.ranges import range_result
 from distcp.copying.results import ResultKey
 from distcp.copying.writer import apply_attributes
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
-from distcp.storage import Storage, parse_staged
+from distcp.storage import Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
 
 #: Name of the staging file of a split file (locally: ranges written at their
@@ -174,43 +173,78 @@ def resumed_results(sf: SplitFile) -> list[TaskResult]:
     return [range_result(f, sf.split(i), key, rec, 0) for i, rec in sorted(sf.done.items())]
 
 
-def assemble_ranges(results: Sequence[TaskResult], splits: dict[str, SplitFile]
-                    ) -> list[TaskResult]:
+def assemble_ranges(results: Sequence[TaskResult], splits: dict[str, SplitFile],
+                    options: dict[str, Any] | None = None) -> list[TaskResult]:
     """Whole-file results: each split file's range results assembled into one (failed if
-    any range failed or is missing)."""
+    any range failed or is missing). ``options``: the destination's storage options
+    (the split stagings live there)."""
     out = [r for r in results if r.split_index < 0]
     by_guid: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
         if r.split_index >= 0:
             by_guid[r.guid].append(r)
     for guid, sf in splits.items():
-        out.append(_assembled(sf, by_guid.get(guid, [])))
+        out.append(_assembled(sf, by_guid.get(guid, []), options or {}))
     return out
 
 
-def _assembled(sf: SplitFile, ranges: list[TaskResult]) -> TaskResult:
-    f = sf.file
-    key, read = ResultKey.of(f, unit_id=-1, attempt="split"), sum(r.bytes_read for r in ranges)
+def _assembled(sf: SplitFile, ranges: list[TaskResult], options: dict[str, Any]) -> TaskResult:
+    """One split file's whole-file result; its staging gets the file's attributes."""
+    key, read = ResultKey.of(sf.file, unit_id=-1, attempt="split"), sum(r.bytes_read for r in ranges)
     ok = {r.split_index: r for r in ranges if r.ok}
     failed = [r for r in ranges if not r.ok]
     if failed or len(ok) != sf.count:
-        first = failed[0] if failed else None
-        missing = sf.count - len(ok)
-        return key.result(f.destination, "failed", bytes_read=read,
-                          error_type=first.error_type if first else "LostResult",
-                          message=first.message if first else
-                          f"{fsutil.display(f.origin.url)}: {missing} of {sf.count} ranges "
-                          "not copied; the next run copies only those",
-                          retryable=True)
+        return _incomplete(sf, key, read, failed[0] if failed else None, sf.count - len(ok))
     ordered = [ok[i] for i in range(sf.count)]
-    checksum = compose(bytes.fromhex(r.blocks) for r in ordered) \
-        if all(r.blocks for r in ordered) else ""
-    if parse_staged(sf.staging).needs_rename and os.path.exists(sf.staging):  # else CheckDigests fails it
-        apply_attributes(sf.staging, {}, mode=f.mode, owner=f.owner, group=f.group,
-                         mtime=(f.origin.mtime_ns or f.origin.mtime) if "t" in f.preserve
-                         else None)
-    return key.result(f.destination, bytes_read=read, staging=sf.staging,
-                      bytes_written=f.origin.size,
+    checksum = _whole_digest(ordered)
+    _set_attributes_in_place(sf, options)
+    return _whole(sf, key, read, ordered, checksum)
+
+
+def _whole(sf: SplitFile, key: ResultKey, read: int, ordered: list[TaskResult],
+           checksum: str) -> TaskResult:
+    """The whole file as one staged result: its ranges' parts in file order (an upload
+    completes from them), and the records folder publishing removes."""
+    return key.result(sf.file.destination, bytes_read=read, staging=sf.staging,
+                      bytes_written=sf.file.origin.size,
                       checksum=checksum, parts=tuple(p for r in ordered for p in r.parts),
                       records=sf.records,
                       bytes_server_side=sum(r.bytes_server_side for r in ordered))
+
+
+def _incomplete(sf: SplitFile, key: ResultKey, read: int, first: TaskResult | None,
+                missing: int) -> TaskResult:
+    """The failed whole-file result: the first failed range's error, else the count of
+    ranges that never reported (retryable: the next run copies only those)."""
+    if first is not None:
+        error_type, message = first.error_type, first.message
+    else:
+        error_type = "LostResult"
+        message = (f"{fsutil.display(sf.file.origin.url)}: {missing} of {sf.count} ranges "
+                   "not copied; the next run copies only those")
+    return key.result(sf.file.destination, "failed", bytes_read=read, error_type=error_type,
+                      message=message, retryable=True)
+
+
+def _whole_digest(ordered: list[TaskResult]) -> str:
+    """The file's digest composed from its ranges' block digests, in file order; empty
+    when a range has none (the file is then published without one)."""
+    if not all(r.blocks for r in ordered):
+        return ""
+    return compose(bytes.fromhex(r.blocks) for r in ordered)
+
+
+def _set_attributes_in_place(sf: SplitFile, options: dict[str, Any]) -> None:
+    """Ranges written at their offsets into one staging file (a storage with offset
+    writes: local disks) leave it without the source's mode and mtime: the driver sets
+    them once every range is in. Elsewhere the staging is an upload or, until the join
+    task writes it, absent. A missing staging file is left for CheckDigests to fail."""
+    if not parse_staged(sf.staging).needs_rename:
+        return
+    storage = storage_for(sf.staging, options)
+    if not (storage.capabilities.offset_writes and storage.exists(sf.staging)):
+        return
+    f = sf.file
+    apply_attributes(sf.staging, options, mode=f.mode, owner=f.owner, group=f.group,
+                     mtime=(f.origin.mtime_ns or f.origin.mtime) if "t" in f.preserve
+                     else None)

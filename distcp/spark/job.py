@@ -228,7 +228,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         summary.bytes_read += sum(r.bytes_read for r in results)
         summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
         summary.requests = request_count.total(r.requests for r in results)
-        assembled = assemble_ranges(results, splits)
+        assembled = assemble_ranges(results, splits, spec.dst_options)
         if spec.dst.capabilities.joins_parts and splits:
             t = time.monotonic()
             callback.message(f"joining the ranges of {len(splits)} split files")

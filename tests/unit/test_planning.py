@@ -149,3 +149,26 @@ def test_a_link_is_compared_by_its_target_text(origin, existing, compare, expect
     assert decide(f, existing, False, compare) == expected
     assert decide(f, existing, True, compare) == (
         expected if existing is None else ("--overwrite", True))
+
+
+def with_checksum(status: FileStatus, checksum: str) -> FileStatus:
+    from dataclasses import replace
+
+    return replace(status, checksum=checksum)
+
+
+@pytest.mark.parametrize("f, existing, expected", [
+    (cf("a.gz", converters=("gunzip",)), st(size=999),
+     ("converted copy with the same mtime exists", False)),
+    (cf("a.gz", converters=("gunzip",)), st(mtime=1.0), ("converted copy is older or differs", True)),
+    (cf("a.gz", preserve="p", converters=("gunzip",)), st(),
+     ("converted copy is older or differs", True)),
+    (CopyableFile(with_checksum(FileStatus("/src/a", 10, 100.0), "c1"), "/dst/a", "u", "all"),
+     with_checksum(st(size=11), "c1"), ("checksum differs", True)),
+    (CopyableFile(with_checksum(FileStatus("/src/a", 10, 100.0), "c1"), "/dst/a", "u", "all"),
+     st(size=11), ("size differs", True)),
+    (cf("a", preserve="p"), st(mtime=100.0), ("same size, destination not older", False)),
+    (cf("a", preserve="p"), st(mtime=50.0), ("source is newer", True)),
+])
+def test_every_default_comparison_names_its_reason(f, existing, expected) -> None:  # type: ignore[no-untyped-def]
+    assert decide(f, existing, False) == expected

@@ -242,3 +242,36 @@ def test_publishing_is_not_repeated_for_results_already_published(world: World) 
     after = StateStore(world.state, {}).load("urn:a")
     assert world.published() == {"a": b"a"}
     assert after.manifest == before.manifest
+
+
+def test_each_set_logs_its_outcome_and_the_failures_keep_their_order(world: World,
+                                                                     tmp_path: Path) -> None:
+    import json
+    from dataclasses import replace
+
+    from distcp.runlog import RunLog
+
+    world.add("p1/a", b"a", "p1")
+    world.add("p2/b", b"b", "p2")
+    world.add("p2/c", b"c", "p2", ok=False)
+    world.add("p3/d", b"d", "p3")
+    world.dst.mkdir(exist_ok=True)
+    (world.dst / "old.txt").write_bytes(b"gone soon")
+    (world.dst / "p3").write_bytes(b"a file where a directory must be")
+    log_path = tmp_path / "run.log"
+    log = RunLog(str(log_path), "job1")
+    pub = replace(world.publishing(), log=log)
+    plan = Plan((world.plan(delete=(str(world.dst / "old.txt"),)),))
+    summary = Summary()
+    summary.add(publish_plan(plan, world.results, pub))
+    log.close()
+    events = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert [(e["event"], Path(e["destination"]).name) for e in events] == [
+        ("copied", "a"), ("deleted", "old.txt"),
+        ("failed", "c"), ("not-published", "b"),
+        ("not-published", "d")]
+    assert [Path(f.path).name for f in summary.failures] == ["c", "dst"]
+    assert summary.failures[1].error.endswith("; the next run retries it")
+    assert (summary.files_copied, summary.files_failed, summary.files_not_published,
+            summary.files_deleted) == (1, 1, 2, 1)
+    assert world.published() == {"p1/a": b"a", "p3": b"a file where a directory must be"}

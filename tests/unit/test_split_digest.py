@@ -96,3 +96,59 @@ def test_credentials_inside_a_url_are_refused_without_echoing_them() -> None:
         CopyConfiguration.build(["s3://AKIA123:s3cr3tvalue@bucket/x"], "/dst")
     assert "s3cr3tvalue" not in str(info.value)
     assert CopyConfiguration.build(["s3://bucket/a:b@c"], "/dst")  # a key may hold ':' and '@'
+
+
+def range_results(sf: SplitFile, data: bytes, blocks: bool = True) -> list[TaskResult]:
+    out = []
+    for i in range(sf.count):
+        s = sf.split(i)
+        d = Digest()
+        d.update(data[s.offset:s.offset + s.length])
+        out.append(TaskResult(sf.file.guid, i, "a0", "/src/big", "/dst/big", "urn", "all", "ok",
+                              staging=sf.staging, bytes_read=s.length + 1,
+                              bytes_written=s.length, split_index=i,
+                              blocks=d.blocks().hex() if blocks else "",
+                              parts=((i + 1, f'"e{i}"', s.length),), bytes_server_side=i))
+    return out
+
+
+def test_an_assembled_local_file_gets_its_attributes_and_keeps_its_parts_in_order(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
+    staging = tmp_path / "data"
+    data = os.urandom(2 * MiB + 3)
+    staging.write_bytes(data)
+    f = replace(file(len(data)), mode=0o640, preserve="pt")
+    f = replace(f, origin=replace(f.origin, mtime=1_700_000_000.0))
+    sf = SplitFile(f, MiB, str(staging), str(tmp_path))
+    results = range_results(sf, data)
+    (joined,) = assemble_ranges(list(reversed(results)), {f.guid: sf})
+    assert joined.ok and joined.attempt == "split" and joined.unit_id == -1
+    assert joined.checksum == digest_of_bytes(data) and joined.staging == str(staging)
+    assert joined.bytes_read == len(data) + 3 and joined.bytes_written == len(data)
+    assert joined.parts == ((1, '"e0"', MiB), (2, '"e1"', MiB), (3, '"e2"', 3))
+    assert joined.bytes_server_side == 3 and joined.records == str(tmp_path)
+    assert staging.stat().st_mode & 0o777 == 0o640
+    assert staging.stat().st_mtime == 1_700_000_000.0
+
+
+def test_a_missing_staging_or_a_range_without_blocks_still_assembles(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = os.urandom(MiB + 1)
+    sf = SplitFile(file(len(data)), MiB, str(tmp_path / "gone"), str(tmp_path))
+    results = range_results(sf, data)
+    results[1] = replace(results[1], blocks="")
+    (joined,) = assemble_ranges(results, {sf.file.guid: sf})
+    assert joined.ok and joined.checksum == "" and not (tmp_path / "gone").exists()
+
+
+def test_a_failed_range_fails_its_file_with_the_range_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = os.urandom(MiB + 1)
+    sf = SplitFile(file(len(data)), MiB, str(tmp_path / "data"), str(tmp_path))
+    results = range_results(sf, data)
+    results[1] = replace(results[1], status="failed", error_type="SourceReadError",
+                         message="boom")
+    (bad,) = assemble_ranges(results, {sf.file.guid: sf})
+    assert (bad.status, bad.error_type, bad.message) == ("failed", "SourceReadError", "boom")
+    assert bad.retryable and bad.bytes_read == len(data) + 2 and bad.staging == ""
+    (lost,) = assemble_ranges([], {sf.file.guid: sf})
+    assert (lost.error_type, lost.message) == (
+        "LostResult", "/src/big: 2 of 2 ranges not copied; the next run copies only those")
