@@ -92,15 +92,36 @@ def check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) ->
 
 
 def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
-    """The origin still has its listed size and mtime (after a copy or a range of it)."""
-    shown = fsutil.display(file.origin.url)
-    if storage_for(file.origin.url, spec.src_options).capabilities.local_paths:
-        st = os.stat(os_path(file.origin.url))
+    """The origin still has its listed size and version (after a copy or a range of it).
+
+    The version is the ETag where the listing and the HEAD both give one: an object
+    store's mtime is not a version (``rclone serve s3`` lists milliseconds and answers
+    HEAD with whole seconds, and the two disagreed beyond the second on a few objects
+    in a thousand). Elsewhere it is the mtime, at the coarser precision of the two.
+    """
+    o = file.origin
+    shown = fsutil.display(o.url)
+    etag: str | None = None
+    if storage_for(o.url, spec.src_options).capabilities.local_paths:
+        st = os.stat(os_path(o.url))
         size, mtime = st.st_size, st.st_mtime
     else:
-        fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
+        fs, path = fsutil.filesystem(o.url, spec.src_options)
         request_count.count("head")  # one HEAD (or its protocol's stat) of the source
         now = fsutil.status(fs, fs.info(path))
-        size, mtime = now.size, now.mtime
-    if size != file.origin.size or not same_mtime(file.origin.mtime, mtime):
-        raise SourceReadError(f"source changed while copying: {shown}", path=shown)
+        size, mtime, etag = now.size, now.mtime, now.etag
+    if size != o.size:
+        change = f"listed {o.size} bytes, now {size}"
+    elif o.etag and etag:
+        if _bare(etag) == _bare(o.etag):
+            return
+        change = f"its ETag is no longer the listed {o.etag}"
+    elif same_mtime(o.mtime, mtime):
+        return
+    else:
+        change = f"listed mtime {o.mtime:.3f}, now {mtime:.3f}"
+    raise SourceReadError(f"source changed while copying: {shown} ({change})", path=shown)
+
+
+def _bare(etag: str) -> str:
+    return etag.strip().strip('"')

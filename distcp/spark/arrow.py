@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from distcp.spark.interrupts import interrupted
+
 #: Rows sent: an item's id and its pickle.
 ITEM_SCHEMA = "unit_id long, payload binary"
 #: Rows returned: the item's id and the pickle of its list of results.
@@ -40,7 +42,12 @@ def run_pickled(spark: Any, items: Sequence[tuple[int, Any]], runner: RunnerFact
     """
     with _one_task_each(spark, len(items)):
         df = spark.createDataFrame([(n, pickle.dumps(item)) for n, item in items], ITEM_SCHEMA)
-        rows = df.mapInArrow(partial(map_pickled, runner), RESULT_SCHEMA).collect()
+        try:
+            rows = df.mapInArrow(partial(map_pickled, runner), RESULT_SCHEMA).collect()
+        except Exception as exc:
+            if interrupted():  # the gateway broken by Ctrl-C, not a failed job
+                raise KeyboardInterrupt from exc
+            raise
     return [r for row in rows for r in pickle.loads(row["results"])]
 
 
@@ -51,11 +58,22 @@ def _one_task_each(spark: Any, count: int) -> Iterator[None]:
     spark.conf.set(_PARALLELISM_KEY, str(count))
     try:
         yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_PARALLELISM_KEY)
-        else:
-            spark.conf.set(_PARALLELISM_KEY, previous)
+    except KeyboardInterrupt:
+        # Not put back: Ctrl-C may have broken the gateway mid-call, and a failing call
+        # here would replace the interrupt with a Py4JError that fails every file (the
+        # session is ended after an interrupt anyway).
+        raise
+    except BaseException:
+        _put_back(spark, previous)
+        raise
+    _put_back(spark, previous)
+
+
+def _put_back(spark: Any, previous: str | None) -> None:
+    if previous is None:
+        spark.conf.unset(_PARALLELISM_KEY)
+    else:
+        spark.conf.set(_PARALLELISM_KEY, previous)
 
 
 def map_pickled(runner: RunnerFactory, batches: Iterator[Any]) -> Iterator[Any]:

@@ -20,6 +20,7 @@ from typing import Any
 from distcp.errors import SparkUnavailableError
 from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
+from distcp.spark.interrupts import plain_interrupts
 from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, is_local_master
 
 
@@ -89,7 +90,7 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
                     path=log_file) from None
     interrupted, jvm = False, _jvm_process()  # kept now: PySpark drops it on interrupt
     try:
-        with _plain_interrupts():
+        with plain_interrupts():
             yield spark
     except KeyboardInterrupt:
         interrupted = True
@@ -194,31 +195,6 @@ def start_engine(eng: Engine, master: str, conf: Mapping[str, str],
                    **conf}
     with eng.in_use():
         return eng.ensure(master, server_conf, inputs, idle_timeout(idle_s))
-
-
-@contextmanager
-def _plain_interrupts() -> Iterator[None]:
-    """Ctrl-C as a plain KeyboardInterrupt while our session runs.
-
-    PySpark's SIGINT handler calls ``cancelAllJobs`` through the gateway the main thread
-    is blocked in; py4j then logs the reentrant call's tracebacks on the root logger
-    (``logging.exception``: tens of lines on stderr). We end the JVM ourselves on
-    interrupt, so Python's own handler is enough, and a NullHandler on the root logger
-    keeps py4j's root-level records off the terminal meanwhile.
-    """
-    import logging
-    import threading
-
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
-    null = logging.NullHandler()
-    logging.getLogger().addHandler(null)
-    try:
-        yield
-    finally:
-        logging.getLogger().removeHandler(null)
-        if main and previous is not None:
-            signal.signal(signal.SIGINT, previous)
 
 
 def _jvm_process() -> int | None:

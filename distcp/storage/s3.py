@@ -139,7 +139,8 @@ def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:
     config = dict(options.get("config_kwargs") or {})
     config.setdefault("connect_timeout", min(CONNECT_TIMEOUT_S, limit))
     config.setdefault("read_timeout", min(READ_TIMEOUT_S, limit))
-    config.setdefault("retries", {"max_attempts": MAX_ATTEMPTS, "mode": "standard"})
+    # total_max_attempts counts the first try; botocore reads max_attempts as retries.
+    config.setdefault("retries", {"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"})
     config.setdefault("max_pool_connections", POOL_CONNECTIONS)
     return {**options, "config_kwargs": config}
 
