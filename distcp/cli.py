@@ -99,7 +99,8 @@ def main() -> None:
 @click.option("--files-from-manifest", metavar="FILE",
               help="Copy only the objects a manifest lists, like an S3 Inventory report: CSV "
                    "(optionally gzip'd; columns bucket,key[,size,last_modified_date,e_tag] or "
-                   "a header row naming them; keys URL-encoded) or Parquet. Rows with size "
+                   "a header row naming them; keys URL-encoded), Parquet, or an Inventory "
+                   "manifest.json (all its data files). Rows with size "
                    "and last_modified_date cost no request at planning. A path or URL.")
 @click.option("--overwrite", is_flag=True, help="Copy every file, even those DST already has.")
 @click.option("--checksum", "-c", is_flag=True,

@@ -140,7 +140,10 @@ def normalise(text: str, where: str) -> str:
 # --- --files-from-manifest ------------------------------------------------------------
 
 def manifest_format(head: bytes) -> str:
-    """``parquet``, ``csv.gz`` or ``csv``, from the first bytes of the manifest."""
+    """``parquet``, ``csv.gz``, ``json`` (an Inventory ``manifest.json``) or ``csv``, from
+    the first bytes of the manifest."""
+    if head.lstrip().startswith(b"{"):
+        return "json"
     if head.startswith(b"PAR1"):
         return "parquet"
     if head.startswith(b"\x1f\x8b"):
@@ -148,18 +151,29 @@ def manifest_format(head: bytes) -> str:
     return "csv"
 
 
-def parse_manifest(stream: IO[bytes], name: str, root: str) -> Iterator[ListedPath]:
+def parse_manifest(stream: IO[bytes], name: str, root: str,
+                   columns: Sequence[str] | None = None,
+                   seen: set[str] | None = None) -> Iterator[ListedPath]:
     """The entries of a manifest read from the seekable binary ``stream``.
 
     ``root`` is the source root as a path of its filesystem (``bucket/prefix`` on S3,
-    ``/data/src`` locally). Duplicates are kept once."""
+    ``/data/src`` locally). ``columns``: a CSV's column names when they are known from
+    elsewhere (an Inventory ``manifest.json``'s ``fileSchema``). Duplicates are kept
+    once (``seen``: across several files of one report)."""
     head = stream.read(4)
     stream.seek(0)
     kind = manifest_format(head)
+    if kind == "json":
+        raise ConfigurationError(f"{name}: an Inventory manifest.json lists data files; "
+                                 "read it with inventory_files")
+    names = column_names(columns) if columns is not None else None
+    if columns is not None and names is None:
+        raise ConfigurationError(f"{name}: fileSchema {', '.join(columns)} has no Bucket "
+                                 "and Key")
     rows = _parquet_rows(stream, name) if kind == "parquet" else \
-        _csv_rows(gzip.GzipFile(fileobj=stream) if kind == "csv.gz" else stream, name)
+        _csv_rows(gzip.GzipFile(fileobj=stream) if kind == "csv.gz" else stream, name, names)
     prefix = root.strip("/")
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for where, row in rows:
         entry = manifest_entry(row, prefix, f"{name} {where}", where)
         if entry.path not in seen:
@@ -248,20 +262,23 @@ def column_names(header: Sequence[str]) -> list[str] | None:
     return names if "bucket" in names and "key" in names else None
 
 
-def _csv_rows(stream: IO[bytes] | gzip.GzipFile, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(``line N``, row) of a CSV manifest; the first line decides header or data, pyarrow
-    reads the rest as text (never as numbers: a key ``007`` stays ``007``)."""
+def _csv_rows(stream: IO[bytes] | gzip.GzipFile, name: str, known: list[str] | None = None
+              ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(``line N``, row) of a CSV manifest; the first line decides header or data (unless
+    the columns are ``known``), pyarrow reads the rest as text (never as numbers: a key
+    ``007`` stays ``007``)."""
     first = stream.readline()
     if not first.strip():
         return
     cells = next(csv.reader([first.decode("utf-8")]))
-    names = column_names(cells)
     number = 1
-    if names is None:
-        if len(cells) < 2:
-            raise ConfigurationError(f"{name} line 1: a manifest row has at least the "
-                                     "columns bucket,key")
-        names = [*POSITIONAL, *("",) * len(cells)][:len(cells)]
+    header = column_names(cells) if known is None else None
+    names: list[str] = known if known is not None else header or \
+        [*POSITIONAL, *("",) * len(cells)][:len(cells)]  # no header: Inventory's order
+    if header is None:  # the first line is a row
+        if len(cells) < 2 or len(cells) != len(names):
+            raise ConfigurationError(f"{name} line 1: {len(cells)} column(s), expected "
+                                     f"{max(len(names), 2) if known else 'bucket,key[,...]'}")
         yield "line 1", _decoded(dict(zip(names, cells, strict=True)))
     for batch in _arrow_csv(stream, len(names), name):
         for row in batch.to_pylist():
@@ -317,6 +334,27 @@ def _parquet_rows(stream: IO[bytes], name: str) -> Iterator[tuple[str, dict[str,
         for row in batch.to_pylist():
             number += 1
             yield f"row {number}", {wanted[c]: v for c, v in row.items()}
+
+
+def inventory_files(document: bytes, name: str) -> tuple[list[str], list[str] | None]:
+    """The data files an S3 Inventory ``manifest.json`` lists (as ``s3://`` URLs) and,
+    for CSV, its column names (``fileSchema``: a CSV report has no header row)."""
+    import json
+
+    try:
+        doc = json.loads(document)
+        fmt = str(doc["fileFormat"]).upper()
+        bucket = str(doc["destinationBucket"]).rsplit(":", 1)[-1]
+        keys = [str(f["key"]) for f in doc["files"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"{name}: not an S3 Inventory manifest.json ({exc!r} "
+                                 "missing or malformed)") from None
+    if fmt not in ("CSV", "PARQUET"):
+        raise ConfigurationError(f"{name}: {fmt} inventory reports are not read; "
+                                 "configure the inventory as CSV or Parquet")
+    columns = [c.strip() for c in str(doc.get("fileSchema", "")).split(",")] \
+        if fmt == "CSV" else None
+    return [f"s3://{bucket}/{key}" for key in keys], columns
 
 
 def read_text(data: bytes) -> io.StringIO:

@@ -21,7 +21,14 @@ from typing import Any
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.model import FileStatus
-from distcp.planning.filelists import ListedPath, parse_lines, parse_manifest, read_text
+from distcp.planning.filelists import (
+    ListedPath,
+    inventory_files,
+    manifest_format,
+    parse_lines,
+    parse_manifest,
+    read_text,
+)
 from distcp.storage import capabilities_of
 from distcp.storage import filesystems as fsutil
 
@@ -46,7 +53,21 @@ def listed_paths(cfg: CopyConfiguration, root: str) -> Iterator[ListedPath]:
     data = _read(location, cfg, name)
     if cfg.files_from:
         return parse_lines(read_text(data), name)
+    if manifest_format(data[:16]) == "json":
+        return _inventory(data, cfg, name, root)
     return parse_manifest(io.BytesIO(data), name, root)
+
+
+def _inventory(document: bytes, cfg: CopyConfiguration, name: str, root: str
+               ) -> Iterator[ListedPath]:
+    """Every data file of an S3 Inventory ``manifest.json``, one after another (read with
+    the source's options), duplicates across files kept once."""
+    urls, columns = inventory_files(document, name)
+    seen: set[str] = set()
+    for url in urls:
+        shown = f"{name}: data file {url}"
+        data = _read(url, cfg, shown)
+        yield from parse_manifest(io.BytesIO(data), shown, root, columns, seen)
 
 
 def _read(location: str, cfg: CopyConfiguration, name: str) -> bytes:

@@ -194,3 +194,24 @@ def test_s3_parquet_manifest_plans_in_a_dry_run_and_rows_outside_src_are_refused
     assert r.stderr == (f"pydistcp: error: --files-from-manifest {manifest} row 2: "
                         "src/data/sp ace+plus=.txt is not under the source src/data/d; give "
                         "SRC as the bucket (or prefix) the manifest lists\n")
+
+
+def test_an_inventory_manifest_json_on_s3_reads_every_data_file_in_a_dry_run(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    client = s3.client()
+    for key, data in OBJECTS.items():
+        client.put_object(Bucket="src", Key=key, Body=data)
+    rows = inventory_rows(s3, ["data/a.bin", "data/d/e.txt", "data/sp ace+plus=.txt"])
+    for i, part in enumerate((rows[:2], rows[1:])):  # e.txt in both: planned once
+        client.put_object(Bucket="dst", Key=f"inv/data/{i}.csv.gz", Body=inventory_csv_gz(part))
+    manifest = {"sourceBucket": "src", "destinationBucket": "arn:aws:s3:::dst",
+                "fileFormat": "CSV",
+                "fileSchema": "Bucket, Key, Size, LastModifiedDate, ETag",
+                "files": [{"key": "inv/data/0.csv.gz"}, {"key": "inv/data/1.csv.gz"}]}
+    client.put_object(Bucket="dst", Key="inv/manifest.json", Body=json.dumps(manifest).encode())
+    r = run_cli("copy", "--dry-run", "--files-from-manifest", "s3://dst/inv/manifest.json",
+                "s3://src/data", str(tmp_path / "dst"), env=s3.env)
+    assert r.returncode == 0, r.stderr
+    assert [line.rsplit("  (", 1)[0] for line in r.stdout.splitlines()
+            if line.startswith("copy")] == [
+        f"copy   {tmp_path}/dst/{rel}" for rel in ("a.bin", "d/e.txt", "sp ace+plus=.txt")]

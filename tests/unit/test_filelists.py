@@ -17,6 +17,7 @@ from distcp.planning.filelists import (
     ListedPath,
     as_batches,
     from_batches,
+    inventory_files,
     manifest_format,
     normalise,
     parse_lines,
@@ -163,3 +164,26 @@ def test_configuration_refuses_lists_with_what_they_cannot_mean() -> None:
         with pytest.raises(ConfigurationError) as err:
             build(**kw)
         assert str(err.value) == message
+
+
+def test_an_inventory_manifest_json_names_its_data_files_and_csv_columns() -> None:
+    doc = (b'{"sourceBucket": "src", "destinationBucket": "arn:aws:s3:::inv",'
+           b' "fileFormat": "CSV", "fileSchema": "Bucket, Key, VersionId, IsLatest, Size,'
+           b' LastModifiedDate, ETag", "files": [{"key": "src/cfg/data/1.csv.gz", "size": 9,'
+           b' "MD5checksum": "x"}, {"key": "src/cfg/data/2.csv.gz"}]}')
+    assert manifest_format(doc[:16]) == "json"
+    urls, columns = inventory_files(doc, "m")
+    assert urls == ["s3://inv/src/cfg/data/1.csv.gz", "s3://inv/src/cfg/data/2.csv.gz"]
+    assert columns is not None and columns[2] == "VersionId"
+    # the fileSchema's order, VersionId and IsLatest included, decides the columns
+    data = gzip.compress(b'"src","pre/k+1","v9","true","7","2024-05-01T12:00:00.250Z","e"\n'
+                         b'"src","pre/k2","v1","true","8","2024-05-01T12:00:00.250Z","f"\n')
+    seen: set[str] = set()
+    got = list(parse_manifest(io.BytesIO(data), "m", "src/pre", columns, seen))
+    assert got == [ListedPath("k 1", "line 1", 7, T.timestamp(), '"e"'),
+                   ListedPath("k2", "line 2", 8, T.timestamp(), '"f"')]
+    assert list(parse_manifest(io.BytesIO(data), "m", "src/pre", columns, seen)) == []
+    with pytest.raises(ConfigurationError, match="ORC inventory reports are not read"):
+        inventory_files(doc.replace(b'"CSV"', b'"ORC"'), "m")
+    with pytest.raises(ConfigurationError, match="m: not an S3 Inventory manifest.json"):
+        inventory_files(b'{"files": []}', "m")
