@@ -63,6 +63,8 @@ def copy(
     min_age: float | str | None = None,
     max_age: float | str | None = None,
     links: Literal["skip", "follow", "copy"] = "skip",
+    files_from: str | None = None,
+    files_from_manifest: str | None = None,
     # how an existing destination file is compared (at most one of these)
     overwrite: bool = False,
     checksum: bool = False,

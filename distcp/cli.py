@@ -91,6 +91,17 @@ def main() -> None:
 @click.option("--max-age", metavar="DURATION",
               help="rclone: copy only files modified at most DURATION ago (e.g. 24h). Files a "
                    "filter leaves out are not deleted by --delete either.")
+@click.option("--files-from", metavar="FILE",
+              help="rclone: copy only the files FILE lists, one path a line relative to SRC "
+                   "('-': stdin; blank and #/; lines skipped, a leading / is SRC); SRC is not "
+                   "walked. A listed file SRC lacks is a failed file (exit 1); a path above "
+                   "SRC ('..') is refused (exit 2).")
+@click.option("--files-from-manifest", metavar="FILE",
+              help="Copy only the objects a manifest lists, like an S3 Inventory report: CSV "
+                   "(optionally gzip'd; columns bucket,key[,size,last_modified_date,e_tag] or "
+                   "a header row naming them; keys URL-encoded), Parquet, or an Inventory "
+                   "manifest.json (all its data files). Rows with size "
+                   "and last_modified_date cost no request at planning. A path or URL.")
 @click.option("--overwrite", is_flag=True, help="Copy every file, even those DST already has.")
 @click.option("--checksum", "-c", is_flag=True,
               help="rclone -c: skip a file when size and checksum match; copy when the "

@@ -88,6 +88,12 @@ class CopyConfiguration:
     #: publish) or "file" (each file, whole, as soon as it is copied: one PutObject for
     #: a small file). See distcp.planning.visibility.
     visibility: str = "file-set"
+    #: The files to copy, one path a line relative to SRC (``-``: stdin), instead of
+    #: walking SRC (rclone --files-from). See distcp.planning.filelists.
+    files_from: str | None = None
+    #: The files to copy as a CSV or Parquet manifest of bucket,key[,size,
+    #: last_modified_date,e_tag] rows, like an S3 Inventory report.
+    files_from_manifest: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
@@ -160,6 +166,26 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
                       f"--log-level must be one of {', '.join(LOG_LEVELS)}, not {{!r}}")
     yield _below(c.bwlimit, 1024, "--bwlimit must be at least 1K (bytes per second)")
     yield _below(c.buffer_size, 4096, "--buffer-size must be at least 4 KiB")
+    yield _list_problem(c)
+
+
+def _list_problem(c: CopyConfiguration) -> str | None:
+    """A list of files replaces the walk of one source tree: it names paths relative to
+    one SRC, and tells nothing of what the source lacks (so --delete has no basis)."""
+    if not (c.files_from or c.files_from_manifest):
+        return None
+    if c.files_from and c.files_from_manifest:
+        return "--files-from and --files-from-manifest are mutually exclusive"
+    flag = "--files-from" if c.files_from else "--files-from-manifest"
+    if len(c.sources) > 1:
+        return (f"{flag} takes one SRC (the root its paths are relative to), not "
+                f"{len(c.sources)}")
+    if c.dataset_glob:
+        return f"{flag} and --dataset-glob are mutually exclusive"
+    if c.delete:
+        return (f"{flag} cannot be used with --delete: the source is not listed, so "
+                "nothing tells what it lacks")
+    return None
 
 
 def _not_one_of(value: str, allowed: tuple[str, ...], complaint: str) -> str | None:

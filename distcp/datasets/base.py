@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from distcp.configuration import CopyConfiguration
-from distcp.model import CopyableDirectory, CopyableFile
+from distcp.errors import ConfigurationError
+from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage.filesystems import Skipped
+
+#: The entries of a dataset when they come from elsewhere than a walk of its root (a
+#: list the user gave): ``(filesystem, root path, skipped) -> (path, FileStatus)`` pairs,
+#: appending what is not copied, and why, to ``skipped``.
+EntrySource = Callable[[Any, str, list[Skipped]], Iterable[tuple[str, FileStatus]]]
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,12 @@ class CopyableDataset(ABC):
     @abstractmethod
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
         """The CopyableFiles and directories of this dataset (reads the origin only)."""
+
+    def listing_from(self, cfg: CopyConfiguration, entries: EntrySource) -> DatasetListing:
+        """The dataset's listing made of ``entries`` instead of its own listing (files
+        named by ``--files-from``); a dataset that cannot take them says so."""
+        raise ConfigurationError(f"{type(self).__name__} ({self.urn}) cannot copy from a list "
+                                 "of files (--files-from, --files-from-manifest)")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.urn!r} -> {self.destination_root!r})"

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from distcp.configuration import CopyConfiguration
 from distcp.converters.base import Converter, build_chain, rename_through
-from distcp.datasets.base import CopyableDataset, DatasetListing
+from distcp.datasets.base import CopyableDataset, DatasetListing, EntrySource
+from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
 
@@ -37,6 +38,18 @@ class RecursiveCopyableDataset(CopyableDataset):
         self.converters = None if converters is None else tuple(converters)
 
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
+        return self._listing(cfg, None)
+
+    def listing_from(self, cfg: CopyConfiguration, entries: EntrySource) -> DatasetListing:
+        """Only the files ``entries`` names, the tree not walked; of the directories only
+        the root (its mode and mtime kept): the parents of copied files are created."""
+        if self.is_file:
+            raise PlanningError(f"{fsutil.display(self.root)} is a file: a list of files "
+                                "needs SRC to be the directory (or bucket/prefix) its paths "
+                                "are relative to", path=self.root)
+        return self._listing(cfg, entries)
+
+    def _listing(self, cfg: CopyConfiguration, entries: EntrySource | None) -> DatasetListing:
         fs, root = fsutil.filesystem(self.root, cfg.src_options)
         if self.converters is not None:
             cfg = cfg.with_(converters=self.converters)
@@ -53,7 +66,9 @@ class RecursiveCopyableDataset(CopyableDataset):
         dirs = [self._directory(root_status, self.destination_root, cfg)]
         skipped: list[fsutil.Skipped] = []
         wanted = cfg.file_filter
-        for path, origin in fsutil.walk(fs, root, cfg.links, skipped):
+        found = entries(fs, root, skipped) if entries is not None else \
+            fsutil.walk(fs, root, cfg.links, skipped)
+        for path, origin in found:
             rel = fsutil.relpath(path, root)
             dest = fsutil.join(self.destination_root, rel)
             if origin.is_dir:

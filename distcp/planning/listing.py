@@ -7,15 +7,16 @@ done by the pure functions of ``planning``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from distcp.commit.state import DatasetState, StateStore
 from distcp.configuration import CopyConfiguration
-from distcp.datasets.base import CopyableDataset
+from distcp.datasets.base import CopyableDataset, DatasetListing
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
+from distcp.planning.listed import list_flag, listed_entries, listed_paths
 from distcp.planning.plan import (
     DatasetPlan,
     Plan,
@@ -89,7 +90,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     skipped: list[fsutil.Skipped] = []
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
-        listing = ds.listing(cfg)
+        listing = source_listing(ds, cfg)
         skipped.extend(listing.skipped)
         seen, selected = seen + listing.seen, selected + len(listing.files)
         if cfg.incremental and state is not None and not cfg.delete:
@@ -115,6 +116,19 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     check_duplicates(plans)
     check_max_delete(plans, cfg.max_delete)
     return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
+
+
+def source_listing(ds: CopyableDataset, cfg: CopyConfiguration) -> DatasetListing:
+    """The dataset's listing: a walk of its tree, or, with ``--files-from`` or
+    ``--files-from-manifest``, the files the list names (the tree is not walked)."""
+    if list_flag(cfg) is None:
+        return ds.listing(cfg)
+
+    def entries(fs: Any, root: str, skipped: list[fsutil.Skipped]
+                ) -> Iterator[tuple[str, FileStatus]]:
+        return listed_entries(fs, root, listed_paths(cfg, root), cfg, skipped)
+
+    return ds.listing_from(cfg, entries)
 
 
 def _filtered_out(target: dict[str, FileStatus], ds: CopyableDataset,
