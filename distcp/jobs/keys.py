@@ -39,7 +39,8 @@ SECRET_FLAGS = {"gpg_passphrase_file": "gpg_passphrase"}
 RUN_ONLY_FLAGS = ("dry_run", "verbose", "quiet")
 #: The type names of click's parameter types, as the job file reads them.
 _KINDS = {"boolean": "bool", "integer": "int", "integer range": "int", "float": "float",
-          "float range": "float", "choice": "str", "path": "str", "text": "str"}
+          "float range": "float", "choice": "str", "path": "str", "file": "str",
+          "directory": "str", "text": "str"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,9 @@ def _spec(option: Any) -> KeySpec | None:
     section = ("dataset" if name in DATASET_KEYS else
                "branch" if name in BRANCH_KEYS or name in SECRET_FLAGS.values() else "run")
     kind, path = _kind(option, name)
-    default = option.default if option.default not in (None, False, ()) else None
+    # click 8.3 marks "no default" with a sentinel object: only plain values are defaults
+    plain = isinstance(option.default, (str, int, float)) and option.default is not False
+    default = option.default if plain else None
     return KeySpec(name, kind, section, help=option.help or "",
                    choices=tuple(getattr(option.type, "choices", ()) or ()),
                    minimum=getattr(option.type, "min", None), path=path,
@@ -105,7 +108,8 @@ def _kind(option: Any, name: str) -> tuple[str, bool]:
     if name in DURATIONS:
         return "duration", False
     type_name = option.type.name
-    path = type_name == "path" or option.metavar in ("FILE", "URL")
+    # click.Path is named path, file or directory after what it accepts
+    path = type_name in ("path", "file", "directory") or option.metavar in ("FILE", "URL")
     return _KINDS.get(type_name, "str"), path
 
 

@@ -59,12 +59,13 @@ class StorageRule:
 
 @dataclass(frozen=True)
 class Job:
-    """One job file, validated and with its references resolved."""
+    """One job file, validated and with its references resolved (``settings`` may hold a
+    Spark setting's secret: kept out of repr, as the storage options are)."""
 
     path: str
     datasets: tuple[Dataset, ...]
     branches: tuple[Branch, ...]
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict, repr=False)
     storage: tuple[StorageRule, ...] = field(default=(), repr=False)
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Job:
