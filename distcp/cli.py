@@ -13,7 +13,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,6 +34,9 @@ from distcp.errors import (
     EnvironmentProblem,
     PlanningError,
 )
+
+if TYPE_CHECKING:
+    from distcp.jobs.keys import KeySpec
 
 COPY_HELP = """Copy SRC... to DST as a Spark job, verified, published per file set.
 
@@ -325,8 +328,8 @@ def run_command(ctx: click.Context, job_file: str, **flags: Any) -> None:
     _run(lambda: _run_job(job_file, given))
 
 
-def job_keys() -> tuple[Any, ...]:
-    """The job file's keys (KeySpec): ``copy``'s options, as distcp.jobs.keys reads them."""
+def job_keys() -> tuple[KeySpec, ...]:
+    """The job file's keys: ``copy``'s options, as distcp.jobs.keys reads them."""
     from distcp.jobs.keys import keys_from_options
 
     return keys_from_options(copy_command.params)
