@@ -13,7 +13,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,6 +34,9 @@ from distcp.errors import (
     EnvironmentProblem,
     PlanningError,
 )
+
+if TYPE_CHECKING:
+    from distcp.jobs.keys import KeySpec
 
 COPY_HELP = """Copy SRC... to DST as a Spark job, verified, published per file set.
 
@@ -214,24 +217,29 @@ def copy_command(paths: tuple[str, ...], **flags: Any) -> None:
 
 
 def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
+    return _copy_and_report(list(paths[:-1]), paths[-1], _options(flags))
+
+
+def _copy_and_report(sources: list[str], destination: str, options: dict[str, Any]) -> int:
+    """``distcp.copy`` with ``options`` (its keywords), then the plan, failures and
+    summary on the terminal; the exit status. Shared by ``copy`` and ``run``."""
     from distcp import copy
     from distcp.callbacks import Callback, TextProgress
 
-    options = _options(flags)
-    level = options["log_level"]
-    progress = not flags["no_progress"] and not flags["dry_run"] and level != "error"
+    level, dry_run = options.get("log_level") or "notice", bool(options.get("dry_run"))
+    progress = options.get("progress", True) and not dry_run and level != "error"
     callback: Callback = TextProgress() if progress else Callback()
     _debug_logging(level)
-    summary = copy(list(paths[:-1]), paths[-1], callback=callback, **options)
+    summary = copy(sources, destination, callback=callback, **options)
     # --summary-json - keeps stdout one JSON document (the API wrote it): the human
     # lines go to stderr
-    to_stdout = flags["summary_json"] == "-"
+    to_stdout = options.get("summary_json") == "-"
     for row in summary.plan:  # a dry run's plan is its output; -v's decisions are status
         click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})",
-                   err=to_stdout or not flags["dry_run"])
+                   err=to_stdout or not dry_run)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
-    if level != "error" or flags["dry_run"]:
+    if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1
 
@@ -296,6 +304,60 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
         opts["gpg_passphrase"] = Path(flags["gpg_passphrase_file"]).read_text().rstrip("\r\n")
     opts["progress"] = not flags["no_progress"]
     return opts
+
+
+RUN_HELP = """Run the job JOB.toml describes: its datasets, its branch and the copy's
+settings (README "Job files"; the format: docs/job.schema.json).
+
+\b
+A relative path in the file is under the file's folder. Secrets are given
+by reference only: { env = "NAME" } or { file = "path" }. The flags below
+are copy's run settings: one given here (or by its PYDISTCP_* variable)
+wins over the file's key of the same name.
+"""
+
+
+@main.command("run", help=RUN_HELP + EXIT_HELP, no_args_is_help=True)
+@click.argument("job_file", metavar="JOB.toml")
+@click.pass_context
+def run_command(ctx: click.Context, job_file: str, **flags: Any) -> None:
+    from click.core import ParameterSource
+
+    given = {name: value for name, value in flags.items() if ctx.get_parameter_source(name)
+             in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+    _run(lambda: _run_job(job_file, given))
+
+
+def job_keys() -> tuple[KeySpec, ...]:
+    """The job file's keys: ``copy``'s options, as distcp.jobs.keys reads them."""
+    from distcp.jobs.keys import keys_from_options
+
+    return keys_from_options(copy_command.params)
+
+
+def _run_job(job_file: str, given: dict[str, Any]) -> int:
+    from distcp.jobs import load_job
+
+    job = load_job(job_file, job_keys()).with_overrides(_overrides(given))
+    return _copy_and_report(*job.copy_arguments())
+
+
+def _overrides(given: dict[str, Any]) -> dict[str, Any]:
+    """``run``'s flags the user gave, as job keys: sizes and durations parsed (an error
+    names the flag), --conf as a mapping, -v/-q as log_level."""
+    from distcp.options import DURATIONS, SIZES
+
+    out = {_RENAMED.get(k, k): v for k, v in given.items()
+           if k not in ("verbose", "quiet", "spark_conf")}
+    if {"log_level", "verbose", "quiet"} & set(given):
+        out["log_level"] = _log_level({"log_level": None, "verbose": 0, "quiet": False,
+                                       **given})
+    if "spark_conf" in given:
+        out["conf"] = parse_key_values(given["spark_conf"], "--conf")
+    for names, parse in ((SIZES, parse_size), (DURATIONS, parse_duration)):
+        for name in set(names) & set(out):
+            out[name] = parse_flag(parse, out[name], name)
+    return out
 
 
 def _run(action: Any) -> None:
@@ -543,3 +605,14 @@ def engine_status(as_json: bool, master: str) -> None:
         return 0
 
     _run(action)
+
+
+def _add_run_flags() -> None:
+    """``run`` takes ``copy``'s run-time flags: the same click options, so the same help,
+    types and defaults (distcp.jobs.keys.run_flags chooses them)."""
+    from distcp.jobs.keys import run_flags
+
+    run_command.params.extend(run_flags(copy_command.params))
+
+
+_add_run_flags()
