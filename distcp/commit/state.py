@@ -71,6 +71,8 @@ class DatasetState:
     applied: list[str] = field(default_factory=list)  # sequence ids already merged
     segments: list[mf.Segment] = field(default_factory=list)  # live, oldest first
     next_seq: int = 1
+    #: Files a merge replaced, listed until they are removed (``StateStore.compact``).
+    garbage: list[str] = field(default_factory=list)
     #: A version-1 document's inline manifest, until the next save migrates it.
     legacy: dict[str, list[Any]] | None = field(default=None, repr=False)
     reader: Callable[[DatasetState], dict[str, list[Any]]] | None = field(
@@ -90,7 +92,7 @@ class DatasetState:
         return json.dumps({"version": VERSION, "urn": self.urn, "watermark": self.watermark,
                            "runs": self.runs[-MAX_RUNS:], "applied": self.applied[-MAX_APPLIED:],
                            "segments": [s.to_dict() for s in self.segments],
-                           "next_seq": self.next_seq}, sort_keys=True).encode()
+                           "garbage": self.garbage, "next_seq": self.next_seq}, sort_keys=True).encode()
 
 
 class StateStore:
@@ -128,8 +130,8 @@ class StateStore:
         return DatasetState(urn, data.get("watermark"), data.get("runs", []),
                             data.get("applied", []),
                             [mf.Segment.from_dict(s) for s in data.get("segments", [])],
-                            int(data.get("next_seq", 1)), data.get("manifest") or None,
-                            reader=self.manifest_of)
+                            int(data.get("next_seq", 1)), list(data.get("garbage", [])),
+                            data.get("manifest") or None, reader=self.manifest_of)
 
     def save(self, state: DatasetState) -> None:
         """Replace the document (migrating a version-1 manifest to a segment first)."""
@@ -188,6 +190,7 @@ class StateStore:
         storage = storage_for(self.folder_of(urn), self.options)
         storage.prepare_folder(self.folder_of(urn))
         storage.write_atomic(self.segment_url(urn, name), mf.to_parquet(table))
+        crash_point("segment_written")
         return int(table.num_rows)
 
     def table_of(self, state: DatasetState, columns: Sequence[str] = mf.COLUMNS) -> Any:
@@ -215,42 +218,46 @@ class StateStore:
                    .num_rows)
 
     def compact(self, state: DatasetState, threshold: int = mf.COMPACT_AFTER) -> bool:
-        """Merge the newest segments once there are more than ``threshold``; False when
-        there is nothing to do.
+        """Merge the newest segments once there are more than ``threshold``, then
+        remove the files that replaced; False when there was nothing to merge.
 
         Crash-safe by its order: the merged file is written under a new name (the old
-        segments still listed), then the document is switched to it, then the old
-        files are removed, oldest first. A folder read at any instant resolves to the
-        same manifest; files a crash left behind are removed by the next merge.
+        segments still listed), then the document lists it instead of them and names
+        them as ``garbage``, then they are removed (oldest first) and the document says
+        so. A folder read at any instant resolves to the same manifest; a crash leaves
+        garbage the document names, removed by the next call.
         """
         self._migrate(state)
         n = mf.to_merge(state.segments, threshold)
-        if not n:
-            return False
-        merged = state.segments[-n:]
-        table = mf.newest(self.table_of(_only(state, merged)),
-                          keep_tombstones=n < len(state.segments))
-        name = mf.merged_name(merged)
-        self._write_segment(state.urn, name, table)
-        crash_point("compaction_written")
-        state.segments = state.segments[:-n] + [mf.Segment(name, int(table.num_rows),
-                                                           merged[-1].seq)]
-        self.save(state)
-        crash_point("compaction_switched")
-        self.sweep(state)
-        return True
+        if n:
+            merged = state.segments[-n:]
+            table = mf.newest(self.table_of(_only(state, merged)),
+                              keep_tombstones=n < len(state.segments))
+            name = mf.merged_name(merged)
+            self._write_segment(state.urn, name, table)
+            crash_point("compaction_written")
+            state.segments = state.segments[:-n] + [mf.Segment(name, int(table.num_rows),
+                                                               merged[-1].seq)]
+            state.garbage = sorted({*state.garbage, *(s.name for s in merged)}, key=mf.age)
+            self.save(state)
+            crash_point("compaction_switched")
+        if state.garbage or n:
+            self.sweep(state)
+            state.garbage = []
+            self.save(state)
+        return bool(n)
 
     def sweep(self, state: DatasetState) -> None:
-        """Remove the files of the manifest folder that no live segment names: merged
-        segments (oldest first), leftovers of crashed writes and merges."""
+        """Remove the files of the manifest folder that no live segment names, oldest
+        first: replaced segments, and what crashed writes and merges left."""
         storage = storage_for(self.folder_of(state.urn), self.options)
         fs, path = storage.fs(self.folder_of(state.urn))
         live = {s.name for s in state.segments}
         try:
-            names = sorted(n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(path, detail=False))
+            names = {n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(path, detail=False)}
         except FileNotFoundError:
-            return
-        for name in sorted((n for n in names if n not in live), key=mf.age):
+            names = set()
+        for name in sorted(names - live, key=mf.age):
             storage.remove(self.segment_url(state.urn, name))
             crash_point("compaction_removed")
 

@@ -79,14 +79,16 @@ class AppendManifest(_StateChange):
 class CompactManifest(CommitStep):
     """Merge the dataset's newest manifest segments once there are more than
     ``threshold`` (``StateStore.compact``: merged file, then the document, then the
-    old files). Done when the document lists no more than ``threshold``."""
+    old files). Done when the document lists no more than ``threshold`` segments and
+    no replaced file still to remove."""
 
     kind: ClassVar[str] = "compact-manifest"
     urn: str
     threshold: int = COMPACT_AFTER
 
     def verify(self, ctx: CommitContext) -> bool:
-        return len(_store(ctx).load(self.urn).segments) <= self.threshold
+        state = _store(ctx).load(self.urn)
+        return len(state.segments) <= self.threshold and not state.garbage
 
     def execute(self, ctx: CommitContext) -> None:
         store = _store(ctx)
