@@ -25,7 +25,7 @@ def manifest_frame(spark: Any, folder: str) -> Any:
     temporary file beside the segments (removed by the next merge).
     """
     from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's own idiom
+    from pyspark.sql import functions as F
 
     rows = spark.read.schema(SEGMENT_SCHEMA).option("pathGlobFilter", "*.parquet") \
         .parquet(folder)

@@ -30,7 +30,6 @@ from tests.fixtures.commit_scenarios import (
     URN,
     LocalLayout,
     local_inputs,
-    local_sequence,
     replay_into,
     snapshot_local,
 )
