@@ -17,7 +17,13 @@ from typing import Literal
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state import urn_key
-from distcp.commit.state_steps import AdvanceWatermark, EmitEvent, RecordRun
+from distcp.commit.state_steps import (
+    AdvanceWatermark,
+    AppendManifest,
+    CompactManifest,
+    EmitEvent,
+    RecordRun,
+)
 from distcp.commit.steps import CommitContext, CommitSequence, RemoveStaging
 from distcp.commit.upload_steps import abort_uploads
 from distcp.converters.base import NOT_EXPANDED
@@ -210,9 +216,11 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
     steps = list(base.steps)
     if recovered:
         steps.append(RemoveStaging(recovered))
+    if entries or outcome.deletes:
+        steps += [AppendManifest(sid, outcome.dataset_urn, entries, tuple(outcome.deletes)),
+                  CompactManifest(outcome.dataset_urn)]
     steps += [
-        AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None, entries,
-                         tuple(outcome.deletes)),
+        AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None),
         RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
                   "ok" if complete and outcome.ok else "partial", len(staged), nbytes,
                   pub.started),

@@ -1,25 +1,40 @@
-"""Per-dataset state: watermark, manifest of what was published, run history.
+"""Per-dataset state: watermark, run history, and the manifest of what was published.
 
 One JSON document per dataset URN under ``<state root>/datasets/``, replaced
-atomically (temp + rename on filesystems, one PUT on object stores). Only commit
-steps change it, in the same CommitSequence as the data it describes, so the
-watermark can never move ahead of the data.
+atomically (temp + rename on filesystems, one PUT on object stores). It holds only
+what grows with file sets (watermark, runs, applied sequence ids) and the list of
+live manifest segments; the manifest itself is Parquet under
+``<state root>/manifests/<key>/``, one segment appended per published file set
+(``distcp.commit.manifest``). Only commit steps change either, in the same
+CommitSequence as the data they describe, so the watermark can never move ahead of
+the data.
+
+A document of the first format (version 1: the manifest inline) is read as it is
+and migrated by its next save: the inline manifest becomes the first segment, then
+the document is replaced. A crash between the two leaves the old document, which
+the next save migrates again: nothing is lost.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from distcp.commit import manifest as mf
 from distcp.errors import StateError
+from distcp.faults import crash_point
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
 
 MAX_RUNS = 50
-MAX_APPLIED = 200
+MAX_APPLIED = 300  # three markers per sequence (manifest, watermark, run)
+VERSION = 2
+#: The segment a version-1 document's inline manifest becomes (seq 0: oldest of all).
+MIGRATED = mf.segment_name(0, "migrated")
 
 
 def read_json(url: str, options: dict[str, Any], what: str) -> Any:
@@ -43,22 +58,45 @@ def urn_key(urn: str) -> str:
 
 @dataclass
 class DatasetState:
-    """What pydistcp knows about one dataset's destination."""
+    """What pydistcp knows about one dataset's destination.
+
+    ``manifest`` (dest -> [size, origin mtime, digest, guid]) is read from the
+    segments on first use and kept up to date by appends in this process; it is a
+    view: change the manifest through ``StateStore.append_segment`` only.
+    """
 
     urn: str
     watermark: float | None = None
-    manifest: dict[str, list[Any]] = field(default_factory=dict)  # dest -> [size, mtime, digest, guid]
     runs: list[dict[str, Any]] = field(default_factory=list)
     applied: list[str] = field(default_factory=list)  # sequence ids already merged
+    segments: list[mf.Segment] = field(default_factory=list)  # live, oldest first
+    next_seq: int = 1
+    #: Files a merge replaced, listed until they are removed (``StateStore.compact``).
+    garbage: list[str] = field(default_factory=list)
+    #: A version-1 document's inline manifest, until the next save migrates it.
+    legacy: dict[str, list[Any]] | None = field(default=None, repr=False)
+    reader: Callable[[DatasetState], dict[str, list[Any]]] | None = field(
+        default=None, repr=False, compare=False)
+    _manifest: dict[str, list[Any]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def manifest(self) -> dict[str, list[Any]]:
+        if self._manifest is None:
+            self._manifest = self.reader(self) if self.reader else dict(self.legacy or {})
+        return self._manifest
 
     def to_json(self) -> bytes:
-        return json.dumps({"version": 1, "urn": self.urn, "watermark": self.watermark,
-                           "manifest": self.manifest, "runs": self.runs[-MAX_RUNS:],
-                           "applied": self.applied[-MAX_APPLIED:]}, sort_keys=True).encode()
+        if self.legacy:
+            raise StateError(f"dataset state of {self.urn}: the inline manifest must be "
+                             "migrated to a segment before the document is written")
+        return json.dumps({"version": VERSION, "urn": self.urn, "watermark": self.watermark,
+                           "runs": self.runs[-MAX_RUNS:], "applied": self.applied[-MAX_APPLIED:],
+                           "segments": [s.to_dict() for s in self.segments],
+                           "garbage": self.garbage, "next_seq": self.next_seq}, sort_keys=True).encode()
 
 
 class StateStore:
-    """The ``datasets/`` part of a state root."""
+    """The ``datasets/`` and ``manifests/`` parts of a state root."""
 
     def __init__(self, root: str, options: dict[str, Any],
                  cache: dict[str, DatasetState] | None = None) -> None:
@@ -69,6 +107,13 @@ class StateStore:
     def url_of(self, urn: str) -> str:
         return fsutil.join(self.root, "datasets", f"{urn_key(urn)}.json")
 
+    def folder_of(self, urn: str) -> str:
+        """The dataset's manifest folder: Parquet segments only, readable by Spark."""
+        return fsutil.join(self.root, "manifests", urn_key(urn))
+
+    def segment_url(self, urn: str, name: str) -> str:
+        return fsutil.join(self.folder_of(urn), name)
+
     def load(self, urn: str) -> DatasetState:
         """The dataset's state, read once per run; callers change it only to save it."""
         if urn not in self.cache:
@@ -78,20 +123,35 @@ class StateStore:
     def _read(self, urn: str) -> DatasetState:
         data = read_json(self.url_of(urn), self.options, "dataset state")
         if data is None:
-            return DatasetState(urn)
+            return DatasetState(urn, reader=self.manifest_of)
         if not isinstance(data, dict) or data.get("urn") != urn:
             raise StateError(f"dataset state {fsutil.display(self.url_of(urn))} does not "
                              f"describe {urn}; move it aside and run again")
-        return DatasetState(urn, data.get("watermark"), data.get("manifest", {}),
-                            data.get("runs", []), data.get("applied", []))
+        return DatasetState(urn, data.get("watermark"), data.get("runs", []),
+                            data.get("applied", []),
+                            [mf.Segment.from_dict(s) for s in data.get("segments", [])],
+                            int(data.get("next_seq", 1)), list(data.get("garbage", [])),
+                            data.get("manifest") or None, reader=self.manifest_of)
 
     def save(self, state: DatasetState) -> None:
+        """Replace the document (migrating a version-1 manifest to a segment first)."""
         try:
+            self._migrate(state)
             write_atomic(self.url_of(state.urn), state.to_json(), self.options)
         except BaseException:
             self.cache.pop(state.urn, None)  # what is on disk is the truth again
             raise
         self.cache[state.urn] = state
+
+    def _migrate(self, state: DatasetState) -> None:
+        if not state.legacy:
+            state.legacy = None
+            return
+        entries = [(d, int(v[0]), float(v[1]), v[2] or "", v[3])
+                   for d, v in state.legacy.items()]
+        rows = self._write_segment(state.urn, MIGRATED, mf.segment_table(entries, (), 0))
+        state.segments.insert(0, mf.Segment(MIGRATED, rows, 0))
+        state.legacy = None
 
     def all(self) -> list[DatasetState]:
         fs, path = fsutil.filesystem(fsutil.join(self.root, "datasets"), self.options)
@@ -105,3 +165,102 @@ class StateStore:
                 data = read_json(fsutil.to_url(fs, name), self.options, "dataset state")
                 out.append(self.load(data["urn"]))
         return out
+
+    # -- the manifest ---------------------------------------------------------------
+    def append_segment(self, state: DatasetState, sequence_id: str,
+                       entries: Sequence[mf.Entry], removed: Iterable[str]) -> None:
+        """Write one publish's entries and deletions as a segment named after its
+        sequence and list it in ``state`` (saved by the caller). Nothing to record: no
+        segment."""
+        removed = tuple(removed)
+        if not entries and not removed:
+            return
+        seq = state.next_seq
+        name = mf.segment_name(seq, sequence_id)
+        rows = self._write_segment(state.urn, name, mf.segment_table(entries, removed, seq))
+        state.segments.append(mf.Segment(name, rows, seq))
+        state.next_seq = seq + 1
+        if state._manifest is not None:  # keep a manifest already read up to date
+            for dest in removed:
+                state._manifest.pop(dest, None)
+            for dest, size, mtime, digest, guid in entries:
+                state._manifest[dest] = [size, mtime, digest or "", guid]
+
+    def _write_segment(self, urn: str, name: str, table: Any) -> int:
+        storage = storage_for(self.folder_of(urn), self.options)
+        storage.prepare_folder(self.folder_of(urn))
+        storage.write_atomic(self.segment_url(urn, name), mf.to_parquet(table))
+        crash_point("segment_written")
+        return int(table.num_rows)
+
+    def table_of(self, state: DatasetState, columns: Sequence[str] = mf.COLUMNS) -> Any:
+        """The live segments' rows, unresolved (every publish's rows, oldest first)."""
+        storage = storage_for(self.folder_of(state.urn), self.options)
+        return mf.concat([mf.from_parquet(storage.read_bytes(
+            self.segment_url(state.urn, s.name), "manifest segment"), columns)
+            for s in state.segments], columns)
+
+    def manifest_of(self, state: DatasetState) -> dict[str, list[Any]]:
+        """dest -> [size, origin mtime, digest, guid]: the newest row of each destination."""
+        out = dict(state.legacy or {})
+        table = mf.newest(self.table_of(state), keep_tombstones=True)
+        gone = table.filter(table.column("deleted")).column("destination").to_pylist()
+        for dest in gone:
+            out.pop(dest, None)
+        out.update(mf.to_dict(mf.newest(table)))
+        return out
+
+    def count(self, state: DatasetState) -> int:
+        """How many files the manifest lists, reading only the columns that say so."""
+        if state._manifest is not None or state.legacy:
+            return len(state.manifest)
+        return int(mf.newest(self.table_of(state, ("destination", "seq", "deleted")))
+                   .num_rows)
+
+    def compact(self, state: DatasetState, threshold: int = mf.COMPACT_AFTER) -> bool:
+        """Merge the newest segments once there are more than ``threshold``, then
+        remove the files that replaced; False when there was nothing to merge.
+
+        Crash-safe by its order: the merged file is written under a new name (the old
+        segments still listed), then the document lists it instead of them and names
+        them as ``garbage``, then they are removed (oldest first) and the document says
+        so. A folder read at any instant resolves to the same manifest; a crash leaves
+        garbage the document names, removed by the next call.
+        """
+        self._migrate(state)
+        n = mf.to_merge(state.segments, threshold)
+        if n:
+            merged = state.segments[-n:]
+            table = mf.newest(self.table_of(_only(state, merged)),
+                              keep_tombstones=n < len(state.segments))
+            name = mf.merged_name(merged)
+            self._write_segment(state.urn, name, table)
+            crash_point("compaction_written")
+            state.segments = state.segments[:-n] + [mf.Segment(name, int(table.num_rows),
+                                                               merged[-1].seq)]
+            state.garbage = sorted({*state.garbage, *(s.name for s in merged)}, key=mf.age)
+            self.save(state)
+            crash_point("compaction_switched")
+        if state.garbage or n:
+            self.sweep(state)
+            state.garbage = []
+            self.save(state)
+        return bool(n)
+
+    def sweep(self, state: DatasetState) -> None:
+        """Remove the files of the manifest folder that no live segment names, oldest
+        first: replaced segments, and what crashed writes and merges left."""
+        storage = storage_for(self.folder_of(state.urn), self.options)
+        fs, path = storage.fs(self.folder_of(state.urn))
+        live = {s.name for s in state.segments}
+        try:
+            names = {n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(path, detail=False)}
+        except FileNotFoundError:
+            names = set()
+        for name in sorted(names - live, key=mf.age):
+            storage.remove(self.segment_url(state.urn, name))
+            crash_point("compaction_removed")
+
+
+def _only(state: DatasetState, segments: list[mf.Segment]) -> DatasetState:
+    return DatasetState(state.urn, segments=list(segments))

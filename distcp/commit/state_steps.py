@@ -2,7 +2,9 @@
 
 Each is idempotent by a marker: the sequence id is recorded in the state it
 changed (or the event file is named after it), so a replay after a crash
-between execute and removal of the sequence changes nothing twice.
+between execute and removal of the sequence changes nothing twice. The manifest's
+segment is written before the document that lists it: a crash between the two
+leaves a file no document lists, written again (same name, same rows) by the replay.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from distcp.commit.manifest import COMPACT_AFTER, Entry
 from distcp.commit.state import DatasetState, StateStore, write_atomic
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.storage import filesystems as fsutil
@@ -43,35 +46,73 @@ class _StateChange(CommitStep):
         state = store.load(self.urn)
         if self.marker in state.applied:
             return  # applied already: applying again would record the sequence twice
-        self.apply(state)
+        self.apply(state, store)
         state.applied.append(self.marker)
         store.save(state)
 
     @abstractmethod
-    def apply(self, state: DatasetState) -> None:
-        """Change ``state`` in memory; ``execute`` marks and saves it."""
+    def apply(self, state: DatasetState, store: StateStore) -> None:
+        """Change ``state`` (writing what it lists, like a manifest segment);
+        ``execute`` marks and saves it."""
+
+
+@dataclass(frozen=True)
+class AppendManifest(_StateChange):
+    """Record the published files (and the deleted ones) in the dataset's manifest:
+    one Parquet segment of this file set's entries, listed by the state document.
+
+    ``entries`` are (destination, size, origin mtime, digest, guid); ``removed``
+    are destinations deleted by this sequence. Earlier file sets' entries are not
+    rewritten: publishing costs what the file set holds, not what the dataset holds.
+    """
+
+    kind: ClassVar[str] = "manifest-segment"
+    marker_suffix: ClassVar[str] = "mf"
+    entries: tuple[Entry, ...]
+    removed: tuple[str, ...] = ()
+
+    def apply(self, state: DatasetState, store: StateStore) -> None:
+        store.append_segment(state, self.sequence_id, self.entries, self.removed)
+
+
+@dataclass(frozen=True)
+class CompactManifest(CommitStep):
+    """Merge the dataset's newest manifest segments once there are more than
+    ``threshold`` (``StateStore.compact``: merged file, then the document, then the
+    old files). Done when the document lists no more than ``threshold`` segments and
+    no replaced file still to remove."""
+
+    kind: ClassVar[str] = "compact-manifest"
+    urn: str
+    threshold: int = COMPACT_AFTER
+
+    def verify(self, ctx: CommitContext) -> bool:
+        state = _store(ctx).load(self.urn)
+        return len(state.segments) <= self.threshold and not state.garbage
+
+    def execute(self, ctx: CommitContext) -> None:
+        store = _store(ctx)
+        store.compact(store.load(self.urn), self.threshold)
 
 
 @dataclass(frozen=True)
 class AdvanceWatermark(_StateChange):
-    """Merge the published files into the manifest and move the watermark forward.
+    """Move the watermark forward (newest origin mtime published): it only ever
+    grows, and only here, next to its data.
 
-    ``entries`` are (destination, size, origin mtime, digest, guid); ``removed``
-    are destinations deleted by this sequence. The watermark (newest origin
-    mtime published) only ever grows, and only here, next to its data.
+    ``entries`` and ``removed`` are set only in sequences that an earlier version
+    wrote to the commit log (the manifest was part of this step then): a replay
+    records them as ``AppendManifest`` would.
     """
 
     kind: ClassVar[str] = "watermark"
     marker_suffix: ClassVar[str] = "wm"
     watermark: float | None
-    entries: tuple[tuple[str, int, float, str, str], ...]
+    entries: tuple[Entry, ...] = ()
     removed: tuple[str, ...] = ()
 
-    def apply(self, state: DatasetState) -> None:
-        for dest in self.removed:
-            state.manifest.pop(dest, None)
-        for dest, size, mtime, digest, guid in self.entries:
-            state.manifest[dest] = [size, mtime, digest, guid]
+    def apply(self, state: DatasetState, store: StateStore) -> None:
+        store.append_segment(state, self.sequence_id, self.entries, self.removed)
         if self.watermark is not None:
             state.watermark = max(state.watermark or self.watermark, self.watermark)
 
@@ -89,7 +130,7 @@ class RecordRun(_StateChange):
     nbytes: int
     started: float
 
-    def apply(self, state: DatasetState) -> None:
+    def apply(self, state: DatasetState, store: StateStore) -> None:
         state.runs.append({"job_id": self.job_id, "file_set": self.file_set,
                            "status": self.status, "files": self.files, "bytes": self.nbytes,
                            "started": self.started, "ended": time.time()})

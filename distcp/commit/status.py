@@ -66,8 +66,9 @@ def status_report(root: str, options: dict[str, Any]) -> StatusReport:
             "steps": [s.kind for s in p.sequence.steps]} for p in store.pending()]
     aside = [{"id": p.sequence.id, "dataset": p.sequence.dataset_urn, "replays": p.replays,
               "file": fsutil.display(p.url)} for p in store.pending(aside=True)]
-    datasets = [{"dataset": s.urn, "watermark": s.watermark, "files": len(s.manifest),
-                 "last_runs": s.runs[-5:]} for s in StateStore(root, options).all()]
+    states = StateStore(root, options)
+    datasets = [{"dataset": s.urn, "watermark": s.watermark, "files": states.count(s),
+                 "last_runs": s.runs[-5:]} for s in states.all()]
     recoverable = [{"guid": e["guid"], "destination": e["destination"],
                     "bytes": sum(o.get("bytes_written", 0) for o in e["outputs"]),
                     "kept_s_ago": round(time.time() - e["kept"], 1)}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import Digest
+from distcp.commit.state import StateStore
 from tests.conftest import PYDISTCP, run_cli
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,
@@ -62,8 +63,8 @@ def files_under(root: Path) -> dict[str, bytes]:
 
 def manifest_digest(state_root: Path, name: str) -> str:
     """The digest the dataset state recorded for the published file ``name``."""
-    state = json.loads(next((state_root / "datasets").glob("*.json")).read_text())
-    return next(entry[2] for dest, entry in state["manifest"].items() if dest.endswith(name))
+    [state] = StateStore(str(state_root), {}).all()
+    return next(entry[2] for dest, entry in state.manifest.items() if dest.endswith(name))
 
 
 def test_tree_goes_local_to_ftp_and_back_identical_and_the_password_leaks_nowhere(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import Digest
+from distcp.commit.state import StateStore
 from distcp.commit.status import status_report
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
@@ -69,8 +70,8 @@ def test_local_destination_resumes_a_split_file_after_a_killed_task(
     assert (dst / "big.bin").read_bytes() == (src / "big.bin").read_bytes()
     assert not list((dst / ".pydistcp" / "splits").glob("*")), "split staging left behind"
     manifest = status_report(str(dst / ".pydistcp"), {})["datasets"][0]
-    state = json.loads(next((dst / ".pydistcp" / "datasets").glob("*.json")).read_text())
-    assert state["manifest"][str(dst / "big.bin")][2] == digest, manifest
+    [state] = StateStore(str(dst / ".pydistcp"), {}).all()
+    assert state.manifest[str(dst / "big.bin")][2] == digest, manifest
 
 
 def test_s3_destination_resumes_a_split_file_from_its_uploaded_parts(
@@ -91,5 +92,7 @@ def test_s3_destination_resumes_a_split_file_from_its_uploaded_parts(
             assert chunk == f.read(len(chunk))
     assert s3.pending_uploads() == []
     assert not [k for k in s3.objects("dst", "big/.pydistcp/splits/")]
-    state = [json.loads(v) for k, v in s3.objects("dst", "big/.pydistcp/datasets/").items()]
-    assert state[0]["manifest"]["s3://dst/big/big.bin"][2] == digest
+    [state] = StateStore("s3://dst/big/.pydistcp", s3.options).all()
+    assert state.manifest["s3://dst/big/big.bin"][2] == digest
+    [segment] = s3.objects("dst", "big/.pydistcp/manifests/")  # one publish: one segment
+    assert segment.endswith(".parquet")

@@ -214,11 +214,13 @@ def test_state_round_trips_through_a_new_store(tmp_path: Path) -> None:
     state = store.load("urn:a")
     assert (state.watermark, state.manifest, state.runs, state.applied) == (None, {}, [], [])
     state.watermark = 5.5
-    state.manifest["/d/a"] = [3, 5.5, "xxh3:00", "g"]
+    store.append_segment(state, "s1", [("/d/a", 3, 5.5, "xxh3:00", "g")], ())
     state.applied.append("s1:wm")
     store.save(state)
     again = StateStore(str(tmp_path), {}).load("urn:a")
-    assert again == DatasetState("urn:a", 5.5, {"/d/a": [3, 5.5, "xxh3:00", "g"]}, [], ["s1:wm"])
+    assert again == state
+    assert (again.watermark, again.applied, again.next_seq) == (5.5, ["s1:wm"], 2)
+    assert again.manifest == {"/d/a": [3, 5.5, "xxh3:00", "g"]}
     assert [s.urn for s in StateStore(str(tmp_path), {}).all()] == ["urn:a"]
 
 
@@ -228,6 +230,7 @@ def test_state_keeps_the_newest_runs_and_markers_only() -> None:
     data = json.loads(state.to_json())
     assert data["runs"][0] == {"n": 7} and len(data["runs"]) == MAX_RUNS
     assert data["applied"][-1] == f"s{MAX_APPLIED + 2}" and len(data["applied"]) == MAX_APPLIED
+    assert "manifest" not in data  # the manifest is in its segments, never in the document
 
 
 def test_a_state_document_of_another_dataset_is_refused(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from distcp.checksum import digest_of_bytes
 from distcp.commit.log import CommitStepStore
 from distcp.commit.state import StateStore
 from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, PublishFiles
@@ -51,8 +52,9 @@ from tests.fixtures.commit_scenarios import (
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtures
 
 LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "remove-staging",
-               "watermark", "record-run", "event")
-S3_KINDS = ("delete", "s3-complete", "remove-staging", "watermark", "record-run", "event")
+               "manifest-segment", "compact-manifest", "watermark", "record-run", "event")
+S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "compact-manifest",
+            "watermark", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
 
 
@@ -182,17 +184,49 @@ def _state(lay: LocalLayout | S3Layout) -> Any:
     return StateStore(str(lay.state), lay.ctx().dst_options).load(URN)
 
 
+def _published_manifest(lay: LocalLayout | S3Layout) -> dict[str, list[Any]]:
+    """What the manifest must say once the sequence's entries are in: the legacy
+    document's entries migrated (less the one deleted) and the published files."""
+    state = _state(lay)
+    if isinstance(lay, LocalLayout):
+        names = {**FILES, JOINED[0]: JOINED[1]}
+        url, mtime0, guid = (lambda n: str(lay.dst / n)), 1_000.0, "guid"
+        old = {str(lay.dst / "kept.txt"): [5, 301.0, "xxh3:1", "g-kept"]}
+    else:
+        names, url, mtime0, guid, old = dict(OBJECTS), lay.url, 2_000.0, "g", {}
+    want = {url(n): [len(d), mtime0 + i, digest_of_bytes(d), f"{guid}{i}"]
+            for i, (n, d) in enumerate(names.items())}
+    assert state.manifest == {**old, **want}
+    return state.manifest
+
+
+def _check_manifest(lay: LocalLayout | S3Layout) -> None:
+    _published_manifest(lay)
+    state = _state(lay)
+    assert [s.seq for s in state.segments] == [0, 1]  # the migrated one, then this one
+    assert state.applied.count(f"{SEQ_ID}:mf") == 1
+    assert state.watermark == 500.0  # the legacy document's, until the watermark step
+
+
+def _check_compact(lay: LocalLayout | S3Layout) -> None:
+    _published_manifest(lay)
+    state = _state(lay)
+    assert [s.seq for s in state.segments] == [1]  # both merged, the tombstone dropped
+    fs, path = lay.ctx().fs(StateStore(str(lay.state), {}).folder_of(URN))
+    assert [p.rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)] == \
+        [state.segments[0].name]
+
+
 def _check_watermark(lay: LocalLayout | S3Layout) -> None:
     state = _state(lay)
-    names = FILES if isinstance(lay, LocalLayout) else OBJECTS
-    assert len(state.manifest) == len(names) + isinstance(lay, LocalLayout)
+    _published_manifest(lay)
     assert state.watermark == (1_002.0 if isinstance(lay, LocalLayout) else 2_002.0)
     assert state.applied.count(f"{SEQ_ID}:wm") == 1
 
 
 def _check_record_run(lay: LocalLayout | S3Layout) -> None:
     state = _state(lay)
-    assert [r["job_id"] for r in state.runs] == ["job1"]
+    assert [r["job_id"] for r in state.runs] == ["job0", "job1"]
     assert state.applied.count(f"{SEQ_ID}:run") == 1
 
 
@@ -213,7 +247,8 @@ def _check_complete(lay: S3Layout) -> None:
 LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "delete": _check_delete, "mkdirs": _check_mkdirs, "check-digest": _check_digest,
     "publish": _check_publish, "attributes": _check_attributes,
-    "remove-staging": _check_remove_staging, "watermark": _check_watermark,
+    "remove-staging": _check_remove_staging, "manifest-segment": _check_manifest,
+    "compact-manifest": _check_compact, "watermark": _check_watermark,
     "record-run": _check_record_run, "event": _check_event,
 }
 def _check_s3_delete(lay: S3Layout) -> None:
@@ -252,7 +287,8 @@ def test_publish_of_a_staged_file_that_vanished_fails_the_sequence(tmp_path: Pat
                                            "publish failed"):
         seq.run(lay.ctx())
     assert not (lay.dst / "d1" / "sub" / "b.bin").exists()
-    assert StateStore(str(lay.state), {}).load(URN).watermark is None  # not moved ahead
+    state = StateStore(str(lay.state), {}).load(URN)
+    assert (state.watermark, state.segments) == (500.0, [])  # neither moved ahead
 
 
 # ---- crash between any two steps, then replay from the commit log -----------------
@@ -341,7 +377,8 @@ def test_replays_cover_every_step_kind() -> None:
     assert not missing, f"no crash/replay scenario runs these kinds: {missing}"
 
 
-@pytest.mark.parametrize("done,replayed", [(0, 3), (3, 6), (4, 5), (6, 9), (9, 9)])
+@pytest.mark.parametrize("done,replayed", [(0, 3), (3, 6), (4, 5), (6, 7), (7, 8), (6, 11),
+                                           (9, 10), (11, 11)])
 def test_local_replay_that_crashes_too_is_finished_by_the_next_one(
         tmp_path: Path, done: int, replayed: int, local_reference: Any) -> None:
     """A crash during the replay itself (RELIABILITY.md layer B, second pass)."""
