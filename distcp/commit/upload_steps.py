@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from distcp import request_count
 from distcp.checksum import Digest, digest_of_stream
 from distcp.commit.steps import REMOTE_POOL, CommitContext, CommitStep
-from distcp.copying import holes
+from distcp.storage import holes
 from distcp.errors import PublishError
 from distcp.faults import crash_point
 from distcp.storage import Storage, parse_staged, s3, storage_for

@@ -23,15 +23,15 @@ from distcp.commit.publish import publish_plan
 from distcp.commit.steps import CommitContext, CommitSequence
 from distcp.commit.upload_steps import CompleteUploads
 from distcp.configuration import CopyConfiguration
-from distcp.copying.task import TaskSpec, run_work_unit
-from distcp.copying.upload import stage_upload
-from distcp.copying.writer import SourceReader
+from distcp.copying.task import run_work_unit
+from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, DestinationWriteError, PlanningError
 from distcp.model import WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.spark.job import _check_destination, _publishing, _task_spec
-from distcp.storage import Staged
+from distcp.storage import Staged, storage_for
 from distcp.storage import s3 as s3ops
+from distcp.storage.staging import StagedStream
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     CANARY,
@@ -45,6 +45,14 @@ from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
 MiB = 1 << 20
+
+
+def stage_upload(stream: Any, url: str, options: dict[str, Any], buffer: bytearray,
+                 size_hint: int) -> StagedStream:
+    """What a task does with one output for an object store: the storage's writer."""
+    writer = storage_for(url, options).open_stage(url, "", size_hint=size_hint,
+                                                  buffer_size=len(buffer))
+    return stage_stream(stream, writer, buffer)
 
 
 class FailingSource(io.RawIOBase):
@@ -117,7 +125,7 @@ def test_staged_upload_is_invisible_until_completed_and_replay_is_idempotent(
     assert client.list_objects_v2(Bucket="dst").get("Contents", []) == []
     with pytest.raises(client.exceptions.ClientError):
         client.head_object(Bucket="dst", Key="z.bin")
-    step = CompleteUploads(((up.staging, "s3://dst/z.bin", up.size, up.parts),))
+    step = CompleteUploads(((up.text, "s3://dst/z.bin", up.size, up.parts),))
     seq = CommitSequence("urn", "fs", (step,), "id")
     ctx = CommitContext(dst_options=s3.options)
     assert not step.verify(ctx)

@@ -17,12 +17,11 @@ from distcp.checksum import digest_of_bytes
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import TaskSpec, run_work_unit
-from distcp.copying.upload import put_whole
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.spark.job import _publishing, _task_spec
-from distcp.storage import parse_staged
+from distcp.storage import parse_staged, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
@@ -125,7 +124,8 @@ def test_a_put_the_server_stored_differently_is_removed_and_fails(
 
     monkeypatch.setattr(s3ops, "put", garbling)
     with pytest.raises(IntegrityError, match="other bytes than the 5 sent"):
-        put_whole("s3://dst/vis/g.txt", s3.options, b"hello")
+        storage_for("s3://dst/vis/g.txt", s3.options).publish_whole("s3://dst/vis/g.txt",
+                                                                    b"hello")
     assert visible(s3) == {}
 
 
