@@ -7,6 +7,7 @@ document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from distcp.storage import filesystems as fsutil
@@ -17,6 +18,7 @@ from distcp.storage.staging import (
     Parts,
     RangeAt,
     RangeSource,
+    StagedFile,
     StagedStream,
     StageWriter,
     WrittenRange,
@@ -148,6 +150,23 @@ class ObjectStorage(Storage):
         if staged.upload_id and self.uploaded_parts(staged) is not None:
             return False  # still pending: whatever the key holds is not ours
         return super().is_published(staged, final, size)
+
+    def all_published(self, files: Sequence[StagedFile]) -> bool:
+        """One LIST of the set's pending uploads, then a HEAD per object (its size and
+        multipart ETag), instead of a LIST of parts per upload."""
+        if not files:
+            return True
+        fs, _ = self.fs(files[0].final)
+        return uploads.all_published(fs, files, self.capabilities.parallel_ops)
+
+    def publish_all(self, files: Sequence[StagedFile],
+                    after_each: Callable[[StagedFile], None] = lambda f: None) -> None:
+        """Complete the set's uploads concurrently; each object is checked (see
+        ``uploads.publish_all``)."""
+        if not files:
+            return
+        fs, _ = self.fs(files[0].final)
+        uploads.publish_all(fs, files, after_each, self.capabilities.parallel_ops)
 
     def discard(self, staged: Staged) -> None:
         if staged.upload_id:

@@ -47,6 +47,17 @@ class StagedStream:
         return self.staged.text if self.staged is not None else ""
 
 
+@dataclass(frozen=True, slots=True)
+class StagedFile:
+    """One staged file of a file set, where it goes, and what must be there after the
+    publish: ``size`` bytes (and, for an upload, the object of exactly ``parts``)."""
+
+    staged: Staged
+    final: str
+    size: int
+    parts: Parts = ()
+
+
 class StageWriter(ABC):
     """One stream being staged; used once: ``write``... then ``commit`` or ``abort``."""
 

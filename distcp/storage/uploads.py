@@ -20,16 +20,28 @@ misbehaving server).
 from __future__ import annotations
 
 import hashlib
+import os
+import posixpath
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, TypeVar
 
 from distcp import request_count
 from distcp.checksum import Digest
-from distcp.errors import DestinationWriteError, IntegrityError
+from distcp.errors import DestinationWriteError, IntegrityError, PublishError
 from distcp.storage import filesystems as fsutil
 from distcp.storage import s3
 from distcp.storage.staged import Staged
-from distcp.storage.staging import Parts, RangeAt, RangeSource, StagedStream, StageWriter
+from distcp.storage.staging import (
+    Parts,
+    RangeAt,
+    RangeSource,
+    StagedFile,
+    StagedStream,
+    StageWriter,
+)
+
+T = TypeVar("T")
 
 #: Parts of one file in flight at once: a server's per-request latency is hidden the way
 #: ``aws s3 cp`` hides it, at a memory cost of this many parts per task.
@@ -257,3 +269,65 @@ def copy_range(fs: Any, staged: Staged, at: RangeAt, source_url: str) -> str:
         raise DestinationWriteError(f"cannot copy part {at.index + 1} of "
                                     f"{fsutil.display(final)} server-side: {exc}",
                                     path=final) from exc
+
+
+def pending(fs: Any, files: Sequence[StagedFile]) -> set[str]:
+    """Ids of uploads still pending under the files' common prefix (a few LISTs)."""
+    finals = [f.final for f in files if f.staged.upload_id]
+    if not finals:
+        return set()
+    prefix = posixpath.dirname(os.path.commonprefix(finals))
+    return {upload_id for _, upload_id, _ in s3.uploads(fs, prefix)}
+
+
+def holds(fs: Any, f: StagedFile) -> bool:
+    """The object at ``f.final`` has its size and the ETag of its parts (one HEAD)."""
+    return s3.holds(fs, f.final, f.size, f.parts if f.staged.upload_id else ())
+
+
+def all_published(fs: Any, files: Sequence[StagedFile], pool_size: int) -> bool:
+    """No upload of the set is pending and every object is there whole. An upload
+    still pending is not done whatever the key holds (an older object of the same
+    size must not pass for the new one)."""
+    waiting = pending(fs, files)
+    if any(f.staged.upload_id in waiting for f in files):
+        return False
+    return all(_map(files, lambda f: holds(fs, f), pool_size))
+
+
+def publish_all(fs: Any, files: Sequence[StagedFile], after_each: Callable[[StagedFile], None],
+                pool_size: int) -> None:
+    """Complete each staged upload (PUT each empty file); one no longer pending whose
+    object is there whole is done already. The object must then be built from exactly
+    our parts (the multipart ETag), or hold them by a HEAD's account."""
+    waiting = pending(fs, files)
+
+    def one(f: StagedFile) -> None:
+        upload_id = f.staged.upload_id
+        if upload_id not in waiting and holds(fs, f):
+            return
+        etag = ""
+        try:
+            if upload_id:
+                etag = s3.complete(fs, f.final, upload_id, f.parts)
+            else:
+                s3.put(fs, f.final, b"")
+        except FileNotFoundError:
+            if not holds(fs, f):  # completed by an interrupted run?
+                raise
+        expected = s3.multipart_etag([e for _, e, _ in sorted(f.parts)]) if f.parts else ""
+        if not (etag and etag == expected) and not holds(fs, f):
+            raise PublishError(f"{fsutil.display(f.final)} does not have the size and "
+                               "ETag of its staged parts after completing it", file_set="")
+        after_each(f)
+
+    _map(files, one, pool_size)
+
+
+def _map(files: Sequence[StagedFile], fn: Callable[[StagedFile], T],
+         pool_size: int) -> list[T]:
+    """``fn`` over the files in a bounded pool: each is a remote round trip."""
+    if len(files) <= 1:
+        return [fn(f) for f in files]
+    with ThreadPoolExecutor(min(pool_size, len(files))) as pool:
+        return list(pool.map(request_count.carry(fn), files))
