@@ -169,7 +169,7 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     try:
         reader = open_source(file, spec)
         converters = build_chain(file.converters, _converter_options(spec, staging_dir))
-        outputs = chain(converters, FileAwareInputStream.of(file, reader))  # type: ignore[arg-type]
+        outputs = chain(converters, FileAwareInputStream.of(file, reader))
         notes: list[str] = []
         for n, out in enumerate(outputs):
             done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,

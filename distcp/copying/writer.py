@@ -10,7 +10,7 @@ beats the loop (README, Performance). Nothing here ever touches a final destinat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from distcp.checksum import Digest
 from distcp.copying.throttle import Throttle
@@ -29,6 +29,26 @@ class Staged:
     checksum: str
 
 
+class RawSource(Protocol):
+    """An opened origin file as the filesystems give it (a local file, an fsspec file,
+    pydistcp's S3 GET stream): bytes in order, into a buffer or as a copy."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None:
+        ...
+
+    def read(self, size: int = -1, /) -> bytes:
+        ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        ...
+
+    def tell(self) -> int:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
 class SourceReader:
     """Wraps an origin stream: counts bytes and turns OSError into SourceReadError.
 
@@ -36,7 +56,7 @@ class SourceReader:
     failure may be skipped or retried, a write failure never hides.
     """
 
-    def __init__(self, raw: BinaryIO, url: str, throttle: Throttle | None = None) -> None:
+    def __init__(self, raw: RawSource, url: str, throttle: Throttle | None = None) -> None:
         self.raw = raw
         self.url = url
         self.count = 0
