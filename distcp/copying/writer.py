@@ -1,10 +1,12 @@
-"""EXECUTOR: write one stream to a private staging path, hashed and verified.
+"""EXECUTOR: read one stream into the destination's staging, hashed and verified.
 
 The copy loop reads into one reused buffer and hashes the same bytes (BASELINE.md:
 a reused-buffer readinto/write loop is 2.2-2.5x faster here than sendfile, and
-xxh3 in the loop is free). A regular local file staged on local disk is moved by
-the kernel instead (``distcp.copying.localcopy``: ``copy_file_range``, holes kept), which
-beats the loop (README, Performance). Nothing here ever touches a final destination path.
+xxh3 in the loop is free); where the bytes go is the storage's business (a
+``StageWriter``: a staging file, or an upload on the final key). A regular local
+file staged on local disk is moved by the kernel instead
+(``distcp.storage.localcopy``: ``copy_file_range``, holes kept), which beats the
+loop (README, Performance). Nothing here ever touches a final destination path.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ class SourceReader:
         return data
 
     def regular_fd(self) -> int | None:
-        """The descriptor of a regular local source file, else None (see distcp.copying.localcopy)."""
+        """The descriptor of a regular local source file, else None
+        (see distcp.storage.localcopy)."""
         return localcopy.regular_fd(self.raw) if self.throttle is None else None
 
     def readable(self) -> bool:
