@@ -81,10 +81,9 @@ def nothing_left(s3srv: S3Server, key: str) -> None:
 def test_fs_open_publishes_a_partial_object_on_exception_and_our_writer_does_not(
         s3: S3Server) -> None:  # noqa: F811
     fs = s3.filesystem()
-    with pytest.raises(RuntimeError):
-        with fs.open("dst/pitfall.bin", "wb") as f:
-            f.write(b"half of it")
-            raise RuntimeError("the source failed")
+    with pytest.raises(RuntimeError), fs.open("dst/pitfall.bin", "wb") as f:
+        f.write(b"half of it")
+        raise RuntimeError("the source failed")
     assert s3.objects("dst")["pitfall.bin"] == b"half of it"  # the pitfall, still there
     data = os.urandom(20 * MiB)
     reader = SourceReader(FailingSource(data, 9 * MiB), "/src/x.bin")  # >= one part sent
@@ -95,7 +94,7 @@ def test_fs_open_publishes_a_partial_object_on_exception_and_our_writer_does_not
 
 def test_writer_failing_at_its_last_part_leaves_no_object_and_no_upload(
         s3_any: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     """The last part is sent when the stream ends: the S3 writer's close()."""
     real = s3ops.upload_part
     sent: list[int] = []
@@ -116,7 +115,7 @@ def test_writer_failing_at_its_last_part_leaves_no_object_and_no_upload(
 
 def test_staged_upload_is_invisible_until_completed_and_replay_is_idempotent(
         s3_any: S3Server) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     data = os.urandom(13 * MiB)
     up = stage_upload(io.BytesIO(data), "s3://dst/z.bin", s3.options, bytearray(8 * MiB),
                       len(data))
@@ -224,7 +223,7 @@ def test_storage_options_hold_the_secret_but_nothing_we_print_or_store_does(
 
 def test_cleanup_aborts_orphans_but_keeps_uploads_a_pending_commit_needs(
         s3_any: S3Server) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     fs = s3.filesystem()
     orphan = s3ops.create(fs, "s3://dst/c/orphan.bin")
     other = s3ops.create(fs, "s3://dst/elsewhere.bin")  # not under DST: not ours

@@ -69,7 +69,7 @@ def requests_of(results: list[TaskResult]) -> dict[str, int]:
 
 def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
         s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     files = make_tree(tmp_path / "src", {"a.bin": 100_000, "b.txt": 10, "empty": 0,
                                          "almost.bin": 8 * MiB - 1})
     _, spec, todo, _ = planned(tmp_path / "src", s3)
@@ -88,7 +88,7 @@ def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
 
 def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(
         s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     files = make_tree(tmp_path / "src", {"big.bin": 13 * MiB})
     _, spec, todo, _ = planned(tmp_path / "src", s3)
     [r] = run_work_unit(WorkUnit(0, tuple(todo), publish_now=(todo[0].guid,)), spec, "a0")

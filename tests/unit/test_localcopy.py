@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from distcp.checksum import Digest, digest_of_bytes
-from distcp.storage import holes, localcopy
 from distcp.copying.writer import SourceReader, write_staged
 from distcp.errors import IntegrityError, SourceReadError
+from distcp.storage import holes, localcopy
 from tests.fixtures.trees import sparse_file
 
 MIB = 1 << 20
