@@ -37,8 +37,8 @@ from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.storage import Storage, parse_staged, s3, storage_for
 from distcp.storage import filesystems as fsutil
-from distcp.storage import parse_staged, s3, storage_for
 from distcp.storage.local import os_path
 from distcp.storage.staging import StagedStream
 
@@ -231,14 +231,21 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     if staged.body is not None and held is not None:
         held[out.destination] = staged.body
     if staged.staged is not None and staged.staged.needs_rename:
-        mtime: float | int | None = out.mtime
-        if mtime is None:
-            mtime = file.origin.mtime_ns or file.origin.mtime
-        storage.set_staged_attributes(staging_url,
-                                      mode=out.mode if out.mode is not None else file.mode,
-                                      mtime=mtime if "t" in file.preserve else None,
-                                      owner=file.owner, group=file.group)
+        _keep_attributes(storage, staging_url, out, file)
     return _staged_result(key, out.destination, staged)
+
+
+def _keep_attributes(storage: Storage, staging_url: str, out: FileAwareInputStream,
+                     file: CopyableFile) -> None:
+    """Give a staged file the mode, mtime and owner the rename that publishes keeps
+    (the output's own where a converter knows them, else the origin's)."""
+    mtime: float | int | None = out.mtime
+    if mtime is None:
+        mtime = file.origin.mtime_ns or file.origin.mtime
+    storage.set_staged_attributes(staging_url,
+                                  mode=out.mode if out.mode is not None else file.mode,
+                                  mtime=mtime if "t" in file.preserve else None,
+                                  owner=file.owner, group=file.group)
 
 
 def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskResult:
