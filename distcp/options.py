@@ -69,11 +69,12 @@ def _take_deprecated(opts: dict[str, Any]) -> None:
         opts[cli] = opts.pop(field)
 
 
-def _compare(opts: dict[str, Any]) -> str:
+def _compare(opts: dict[str, Any]) -> object:
     """The one comparison asked for: ``compare=`` or one of the CLI's flags (or
-    ``overwrite``, which copies everything); two of them are a ConfigurationError."""
+    ``overwrite``, which copies everything); two of them are a ConfigurationError.
+    A ``compare=`` value is returned as given: CopyConfiguration checks it."""
     given = [f"{n}=True" for n in ("overwrite", *COMPARE_FLAGS) if opts.pop(n, False)]
-    mode = opts.pop("compare", "default")
+    mode: object = opts.pop("compare", "default")
     if mode != "default":
         given.append(f"compare={mode!r}")
     if len(given) > 1:

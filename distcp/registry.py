@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from distcp.errors import PluginError
+
+if TYPE_CHECKING:  # the plugin bases, for types only: importing us imports no plugin
+    from distcp.converters.base import Converter
+    from distcp.datasets.base import CopyableDataset
+    from distcp.finders.base import DatasetsFinder
+    from distcp.publishers.base import Publisher
 
 T = TypeVar("T")
 
@@ -75,10 +81,11 @@ def _import(target: str, family: str, name: str) -> type:
         ) from exc
 
 
-FINDERS: Registry = Registry("finders", "distcp.finders.base:DatasetsFinder")
-DATASETS: Registry = Registry("datasets", "distcp.datasets.base:CopyableDataset")
-CONVERTERS: Registry = Registry("converters", "distcp.converters.base:Converter")
-PUBLISHERS: Registry = Registry("publishers", "distcp.publishers.base:Publisher")
+FINDERS: Registry[DatasetsFinder] = Registry("finders", "distcp.finders.base:DatasetsFinder")
+DATASETS: Registry[CopyableDataset] = Registry("datasets",
+                                               "distcp.datasets.base:CopyableDataset")
+CONVERTERS: Registry[Converter] = Registry("converters", "distcp.converters.base:Converter")
+PUBLISHERS: Registry[Publisher] = Registry("publishers", "distcp.publishers.base:Publisher")
 
 # Built-in tables, kept sorted.
 for _name, _target in (

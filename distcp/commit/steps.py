@@ -16,11 +16,9 @@ from typing import Any, ClassVar
 
 from distcp.errors import PublishError, StateError
 from distcp.faults import crash_point
-from distcp.storage import Storage, storage_for
+from distcp.storage import Staged, Storage, storage_for
 from distcp.storage import filesystems as fsutil
-
-#: Concurrent remote operations in one step (object stores, HDFS); local calls are serial.
-REMOTE_POOL = 16
+from distcp.storage.staging import StagedFile
 
 
 @dataclass(frozen=True)
@@ -144,22 +142,19 @@ class PublishFiles(CommitStep):
     moves: tuple[tuple[str, str, int], ...]
 
     def verify(self, ctx: CommitContext) -> bool:
-        return all(_moved(ctx, m) for m in self.moves)
+        if not self.moves:
+            return True
+        return ctx.storage(self.moves[0][1]).all_published(self._files())
 
     def execute(self, ctx: CommitContext) -> None:
         if not self.moves:
             return
-        storage = ctx.storage(self.moves[0][0])
+        ctx.storage(self.moves[0][0]).publish_all(
+            self._files(), lambda _: crash_point("mid_publish"))
 
-        def one(move: tuple[str, str, int]) -> None:
-            try:
-                storage.move(move[0], move[1])
-            except FileNotFoundError:
-                if not _moved(ctx, move):  # moved by an earlier, interrupted run?
-                    raise
-            crash_point("mid_publish")
-
-        storage.for_each(self.moves, one)  # local: a plain loop (~µs a rename)
+    def _files(self) -> tuple[StagedFile, ...]:
+        return tuple(StagedFile(Staged.path(staging), final, size)
+                     for staging, final, size in self.moves)
 
 
 @dataclass(frozen=True)
@@ -200,17 +195,6 @@ class RemoveStaging(DeletePaths):
     (a delete under its own name, so a commit log reads as what it does)."""
 
     kind: ClassVar[str] = "remove-staging"
-
-
-def _moved(ctx: CommitContext, move: tuple[str, str, int]) -> bool:
-    staging, final, size = move
-    storage = ctx.storage(final)
-    if storage.exists(staging):
-        return False
-    try:
-        return storage.entry_size(final) == size  # a published link: its own size
-    except FileNotFoundError:
-        return False
 
 
 def _has_attributes(ctx: CommitContext, url: str, mode: int | None,

@@ -72,7 +72,7 @@ class _GpgConverter(Converter):
 
             pipe = GpgPipe(_gpg(home), call, stream.stream, lambda r: check(origin, r), failed)
             stack.callback(pipe.close)
-            yield replace(stream, stream=pipe, destination=destination)  # type: ignore[arg-type]
+            yield replace(stream, stream=pipe, destination=destination)
 
 
 class DecryptConverter(_GpgConverter):

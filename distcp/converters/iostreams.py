@@ -59,7 +59,8 @@ class PrefixReader(io.RawIOBase):
             return data
         if size < 0:
             head, self.prefix = self.prefix, b""
-            return head + self.raw.read()
+            rest: bytes = self.raw.read()
+            return head + rest
         head, self.prefix = self.prefix[:size], self.prefix[size:]
         return head  # a short read, which every reader of raw streams accepts
 
@@ -107,7 +108,7 @@ class ConvertedReader(io.RawIOBase):
                 buffer[:n] = data
         except CopyError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every library failure becomes one line
+        except Exception as exc:
             raise self.translate(exc) from exc
         if self.budget is not None and n:
             self.budget.add(n, self.consumed())

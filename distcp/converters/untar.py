@@ -27,7 +27,7 @@ import lzma
 import tarfile
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Self
 
 from distcp.converters.base import Converter
 from distcp.converters.codecs import describe
@@ -43,15 +43,31 @@ from distcp.storage.filesystems import display
 TAR_BUFSIZE = 64 << 10
 
 
+#: tarfile's reasons to stop reading headers: a corrupt header, and the end-of-archive
+#: block (private classes of tarfile, which its type stubs do not list).
+INVALID_HEADER: type[tarfile.HeaderError] = vars(tarfile)["InvalidHeaderError"]
+END_OF_ARCHIVE: type[tarfile.HeaderError] = vars(tarfile)["EOFHeaderError"]
+
+
+class _StrictTarFile(tarfile.TarFile):
+    """A TarFile that keeps why it stopped reading headers (``_StrictTarInfo``)."""
+
+    #: Every TarInfo read so far (tarfile's own list; stream mode never empties it).
+    members: list[tarfile.TarInfo]
+    #: The header error that ended the archive, or None while it goes on.
+    pydistcp_end: tarfile.HeaderError | None = None
+
+
 class _StrictTarInfo(tarfile.TarInfo):
     """Records why tarfile stopped reading headers (it hides the reason)."""
 
     @classmethod
-    def fromtarfile(cls, tar: tarfile.TarFile) -> tarfile.TarInfo:
+    def fromtarfile(cls, tar: tarfile.TarFile) -> Self:
         try:
             return super().fromtarfile(tar)
         except tarfile.HeaderError as exc:
-            tar.pydistcp_end = exc  # type: ignore[attr-defined]
+            if isinstance(tar, _StrictTarFile):
+                tar.pydistcp_end = exc
             raise
 
 
@@ -117,27 +133,27 @@ class _Expansion:
                 yield out
         self._finish(tar)
 
-    def _open(self) -> tarfile.TarFile:
+    def _open(self) -> _StrictTarFile:
         head, raw = peek(self.consumed, 6)
         if head.startswith(b"\x1f\x8b"):
             self.layer = gzip.GzipFile(fileobj=raw, mode="rb")
         elif head.startswith(b"BZh"):
             self.layer = bz2.BZ2File(raw, mode="rb")
         elif head.startswith(b"\xfd7zXZ\x00"):
-            self.layer = lzma.LZMAFile(raw, mode="rb")
+            self.layer = lzma.LZMAFile(io.BufferedReader(raw), mode="rb")  # noqa: SIM115 - closed by close()
         else:
             self.layer = raw
         self.tar_bytes = CountingReader(self.layer)
         try:
-            return tarfile.open(fileobj=self.tar_bytes, mode="r|", bufsize=TAR_BUFSIZE,
-                                tarinfo=_StrictTarInfo)
-        except Exception as exc:  # noqa: BLE001 - mapped to one line naming the file
+            return _StrictTarFile.open(fileobj=self.tar_bytes, mode="r|", bufsize=TAR_BUFSIZE,
+                                       tarinfo=_StrictTarInfo)
+        except Exception as exc:
             raise self.translate(exc) from exc
 
-    def _next(self, tar: tarfile.TarFile) -> tarfile.TarInfo | None:
+    def _next(self, tar: _StrictTarFile) -> tarfile.TarInfo | None:
         try:
             member = tar.next()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.translate(exc) from exc
         tar.members.clear()  # stream mode keeps every TarInfo: O(members) memory otherwise
         return member
@@ -161,7 +177,7 @@ class _Expansion:
             if self.held is not None and self.held.wants(rel, member.size):
                 raw = io.BytesIO(raw.read())  # at most HELD_MEMBER_MAX bytes
                 self.held.hold(rel, raw.getvalue())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.translate(exc) from exc
         return self._output(self.root + rel, self._reader(raw), mode, _mtime(member))
 
@@ -197,20 +213,20 @@ class _Expansion:
             raise self.error(f"duplicate member {rel!r}")
         (self.dirs if is_dir else self.files).add(rel)
 
-    def _finish(self, tar: tarfile.TarFile) -> None:
-        end = getattr(tar, "pydistcp_end", None)
-        if isinstance(end, tarfile.InvalidHeaderError):
+    def _finish(self, tar: _StrictTarFile) -> None:
+        end = tar.pydistcp_end
+        if isinstance(end, INVALID_HEADER):
             raise self.error(f"corrupt tar header at offset {tar.offset} ({end})")
-        if not isinstance(end, tarfile.EOFHeaderError):
+        if not isinstance(end, END_OF_ARCHIVE):
             raise self.error("truncated tar: it ends without the end-of-archive block")
         try:
             while self.tar_bytes is not None and self.tar_bytes.read(1 << 20):
                 pass  # drain every layer to EOF: the gzip CRC/length trailer is checked here
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.translate(exc) from exc
 
     def _output(self, destination: str, reader: Any, mode: int | None,
-                mtime: float | int | None) -> FileAwareInputStream:
+                mtime: float | None) -> FileAwareInputStream:
         keep_time = "t" in self.stream.file.preserve
         return FileAwareInputStream(self.stream.file, reader, destination, mode,
                                     mtime if keep_time else None, self.notes)

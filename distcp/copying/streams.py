@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Protocol
 
 from distcp.model import CopyableFile
+
+
+class ByteStream(Protocol):
+    """What every stream on its way to the writer offers: its bytes in order, and
+    ``close``. A source's reader, a decompressor, a converter's reader all are one;
+    the writer uses ``readinto`` too where a stream has it."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to ``size`` bytes (all that is left if negative); b"" at the end."""
+        ...
+
+    def close(self) -> None:
+        ...
 
 
 @dataclass(frozen=True)
@@ -21,7 +34,7 @@ class FileAwareInputStream:
     """
 
     file: CopyableFile
-    stream: BinaryIO
+    stream: ByteStream
     destination: str
     mode: int | None = None
     mtime: float | None = None
@@ -31,5 +44,5 @@ class FileAwareInputStream:
     notes: list[str] = field(default_factory=list, compare=False)
 
     @classmethod
-    def of(cls, file: CopyableFile, stream: BinaryIO) -> FileAwareInputStream:
+    def of(cls, file: CopyableFile, stream: ByteStream) -> FileAwareInputStream:
         return cls(file=file, stream=stream, destination=file.destination)

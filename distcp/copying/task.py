@@ -33,20 +33,14 @@ from distcp.copying.streams import FileAwareInputStream
 from distcp.copying.symlinks import apply_link_attributes, stage_link
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
-from distcp.copying.upload import (
-    StagedUpload,
-    complete_now,
-    put_whole,
-    stage_server_side,
-    stage_upload,
-)
-from distcp.copying.writer import SourceReader, apply_attributes, write_staged
+from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.storage import Storage, parse_staged, s3, storage_for
 from distcp.storage import filesystems as fsutil
-from distcp.storage import parse_staged, s3, storage_for
 from distcp.storage.local import os_path
+from distcp.storage.staging import StagedStream
 
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
@@ -175,7 +169,7 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     try:
         reader = open_source(file, spec)
         converters = build_chain(file.converters, _converter_options(spec, staging_dir))
-        outputs = chain(converters, FileAwareInputStream.of(file, reader))  # type: ignore[arg-type]
+        outputs = chain(converters, FileAwareInputStream.of(file, reader))
         notes: list[str] = []
         for n, out in enumerate(outputs):
             done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,
@@ -229,27 +223,33 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
         return key.result(out.destination, mode=out.mode,
                           mtime=out.mtime if "t" in file.preserve else None)
-    if spec.dst.capabilities.multipart:
-        hint = 0 if file.converters else file.origin.size
-        up = stage_upload(out.stream, out.destination, spec.dst_options, buffer, hint,
-                          hold_small=held is not None)
-        if up.body is not None and held is not None:
-            held[out.destination] = up.body
-        return _upload_result(key, out.destination, up)
-    staged = write_staged(out.stream, staging_url, spec.dst_options, buffer, spec.verify)
+    storage = spec.dst.open()
+    writer = storage.open_stage(out.destination, staging_url, verify=spec.verify,
+                                size_hint=0 if file.converters else file.origin.size,
+                                buffer_size=len(buffer), hold_small=held is not None)
+    staged = stage_stream(out.stream, writer, buffer)
+    if staged.body is not None and held is not None:
+        held[out.destination] = staged.body
+    if staged.staged is not None and staged.staged.needs_rename:
+        _keep_attributes(storage, staging_url, out, file)
+    return _staged_result(key, out.destination, staged)
+
+
+def _keep_attributes(storage: Storage, staging_url: str, out: FileAwareInputStream,
+                     file: CopyableFile) -> None:
+    """Give a staged file the mode, mtime and owner the rename that publishes keeps
+    (the output's own where a converter knows them, else the origin's)."""
     mtime: float | int | None = out.mtime
     if mtime is None:
         mtime = file.origin.mtime_ns or file.origin.mtime
-    apply_attributes(staging_url, spec.dst_options,
-                     mode=out.mode if out.mode is not None else file.mode,
-                     mtime=mtime if "t" in file.preserve else None,
-                     owner=file.owner, group=file.group)
-    return key.result(out.destination, staging=staging_url, bytes_written=staged.size,
-                      checksum=staged.checksum)
+    storage.set_staged_attributes(staging_url,
+                                  mode=out.mode if out.mode is not None else file.mode,
+                                  mtime=mtime if "t" in file.preserve else None,
+                                  owner=file.owner, group=file.group)
 
 
-def _upload_result(key: ResultKey, destination: str, up: StagedUpload) -> TaskResult:
-    return key.result(destination, staging=up.staging, bytes_written=up.size,
+def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskResult:
+    return key.result(destination, staging=up.text, bytes_written=up.size,
                       checksum=up.checksum, parts=up.parts, bytes_server_side=up.server_side)
 
 
@@ -257,16 +257,17 @@ def _publish_now(results: list[TaskResult], held: dict[str, bytes], spec: TaskSp
                  ) -> list[TaskResult]:
     """Per-file visibility: publish each output of a checked source, each whole (one
     PutObject for a held small output, else the upload's complete)."""
+    storage = spec.dst.open()
     out = []
     for r in results:
         if r.destination in held:
-            staging = put_whole(r.destination, spec.dst_options, held[r.destination])
+            staged = storage.publish_whole(r.destination, held[r.destination])
         elif r.staging and parse_staged(r.staging).needs_complete:
-            staging = complete_now(r.staging, r.bytes_written, r.parts, spec.dst_options)
+            staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts)
         else:
             out.append(r)  # a directory an archive holds: nothing to publish
             continue
-        out.append(replace(r, staging=staging, parts=()))
+        out.append(replace(r, staging=staged.text, parts=()))
     return out
 
 
@@ -274,21 +275,21 @@ def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
                       publish_now: bool = False) -> TaskResult:
     """UploadPartCopy into a staged upload: the task's byte counters stay at zero."""
     try:
-        up = stage_server_side(file.origin.url, file.destination, spec.dst_options,
-                               file.origin.size, spec.part_size)
+        up = spec.dst.open().copy_in(file.origin.url, file.destination, file.origin.size,
+                                     spec.part_size)
         try:
             recheck_source(file, spec)
             if publish_now:
-                result = _upload_result(key, file.destination, up)
+                result = _staged_result(key, file.destination, up)
                 return _publish_now([result], {}, spec)[0]
         except CopyError:
-            _discard_results([_upload_result(key, file.destination, up)], spec)
+            _discard_results([_staged_result(key, file.destination, up)], spec)
             raise
     except s3.ServerSideCopyUnsupported:
         raise  # copy_file copies through the task instead
     except Exception as exc:  # noqa: BLE001 - reported as data
         return failed(key.result(file.destination), exc)
-    return _upload_result(key, file.destination, up)
+    return _staged_result(key, file.destination, up)
 
 
 def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterator
+from typing import Any
 
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.recursive import RecursiveCopyableDataset
@@ -47,7 +48,7 @@ class SingleRootFinder(DatasetsFinder):
             )
 
 
-def source_info(fs, path: str, shown: str) -> dict:  # type: ignore[no-untyped-def]
+def source_info(fs: Any, path: str, shown: str) -> dict[str, Any]:
     """``fs.info(path)``, or a PlanningError that names the source and the cause."""
     try:
         return fs.info(path)  # type: ignore[no-any-return]

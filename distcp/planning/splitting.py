@@ -30,7 +30,6 @@ from distcp.checksum import BLOCK, compose
 from distcp.commit.state import read_json, write_atomic
 from distcp.copying.ranges import range_result
 from distcp.copying.results import ResultKey
-from distcp.copying.writer import apply_attributes
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
 from distcp.storage import Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
@@ -245,6 +244,6 @@ def _set_attributes_in_place(sf: SplitFile, options: dict[str, Any]) -> None:
     if not (storage.capabilities.offset_writes and storage.exists(sf.staging)):
         return
     f = sf.file
-    apply_attributes(sf.staging, options, mode=f.mode, owner=f.owner, group=f.group,
-                     mtime=(f.origin.mtime_ns or f.origin.mtime) if "t" in f.preserve
-                     else None)
+    storage.set_staged_attributes(sf.staging, mode=f.mode, owner=f.owner, group=f.group,
+                                  mtime=(f.origin.mtime_ns or f.origin.mtime)
+                                  if "t" in f.preserve else None)

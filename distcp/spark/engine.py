@@ -63,7 +63,7 @@ def idle_timeout(value: str | float | None = None) -> float:
     from distcp.configuration import parse_duration
 
     raw = value if value is not None else os.environ.get(IDLE_ENV)
-    return parse_duration(raw) if raw not in (None, "") else DEFAULT_IDLE_S  # type: ignore[arg-type]
+    return parse_duration(raw) if raw not in (None, "") else DEFAULT_IDLE_S
 
 
 def _code_hash() -> str:
@@ -174,7 +174,7 @@ class Engine:
         # Its own session: a run killed with its process group never takes the server.
         proc = subprocess.run([sys.executable, "-m", "distcp.spark.engine", "launch"],
                               input=request, capture_output=True, text=True, env=env,
-                              start_new_session=True, timeout=300)
+                              start_new_session=True, timeout=300, check=False)
         if proc.returncode != 0:
             reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise EngineUnavailable(f"the warm engine did not start: {reason} "

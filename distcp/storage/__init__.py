@@ -13,6 +13,8 @@ from distcp.storage.spec import (
     storage_for,
 )
 from distcp.storage.staged import Staged, StagedKind, parse_staged
+from distcp.storage.staging import RangeAt, StagedFile, StagedStream, StageWriter
 
-__all__ = ["Capabilities", "Staged", "StagedKind", "Storage", "StorageSpec", "backend_name", "capabilities_of",
+__all__ = ["Capabilities", "RangeAt", "StageWriter", "Staged", "StagedFile", "StagedKind",
+           "StagedStream", "Storage", "StorageSpec", "backend_name", "capabilities_of",
            "parse_staged", "spec_for", "storage_for"]

@@ -13,17 +13,26 @@ methods take URLs and resolve them through fsspec's per-process instance cache.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from distcp.checksum import Digest, digest_of_stream
 from distcp.storage import filesystems as fsutil
+from distcp.storage.files import FileWriter, part_name, write_part_file
 from distcp.storage.staged import Staged
+from distcp.storage.staging import (
+    Parts,
+    RangeAt,
+    RangeSource,
+    StagedFile,
+    StagedStream,
+    StageWriter,
+    WrittenRange,
+)
 
 T = TypeVar("T")
-#: Parts of a staged upload as (number, ETag, size); empty where staging is a file.
-Parts = tuple[tuple[int, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,17 +180,96 @@ class Storage(ABC):
     def stage(self, data: bytes, final_url: str, staging_url: str) -> tuple[Staged, Parts]:
         """Stage a small ``data`` for ``final_url``: here a file at ``staging_url``.
 
-        The engine's streaming stagers (``writer``, ``upload``) hash and verify on the
-        way; this is the same staging for a body already in memory.
+        ``open_stage`` stages a stream, checked on the way; this is the same staging
+        for a body already in memory.
         """
         fs, path = self.fs(staging_url)
         fs.pipe_file(path, data)
         return Staged.path(staging_url), ()
 
+    def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
+                   size_hint: int = 0, buffer_size: int = 0,
+                   hold_small: bool = False) -> StageWriter:
+        """A writer staging one stream for ``final_url``: here the file ``staging_url``,
+        checked at commit (its size; with ``verify="digest"`` its bytes re-read).
+
+        ``size_hint`` (the expected size, 0 if unknown) and ``buffer_size`` size an
+        upload's parts; ``hold_small`` keeps a stream shorter than one part in memory
+        for ``publish_whole`` (storages that stage into files ignore the three).
+        """
+        fs, path = self.fs(staging_url)
+        return FileWriter(fs, path, staging_url, verify)
+
+    def set_staged_attributes(self, url: str, *, mode: int | None, mtime: float | None,
+                              owner: str | None, group: str | None) -> str | None:
+        """Give a staged file the attributes the publish keeps, where this storage keeps
+        them (here only the mtime, where the filesystem offers ``set_mtime``). A note
+        when the filesystem refused (the copy stands), else None."""
+        return self.set_mtime(url, mtime)
+
+    def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
+                    buffer: bytearray, verify: str, folder_url: str,
+                    attempt: str) -> WrittenRange:
+        """Stage one range of the split file ``staged``: here its own part file in
+        ``folder_url`` (named per attempt, see ``part_name``), which ``join`` later
+        concatenates (no offset writes, no uploads). Checked before it returns."""
+        name = part_name(at.index, attempt)
+        url = fsutil.join(folder_url, name)
+        fs, path = self.fs(url)
+        return WrittenRange("", write_part_file(fs, path, url, at, source, buffer, verify),
+                            name)
+
+    def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
+        """Have the store copy one range of ``source_url`` into the upload ``staged``
+        (``capabilities.server_side_copy``); the part's ETag."""
+        raise NotImplementedError(f"{self.name} storage copies nothing server-side")
+
+    def copy_in(self, source_url: str, final_url: str, size: int,
+                part_size: int) -> StagedStream:
+        """Stage ``final_url`` as a copy the store makes of ``source_url`` itself
+        (``capabilities.server_side_copy``), no byte passing through the task."""
+        raise NotImplementedError(f"{self.name} storage copies nothing server-side")
+
+    def publish_whole(self, url: str, body: bytes) -> Staged:
+        """Per-file visibility: write a small file held in memory straight to its final
+        ``url``, whole or not at all, and check it; ``Staged.published(url)``."""
+        raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
+
+    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+        """Per-file visibility: publish a staged upload (or empty file) at once and check
+        the object holds exactly ``parts`` (or ``size``); ``Staged.published(final)``."""
+        raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
+
     def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
         """Make a staged file visible at ``final_url`` (a file: moved there)."""
         if staged.needs_rename:
             self.move(staged.location, final_url)
+
+    def all_published(self, files: Sequence[StagedFile]) -> bool:
+        """Whether every staged file of a file set is published (``is_published``),
+        judged from what the storage holds now: a commit step's ``verify``."""
+        return all(self.is_published(f.staged, f.final, f.size) for f in files)
+
+    def publish_all(self, files: Sequence[StagedFile],
+                    after_each: Callable[[StagedFile], None] = lambda f: None) -> None:
+        """Publish a file set's staged files (``publish``), concurrently where calls are
+        remote; one an interrupted earlier run already published is fine. ``after_each``
+        runs after each file (the commit step's crash point)."""
+        def one(f: StagedFile) -> None:
+            try:
+                self.publish(f.staged, f.final, f.parts)
+            except FileNotFoundError:
+                if not self.is_published(f.staged, f.final, f.size):
+                    raise
+            after_each(f)
+
+        self.for_each(files, one)  # local: a plain loop (~µs a rename)
+
+    def digest_of(self, url: str, buffer: bytearray) -> Digest:
+        """The digest of the file at ``url``, read through ``buffer``."""
+        fs, path = self.fs(url)
+        with fs.open(path, "rb") as f:
+            return digest_of_stream(f, buffer)
 
     def move(self, src: str, dst: str) -> None:
         """Publish a staged file: move it from its staging URL to its final URL."""

@@ -211,7 +211,7 @@ def to_url(fs: AbstractFileSystem, path: str) -> str:
     keys = _url_keys(protocol)
     host = fs.storage_options.get(keys["host"]) if keys else None
     if not host:
-        return fs.unstrip_protocol(path)
+        return str(fs.unstrip_protocol(path))
     netloc = f"[{host}]" if ":" in str(host) else str(host)
     user = fs.storage_options.get(keys.get("user", ""))
     port = fs.storage_options.get(keys.get("port", ""))

@@ -5,15 +5,51 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+from typing import BinaryIO
 
-from distcp.storage.base import Capabilities, Parts, Storage
+from distcp.checksum import Digest
+from distcp.errors import DestinationWriteError, IntegrityError
+from distcp.storage import filesystems as fsutil
+from distcp.storage import holes, localcopy
+from distcp.storage.base import Capabilities, Storage
+from distcp.storage.files import FileWriter
 from distcp.storage.staged import Staged
+from distcp.storage.staging import Parts, RangeAt, RangeSource, StageWriter, WrittenRange
 
 
 def os_path(url: str) -> str:
     """The plain path of a local URL (what ``os`` calls take)."""
     return url.removeprefix("file://")
 
+
+class LocalFileWriter(FileWriter):
+    """A staging file written with ``os`` calls; a regular local source file is copied
+    by the kernel (``localcopy``: holes kept), and a digest check reads only the
+    copy's data segments (holes hash as zeros, unread)."""
+
+    copies_files = True
+
+    def __init__(self, url: str, verify: str) -> None:
+        super().__init__(None, os_path(url), url, verify)
+
+    def _open(self) -> BinaryIO:
+        return open(self.path, "wb", buffering=0)
+
+    def copy_file(self, fd: int, buffer: bytearray, source: str) -> Digest | None:
+        self._copied = True  # the file exists from here on: abort removes it
+        return localcopy.copy_to(fd, self.path, buffer, source=source)
+
+    def _size(self) -> int:
+        return os.stat(self.path).st_size
+
+    def _digest(self, buffer: bytearray) -> str:
+        return holes.digest_of_file(self.path, buffer).hexdigest()
+
+    def _discard(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 
@@ -93,6 +129,10 @@ class LocalStorage(Storage):
         except OSError:
             pass
 
+    def digest_of(self, url: str, buffer: bytearray) -> Digest:
+        """Holes of a sparse file hash as zeros, unread (a sparse file stays cheap)."""
+        return holes.digest_of_file(os_path(url), buffer)
+
     def set_mtime(self, url: str, mtime: float | None) -> str | None:
         self.set_attributes(url, None, mtime)
         return None
@@ -116,3 +156,77 @@ class LocalStorage(Storage):
             os.utime(path, ns=(mtime, mtime))
         elif mtime is not None:
             os.utime(path, (mtime, mtime))
+
+    # -- staging ------------------------------------------------------------------
+    def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
+                   size_hint: int = 0, buffer_size: int = 0,
+                   hold_small: bool = False) -> StageWriter:
+        return LocalFileWriter(staging_url, verify)
+
+    def set_staged_attributes(self, url: str, *, mode: int | None, mtime: float | None,
+                              owner: str | None, group: str | None) -> str | None:
+        """Mode, ownership (where the process may: root, or a group it is in) and
+        mtime (an ``int`` is nanoseconds, exact), all kept by the rename that publishes."""
+        path = os_path(url)
+        if mode is not None:
+            os.chmod(path, mode & 0o7777)
+        if owner is not None or group is not None:
+            _chown(path, owner, group)
+        if isinstance(mtime, int):
+            os.utime(path, ns=(mtime, mtime))
+        elif mtime is not None:
+            os.utime(path, (mtime, mtime))
+        return None
+
+    def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
+                    buffer: bytearray, verify: str, folder_url: str,
+                    attempt: str) -> WrittenRange:
+        """Write the range at its offset into the shared staging file, then re-read it
+        to verify. A regular local source goes through the kernel with its holes kept
+        (``localcopy``); any other source through pwrite of what was read."""
+        path = os_path(staged.location)
+        digest = Digest()
+        src = source.regular_fd()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            if src is not None:
+                localcopy.copy_span(src, fd, at.offset, at.length, buffer, digest,
+                                    source=fsutil.display(source.url))
+                source.copied(digest.size)
+                localcopy.extend_to(fd, at.offset + at.length)
+            else:
+                pos = at.offset
+                for chunk in source.chunks(memoryview(buffer), digest):
+                    os.pwrite(fd, chunk, pos)
+                    pos += len(chunk)
+        except OSError as exc:
+            raise DestinationWriteError(f"cannot write range {at.index} to staging "
+                                        f"{fsutil.display(path)}: {exc}", path=path) from exc
+        finally:
+            os.close(fd)
+        if verify == "digest":
+            _verify_range(path, at, buffer, digest.blocks())
+        return WrittenRange("", digest.blocks())
+
+
+def _verify_range(path: str, at: RangeAt, buffer: bytearray, want: bytes) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = holes.digest_span(fd, at.offset, at.length, buffer)
+    finally:
+        os.close(fd)
+    if got.blocks() != want:
+        raise IntegrityError(f"range {at.index} of {fsutil.display(path)} differs from what "
+                             "was read after writing it", path=path)
+
+
+def _chown(path: str, owner: str | None, group: str | None) -> None:
+    import grp
+    import pwd
+
+    try:
+        uid = pwd.getpwnam(owner).pw_uid if owner else -1
+        gid = grp.getgrnam(group).gr_gid if group else -1
+        os.chown(path, uid, gid)
+    except (KeyError, PermissionError):
+        pass  # unknown name here, or not allowed: keep the process's own

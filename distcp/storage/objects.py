@@ -7,12 +7,22 @@ document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3
-from distcp.storage.base import Capabilities, Parts, Storage
+from distcp.storage import s3, uploads
+from distcp.storage.base import Capabilities, Storage
 from distcp.storage.staged import Staged, StagedKind
+from distcp.storage.staging import (
+    Parts,
+    RangeAt,
+    RangeSource,
+    StagedFile,
+    StagedStream,
+    StageWriter,
+    WrittenRange,
+)
 
 
 class ObjectStorage(Storage):
@@ -87,6 +97,45 @@ class ObjectStorage(Storage):
         etag = s3.upload_part(fs, final, upload_id, 1, data)
         return Staged.upload(upload_id, final), ((1, etag, len(data)),)
 
+    def _final(self, url: str) -> tuple[Any, str]:
+        """The filesystem and the canonical ``s3://bucket/key`` form of ``url``."""
+        fs, path = self.fs(url)
+        return fs, fsutil.to_url(fs, path)
+
+    def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
+                   size_hint: int = 0, buffer_size: int = 0,
+                   hold_small: bool = False) -> StageWriter:
+        """A new upload on the final key (``staging_url`` is not used): parts of the
+        S3 size for ``size_hint`` bytes, at least one buffer; parts are listed back
+        instead of re-reading (``verify`` is not used)."""
+        fs, final = self._final(final_url)
+        part_size = s3.part_size_for(size_hint, max(buffer_size, s3.MIN_PART))
+        return uploads.UploadWriter(fs, final, part_size, hold_small)
+
+    def copy_in(self, source_url: str, final_url: str, size: int,
+                part_size: int) -> StagedStream:
+        fs, final = self._final(final_url)
+        return uploads.copy_in(fs, source_url, final, size, part_size)
+
+    def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
+                    buffer: bytearray, verify: str, folder_url: str,
+                    attempt: str) -> WrittenRange:
+        """The range is part ``index + 1`` of the upload the driver created."""
+        fs, _ = self.fs(staged.location)
+        return WrittenRange(*uploads.write_part(fs, staged, at, source))
+
+    def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
+        fs, _ = self.fs(staged.location)
+        return uploads.copy_range(fs, staged, at, source_url)
+
+    def publish_whole(self, url: str, body: bytes) -> Staged:
+        fs, final = self._final(url)
+        return uploads.put_whole(fs, final, body)
+
+    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+        fs, _ = self.fs(staged.location)
+        return uploads.complete_now(fs, staged, size, parts)
+
     def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
         """Complete the upload (an empty file: one PUT); the object appears whole."""
         fs, _ = self.fs(staged.location or final_url)
@@ -101,6 +150,23 @@ class ObjectStorage(Storage):
         if staged.upload_id and self.uploaded_parts(staged) is not None:
             return False  # still pending: whatever the key holds is not ours
         return super().is_published(staged, final, size)
+
+    def all_published(self, files: Sequence[StagedFile]) -> bool:
+        """One LIST of the set's pending uploads, then a HEAD per object (its size and
+        multipart ETag), instead of a LIST of parts per upload."""
+        if not files:
+            return True
+        fs, _ = self.fs(files[0].final)
+        return uploads.all_published(fs, files, self.capabilities.parallel_ops)
+
+    def publish_all(self, files: Sequence[StagedFile],
+                    after_each: Callable[[StagedFile], None] = lambda f: None) -> None:
+        """Complete the set's uploads concurrently; each object is checked (see
+        ``uploads.publish_all``)."""
+        if not files:
+            return
+        fs, _ = self.fs(files[0].final)
+        uploads.publish_all(fs, files, after_each, self.capabilities.parallel_ops)
 
     def discard(self, staged: Staged) -> None:
         if staged.upload_id:

@@ -265,7 +265,8 @@ def copy_part(fs: Any, url: str, upload_id: str, number: int, source_url: str,
     return str(etag)
 
 
-def complete(fs: Any, url: str, upload_id: str, parts: Sequence[Sequence[Any]]) -> str:
+def complete(fs: Any, url: str, upload_id: str,
+             parts: Sequence[tuple[int, str, int]]) -> str:
     """Complete an upload; returns the ETag the server gave the object."""
     bucket, key = bucket_key(fs, url)
     out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,

@@ -17,12 +17,11 @@ from distcp.checksum import digest_of_bytes
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import TaskSpec, run_work_unit
-from distcp.copying.upload import put_whole
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.spark.job import _publishing, _task_spec
-from distcp.storage import parse_staged
+from distcp.storage import parse_staged, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
@@ -70,7 +69,7 @@ def requests_of(results: list[TaskResult]) -> dict[str, int]:
 
 def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
         s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     files = make_tree(tmp_path / "src", {"a.bin": 100_000, "b.txt": 10, "empty": 0,
                                          "almost.bin": 8 * MiB - 1})
     _, spec, todo, _ = planned(tmp_path / "src", s3)
@@ -89,7 +88,7 @@ def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
 
 def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(
         s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
-    s3 = s3_any
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     files = make_tree(tmp_path / "src", {"big.bin": 13 * MiB})
     _, spec, todo, _ = planned(tmp_path / "src", s3)
     [r] = run_work_unit(WorkUnit(0, tuple(todo), publish_now=(todo[0].guid,)), spec, "a0")
@@ -125,7 +124,8 @@ def test_a_put_the_server_stored_differently_is_removed_and_fails(
 
     monkeypatch.setattr(s3ops, "put", garbling)
     with pytest.raises(IntegrityError, match="other bytes than the 5 sent"):
-        put_whole("s3://dst/vis/g.txt", s3.options, b"hello")
+        storage_for("s3://dst/vis/g.txt", s3.options).publish_whole("s3://dst/vis/g.txt",
+                                                                    b"hello")
     assert visible(s3) == {}
 
 

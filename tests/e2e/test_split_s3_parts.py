@@ -1,6 +1,6 @@
 """A range's S3 part replaced by a late request of an earlier attempt: sent again.
 
-The range writer (``distcp.copying.ranges._write_part``) is called in this process
+The range writer (``ObjectStorage.write_range``) is called in this process
 against the moto server; a wrapper around ``s3.upload_part`` uploads another
 body under the same part number right after ours, as a killed attempt's late
 request would. No Spark: one part of 5 MiB.
@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from distcp.copying.ranges import PART_RESENDS, _write_part
-from distcp.copying.task import TaskSpec
+from distcp.copying.ranges import RangeReader
+from distcp.copying.writer import SourceReader
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, FileStatus, Split
-from distcp.storage import Staged, spec_for
+from distcp.storage import Staged, storage_for
 from distcp.storage import s3 as s3mod
+from distcp.storage.staging import RangeAt
+from distcp.storage.uploads import PART_RESENDS
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
@@ -44,15 +46,12 @@ def stage(server: S3Server, monkeypatch: pytest.MonkeyPatch, stale_times: int) -
     body = bytes(range(256)) * (PART // 256)
     file = CopyableFile(FileStatus("/src/big.bin", PART, 1.0), final, "urn", "all")
     split = Split(0, 2, 0, PART, Staged.upload(upload_id, final).text, "")
-    spec = TaskSpec(job_id="j", staging_root="", progress_root="",
-                    dst=spec_for(final, server.options), dst_options=server.options)
-
-    class Reader(io.BytesIO):
-        url = "/src/big.bin"
-
+    reader = RangeReader(SourceReader(io.BytesIO(body), "/src/big.bin"), file, split)
+    storage = storage_for(final, server.options)
     try:
-        return _write_part(Reader(body), file, split, spec), sent, \
-            s3mod.list_parts(fs, final, upload_id)
+        written = storage.write_range(Staged.upload(upload_id, final), RangeAt(0, 0, PART),
+                                      reader, bytearray(1 << 20), "digest", "", "a0")
+        return (written.etag, written.blocks), sent, s3mod.list_parts(fs, final, upload_id)
     finally:
         s3mod.abort(fs, final, upload_id)
 

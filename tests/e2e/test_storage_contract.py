@@ -7,6 +7,7 @@ storage itself (the disk, boto3, the FTP server's root on disk): bytes and paths
 
 from __future__ import annotations
 
+import io
 import pickle
 import subprocess
 import sys
@@ -17,7 +18,14 @@ from typing import Any
 
 import pytest
 
+from distcp.checksum import Digest, digest_of_bytes
+from distcp.copying.ranges import RangeReader
+from distcp.copying.writer import SourceReader, stage_stream
+from distcp.errors import DestinationWriteError, SourceReadError
+from distcp.model import CopyableFile, FileStatus, Split
 from distcp.storage import Staged, StagedKind, parse_staged, spec_for, storage_for
+from distcp.storage.base import Storage
+from distcp.storage.staging import RangeAt, StagedFile
 from tests.fixtures.ftp_server import FTPServer, ftp, ftp_server  # noqa: F401 - fixtures
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -185,6 +193,211 @@ def test_sweep_orphans_aborts_only_unreferenced_old_uploads(
     assert storage.sweep_orphans(place.root, {kept.upload_id}) == 1
     assert [u["UploadId"] for u in pending()] == [kept.upload_id]
     assert storage.uploaded_parts(lost) is None
+
+
+# ---- staging a stream, a range; publishing a file set (issue 10) -------------------
+
+MiB = 1 << 20
+#: A body of two S3-sized parts (the first one full), with no repeating 4 KiB block.
+BIG = b"".join(i.to_bytes(4, "big") * 1024 for i in range(1536))  # 6 MiB
+
+
+def staged_stream(storage: Storage, place: Place, name: str, body: bytes,
+                  hold_small: bool = False) -> Any:
+    """Stage ``body`` as a task stages one output: the storage's writer, the engine's pump."""
+    make_folders(storage, place)
+    writer = storage.open_stage(place.url(f"out/{name}"), place.url(f"staging/{name}"),
+                                verify="digest", size_hint=len(body), buffer_size=MiB,
+                                hold_small=hold_small)
+    return stage_stream(io.BytesIO(body), writer, bytearray(MiB))
+
+
+def make_folders(storage: Storage, place: Place) -> None:
+    """The task's staging folder and the final folder, where the storage has folders."""
+    if storage.capabilities.directories:
+        storage.makedirs(place.url("staging"))
+        storage.makedirs(place.url("out"))
+
+
+class Failing(io.RawIOBase):
+    """A source that dies (EIO) after ``n`` bytes."""
+
+    def __init__(self, body: bytes, n: int) -> None:
+        self.inner, self.left = io.BytesIO(body), n
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.left <= 0:
+            raise OSError(5, "Input/output error")
+        chunk = self.inner.read(min(len(buffer), self.left))
+        self.left -= len(chunk)
+        buffer[:len(chunk)] = chunk
+        return len(chunk)
+
+
+def test_a_staged_stream_is_checked_invisible_then_published_whole(place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    done = staged_stream(storage, place, "s.bin", BIG)
+    assert (done.size, done.checksum) == (len(BIG), digest_of_bytes(BIG))
+    assert parse_staged(done.text) == done.staged
+    assert done.staged.kind is (StagedKind.UPLOAD if storage.capabilities.multipart
+                                else StagedKind.PATH)
+    assert [p[2] for p in done.parts] == ([5 * MiB, MiB] if storage.capabilities.multipart
+                                          else [])
+    assert place.read("out/s.bin") is None
+    storage.publish(done.staged, place.url("out/s.bin"), done.parts)
+    assert place.read("out/s.bin") == BIG
+    assert storage.is_published(done.staged, place.url("out/s.bin"), len(BIG))
+
+
+def test_a_stream_whose_source_fails_leaves_nothing_staged(
+        place: Place, request: pytest.FixtureRequest) -> None:
+    storage = storage_for(place.root, place.options)
+    make_folders(storage, place)
+    writer = storage.open_stage(place.url("out/f.bin"), place.url("staging/f.bin"),
+                                size_hint=len(BIG), buffer_size=MiB)
+    reader = SourceReader(Failing(BIG, 5 * MiB + 10), "/src/f.bin")  # type: ignore[arg-type]
+    with pytest.raises(SourceReadError, match="^cannot read /src/f.bin: .*Input/output"):
+        stage_stream(reader, writer, bytearray(MiB))
+    assert place.names("staging") == [] and place.read("out/f.bin") is None
+    if storage.capabilities.multipart:
+        assert request.getfixturevalue("s3").pending_uploads() == []
+
+
+def test_an_unwritable_staging_is_a_destination_error_naming_it(place: Place) -> None:
+    """Where staging is a file, a file in the way of its folder fails the write; an
+    object store stages on the final key and has no folder to be in the way."""
+    storage = storage_for(place.root, place.options)
+    if storage.capabilities.multipart:
+        pytest.skip("object stores stage on the final key: no staging folder")
+    storage.write_atomic(place.url("blocker"), b"a file where a folder must be")
+    writer = storage.open_stage(place.url("out/x"), place.url("blocker/x"))
+    with pytest.raises(DestinationWriteError, match="^cannot write staging copy .*blocker/x: "):
+        stage_stream(io.BytesIO(b"data"), writer, bytearray(MiB))
+    assert place.read("blocker") == b"a file where a folder must be"
+
+
+def test_an_empty_stream_stages_and_publishes_zero_bytes(place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    done = staged_stream(storage, place, "e", b"")
+    assert done.size == 0 and done.staged is not None
+    storage.publish(done.staged, place.url("out/e"), done.parts)
+    assert place.read("out/e") == b""
+
+
+def test_a_small_stream_is_held_for_one_put_where_files_publish_one_by_one(
+        place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    done = staged_stream(storage, place, "h.txt", b"hello", hold_small=True)
+    if not storage.capabilities.multipart:
+        assert done.body is None and place.read("staging/h.txt") == b"hello"
+        with pytest.raises(NotImplementedError):
+            storage.publish_whole(place.url("out/h.txt"), b"hello")
+        return
+    assert (done.staged, done.body, place.read("out/h.txt")) == (None, b"hello", None)
+    published = storage.publish_whole(place.url("out/h.txt"), done.body)
+    assert published.is_published and place.read("out/h.txt") == b"hello"
+    big = staged_stream(storage, place, "big.bin", BIG, hold_small=True)
+    assert big.body is None and place.read("out/big.bin") is None
+    assert storage.publish_checked(big.staged, big.size, big.parts).is_published
+    assert place.read("out/big.bin") == BIG
+
+
+def test_a_file_set_is_published_once_and_publishing_it_again_is_harmless(
+        place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    bodies = {"a": b"A" * 10, "b": BIG, "c": b""}
+    files = []
+    for name, body in bodies.items():
+        done = staged_stream(storage, place, name, body)
+        files.append(StagedFile(done.staged, place.url(f"out/{name}"), done.size, done.parts))
+    assert not storage.all_published(files)
+    seen: list[str] = []
+    storage.publish_all(files, lambda f: seen.append(f.final))
+    assert sorted(seen) == sorted(f.final for f in files)
+    assert {n: place.read(f"out/{n}") for n in bodies} == bodies
+    assert storage.all_published(files)
+    storage.publish_all(files)  # a replay after a crash past the publish
+    assert {n: place.read(f"out/{n}") for n in bodies} == bodies
+    assert storage.all_published(())
+
+
+def test_digest_of_reads_a_file_back(place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    storage.prepare_folder(place.url("d"))
+    storage.write_atomic(place.url("d/f"), BIG)
+    assert storage.digest_of(place.url("d/f"), bytearray(MiB)).hexdigest() == \
+        digest_of_bytes(BIG)
+
+
+def test_ranges_of_a_split_file_are_staged_each_its_way_and_checked(place: Place) -> None:
+    """Ranges staged out of order land where the storage keeps them: at their offsets
+    (local disk), as parts of one upload (object stores), as part files (the rest)."""
+    storage = storage_for(place.root, place.options)
+    caps = storage.capabilities
+    storage.prepare_folder(place.url("splits/g"))
+    staged = storage.stage_split(place.url("out/big.bin"), place.url("splits/g"), "data")
+    size = 5 * MiB if caps.multipart else 3 * MiB  # S3: parts of 5 MiB at least
+    body = (BIG * 2)[:2 * size]
+    file = CopyableFile(FileStatus("/src/big.bin", len(body), 1.0), place.url("out/big.bin"),
+                        "urn", "all")
+    written = {}
+    for index in (1, 0):
+        split = Split(index, 2, index * size, size, staged.text, place.url("splits/g"))
+        src = io.BytesIO(body)
+        src.seek(split.offset)
+        reader = RangeReader(SourceReader(src, "/src/big.bin"), file, split)  # type: ignore[arg-type]
+        written[index] = storage.write_range(staged, RangeAt(index, split.offset, size),
+                                             reader, bytearray(MiB), "digest",
+                                             place.url("splits/g"), "a0")
+    for index, w in written.items():
+        want = Digest()
+        want.update(body[index * size:(index + 1) * size])
+        assert w.blocks == want.blocks()
+    if caps.multipart:
+        parts = tuple((i + 1, written[i].etag, size) for i in (0, 1))
+        assert storage.uploaded_parts(staged) == {n: (e, s) for n, e, s in parts}
+        storage.publish(staged, place.url("out/big.bin"), parts)
+        assert place.read("out/big.bin") == body
+    elif caps.offset_writes:
+        assert all(w.part == "" for w in written.values())
+        assert place.read("splits/g/data") == body
+    else:
+        assert [w.part for w in (written[0], written[1])] == ["p0-a0", "p1-a0"]
+        assert place.read("splits/g/p0-a0") == body[:size]
+        assert place.read("splits/g/p1-a0") == body[size:]
+
+
+def test_a_range_whose_source_ends_early_is_a_source_error(place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    storage.prepare_folder(place.url("splits/s"))
+    staged = storage.stage_split(place.url("out/short.bin"), place.url("splits/s"), "data")
+    file = CopyableFile(FileStatus("/src/short.bin", 10 * MiB, 1.0),
+                        place.url("out/short.bin"), "urn", "all")
+    split = Split(0, 2, 0, 5 * MiB, staged.text, place.url("splits/s"))
+    reader = RangeReader(SourceReader(io.BytesIO(b"x" * MiB), "/src/short.bin"),  # type: ignore[arg-type]
+                         file, split)
+    with pytest.raises(SourceReadError, match="short.bin"):
+        storage.write_range(staged, RangeAt(0, 0, 5 * MiB), reader, bytearray(MiB), "size",
+                            place.url("splits/s"), "a0")
+    assert "p0-a0" not in place.names("splits/s")
+    storage.discard(staged)
+
+
+def test_staged_attributes_are_kept_where_the_storage_keeps_them(place: Place) -> None:
+    storage = storage_for(place.root, place.options)
+    storage.prepare_folder(place.url("staging"))
+    staged, _ = storage.stage(b"attrs", place.url("out/m"), place.url("staging/m"))
+    note = storage.set_staged_attributes(place.url("staging/m"), mode=0o640,
+                                         mtime=1_600_000_000_000_000_000, owner=None,
+                                         group=None)
+    assert note is None or "mtimes were not kept" in note
+    if storage.capabilities.mtimes:
+        assert storage.has_attributes(place.url("staging/m"), 0o640,
+                                      1_600_000_000_000_000_000)
+    storage.discard(staged)
 
 
 def test_staged_text_forms_of_earlier_versions_still_parse() -> None:

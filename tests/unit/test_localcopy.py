@@ -1,4 +1,4 @@
-"""The kernel copy path (distcp.copying.localcopy) on real local files: bytes, digests, holes,
+"""The kernel copy path (distcp.storage.localcopy) on real local files: bytes, digests, holes,
 and each fallback forced through the os functions it calls."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from distcp.checksum import Digest, digest_of_bytes
-from distcp.copying import holes, localcopy
 from distcp.copying.writer import SourceReader, write_staged
 from distcp.errors import IntegrityError, SourceReadError
+from distcp.storage import holes, localcopy
 from tests.fixtures.trees import sparse_file
 
 MIB = 1 << 20

@@ -1,4 +1,4 @@
-"""EXECUTOR: copy a local file to a local path through the kernel, hashed, holes kept.
+"""Local disk: copy a local file to a local path through the kernel, hashed, holes kept.
 
 Between two local paths the kernel can move the bytes itself (``copy_file_range``,
 else ``sendfile``): 0.73 s for 2 GiB here. The digest must still come from bytes
@@ -7,7 +7,7 @@ source (page cache hot) and hashed; ``--verify digest`` re-reads the staged copy
 before. That is the minimum for the guarantee, one read of each side: 1.59 s for
 2 GiB against 3.54 s for the reused-buffer read/write loop (README, Performance).
 
-A sparse source is copied data segment by data segment (``distcp.copying.holes``), so the
+A sparse source is copied data segment by data segment (``distcp.storage.holes``), so the
 copy is sparse too; holes hash as zeros without being read, and the digest is that
 of the full logical content, the same whatever path copied the bytes.
 
@@ -24,8 +24,8 @@ import stat
 from typing import Any
 
 from distcp.checksum import Digest
-from distcp.copying.holes import HASH_CHUNK, hash_zeros, segments
 from distcp.errors import SourceReadError
+from distcp.storage.holes import HASH_CHUNK, hash_zeros, segments
 
 #: Ways to move bytes, best first; ``copy_span(method=...)`` starts lower (tests, tuning).
 METHODS = ("copy_file_range", "sendfile", "readwrite")

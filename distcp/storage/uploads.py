@@ -1,0 +1,333 @@
+"""Object stores: a stream or a range staged as an uncompleted multipart upload.
+
+Bytes are sent as parts of at least 5 MiB (one part for a small file), up to
+PARTS_IN_FLIGHT at once; nothing is visible at the key until the upload is
+completed (the publish). Any failure (the source, a part, the watchdog) aborts the
+upload before the error goes up, so a failed copy leaves neither an object nor a
+pending upload. Never ``with fs.open(final, "wb")``: its ``close()`` in
+``__exit__`` would publish the partial object (PITFALLS.md).
+
+With per-file visibility (``--visibility file``) the task publishes each file
+itself once its source is checked: a file smaller than one part is held in memory
+and sent as ONE PutObject to its final key (``hold_small``, then ``put_whole``),
+a bigger one is completed at once (``complete_now``). Either way the object
+appears whole or not at all.
+
+Every function looks ``s3.<request>`` up when it runs (tests replace one to play a
+misbehaving server).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+from distcp import request_count
+from distcp.checksum import Digest
+from distcp.errors import DestinationWriteError, IntegrityError, PublishError
+from distcp.storage import filesystems as fsutil
+from distcp.storage import s3
+from distcp.storage.staged import Staged
+from distcp.storage.staging import (
+    Parts,
+    RangeAt,
+    RangeSource,
+    StagedFile,
+    StagedStream,
+    StageWriter,
+)
+
+T = TypeVar("T")
+
+#: Parts of one file in flight at once: a server's per-request latency is hidden the way
+#: ``aws s3 cp`` hides it, at a memory cost of this many parts per task.
+PARTS_IN_FLIGHT = 4
+#: Times a part is sent again when the server then holds another body under its
+#: number: a late request of a killed earlier attempt of the range can land after
+#: ours and replace it (seen once); the last writer wins, so we write again.
+PART_RESENDS = 2
+
+
+class UploadWriter(StageWriter):
+    """A stream staged as a new upload on ``final_url``, created with the first bytes
+    (with ``hold_small``: once they fill a part; a shorter stream stays in memory)."""
+
+    def __init__(self, fs: Any, final_url: str, part_size: int, hold_small: bool) -> None:
+        self.fs, self.url, self.part_size, self.hold_small = fs, final_url, part_size, hold_small
+        self.upload_id = ""
+        self._pending: list[bytes] = []
+        self._held = 0
+        self._futures: list[tuple[int, int, Future[str]]] = []
+        self._pool: ThreadPoolExecutor | None = None
+
+    def write(self, chunk: memoryview) -> None:
+        if not chunk:
+            return
+        if not self.upload_id and not self.hold_small:
+            self._create()
+        self._pending.append(bytes(chunk))
+        self._held += len(chunk)
+        if self._held >= self.part_size:
+            data = b"".join(self._pending)
+            body, rest = data[:self.part_size], data[self.part_size:]
+            self._send(body)
+            self._pending, self._held = ([rest], len(rest)) if rest else ([], 0)
+            self._wait_window()
+
+    def commit(self, digest: Digest, buffer: bytearray) -> StagedStream:
+        if not self.upload_id:
+            if not self._held:
+                return StagedStream(Staged.empty(self.url), 0, digest.hexdigest())
+            if self.hold_small:
+                return StagedStream(None, digest.size, digest.hexdigest(),
+                                    body=b"".join(self._pending))
+        try:
+            if self._held:
+                self._send(b"".join(self._pending))
+                self._pending, self._held = [], 0
+            parts = [(n, f.result(), size) for n, size, f in self._futures]
+            self._close_pool()
+            verify_parts(self.fs, self.url, self.upload_id, parts)
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, OSError):
+                raise self.failure(exc) from exc
+            raise
+        return StagedStream(Staged.upload(self.upload_id, self.url), digest.size,
+                            digest.hexdigest(), tuple(parts))
+
+    def abort(self) -> None:
+        self._close_pool()
+        if self.upload_id:
+            s3.abort(self.fs, self.url, self.upload_id)
+
+    def failure(self, exc: OSError) -> Exception:
+        if not self.upload_id:
+            return exc  # nothing sent: the error is the source's
+        return DestinationWriteError(f"cannot stage {fsutil.display(self.url)}: {exc}",
+                                     path=self.url)
+
+    def _create(self) -> None:
+        self.upload_id = s3.create(self.fs, self.url)
+
+    def _send(self, body: bytes) -> None:
+        if not self.upload_id:
+            self._create()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(PARTS_IN_FLIGHT)
+        number = len(self._futures) + 1
+        self._futures.append((number, len(body), self._pool.submit(
+            request_count.carry(s3.upload_part), self.fs, self.url, self.upload_id, number,
+            body)))
+
+    def _wait_window(self) -> None:
+        """Block until fewer than PARTS_IN_FLIGHT parts are in flight; raise a part's error."""
+        running = [f for _, _, f in self._futures if not f.done()]
+        if len(running) >= PARTS_IN_FLIGHT:
+            wait(running, return_when=FIRST_COMPLETED)
+        for _, _, f in self._futures:
+            exc = f.exception() if f.done() else None
+            if exc is not None:
+                raise exc
+
+    def _close_pool(self) -> None:
+        """Wait for the parts in flight (an abort must come after them, or a late part
+        would land in an upload nobody completes)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def verify_parts(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]],
+                 always: bool = False) -> None:
+    """What the server holds for this upload is exactly the parts we sent.
+
+    A one-part upload is not listed again: the server checked that part's body
+    against the request checksum botocore sends, and its size is checked at
+    publish (a request per small file is what small-file throughput is made of).
+    Parts copied server-side are always listed (``always``): no body of ours was
+    checked, and a server may answer a copy it did not make.
+    """
+    if len(sent) == 1 and not always:
+        return
+    held = s3.list_parts(fs, url, upload_id) or {}
+    want = {n: (e, size) for n, e, size in sent}
+    if held != want:
+        raise IntegrityError(f"staged upload of {fsutil.display(url)} holds parts "
+                             f"{sorted(held)} but {sorted(want)} were sent", path=url)
+
+
+def put_whole(fs: Any, url: str, body: bytes) -> Staged:
+    """Publish a small file with ONE PutObject.
+
+    The request carries the body's Content-MD5 (S3 refuses other bytes) and the
+    answer's ETag must be that MD5; a server whose ETags are not MD5s (SSE-KMS) gets
+    a HEAD for the size. An object found wrong is deleted before the error goes up.
+    """
+    try:
+        etag = s3.put(fs, url, body)
+        if etag.strip('"') != hashlib.md5(body).hexdigest() and not s3.holds(fs, url, len(body)):
+            _remove(fs, url)
+            raise IntegrityError(f"{fsutil.display(url)}: the server holds other bytes than "
+                                 f"the {len(body)} sent (ETag {etag})", path=url)
+    except OSError as exc:
+        raise DestinationWriteError(f"cannot write {fsutil.display(url)}: {exc}",
+                                    path=url) from exc
+    return Staged.published(url)
+
+
+def complete_now(fs: Any, staged: Staged, size: int, parts: Parts) -> Staged:
+    """Publish a staged upload (or an empty file) at once.
+
+    The object must have the multipart ETag of exactly our parts (or, on a server
+    that gives plain MD5s, our size): the check ``CompleteUploads`` makes at publish.
+    """
+    upload_id, url = staged.upload_id, staged.location
+    try:
+        if not upload_id:
+            return put_whole(fs, url, b"")
+        etag = s3.complete(fs, url, upload_id, parts)
+        if etag != s3.multipart_etag([e for _, e, _ in sorted(parts)]) \
+                and not s3.holds(fs, url, size, parts):
+            _remove(fs, url)
+            raise IntegrityError(f"{fsutil.display(url)} does not have the size and ETag "
+                                 "of its parts after completing it", path=url)
+    except OSError as exc:
+        raise DestinationWriteError(f"cannot complete the upload of {fsutil.display(url)}: "
+                                    f"{exc}", path=url) from exc
+    return Staged.published(url)
+
+
+def _remove(fs: Any, url: str) -> None:
+    """Delete an object found wrong right after it was written (best effort)."""
+    try:
+        bucket, key = s3.bucket_key(fs, url)
+        s3.call(fs, "delete_object", Bucket=bucket, Key=key)
+    except OSError:
+        pass
+
+
+def copy_in(fs: Any, source_url: str, final_url: str, size: int,
+            part_size: int) -> StagedStream:
+    """S3 -> S3 on one endpoint: UploadPartCopy every range; no byte comes here."""
+    if size == 0:
+        return StagedStream(Staged.empty(final_url), 0, Digest().hexdigest())
+    part_size = s3.part_size_for(size, part_size)
+    upload_id = s3.create(fs, final_url)
+    parts: list[tuple[int, str, int]] = []
+    try:
+        for offset in range(0, size, part_size):
+            last = min(size, offset + part_size) - 1
+            number = len(parts) + 1
+            etag = s3.copy_part(fs, final_url, upload_id, number, source_url, offset, last)
+            parts.append((number, etag, last - offset + 1))
+        verify_parts(fs, final_url, upload_id, parts, always=True)
+    except BaseException as exc:
+        s3.abort(fs, final_url, upload_id)
+        if isinstance(exc, OSError) and not isinstance(exc, s3.ServerSideCopyUnsupported):
+            raise DestinationWriteError(f"cannot copy {fsutil.display(source_url)} to "
+                                        f"{fsutil.display(final_url)} server-side: {exc}",
+                                        path=final_url) from exc
+        raise
+    return StagedStream(Staged.upload(upload_id, final_url), size, "", tuple(parts), size)
+
+
+def write_part(fs: Any, staged: Staged, at: RangeAt, source: RangeSource) -> tuple[str, bytes]:
+    """One range = one part: S3 needs the whole part in one request, so the part's
+    bytes are held in memory (the range size; see README on --split-size). The part
+    is listed back, and sent again while another body holds its number."""
+    upload_id, final = staged.upload_id, staged.location
+    body = bytearray(at.length)
+    digest = Digest()
+    source.fill(memoryview(body), digest)
+    number = at.index + 1
+    for _ in range(1 + PART_RESENDS):
+        try:
+            etag = s3.upload_part(fs, final, upload_id, number, memoryview(body))
+        except OSError as exc:
+            raise DestinationWriteError(f"cannot stage part {number} of "
+                                        f"{fsutil.display(final)}: {exc}", path=final) from exc
+        held = (s3.list_parts(fs, final, upload_id) or {}).get(number)
+        if held == (etag, at.length):
+            return etag, digest.blocks()
+    raise IntegrityError(f"part {number} of {fsutil.display(final)} holds "
+                         f"{held}, sent {at.length} bytes with ETag {etag} "
+                         f"{1 + PART_RESENDS} times", path=final)
+
+
+def copy_range(fs: Any, staged: Staged, at: RangeAt, source_url: str) -> str:
+    """UploadPartCopy of one range into its part of ``staged``; the part's ETag."""
+    upload_id, final = staged.upload_id, staged.location
+    last = at.offset + at.length - 1
+    try:
+        return s3.copy_part(fs, final, upload_id, at.index + 1, source_url, at.offset, last)
+    except OSError as exc:
+        raise DestinationWriteError(f"cannot copy part {at.index + 1} of "
+                                    f"{fsutil.display(final)} server-side: {exc}",
+                                    path=final) from exc
+
+
+def pending(fs: Any, files: Sequence[StagedFile]) -> set[str]:
+    """Ids of uploads still pending under the files' common prefix (a few LISTs)."""
+    finals = [f.final for f in files if f.staged.upload_id]
+    if not finals:
+        return set()
+    prefix = posixpath.dirname(os.path.commonprefix(finals))
+    return {upload_id for _, upload_id, _ in s3.uploads(fs, prefix)}
+
+
+def holds(fs: Any, f: StagedFile) -> bool:
+    """The object at ``f.final`` has its size and the ETag of its parts (one HEAD)."""
+    return s3.holds(fs, f.final, f.size, f.parts if f.staged.upload_id else ())
+
+
+def all_published(fs: Any, files: Sequence[StagedFile], pool_size: int) -> bool:
+    """No upload of the set is pending and every object is there whole. An upload
+    still pending is not done whatever the key holds (an older object of the same
+    size must not pass for the new one)."""
+    waiting = pending(fs, files)
+    if any(f.staged.upload_id in waiting for f in files):
+        return False
+    return all(_map(files, lambda f: holds(fs, f), pool_size))
+
+
+def publish_all(fs: Any, files: Sequence[StagedFile], after_each: Callable[[StagedFile], None],
+                pool_size: int) -> None:
+    """Complete each staged upload (PUT each empty file); one no longer pending whose
+    object is there whole is done already. The object must then be built from exactly
+    our parts (the multipart ETag), or hold them by a HEAD's account."""
+    waiting = pending(fs, files)
+
+    def one(f: StagedFile) -> None:
+        upload_id = f.staged.upload_id
+        if upload_id not in waiting and holds(fs, f):
+            return
+        etag = ""
+        try:
+            if upload_id:
+                etag = s3.complete(fs, f.final, upload_id, f.parts)
+            else:
+                s3.put(fs, f.final, b"")
+        except FileNotFoundError:
+            if not holds(fs, f):  # completed by an interrupted run?
+                raise
+        expected = s3.multipart_etag([e for _, e, _ in sorted(f.parts)]) if f.parts else ""
+        if not (etag and etag == expected) and not holds(fs, f):
+            raise PublishError(f"{fsutil.display(f.final)} does not have the size and "
+                               "ETag of its staged parts after completing it", file_set="")
+        after_each(f)
+
+    _map(files, one, pool_size)
+
+
+def _map(files: Sequence[StagedFile], fn: Callable[[StagedFile], T],
+         pool_size: int) -> list[T]:
+    """``fn`` over the files in a bounded pool: each is a remote round trip."""
+    if len(files) <= 1:
+        return [fn(f) for f in files]
+    with ThreadPoolExecutor(min(pool_size, len(files))) as pool:
+        return list(pool.map(request_count.carry(fn), files))
