@@ -320,7 +320,7 @@ wins over the file's key of the same name.
 @main.command("run", help=RUN_HELP + EXIT_HELP, no_args_is_help=True)
 @click.argument("job_file", metavar="JOB.toml")
 @click.pass_context
-def run_command(ctx: click.Context, job_file: str, **flags: Any) -> None:
+def run_command(ctx: click.Context, /, job_file: str, **flags: Any) -> None:
     from click.core import ParameterSource
 
     given = {name: value for name, value in flags.items() if ctx.get_parameter_source(name)

@@ -7,7 +7,7 @@ done by the pure functions of ``planning``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +148,7 @@ def manifest_listing(state: DatasetState) -> dict[str, FileStatus]:
             in state.manifest.items()}
 
 
-def state_root(cfg: CopyConfiguration, datasets: list[CopyableDataset] | tuple) -> str:
+def state_root(cfg: CopyConfiguration, datasets: Sequence[CopyableDataset]) -> str:
     """``--state-dir``, else ``<DST>/.pydistcp``; for a single-file copy, beside the file."""
     single = datasets[0].destination_root if len(datasets) == 1 and datasets[0].is_file \
         else None
