@@ -21,6 +21,7 @@ from typing import Any, ClassVar, TypeVar
 from distcp.checksum import Digest, digest_of_stream
 from distcp.storage import filesystems as fsutil
 from distcp.storage.files import FileWriter, part_name, write_part_file
+from distcp.storage.joins import SplitParts, join_parts
 from distcp.storage.staged import Staged
 from distcp.storage.staging import (
     Parts,
@@ -159,6 +160,13 @@ class Storage(ABC):
         before a file goes in (FTP, SFTP...)."""
         fs, path = self.fs(url)
         fs.makedirs(path, exist_ok=True)
+
+    def finish_split(self, parts: SplitParts, buffer: bytearray, verify: str,
+                     attempt: str) -> None:
+        """Make a split file whose ranges are part files its one verified staging file
+        (``distcp.storage.joins``). Only storages whose capabilities join parts are
+        asked: offset writes and multipart uploads leave nothing to finish."""
+        join_parts(parts, self.options, buffer, verify, attempt)
 
     def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
         """The staging all ranges of one split file share: here the file ``name`` in
