@@ -25,8 +25,6 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.filesystems import Skipped
 
-#: Choices of ``--listing``.
-LISTING_MODES = ("auto", "driver", "spark")
 #: Directories the driver lists at most to balance subtrees; probes at most per prefix.
 LIST_BUDGET = 64
 PROBE_BUDGET = 64
@@ -70,10 +68,10 @@ def tree_tasks(url: str, root: str, links: str, options: Mapping[str, Any], targ
 
 
 def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: int,
-              first_page: Mapping[str, Any] | None = None) -> Found:
+              first_page: Mapping[str, Any] | None = None, page_keys: int = PAGE) -> Found:
     """An object-store prefix: key ranges between probed characters (``key_ranges``)."""
     found = Found(tl.KEYS)
-    page = first_page if first_page is not None else tl.list_page(fs, root, None, PAGE)
+    page = first_page if first_page is not None else tl.list_page(fs, root, None, page_keys)
     contents = page.get("Contents", [])
     _, stem = tl._bucket_key(fs, root)
 
@@ -84,7 +82,8 @@ def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: 
     ranges = key_ranges(first_after, stem, contents[0]["Key"], target, PROBE_BUDGET) \
         if page.get("IsTruncated") and contents else [None]
     found.tasks = [tl.ListingTask(tl.KEYS, url, root, after=r.after if r else None,
-                                  upto=r.upto if r else None, options=dict(options))
+                                  upto=r.upto if r else None, page=page_keys,
+                                  options=dict(options))
                    for r in ranges]
     return found
 
@@ -103,13 +102,17 @@ class Lister:
     then stays open for the copy: the run pays Spark's start once).
     """
 
-    def __init__(self, mode: str, session: Callable[[], Any]) -> None:
+    def __init__(self, mode: str, session: Callable[[], Any], target: int | None = None,
+                 page: int = PAGE) -> None:
         self.mode, self.session = mode, session
+        #: Tasks to aim for (default: a few per core) and keys per listing page; tests
+        #: set them small so that small trees are cut as big ones are.
+        self.target, self.page = target, page
 
     def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
                  skipped: list[Skipped]) -> Iterable[tuple[str, Any]]:
         kind = tl.listing_kind(fs) if self.mode != "driver" else None
-        first = tl.list_page(fs, root, None, PAGE) if kind == tl.KEYS else None
+        first = tl.list_page(fs, root, None, self.page) if kind == tl.KEYS else None
         if kind is None or (self.mode == "auto" and not _worth_spark(kind, first)):
             return fsutil.walk(fs, root, links, skipped)
         return self._on_spark(fs, root, kind, links, options, first, skipped)
@@ -120,11 +123,11 @@ class Lister:
         spark = self.session()
         from distcp.spark.session import default_parallelism
 
-        target = task_target(default_parallelism(spark))
+        target = self.target or task_target(default_parallelism(spark))
         url = fsutil.to_url(fs, root)
         found = tree_tasks(url, root.rstrip("/") or "/", links, options, target,
                            skipped) if kind == tl.TREE else \
-            key_tasks(fs, url, root, options, target, first)
+            key_tasks(fs, url, root, options, target, first, self.page)
         rows = listing_frame(spark, found.tasks).collect() if found.tasks else []
         yield from entries(found, rows, skipped)
 

@@ -51,6 +51,8 @@ class ListingTask:
     ancestors: tuple[tuple[int, int], ...] = ()
     after: str | None = None
     upto: str | None = None
+    #: Keys per ListObjectsV2 page (S3's maximum by default).
+    page: int = 1000
     #: Storage options; secrets inside, so never shown.
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -157,7 +159,7 @@ def _key_infos(fs: AbstractFileSystem, task: ListingTask) -> Iterator[dict[str, 
     bucket, _ = _bucket_key(fs, task.root)
     after = task.after
     while True:
-        page = list_page(fs, task.root, after)
+        page = list_page(fs, task.root, after, task.page)
         contents = page.get("Contents", [])
         for c in contents:
             if task.upto is not None and c["Key"] > task.upto:
