@@ -182,6 +182,26 @@ def test_cli_dry_run_plans_the_same_with_spark_listing_and_an_unreadable_dir(
     locked, dang = src / "top" / "d05", src / "top" / "d07" / "dang"
     assert reasons == {str(locked): f"{locked}: unreadable directory (Permission denied)",
                        str(dang): f"{dang}: dangling symbolic link to nowhere"}
-    planned = {e["path"] if "path" in e else json.dumps(e) for e in driver["plan"]}
-    assert len(driver["plan"]) == len(planned) >= 11  # the 11 readable files at least
-    assert not any("d05" in p for p in planned)
+    dst = tmp_path / "dst" / "top"
+    assert [(e["action"], e["path"]) for e in driver["plan"]] == \
+        [("copy", str(dst / f"d{n:02d}" / "sub" / "f.txt")) for n in range(12) if n != 5]
+
+
+def test_auto_lists_one_page_on_the_driver_and_more_on_spark(spark: Any,
+                                                             s3: S3Server  # noqa: F811
+                                                             ) -> None:
+    _put_keys(s3, {f"small/{n}": b"s" for n in range(3)} | {f"big/{n:02d}": b"b"
+                                                             for n in range(12)})
+    opened: list[str] = []
+
+    def session() -> Any:
+        opened.append("spark")
+        return spark
+
+    for prefix, pages in (("small", []), ("big", ["spark"])):
+        fs, root = fsutil.filesystem(f"s3://src/{prefix}", s3.options)
+        skipped: list[fsutil.Skipped] = []
+        got = list(Lister("auto", session, target=4, page=5)(fs, root, "follow", s3.options,
+                                                              skipped))
+        assert got == walked(fs, root, "follow")[0]
+        assert opened == pages, prefix
