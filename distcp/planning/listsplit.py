@@ -55,6 +55,10 @@ class KeyRange:
 
     after: str | None
     upto: str | None
+    #: The key prefix nearly every key of the range starts with (None: unknown). A task
+    #: lists it with ``Prefix=stem``, which ends where its keys end, and checks the
+    #: rest of the range with one request on each side.
+    stem: str | None = None
 
     def holds(self, key: str) -> bool:
         return (self.after is None or key > self.after) and \
@@ -109,7 +113,8 @@ def ranges_between(stems: Sequence[str]) -> list[KeyRange]:
     if not stems:
         return [KeyRange(None, None)]
     bounds = [s + HIGH for s in stems[:-1]]
-    return [KeyRange(None if i == 0 else bounds[i - 1], bounds[i] if i < len(bounds) else None)
+    return [KeyRange(None if i == 0 else bounds[i - 1], bounds[i] if i < len(bounds) else None,
+                     stems[i] if len(stems) > 1 else None)
             for i in range(len(stems))]
 
 

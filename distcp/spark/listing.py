@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from distcp.copying.taskenv import applied_environment, task_environment
 from distcp.planning.listsplit import balance, key_ranges, task_target
 from distcp.spark.arrow import frame_of
 from distcp.storage import filesystems as fsutil
@@ -82,7 +83,8 @@ def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: 
     ranges = key_ranges(first_after, stem, contents[0]["Key"], target, PROBE_BUDGET) \
         if page.get("IsTruncated") and contents else [None]
     found.tasks = [tl.ListingTask(tl.KEYS, url, root, after=r.after if r else None,
-                                  upto=r.upto if r else None, page=page_keys,
+                                  upto=r.upto if r else None, stem=r.stem if r else None,
+                                  page=page_keys,
                                   options=dict(options))
                    for r in ranges]
     return found
@@ -90,7 +92,14 @@ def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: 
 
 def listing_frame(spark: Any, tasks: list[tl.ListingTask]) -> Any:
     """The rows of every task, one Spark task each: a DataFrame of ``ROW_SCHEMA``."""
-    return frame_of(spark, tasks, tl.arrow_batches, tl.ROW_SCHEMA)
+    env = task_environment()
+    return frame_of(spark, [replace(t, env=env) for t in tasks], run_listing, tl.ROW_SCHEMA)
+
+
+def run_listing(task: tl.ListingTask) -> Iterator[Any]:
+    """One listing task on an executor, with the client's task variables applied."""
+    with applied_environment(task.env):
+        yield from tl.arrow_batches(task)
 
 
 class Lister:

@@ -31,6 +31,9 @@ ROW_COLUMNS = (("path", "string"), ("url", "string"), ("size", "long"), ("mtime"
                ("link_target", "string"), ("skipped", "string"), ("failure", "boolean"))
 ROW_SCHEMA = ", ".join(f"`{name}` {kind}" for name, kind in ROW_COLUMNS)
 
+#: Greater than any character of a key (``distcp.planning.listsplit.HIGH``).
+HIGH = "\U0010ffff"
+
 #: Rows per Arrow batch a task yields (bounded memory per task, whatever the tree).
 BATCH_ROWS = 10_000
 
@@ -51,10 +54,19 @@ class ListingTask:
     ancestors: tuple[tuple[int, int], ...] = ()
     after: str | None = None
     upto: str | None = None
+    #: The prefix nearly all keys of the range share (``listsplit.KeyRange.stem``).
+    stem: str | None = None
     #: Keys per ListObjectsV2 page (S3's maximum by default).
     page: int = 1000
     #: Storage options; secrets inside, so never shown.
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    #: The client's task variables (AWS credentials...): workers have their own
+    #: environment on a cluster or a warm engine (``distcp.copying.taskenv``).
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def holds(self, key: str) -> bool:
+        return (self.after is None or key > self.after) and \
+            (self.upto is None or key <= self.upto)
 
 
 def listing_kind(fs: AbstractFileSystem) -> str | None:
@@ -155,14 +167,35 @@ def list_page(fs: AbstractFileSystem, root: str, after: str | None = None,
 
 
 def _key_infos(fs: AbstractFileSystem, task: ListingTask) -> Iterator[dict[str, Any]]:
-    """The objects of the task's range, as s3fs's listing gives them, in key order."""
+    """The objects of the task's range, as s3fs's listing gives them, in key order.
+
+    With a stem, the range is listed as ``Prefix=stem`` (the server stops where the
+    stem's keys stop: no page read past the range) plus, on each side, the keys of the
+    range outside the stem, found with one small request each (normally none).
+    """
+    _, base = _bucket_key(fs, task.root)
+    stem = task.stem
+    if stem is None:
+        yield from _scan(fs, task, base, task.after, task.upto)
+        return
+    head = list_page(fs, task.root, task.after, 1).get("Contents", [])
+    if head and head[0]["Key"] < stem and task.holds(head[0]["Key"]):
+        yield from _scan(fs, task, base, task.after, task.upto, before=stem)
+    inside = task.after if task.after is not None and task.after > stem else None
+    yield from _scan(fs, task, stem, inside, task.upto)
+    if task.upto is None or task.upto > stem + HIGH:
+        yield from _scan(fs, task, base, stem + HIGH, task.upto)
+
+
+def _scan(fs: AbstractFileSystem, task: ListingTask, prefix: str, after: str | None,
+          upto: str | None, before: str | None = None) -> Iterator[dict[str, Any]]:
+    """Keys under ``prefix`` with ``after < key <= upto`` (and ``< before``), paged."""
     bucket, _ = _bucket_key(fs, task.root)
-    after = task.after
     while True:
-        page = list_page(fs, task.root, after, task.page)
+        page = list_page(fs, task.root, after, task.page, prefix=prefix)
         contents = page.get("Contents", [])
         for c in contents:
-            if task.upto is not None and c["Key"] > task.upto:
+            if (upto is not None and c["Key"] > upto) or (before and c["Key"] >= before):
                 return
             info = dict(c, type="file", size=c["Size"])
             info["name"] = info["Key"] = f"{bucket}/{c['Key']}"

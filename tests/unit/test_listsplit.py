@@ -33,8 +33,8 @@ def test_hashed_names_split_by_their_first_character() -> None:
     keys, log, first_after = _prober(keys)
     ranges = key_ranges(first_after, "p/", keys[0], target=8, budget=64)
     assert len(ranges) == 16
-    assert ranges[0] == KeyRange(None, "p/0" + HIGH)
-    assert ranges[-1] == KeyRange("p/e" + HIGH, None)
+    assert ranges[0] == KeyRange(None, "p/0" + HIGH, "p/0")
+    assert ranges[-1] == KeyRange("p/e" + HIGH, None, "p/f")
     _covered_once(keys, ranges)
     assert len(log) == 16  # one probe per distinct character, one to find none left
 
@@ -72,7 +72,8 @@ def test_single_key_prefix_is_one_unbounded_range() -> None:
 
 def test_ranges_between_are_contiguous() -> None:
     assert ranges_between([]) == [KeyRange(None, None)]
-    assert ranges_between(["a", "b"]) == [KeyRange(None, "a" + HIGH), KeyRange("a" + HIGH, None)]
+    assert ranges_between(["a", "b"]) == [KeyRange(None, "a" + HIGH, "a"),
+                                          KeyRange("a" + HIGH, None, "b")]
 
 
 def test_key_range_pickles() -> None:
