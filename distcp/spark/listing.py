@@ -121,7 +121,9 @@ class Lister:
     def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
                  skipped: list[Skipped]) -> Iterable[tuple[str, Any]]:
         kind = tl.listing_kind(fs) if self.mode != "driver" else None
-        first = tl.list_page(fs, root, None, self.page) if kind == tl.KEYS else None
+        # auto needs a whole page to tell a small prefix; spark only the first key
+        probe = self.page if self.mode == "auto" else 1
+        first = tl.list_page(fs, root, None, probe) if kind == tl.KEYS else None
         if kind is None or (self.mode == "auto" and not _worth_spark(kind, first)):
             return fsutil.walk(fs, root, links, skipped)
         return self._on_spark(fs, root, kind, links, options, first, skipped)
