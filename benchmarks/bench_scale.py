@@ -47,16 +47,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def make_keys(served: Path, count: int) -> None:
-    """``count`` 8-byte objects under ``bench/flat/`` and as many under ``bench/nested/``."""
-    flat, nested = served / "bench" / "flat", served / "bench" / "nested"
-    flat.mkdir(parents=True, exist_ok=True)
+def make_keys(served: Path, count: int, prefixes: tuple[str, ...]) -> None:
+    """``count`` 8-byte objects under each of ``bench/flat/`` (one directory: rclone
+    serve s3 reads a whole directory for every page, so a flat 100,000 is quadratic
+    there) and ``bench/nested/`` (100 directories)."""
     for n in range(count):
-        (flat / f"k{n:06d}").write_bytes(n.to_bytes(8, "big"))
-        sub = nested / f"d{n % 100:03d}"
+        data = n.to_bytes(8, "big")
+        if "flat" in prefixes:
+            path = served / "bench" / "flat" / f"k{n:06d}"
+        else:
+            path = served / "bench" / "nested" / f"d{n % 100:03d}" / f"k{n // 100:04d}"
         if n < 100:
-            sub.mkdir(parents=True, exist_ok=True)
-        (sub / f"k{n // 100:04d}").write_bytes(n.to_bytes(8, "big"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        if "flat" in prefixes and "nested" in prefixes:
+            other = served / "bench" / "nested" / f"d{n % 100:03d}" / f"k{n // 100:04d}"
+            other.parent.mkdir(parents=True, exist_ok=True)
+            other.write_bytes(data)
 
 
 def start_rclone(served: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -162,16 +169,17 @@ def med(xs: list[float]) -> float:
     return round(statistics.median(xs), 2)
 
 
-def bench_listing(keys: int, rounds: int, work: Path) -> dict[str, Any]:
+def bench_listing(keys: int, rounds: int, work: Path,
+                  prefixes: tuple[str, ...] = ("flat", "nested")) -> dict[str, Any]:
     served = work / "served"
-    print(f"[listing] writing {keys:,} keys twice", flush=True)
-    make_keys(served, keys)
+    print(f"[listing] writing {keys:,} keys under {', '.join(prefixes)}", flush=True)
+    make_keys(served, keys, prefixes)
     proc, endpoint = start_rclone(served)
     try:
         res: dict[str, Any] = {"keys": keys, "rounds": rounds}
         subprocess.run([sys.executable, "-m", "distcp", "engine", "start", "--master",
                         "local[2]"], env=env_for(endpoint), check=False, capture_output=True)
-        for prefix in ("flat", "nested"):
+        for prefix in prefixes:
             row: dict[str, Any] = {}
             row["s5cmd_ls_s"] = med([s5cmd(endpoint, prefix, keys) for _ in range(rounds)])
             row["s3fs_find_s"] = med([s3fs_find(endpoint, prefix, keys) for _ in range(rounds)])
@@ -204,6 +212,8 @@ def render(res: dict[str, Any]) -> str:
     lines = [f"# Scale: listing {res['listing']['keys']:,} keys on rclone serve s3", "", head,
              "", columns, "|---|---|---|---|---|---|---|---|---|"]
     for prefix in ("flat", "nested"):
+        if prefix not in res["listing"]:
+            continue
         r = res["listing"][prefix]
         lines.append(f"| {prefix} | {r['s5cmd_ls_s']} | {r['s3fs_find_s']} | "
                      f"{r['listing_driver_s']} | {r['listing_spark_s']} | "
@@ -218,6 +228,7 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir")
+    ap.add_argument("--prefixes", default="flat,nested", help="flat, nested or both")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="pydistcp-scale-"))
     res: dict[str, Any] = {"machine": {
@@ -225,7 +236,8 @@ def main() -> None:
         "python": platform.python_version(), "platform": platform.platform()}}
     try:
         if "listing" in args.only:
-            res["listing"] = bench_listing(args.keys, args.rounds, work)
+            res["listing"] = bench_listing(args.keys, args.rounds, work,
+                                           tuple(args.prefixes.split(",")))
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
