@@ -61,6 +61,9 @@ class CopyConfiguration:
     #: Local masters: "auto" (the warm engine if it runs), "warm" (start it if needed),
     #: "cold" (a JVM of this run's own). See distcp.spark.engine.
     engine: str = "auto"
+    #: Who lists trees: "driver", "spark" (executors list subtrees or key ranges),
+    #: "auto" (spark for an object-store prefix of more than one page). distcp.spark.listing.
+    listing: str = "auto"
     #: Symbolic links in a local source tree: skipped and reported, followed, or copied
     #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
@@ -134,6 +137,7 @@ COMMIT_POLICIES = ("full", "successful", "partial")
 ENGINES = ("auto", "warm", "cold")
 VISIBILITIES = ("file", "file-set")
 LINK_MODES = ("skip", "follow", "copy")
+LISTING_MODES = ("auto", "driver", "spark")
 _FILTER_BOUNDS = ("min_size", "max_size", "min_age", "max_age")
 
 
@@ -156,6 +160,8 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _not_one_of(c.visibility, VISIBILITIES,
                       "--visibility must be file or file-set, not {!r}")
     yield _not_one_of(c.links, LINK_MODES, "--links must be skip, follow or copy, not {!r}")
+    yield _not_one_of(c.listing, LISTING_MODES,
+                      "--listing must be auto, driver or spark, not {!r}")
     yield from (_below(getattr(c, name), 0, f"--{name.replace('_', '-')} must not be negative")
                 for name in _FILTER_BOUNDS)
     yield _empty_range(c.min_size, c.max_size,

@@ -7,7 +7,7 @@ done by the pure functions of ``planning``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,11 @@ from distcp.planning.plan import (
 from distcp.registry import FINDERS
 from distcp.storage import filesystems as fsutil
 
+#: Lists a tree as ``fsutil.walk`` does: ``(fs, root, links, storage options, skipped)``
+#: -> ``(path, FileStatus)`` pairs, in the walk's order (``distcp.spark.listing``).
+Lister = Callable[[Any, str, str, dict[str, Any], list[fsutil.Skipped]],
+                  Iterable[tuple[str, FileStatus]]]
+
 
 @dataclass(frozen=True)
 class Planned:
@@ -47,7 +52,8 @@ def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
 
 
 def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
-                   renamed: str | None = None) -> dict[str, FileStatus]:
+                   renamed: str | None = None,
+                   lister: Lister | None = None) -> dict[str, FileStatus]:
     """What the destination already has under the dataset's destination root.
 
     ``renamed``: for a single converted file, the destination its converters give it
@@ -73,13 +79,18 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
     # Under --links copy the destination's links are entries of their own (compared by
     # their text, replaced as links), never followed into what they point to.
     links = "copy" if cfg.links == "copy" else "follow"
-    return {fsutil.to_url(fs, p): st for p, st in fsutil.walk(fs, root, links)}
+    found = lister(fs, root, links, dict(cfg.dst_options), []) if lister is not None \
+        else fsutil.walk(fs, root, links)
+    return {fsutil.to_url(fs, p): st for p, st in found}
 
 
 def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
              datasets: list[CopyableDataset] | None = None,
-             state: StateStore | None = None) -> Planned:
+             state: StateStore | None = None, lister: Lister | None = None) -> Planned:
     """List and plan every dataset of the run (found here unless given).
+
+    ``lister`` lists trees in place of ``fsutil.walk`` (``--listing spark``: on the
+    executors); it must give what the walk gives.
 
     With ``--incremental`` (and a state store) the target is what the dataset's
     manifest says was published, so the destination is not listed at all.
@@ -90,7 +101,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     skipped: list[fsutil.Skipped] = []
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
-        listing = source_listing(ds, cfg)
+        listing = source_listing(ds, cfg, lister)
         skipped.extend(listing.skipped)
         seen, selected = seen + listing.seen, selected + len(listing.files)
         if cfg.incremental and state is not None and not cfg.delete:
@@ -98,7 +109,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         else:
             single = listing.files[0] if ds.is_file and listing.files else None
             renamed = single.destination if single is not None and single.converters else None
-            target = target_listing(ds, cfg, renamed)
+            target = target_listing(ds, cfg, renamed, lister)
             listings += 1
         if state is not None and any(f.destination.endswith("/") for f in listing.files):
             published = {entry[3] for entry in state.load(ds.urn).manifest.values()}
@@ -118,17 +129,31 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
 
 
-def source_listing(ds: CopyableDataset, cfg: CopyConfiguration) -> DatasetListing:
-    """The dataset's listing: a walk of its tree, or, with ``--files-from`` or
-    ``--files-from-manifest``, the files the list names (the tree is not walked)."""
+def source_listing(ds: CopyableDataset, cfg: CopyConfiguration,
+                   lister: Lister | None = None) -> DatasetListing:
+    """The dataset's listing: a walk of its tree (or ``lister``'s listing of it), or,
+    with ``--files-from`` or ``--files-from-manifest``, the files the list names (the
+    tree is not walked)."""
     if list_flag(cfg) is None:
-        return ds.listing(cfg)
+        if lister is None or ds.is_file or not _takes_entries(ds):
+            return ds.listing(cfg)
+
+        def listed(fs: Any, root: str, skipped: list[fsutil.Skipped]
+                   ) -> Iterable[tuple[str, FileStatus]]:
+            return lister(fs, root, cfg.links, dict(cfg.src_options), skipped)
+
+        return ds.listing_from(cfg, listed)
 
     def entries(fs: Any, root: str, skipped: list[fsutil.Skipped]
                 ) -> Iterator[tuple[str, FileStatus]]:
         return listed_entries(fs, root, listed_paths(cfg, root), cfg, skipped)
 
     return ds.listing_from(cfg, entries)
+
+
+def _takes_entries(ds: CopyableDataset) -> bool:
+    """Whether the dataset can be listed from entries given to it (``listing_from``)."""
+    return type(ds).listing_from is not CopyableDataset.listing_from
 
 
 def _filtered_out(target: dict[str, FileStatus], ds: CopyableDataset,

@@ -101,3 +101,31 @@ def attempt_id() -> str:
     if tc is None:
         return f"local{os.getpid()}"
     return f"s{tc.stageId()}p{tc.partitionId()}a{tc.attemptNumber()}"
+
+
+#: Runs one item (unpickled) on the executor and yields Arrow record batches of the
+#: frame's schema.
+FrameRunner = Callable[[Any], Iterator[Any]]
+
+
+def frame_of(spark: Any, items: Sequence[Any], runner: FrameRunner, schema: str) -> Any:
+    """A DataFrame of ``schema`` made by running each item in a task of its own.
+
+    Unlike ``run_pickled`` nothing is collected: the result stays distributed for the
+    next job (a listing joined with another). One partition per item comes from
+    ``spark.range`` itself, so it holds whenever the frame is evaluated (a session
+    setting would have to outlive this call); the items travel in the function's
+    closure, so keep them small (a listing task is a few hundred bytes).
+    """
+    payloads = [pickle.dumps(item) for item in items]
+    ids = spark.range(0, len(payloads), 1, max(1, len(payloads)))
+    return ids.mapInArrow(partial(map_frame, runner, payloads), schema)
+
+
+def map_frame(runner: FrameRunner, payloads: Sequence[bytes], batches: Iterator[Any]
+              ) -> Iterator[Any]:
+    """``mapInArrow`` function of ``frame_of`` (executor side): run the items whose ids
+    the batches hold, yielding their batches as they come (memory bounded by one)."""
+    for batch in batches:
+        for item_id in batch.column(0).to_pylist():
+            yield from runner(pickle.loads(payloads[item_id]))

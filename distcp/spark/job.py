@@ -15,6 +15,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -49,6 +50,7 @@ from distcp.planning.splitting import (
 )
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
+from distcp.spark.listing import LazySession, Lister
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
 from distcp.storage import filesystems as fsutil
@@ -80,13 +82,26 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> S
 
 def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                 datasets: list[Any], root: str, start: float, log: RunLog) -> Summary:
-    """The run once it holds the destination (a dry run changes nothing: no lock)."""
+    """The run once it holds the destination (a dry run changes nothing: no lock).
+
+    A Spark session that listing opened (``--listing``) stays open for the copy."""
+    session = LazySession(partial(_session, cfg, summary, callback))
+    try:
+        return _run_planned(cfg, callback, summary, datasets, root, start, log, session)
+    finally:
+        session.close()
+
+
+def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
+                 datasets: list[Any], root: str, start: float, log: RunLog,
+                 session: LazySession) -> Summary:
     pub = replace(_publishing(cfg, summary.job_id, root), log=log)
     dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
-    planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)))
+    planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)),
+                       Lister(cfg.listing, session) if cfg.listing != "driver" else None)
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
     summary.add_skipped(planned.skipped)
@@ -205,10 +220,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
                    callback: Callback, summary: Summary,
                    publish_now: frozenset[str] = frozenset()) -> list[TaskResult]:
     t = time.monotonic()
-    log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
-    summary.log_file = log_file
-    callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
-    with spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine) as spark:
+    with _session(cfg, summary, callback) as spark:
         summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
         splits = _prepare_splits(cfg, spec, files, summary)
@@ -235,6 +247,16 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
             assembled = _join_on_spark(spark, assembled, splits, spec)
             summary.phases["join_s"] = round(time.monotonic() - t, 3)
     return assembled
+
+
+def _session(cfg: CopyConfiguration, summary: Summary, callback: Callback
+             ) -> AbstractContextManager[Any]:
+    """The run's Spark session (the active one when listing already opened it)."""
+    log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
+    if not summary.log_file:
+        summary.log_file = log_file
+        callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
+    return spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine)
 
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],

