@@ -88,7 +88,7 @@ def copy(
     # Spark and tasks
     master: str | None = None,
     engine: Literal["auto", "warm", "cold"] | None = None,
-    listing: Literal["auto", "driver", "spark"] = "auto",
+    listing: Literal["auto", "driver", "spark"] = "driver",
     parallelism: int | None = None,
     tasks: int | None = None,
     conf: Mapping[str, str] | None = None,

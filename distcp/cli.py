@@ -146,12 +146,12 @@ def main() -> None:
               help="Local masters: warm runs on the warm engine, a Spark server kept for later "
                    "runs (started if needed); cold starts a JVM for this run; auto uses the "
                    "warm engine when it runs (see 'pydistcp engine').")
-@click.option("--listing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
+@click.option("--listing", type=click.Choice(["auto", "driver", "spark"]), default="driver",
               show_default=True,
               help="Who lists the trees: driver (this process, one listing after another), "
                    "spark (the driver lists the top, Spark tasks list subtrees or S3 key "
                    "ranges in parallel) or auto (spark for an S3 prefix of more than 1,000 "
-                   "keys, else driver).")
+                   "keys, else driver; not the default until it is measured faster).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: about 2 tasks per core (default: Spark's "
                                 "cores); --parallelism is its old name.")
