@@ -36,7 +36,6 @@ class Outputs:
         self.in_memory = in_memory
         self._head: list[TaskResult] = []
         self._spill: IO[bytes] | None = None
-        self._pickler: pickle.Pickler | None = None
         self._count = 0
         self._failed = 0
         self._first: dict[str, Any] = {}
@@ -54,12 +53,12 @@ class Outputs:
         if len(self._head) < self.in_memory:
             self._head.append(result)
             return
-        if self._pickler is None:
+        if self._spill is None:
             self._spill = tempfile.TemporaryFile(  # noqa: SIM115 - closed by close()
                 prefix=".outputs-", dir=self.spill_dir)
-            self._pickler = pickle.Pickler(self._spill, pickle.HIGHEST_PROTOCOL)
-        self._pickler.dump(result)
-        self._pickler.clear_memo()  # the memo would keep every result alive
+        # one self-contained pickle each: a shared Pickler's memo would keep every
+        # result alive, and its back-references would need the same shared Unpickler
+        pickle.dump(result, self._spill, pickle.HIGHEST_PROTOCOL)
 
     def amend_first(self, **changes: Any) -> None:
         if self._count:
@@ -90,9 +89,8 @@ class Outputs:
         self._spill.flush()
         self._spill.seek(0)
         try:  # one reader at a time, after the last append (how a task uses it)
-            unpickler = pickle.Unpickler(self._spill)
             for _ in range(self._count - len(self._head)):
-                yield unpickler.load()
+                yield pickle.load(self._spill)  # one pickle per result: see append
         finally:
             self._spill.seek(0, 2)
 
@@ -107,5 +105,5 @@ class Outputs:
     def close(self) -> None:
         if self._spill is not None:
             self._spill.close()
-            self._spill, self._pickler = None, None
+            self._spill = None
 
