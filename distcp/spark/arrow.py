@@ -31,8 +31,8 @@ ITEM_SCHEMA = "unit_id long, payload binary"
 #: Rows returned: an item's id and pickles of some of its results, one after another.
 RESULT_SCHEMA = "unit_id long, results binary"
 #: Pickled bytes of results per row, and of rows per Arrow batch sent (about).
-ROW_BYTES = 1 << 20
-BATCH_BYTES = 4 << 20
+ROW_BYTES = 256 << 10
+BATCH_BYTES = 1 << 20
 
 #: Runs one Arrow batch's items (unpickled): the results of each item, in order; each
 #: item's are read to the end before the next item's are asked for.
