@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 from distcp.commit.replay import read_journal
+from distcp.converters import untar
 from distcp.converters.seen import NameTable
 from distcp.copying import outputs
 from distcp.copying.outputs import Outputs
@@ -128,3 +129,21 @@ def test_a_task_peak_memory_does_not_grow_with_the_members_of_an_archive(
         peaks[members] = out["peak_rss_mib"]
     assert peaks[50_000] - peaks[10_000] < 20, peaks
 
+
+
+def test_skipped_links_past_the_hundredth_are_counted_not_named(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    with tarfile.open(src / "links.tar", "w") as tar:
+        info = tarfile.TarInfo("file")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+        for n in range(untar.NOTES_MAX + 50):
+            link = tarfile.TarInfo(f"l{n}")
+            link.type, link.linkname = tarfile.SYMTYPE, "file"
+            tar.addfile(link)
+    run = run_convert(src, tmp_path / "dst", "untar", archive_links="skip")
+    assert not run.failed
+    message = run.results[0].message
+    assert "symbolic link 'l99' -> 'file'" in message and "'l100'" not in message
+    assert message.endswith("; and 50 more links not expanded")
