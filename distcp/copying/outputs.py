@@ -82,8 +82,11 @@ class Outputs:
         return next(iter(self))
 
     def __iter__(self) -> Iterator[TaskResult]:
-        for n, r in enumerate(self._head):
+        for n, r in enumerate(self._stored()):
             yield replace(r, **self._first) if n == 0 and self._first else r
+
+    def _stored(self) -> Iterator[TaskResult]:
+        yield from self._head
         if self._spill is None:
             return
         self._spill.flush()

@@ -147,3 +147,11 @@ def test_skipped_links_past_the_hundredth_are_counted_not_named(tmp_path: Path) 
     message = run.results[0].message
     assert "symbolic link 'l99' -> 'file'" in message and "'l100'" not in message
     assert message.endswith("; and 50 more links not expanded")
+
+
+def test_the_first_result_is_amended_even_when_every_result_spilled(tmp_path: Path) -> None:
+    out = Outputs(str(tmp_path), in_memory=0)
+    for n in range(3):
+        out.append(_result(n))
+    out.amend_first(bytes_read=7)
+    assert [r.bytes_read for r in out] == [7, 0, 0]
