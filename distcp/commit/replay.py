@@ -16,7 +16,7 @@ from typing import Any
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.steps import CommitContext, PublishFiles
-from distcp.copying.task import JOURNAL
+from distcp.copying.progress import JOURNAL
 from distcp.errors import PublishError, StateError
 from distcp.model import TaskResult
 from distcp.storage import filesystems as fsutil

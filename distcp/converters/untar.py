@@ -35,12 +35,18 @@ from distcp.converters.hardlinks import HeldMembers
 from distcp.converters.iostreams import ConvertedReader, CountingReader, peek
 from distcp.converters.names import expansion_root
 from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
+from distcp.converters.seen import NameTable
 from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConversionError, CopyError
 from distcp.storage.filesystems import display
 
 #: tarfile's read-ahead; larger costs a copy of the rest per 512-byte header.
 TAR_BUFSIZE = 64 << 10
+#: Entries left out (``--archive-links skip``) named one by one in the result; the
+#: rest are counted, so that the note stays small whatever the archive.
+NOTES_MAX = 100
+#: What ``_Expansion.names`` records about a member name.
+_FILE, _DIR = 0, 1
 
 
 #: tarfile's reasons to stop reading headers: a corrupt header, and the end-of-archive
@@ -102,12 +108,27 @@ class _Expansion:
                                       opts.max_expanded_bytes)
         self.layer: Any = None
         self.tar_bytes: CountingReader | None = None
-        self.files: set[str] = set()
-        self.dirs: set[str] = set()
+        #: Every member name seen, file or directory (bounded memory: ``seen``).
+        self.names = NameTable()
+        #: The last parent directory checked to have no file among its ancestors.
+        self.clear_parent: str | None = None
         self.skip_links = opts.archive_links == "skip"
         #: Small regular members, kept for hard links to them (skip mode only).
         self.held = HeldMembers() if self.skip_links else None
         self.notes: list[str] = []
+        self.more_notes = 0
+
+    def note(self, text: str) -> None:
+        """Name an entry left out; past NOTES_MAX, count it in the last note instead."""
+        if len(self.notes) < NOTES_MAX:
+            self.notes.append(text)
+            return
+        self.more_notes += 1
+        more = f"and {self.more_notes} more links not expanded"
+        if self.more_notes == 1:
+            self.notes.append(more)
+        else:
+            self.notes[-1] = more
 
     def error(self, why: str) -> ConversionError:
         return ConversionError(f"cannot untar {display(self.origin)}: {why}", path=self.origin)
@@ -163,7 +184,7 @@ class _Expansion:
         if self.skip_links and member.islnk():
             return self._hard_link(member, rel)
         if self.skip_links and member.issym():
-            self.notes.append(f"symbolic link {member.name!r} -> {member.linkname!r}")
+            self.note(f"symbolic link {member.name!r} -> {member.linkname!r}")
             return None
         _check_type(member, self.error)
         mode = entry_mode(member.mode, member.name, self.origin, "untar")
@@ -195,7 +216,7 @@ class _Expansion:
         data = self.held.get(target)
         if data is None or not rel:
             why = self.held.why_not(target) if rel else "it names the expansion root"
-            self.notes.append(f"hard link {member.name!r} -> {member.linkname!r} ({why})")
+            self.note(f"hard link {member.name!r} -> {member.linkname!r} ({why})")
             return None
         mode = entry_mode(member.mode, member.name, self.origin, "untar")
         self._check_unique(rel, False)
@@ -205,13 +226,20 @@ class _Expansion:
 
     def _check_unique(self, rel: str, is_dir: bool) -> None:
         """Refuse a name seen twice (tar lets the last win) or a file used as a directory."""
-        parts = rel.split("/")
-        for i in range(1, len(parts)):
-            if "/".join(parts[:i]) in self.files:
-                raise self.error(f"entry {rel!r} is below a file entry of the same archive")
-        if rel in self.files or (is_dir is False and rel in self.dirs):
+        parent = rel.rpartition("/")[0]
+        if parent and parent != self.clear_parent:
+            parts = parent.split("/")
+            for i in range(1, len(parts) + 1):
+                if self.names.get("/".join(parts[:i])) == _FILE:
+                    raise self.error(f"entry {rel!r} is below a file entry of the same archive")
+            self.clear_parent = parent  # members come grouped by directory: checked once
+        kind = self.names.get(rel)
+        if kind == _FILE or (not is_dir and kind == _DIR):
             raise self.error(f"duplicate member {rel!r}")
-        (self.dirs if is_dir else self.files).add(rel)
+        self.names.put(rel, _DIR if is_dir else _FILE)
+        if not is_dir and self.clear_parent is not None and (
+                self.clear_parent + "/").startswith(rel + "/"):
+            self.clear_parent = None  # a file now sits where that directory was
 
     def _finish(self, tar: _StrictTarFile) -> None:
         end = tar.pydistcp_end
@@ -232,6 +260,9 @@ class _Expansion:
                                     mtime if keep_time else None, self.notes)
 
     def close(self) -> None:
+        self.names.close()
+        if self.held is not None:
+            self.held.close()
         if self.layer is not None and hasattr(self.layer, "close"):
             self.layer.close()
 

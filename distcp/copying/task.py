@@ -9,21 +9,18 @@ tests and on executors whose PySpark is only the worker side).
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from distcp import request_count
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
+from distcp.copying.outputs import Outputs
+from distcp.copying.progress import JOURNAL, Progress
 from distcp.copying.results import ResultKey, failed
 from distcp.copying.sources import (
-    LIVE_READERS,
     check_unchanged,
     one_get,
     open_source,
@@ -42,38 +39,50 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage.local import os_path
 from distcp.storage.staging import StagedStream
 
+__all__ = ["JOURNAL", "copy_file", "run_work_unit", "stream_work_unit", "unit_runner"]
+
 
 def run_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
-    """Copy every file of ``unit`` into this attempt's private staging directory.
+    """Copy every file of ``unit`` into this attempt's private staging directory;
+    its results as a list (``stream_work_unit`` is what Spark tasks run)."""
+    return list(stream_work_unit(unit, spec, attempt))
 
-    The task's own S3 requests (its progress documents, a range's requests) are
-    counted into its first result; each file's are in that file's result.
+
+def stream_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
+    """The results of ``unit``, each file's as soon as that file is done.
+
+    A task's memory must not grow with what it copies (an archive of a million
+    members): results leave as they come, through ``distcp.spark.arrow``. The task's
+    own S3 requests (its progress documents, a range's requests) are counted into
+    its last result, held back for that; each file's are in that file's result.
     """
+    last: TaskResult | None = None
     with request_count.counting() as tally:
-        results = _run_unit(unit, spec, attempt)
-    if results:
-        results[0] = replace(results[0], requests=request_count.merge(results[0].requests,
-                                                                      tally.items()))
-    return results
+        for result in _run_unit(unit, spec, attempt):
+            if last is not None:
+                yield last
+            last = result
+    if last is not None:
+        yield replace(last, requests=request_count.merge(last.requests, tally.items()))
 
 
-def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
+def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
     if unit.split is not None:
-        return _run_range(unit, spec, attempt)
+        yield _run_range(unit, spec, attempt)
+        return
     staging_dir = fsutil.join(spec.staging_root, f"u{unit.unit_id}-{attempt}")
     fs, path = fsutil.filesystem(staging_dir, spec.dst_options)
     fs.makedirs(path, exist_ok=True)
     progress = Progress(spec, unit.unit_id, attempt)
-    results: list[TaskResult] = []
     with progress.ticking():
         for file, done in _copy_files(unit, attempt, staging_dir, spec):
-            results.extend(done)
             progress.advance(file, done)
             crash_point("after_stage")
             if attempt.endswith("a0"):
                 crash_point("first_attempt_after_stage")  # lets tests force a Spark retry
+            yield from done
+            done.close()
     progress.flush()
-    return results
 
 
 #: Files one task copies at a time when a remote end makes each file a few round trips.
@@ -84,7 +93,7 @@ SMALL_IN_FLIGHT = 32
 
 
 def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
-                ) -> Iterator[tuple[CopyableFile, list[TaskResult]]]:
+                ) -> Iterator[tuple[CopyableFile, Outputs]]:
     """Each file of ``unit`` with its results, in the unit's order.
 
     Local to local, one file after another is as fast as the disk. When a side is
@@ -100,16 +109,16 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = bytearray(spec.buffer_size)
         for index, file in enumerate(unit.files):
-            yield file, copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, buffer,
-                                  publish_now=file.guid in now)
+            yield file, _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
+                                      buffer, publish_now=file.guid in now)
         return
     local = threading.local()
 
-    def copy(index: int, file: CopyableFile) -> list[TaskResult]:
+    def copy(index: int, file: CopyableFile) -> Outputs:
         if not hasattr(local, "buffer"):
             local.buffer = bytearray(spec.buffer_size)
-        return copy_file(file, unit.unit_id, attempt, staging_dir, index, spec, local.buffer,
-                         publish_now=file.guid in now)
+        return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
+                             local.buffer, publish_now=file.guid in now)
 
     small = all(one_get(f) for f in unit.files)
     with ThreadPoolExecutor(min(SMALL_IN_FLIGHT if small else FILES_IN_FLIGHT,
@@ -119,15 +128,15 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
             yield file, future.result()
 
 
-def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> list[TaskResult]:
+def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> TaskResult:
     from distcp.copying.ranges import copy_range
 
     file, split = unit.files[0], unit.split
     assert split is not None
     key = ResultKey.of(file, unit.unit_id, attempt)
     buffer = bytearray(spec.buffer_size)
-    return [copy_range(file, split, replace(spec, server_side=server_side(file, spec)), key,
-                       buffer)]
+    return copy_range(file, split, replace(spec, server_side=server_side(file, spec)), key,
+                      buffer)
 
 
 def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
@@ -142,28 +151,39 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
     ``publish_now`` (S3 destinations): make the outputs visible as soon as the source
     is checked (per-file visibility). The file's S3 requests go into its first result.
     """
+    outputs = _file_outputs(file, unit_id, attempt, staging_dir, index, spec, buffer,
+                            publish_now)
+    try:
+        return list(outputs)
+    finally:
+        outputs.close()
+
+
+def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
+                  index: int, spec: TaskSpec, buffer: bytearray, publish_now: bool = False
+                  ) -> Outputs:
+    """``copy_file``'s results, spilled to local disk when there are many (an archive)."""
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
                              publish_now and spec.dst.capabilities.multipart)
-    if results:
-        results[0] = replace(results[0], requests=tally.items())
+    results.amend_first(requests=tally.items())
     return results
 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
-               spec: TaskSpec, buffer: bytearray, publish_now: bool) -> list[TaskResult]:
+               spec: TaskSpec, buffer: bytearray, publish_now: bool) -> Outputs:
     key = ResultKey.of(file, unit_id, attempt)
     note = ""
     if file.origin.link_target is not None:
-        return [_copy_link(file, key, f"{staging_dir}/{index}-0",
-                           spec.dst.capabilities.symlinks)]
+        return Outputs.of([_copy_link(file, key, f"{staging_dir}/{index}-0",
+                                      spec.dst.capabilities.symlinks)])
     if server_side(file, spec):
         try:
-            return [_copy_server_side(file, key, spec, publish_now)]
+            return Outputs.of([_copy_server_side(file, key, spec, publish_now)])
         except s3.ServerSideCopyUnsupported as exc:  # the bytes come through here instead
             spec, note = replace(spec, server_side=False), f"{s3.NO_SERVER_SIDE}{exc}"
-    done: list[TaskResult] = []
-    held: dict[str, bytes] | None = {} if publish_now else None
+    done = Outputs(_spill_dir(spec, staging_dir))
+    held = HeldBodies() if publish_now else None
     reader: SourceReader | None = None
     outputs: Any = None
     try:
@@ -173,26 +193,57 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
         notes: list[str] = []
         for n, out in enumerate(outputs):
             done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,
-                                      held))
+                                      held if held is None or held.room else None))
             notes = out.notes
         check_unchanged(file, reader, spec)
         if held is not None:  # the source is checked: only now may the objects appear
             done = _publish_now(done, held, spec)
-        if done:
-            done[0] = replace(done[0], bytes_read=reader.count)
-        done = [replace(r, message=note) for r in done] if note else done
-        if notes and done:  # converter inputs never take the server-side path above
-            done[0] = replace(done[0], message=NOT_EXPANDED + "; ".join(notes))
+        done.amend_first(bytes_read=reader.count)
+        if note:  # only a file without converters falls back here: one result
+            done.amend_first(message=note)
+        if notes:  # converter inputs never take the server-side path above
+            done.amend_first(message=NOT_EXPANDED + "; ".join(notes))
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         _discard_results(done, spec)
-        return [failed(key.result(file.destination, bytes_read=reader.count if reader else 0),
-                       exc)]
+        done.close()
+        return Outputs.of([failed(key.result(file.destination,
+                                             bytes_read=reader.count if reader else 0), exc)])
     finally:
         if outputs is not None:
             getattr(outputs, "close", lambda: None)()  # converters stop their helpers (gpg threads) before the source closes
         if reader is not None and not reader.closed:
             reader.close()
     return done
+
+
+def _spill_dir(spec: TaskSpec, staging_dir: str) -> str | None:
+    """Where a file's many results spill: its attempt's local staging directory, else
+    the system's temporary directory (staging on an object store)."""
+    if storage_for(staging_dir, spec.dst_options).capabilities.local_paths:
+        return os_path(staging_dir)
+    return None
+
+
+#: Bytes of small outputs one file holds for per-file visibility (``HeldBodies``).
+HELD_MAX = 32 << 20
+
+
+class HeldBodies(dict[str, bytes]):
+    """Small outputs of one file kept for one PutObject each once its source is checked
+    (per-file visibility). An archive of many members would hold them all: past
+    HELD_MAX bytes the next outputs are staged as uploads instead, completed then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __setitem__(self, key: str, body: bytes) -> None:
+        super().__setitem__(key, body)
+        self.total += len(body)
+
+    @property
+    def room(self) -> bool:
+        return self.total < HELD_MAX
 
 
 def _copy_link(file: CopyableFile, key: ResultKey, staging_url: str,
@@ -253,22 +304,21 @@ def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskRe
                       checksum=up.checksum, parts=up.parts, bytes_server_side=up.server_side)
 
 
-def _publish_now(results: list[TaskResult], held: dict[str, bytes], spec: TaskSpec
-                 ) -> list[TaskResult]:
+def _publish_now(results: Outputs, held: dict[str, bytes], spec: TaskSpec) -> Outputs:
     """Per-file visibility: publish each output of a checked source, each whole (one
     PutObject for a held small output, else the upload's complete)."""
     storage = spec.dst.open()
-    out = []
-    for r in results:
-        if r.destination in held:
-            staged = storage.publish_whole(r.destination, held[r.destination])
-        elif r.staging and parse_staged(r.staging).needs_complete:
-            staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts)
-        else:
-            out.append(r)  # a directory an archive holds: nothing to publish
-            continue
-        out.append(replace(r, staging=staged.text, parts=()))
-    return out
+    return results.rewritten(lambda r: _publish_one(r, held, storage))
+
+
+def _publish_one(r: TaskResult, held: dict[str, bytes], storage: Storage) -> TaskResult:
+    if r.destination in held:
+        staged = storage.publish_whole(r.destination, held.pop(r.destination))
+    elif r.staging and parse_staged(r.staging).needs_complete:
+        staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts)
+    else:
+        return r  # a directory an archive holds: nothing to publish
+    return replace(r, staging=staged.text, parts=())
 
 
 def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
@@ -281,7 +331,7 @@ def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
             recheck_source(file, spec)
             if publish_now:
                 result = _staged_result(key, file.destination, up)
-                return _publish_now([result], {}, spec)[0]
+                return _publish_one(result, {}, spec.dst.open())
         except CopyError:
             _discard_results([_staged_result(key, file.destination, up)], spec)
             raise
@@ -292,7 +342,7 @@ def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
     return _staged_result(key, file.destination, up)
 
 
-def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
+def _discard_results(results: Iterable[TaskResult], spec: TaskSpec) -> None:
     storage = spec.dst.open()
     for r in results:
         if r.staging:
@@ -300,109 +350,17 @@ def _discard_results(results: list[TaskResult], spec: TaskSpec) -> None:
                 storage.discard(parse_staged(r.staging))
 
 
-#: Names of journal segments among the progress files.
-JOURNAL = re.compile(r"\.j\d+\.json$")
-
-
-class Progress:
-    """This attempt's counters and journal, written at most once a second.
-
-    The counters (``u<unit>-<attempt>.json``) feed the driver's progress bar: a
-    small file on the destination filesystem works wherever executors run
-    (cluster, Spark Connect), unlike accumulators, which arrive only at task end
-    and may be applied twice. The journal segments (``....j<k>.json``) list the
-    verified staged copies, so that a run killed mid-copy leaves copies the next
-    run can recover instead of reading the source again.
-    """
-
-    INTERVAL_S = 1.0
-
-    def __init__(self, spec: TaskSpec, unit_id: int, attempt: str) -> None:
-        self.prefix = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}")
-        self.options = spec.dst_options
-        #: Each document written is one request on an object store (counted as "progress").
-        self.remote = not storage_for(self.prefix, self.options).capabilities.local_paths
-        self.files = 0
-        self.bytes = 0
-        self.segment = 0
-        self.pending: list[dict[str, Any]] = []
-        self.last = time.monotonic()
-        self._lock = threading.Lock()
-
-    def advance(self, file: CopyableFile, results: list[TaskResult]) -> None:
-        with self._lock:
-            self.files += 1
-            self.bytes += file.origin.size
-            if results and all(r.ok for r in results):
-                self.pending.append({"planned": file.destination,
-                                     "results": [_fields_of(r) for r in results]})
-        if time.monotonic() - self.last >= self.INTERVAL_S:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the journal's new records and the counters; the bytes include what the
-        files still being read have read so far (a big file moves the bar while it is
-        copied, not only when it is done)."""
-        with self._lock:
-            self.last = time.monotonic()
-            pending, self.pending = self.pending, []
-            reading = sum(r.count for r in list(LIVE_READERS) if not r.closed)
-            counters = {"files": self.files, "bytes": self.bytes + reading}
-            segment = self.segment
-            self.segment += bool(pending)
-        try:
-            fs, _ = fsutil.filesystem(self.prefix, self.options)
-            if pending:
-                _, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
-                self._write(fs, path, json.dumps(pending).encode())
-            _, path = fsutil.filesystem(f"{self.prefix}.json", self.options)
-            self._write(fs, path, json.dumps(counters).encode())
-        except OSError:
-            pass  # advisory; the driver's collected results are what gets published
-
-    @contextmanager
-    def ticking(self) -> Iterator[None]:
-        """Flush every INTERVAL_S from a thread while the task copies: without it, a
-        task busy with one big file reports nothing until that file is done."""
-        stop = threading.Event()
-
-        def tick() -> None:
-            while not stop.wait(self.INTERVAL_S):
-                if time.monotonic() - self.last >= self.INTERVAL_S:
-                    self.flush()
-
-        ticker = threading.Thread(target=tick, name="pydistcp-progress", daemon=True)
-        ticker.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            ticker.join()
-
-
-    def _write(self, fs: Any, path: str, data: bytes) -> None:
-        if self.remote:
-            request_count.count("progress")
-        fs.pipe_file(path, data)
-
-
-_RESULT_FIELDS = tuple(f.name for f in fields(TaskResult))
-
-
-def _fields_of(result: TaskResult) -> dict[str, Any]:
-    """A TaskResult as a plain dict; ``asdict`` deep-copies and costs 10x more."""
-    return {name: getattr(result, name) for name in _RESULT_FIELDS}
-
-
 def unit_runner(spec: TaskSpec, attempt: str
-                ) -> Callable[[list[WorkUnit]], list[list[TaskResult]]]:
+                ) -> Callable[[list[WorkUnit]], Iterator[Iterator[TaskResult]]]:
     """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
-    WorkUnits with the client's task environment, one list of results per unit."""
+    WorkUnits with the client's task environment, the results of each unit as they
+    come (read each unit's to the end before asking for the next unit's)."""
     _new_job(spec.job_id)
 
-    def run(units: list[WorkUnit]) -> list[list[TaskResult]]:
+    def run(units: list[WorkUnit]) -> Iterator[Iterator[TaskResult]]:
         with applied_environment(spec.env), s3.bounded_by(spec.s3_timeout):
-            return [run_work_unit(unit, spec, attempt) for unit in units]
+            for unit in units:
+                yield stream_work_unit(unit, spec, attempt)
 
     return run
 

@@ -7,13 +7,19 @@ Spark Connect and on clusters without RDD access. This module holds both sides o
 that exchange: the driver's submit-and-collect (``run_pickled``) and the executor's
 Arrow adapter (``map_pickled``), which calls plain Python (``distcp.copying.task``,
 ``distcp.copying.join``) that never imports pyspark itself.
+
+An item may have a million results (an archive's members), so the executor never
+holds an item's results together: it pickles them one by one as the item yields
+them, into rows of at most ROW_BYTES, and sends the rows in Arrow batches of about
+BATCH_BYTES. A row's payload is a run of pickles read back with one Unpickler.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -22,11 +28,15 @@ from distcp.spark.interrupts import interrupted
 
 #: Rows sent: an item's id and its pickle.
 ITEM_SCHEMA = "unit_id long, payload binary"
-#: Rows returned: the item's id and the pickle of its list of results.
+#: Rows returned: an item's id and pickles of some of its results, one after another.
 RESULT_SCHEMA = "unit_id long, results binary"
+#: Pickled bytes of results per row, and of rows per Arrow batch sent (about).
+ROW_BYTES = 256 << 10
+BATCH_BYTES = 1 << 20
 
-#: Runs one Arrow batch's items (unpickled) and returns one list of results per item.
-BatchRunner = Callable[[list[Any]], list[list[Any]]]
+#: Runs one Arrow batch's items (unpickled): the results of each item, in order; each
+#: item's are read to the end before the next item's are asked for.
+BatchRunner = Callable[[list[Any]], Iterable[Iterable[Any]]]
 #: Called once per Spark task attempt, on the executor, with the attempt's id.
 RunnerFactory = Callable[[str], BatchRunner]
 
@@ -48,7 +58,17 @@ def run_pickled(spark: Any, items: Sequence[tuple[int, Any]], runner: RunnerFact
             if interrupted():  # the gateway broken by Ctrl-C, not a failed job
                 raise KeyboardInterrupt from exc
             raise
-    return [r for row in rows for r in pickle.loads(row["results"])]
+    return [r for row in rows for r in unpickled(row["results"])]
+
+
+def unpickled(payload: bytes) -> Iterator[Any]:
+    """The results of one row, as ``pickled_rows`` wrote them."""
+    reader = pickle.Unpickler(io.BytesIO(payload))
+    while True:
+        try:
+            yield reader.load()
+        except EOFError:
+            return
 
 
 @contextmanager
@@ -78,16 +98,45 @@ def _put_back(spark: Any, previous: str | None) -> None:
 
 def map_pickled(runner: RunnerFactory, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function (executor side): unpickle each batch's items, run them,
-    and yield the pickled lists of results under the items' ids."""
-    import pyarrow as pa
-
+    and yield their results, pickled, in rows under the items' ids as they come."""
     run = runner(attempt_id())
     for batch in batches:
         ids = batch.column("unit_id").to_pylist()
         items = [pickle.loads(p) for p in batch.column("payload").to_pylist()]
-        out = [pickle.dumps(results) for results in run(items)]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(ids, pa.int64()), pa.array(out, pa.binary())], names=["unit_id", "results"])
+        rows: list[tuple[int, bytes]] = []
+        size = 0
+        for item_id, results in zip(ids, run(items)):
+            for payload in pickled_rows(results):
+                rows.append((item_id, payload))
+                size += len(payload)
+                if size >= BATCH_BYTES:
+                    yield _record_batch(rows)
+                    rows, size = [], 0
+        if rows:
+            yield _record_batch(rows)
+
+
+def pickled_rows(results: Iterable[Any], row_bytes: int = ROW_BYTES) -> Iterator[bytes]:
+    """``results`` pickled one by one into payloads of about ``row_bytes`` each (one
+    Pickler per payload: repeated strings, such as the dataset, are written once)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+    for result in results:
+        pickler.dump(result)
+        if buffer.tell() >= row_bytes:
+            yield buffer.getvalue()
+            buffer = io.BytesIO()
+            pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+    if buffer.tell():
+        yield buffer.getvalue()
+
+
+def _record_batch(rows: list[tuple[int, bytes]]) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([i for i, _ in rows], pa.int64()), pa.array([p for _, p in rows], pa.binary())],
+        names=["unit_id", "results"])
 
 
 def attempt_id() -> str:

@@ -32,7 +32,8 @@ from distcp.commit.state import StateStore
 from distcp.commit.steps import CommitContext
 from distcp.configuration import CopyConfiguration
 from distcp.copying.join import Join, joiner
-from distcp.copying.task import JOURNAL, unit_runner
+from distcp.copying.progress import JOURNAL
+from distcp.copying.task import unit_runner
 from distcp.copying.taskenv import task_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from distcp.copying.join import joiner
 from distcp.copying.task import TaskSpec, unit_runner
-from distcp.spark.arrow import attempt_id, map_pickled
+from distcp.spark.arrow import attempt_id, map_pickled, unpickled
 
 
 def _batch(ids: list[int], items: list[object]) -> pa.RecordBatch:
@@ -29,7 +29,7 @@ def test_each_item_comes_back_under_its_id_with_the_attempt_the_factory_got() ->
     out = list(map_pickled(factory, iter([_batch([7, 9], [1, 2]), _batch([11], [5])])))
     assert attempts == [f"local{os.getpid()}"]  # once per task attempt, not per batch
     assert [b.column("unit_id").to_pylist() for b in out] == [[7, 9], [11]]
-    results = [pickle.loads(p) for b in out for p in b.column("results").to_pylist()]
+    results = [list(unpickled(p)) for b in out for p in b.column("results").to_pylist()]
     assert results == [[(attempts[0], 2)], [(attempts[0], 4)], [(attempts[0], 10)]]
     assert out[0].schema.names == ["unit_id", "results"]
 
@@ -38,7 +38,7 @@ def test_outside_spark_the_attempt_is_named_after_the_process() -> None:
     assert attempt_id() == f"local{os.getpid()}"
 
 
-def test_copy_runner_returns_one_result_list_per_unit_in_order(tmp_path: Path) -> None:
+def test_copy_runner_yields_the_results_of_each_unit_in_order(tmp_path: Path) -> None:
     from distcp.configuration import CopyConfiguration
     from distcp.model import WorkUnit
     from distcp.planning.listing import plan_all
@@ -52,7 +52,7 @@ def test_copy_runner_returns_one_result_list_per_unit_in_order(tmp_path: Path) -
                             lambda m: None).plan.files_to_copy, key=lambda f: f.destination)
     spec = TaskSpec("job", str(dst / ".pydistcp/staging/job"), str(dst / ".pydistcp/progress/job"))
     units = [WorkUnit(n, (f,)) for n, f in enumerate(files)]
-    results = unit_runner(spec, "s0p0a0")(units)
+    results = [list(rs) for rs in unit_runner(spec, "s0p0a0")(units)]
     assert [[Path(r.destination).name for r in rs] for rs in results] == [["a"], ["b"]]
     assert [Path(rs[0].staging).read_bytes() for rs in results] == [b"alpha", b"bravo!"]
     assert all(rs[0].attempt == "s0p0a0" for rs in results)

@@ -1,0 +1,175 @@
+"""EXECUTOR: a task attempt's progress counters and journal of verified copies.
+
+Both are small files next to the staging area, written at most once a second. The
+journal is what lets a run killed mid-copy keep the copies its tasks finished
+(``distcp.commit.replay.read_journal`` reads it). Its records are never all held in
+memory: ordinary files' records wait at most INTERVAL_S for the next segment, and a
+file of many outputs (an archive) gets a segment of its own, written as its results
+are read back from their spill file (``distcp.copying.outputs``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields
+from typing import Any
+
+from distcp import request_count
+from distcp.copying.outputs import Outputs
+from distcp.copying.sources import LIVE_READERS
+from distcp.copying.taskspec import TaskSpec
+from distcp.model import CopyableFile, TaskResult
+from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+
+#: Names of journal segments among the progress files.
+JOURNAL = re.compile(r"\.j\d+\.json$")
+
+#: Bytes of a streamed journal segment written at a time.
+_CHUNK = 1 << 20
+
+
+class Progress:
+    """This attempt's counters and journal, written at most once a second.
+
+    The counters (``u<unit>-<attempt>.json``) feed the driver's progress bar: a
+    small file on the destination filesystem works wherever executors run
+    (cluster, Spark Connect), unlike accumulators, which arrive only at task end
+    and may be applied twice. The journal segments (``....j<k>.json``) list the
+    verified staged copies, so that a run killed mid-copy leaves copies the next
+    run can recover instead of reading the source again.
+    """
+
+    INTERVAL_S = 1.0
+
+    def __init__(self, spec: TaskSpec, unit_id: int, attempt: str) -> None:
+        self.prefix = fsutil.join(spec.progress_root, f"u{unit_id}-{attempt}")
+        self.options = spec.dst_options
+        #: Each document written is one request on an object store (counted as "progress").
+        self.remote = not storage_for(self.prefix, self.options).capabilities.local_paths
+        self.files = 0
+        self.bytes = 0
+        self.segment = 0
+        self.pending: list[dict[str, Any]] = []
+        self.last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def advance(self, file: CopyableFile, results: Outputs) -> None:
+        """Count ``file`` done and journal its results if every one is a verified copy."""
+        with self._lock:
+            self.files += 1
+            self.bytes += file.origin.size
+            journal = bool(results) and results.all_ok
+            if journal and not results.spilled:
+                self.pending.append({"planned": file.destination,
+                                     "results": [_fields_of(r) for r in results]})
+        if journal and results.spilled:
+            self._journal_alone(file.destination, results)
+        if time.monotonic() - self.last >= self.INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the journal's new records and the counters; the bytes include what the
+        files still being read have read so far (a big file moves the bar while it is
+        copied, not only when it is done)."""
+        with self._lock:
+            self.last = time.monotonic()
+            pending, self.pending = self.pending, []
+            reading = sum(r.count for r in list(LIVE_READERS) if not r.closed)
+            counters = {"files": self.files, "bytes": self.bytes + reading}
+            segment = self._next_segment() if pending else -1
+        try:
+            fs, _ = fsutil.filesystem(self.prefix, self.options)
+            if pending:
+                _, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
+                self._write(fs, path, json.dumps(pending).encode())
+            _, path = fsutil.filesystem(f"{self.prefix}.json", self.options)
+            self._write(fs, path, json.dumps(counters).encode())
+        except OSError:
+            pass  # advisory; the driver's collected results are what gets published
+
+    def _next_segment(self) -> int:
+        segment, self.segment = self.segment, self.segment + 1
+        return segment
+
+    def _journal_alone(self, planned: str, results: Outputs) -> None:
+        """One segment holding the record of one file of many outputs, streamed from
+        its spill; it appears whole or not at all (a segment cut short is ignored)."""
+        with self._lock:
+            segment = self._next_segment()
+        fs, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
+        try:
+            out = fs.open(path, "wb", autocommit=False)
+            try:
+                written = 0
+                for chunk in _chunks(_record_json(planned, results)):
+                    out.write(chunk)
+                    written += len(chunk)
+                out.close()
+                out.commit()
+            except BaseException:
+                out.discard()
+                raise
+        except (OSError, ValueError, NotImplementedError):
+            return  # advisory, as in flush: the archive is copied again after a crash
+        if self.remote:
+            request_count.count("progress", 2 + written // _CHUNK)
+
+    @contextmanager
+    def ticking(self) -> Iterator[None]:
+        """Flush every INTERVAL_S from a thread while the task copies: without it, a
+        task busy with one big file reports nothing until that file is done."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(self.INTERVAL_S):
+                if time.monotonic() - self.last >= self.INTERVAL_S:
+                    self.flush()
+
+        ticker = threading.Thread(target=tick, name="pydistcp-progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+
+    def _write(self, fs: Any, path: str, data: bytes) -> None:
+        if self.remote:
+            request_count.count("progress")
+        fs.pipe_file(path, data)
+
+
+def _record_json(planned: str, results: Iterable[TaskResult]) -> Iterator[str]:
+    """The text of ``[{"planned": ..., "results": [...]}]``, piece by piece."""
+    yield f'[{{"planned": {json.dumps(planned)}, "results": ['
+    for n, r in enumerate(results):
+        yield (", " if n else "") + json.dumps(_fields_of(r))
+    yield "]}]"
+
+
+def _chunks(pieces: Iterable[str]) -> Iterator[bytes]:
+    """``pieces`` encoded and gathered into writes of about _CHUNK bytes."""
+    buffer: list[str] = []
+    size = 0
+    for piece in pieces:
+        buffer.append(piece)
+        size += len(piece)
+        if size >= _CHUNK:
+            yield "".join(buffer).encode()
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer).encode()
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(TaskResult))
+
+
+def _fields_of(result: TaskResult) -> dict[str, Any]:
+    """A TaskResult as a plain dict; ``asdict`` deep-copies and costs 10x more."""
+    return {name: getattr(result, name) for name in _RESULT_FIELDS}
