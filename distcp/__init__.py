@@ -1,6 +1,6 @@
 """pydistcp: distcp-style file replication on Spark.
 
-The public API is ``copy``, ``status``, ``recover`` and ``cleanup``, typed; the CLI
+The public API is ``copy``, ``check``, ``status``, ``recover`` and ``cleanup``, typed; the CLI
 (``pydistcp copy`` ...) is a thin layer over them.
 Importing this package imports neither Spark nor any plugin.
 """
@@ -31,6 +31,7 @@ from distcp.errors import (
     SparkUnavailableError,
     StateError,
 )
+from distcp.checking.report import CheckReport
 from distcp.summary import CleanupReport, Failure, StatusReport, Summary
 
 if TYPE_CHECKING:
@@ -39,12 +40,12 @@ if TYPE_CHECKING:
 # The result and error types are light modules (no Spark, no plugin), so they are
 # exported eagerly: users catch ``distcp.DistcpError`` and annotate with ``distcp.Summary``.
 __all__ = [
-    "CleanupReport", "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
+    "CheckReport", "CleanupReport", "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
     "DestinationBusyError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
     "SourceReadError", "SparkUnavailableError", "StateError", "StatusReport", "Summary",
-    "__version__", "cleanup", "copy", "recover", "status",
+    "__version__", "check", "cleanup", "copy", "recover", "status",
 ]
 __version__ = "0.1.0"
 
@@ -171,6 +172,98 @@ def _write_summary(summary: Summary, target: str | None) -> None:
     else:
         with open(target, "w", encoding="utf-8") as f:
             f.write(summary.to_json())
+
+
+def check(
+    sources: str | Sequence[str],
+    destination: str,
+    *,
+    callback: Callback | None = None,
+    one_way: bool = False,
+    size_only: bool = False,
+    stored_digests: bool = True,
+    # what is compared: as ``copy`` selects it
+    dataset_glob: str | None = None,
+    include: str | Sequence[str] = (),
+    exclude: str | Sequence[str] = (),
+    min_size: int | str | None = None,
+    max_size: int | str | None = None,
+    min_age: float | str | None = None,
+    max_age: float | str | None = None,
+    links: Literal["skip", "follow", "copy"] = "skip",
+    files_from: str | None = None,
+    # report files (rclone check's)
+    combined: str | None = None,
+    missing_on_dst: str | None = None,
+    missing_on_src: str | None = None,
+    differ: str | None = None,
+    match: str | None = None,
+    error: str | None = None,
+    # Spark, storages, state
+    master: str | None = None,
+    engine: Literal["auto", "warm", "cold"] | None = None,
+    parallelism: int | None = None,
+    tasks: int | None = None,
+    conf: Mapping[str, str] | None = None,
+    buffer_size: int | str | None = None,
+    src_options: Mapping[str, Any] | None = None,
+    dst_options: Mapping[str, Any] | None = None,
+    state_dir: str | None = None,
+    summary_json: str | None = None,
+    log_dir: str | None = None,
+) -> CheckReport:
+    """Compare ``sources`` with their copy at ``destination``, like ``rclone check``.
+
+    Both sides are listed as ``copy`` lists them (same dataset mapping and filters);
+    each path is equal (``=``), only in the source (``-``), only in the destination
+    (``+``), differing (``*``) or unreadable (``!``). Files of equal size are compared
+    by digest, read on Spark; where the destination's state records the digest of a
+    file whose source still has the size and mtime it had when copied, that digest
+    stands in for the source and only the destination is read. ``size_only``: sizes
+    only, nothing read. ``one_way``: files only in the destination are not reported.
+    ``stored_digests=False`` reads both sides of every file.
+
+    ``combined`` ... ``error`` write rclone's report files (``combined``: one line per
+    path with its symbol; the others: the paths of one verdict, one a line).
+    ``summary_json`` writes the report as JSON (``"-"``: stdout). The other
+    parameters are ``copy``'s. Returns the ``CheckReport``; ``report.ok`` is True only
+    when both sides are identical.
+    """
+    params = dict(locals())
+    reports = {name: params.pop(name) for name in
+               ("combined", "missing_on_dst", "missing_on_src", "differ", "match", "error")}
+    settings = {name: params.pop(name) for name in ("one_way", "size_only", "stored_digests")}
+    for name in ("sources", "destination", "callback"):
+        del params[name]
+    from distcp.callbacks import DEFAULT_CALLBACK
+    from distcp.configuration import CopyConfiguration
+    from distcp.driver_errors import driver_errors
+    from distcp.options import configuration_options
+    from distcp.spark.check import CheckSettings, run_check
+
+    srcs = [sources] if isinstance(sources, str) else list(sources)
+    try:
+        cfg = CopyConfiguration.build(srcs, destination, **configuration_options(params))
+    except ConfigurationError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise ConfigurationError(f"bad option value: {exc}") from exc
+    with driver_errors():
+        report = run_check(cfg, CheckSettings(**settings), callback or DEFAULT_CALLBACK)
+    report.write(reports)
+    _write_text(report.to_json(), summary_json)
+    return report
+
+
+def _write_text(text: str, target: str | None) -> None:
+    if target == "-":
+        import sys
+
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    elif target:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 def status(destination: str | None = None, *, state_dir: str | None = None,
