@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from distcp.checking.report import CheckReport
 from distcp.errors import (
     ConfigurationError,
     ConversionError,
@@ -31,7 +32,6 @@ from distcp.errors import (
     SparkUnavailableError,
     StateError,
 )
-from distcp.checking.report import CheckReport
 from distcp.summary import CleanupReport, Failure, StatusReport, Summary
 
 if TYPE_CHECKING:

@@ -59,6 +59,7 @@ EXIT_HELP = """
 Exit status (every subcommand):
   0    success
   1    some files failed; nothing of their file sets was published
+       (check: SRC and DST differ)
   2    the command or plan is wrong: bad flag value, missing source or DST,
        --include matching nothing, unknown --master
   3    the environment refuses: no Java, Spark master unreachable or Spark
@@ -622,3 +623,116 @@ def _add_run_flags() -> None:
 
 
 _add_run_flags()
+
+
+CHECK_HELP = """Compare SRC... with their copy at DST, like rclone check: list both sides,
+compare sizes, and compare the digests of files of equal size, read on Spark.
+
+\b
+Each path is reported with rclone's symbols (--combined):
+  = equal                 - only in the source (missing on DST)
+  * differing             + only in DST (missing on the source)
+  ! could not be read
+SRC and DST pair up as in copy (and --dataset-glob, --include... select the
+same files). Where DST's state directory records the digest of a file whose
+source still has the size and mtime it had when copied, that digest stands
+in for the source and only DST's copy is read. Changes nothing on either side.
+
+\b
+Exit status: 0 identical, 1 any difference or unreadable file, 2 usage,
+3 the environment refuses (as copy's).
+"""
+
+#: ``copy``'s options that ``check`` takes too: the same files selected, the same
+#: Spark and storage settings.
+_CHECK_SHARED = ("dataset_glob", "include", "exclude", "min_size", "max_size", "min_age",
+                 "max_age", "files_from", "links", "master", "engine", "parallelism", "tasks",
+                 "spark_conf", "buffer_size", "src_option", "dst_option", "src_options_file",
+                 "dst_options_file", "state_dir", "no_progress", "quiet", "summary_json",
+                 "log_dir")
+#: Where copy's help speaks of copying: check's own words.
+_CHECK_HELP_TEXTS = {
+    "max_age": "rclone: check only files modified at most DURATION ago (e.g. 24h).",
+    "files_from": "rclone: check only the files FILE lists, one path a line relative to SRC "
+                  "('-': stdin; blank and #/; lines skipped); SRC is not walked.",
+    "links": "Symbolic links in a local source tree: skip, follow (compare the target's "
+             "content) or copy (compare the link's target text), as copy was run.",
+    "tasks": "Exactly N tasks read the files (fewer only when there are fewer files).",
+    "buffer_size": "Read buffer per task.",
+    "summary_json": "Write the report as JSON to this file (counts and every difference); "
+                    "'-': to stdout (the human lines then go to stderr).",
+}
+#: Report files: rclone check's flags.
+_CHECK_REPORTS = {
+    "combined": "Write every path with its symbol (= - + * !), one a line.",
+    "missing_on_dst": "Write the paths only in the source (missing on DST), one a line.",
+    "missing_on_src": "Write the paths only in DST (missing on the source), one a line.",
+    "differ": "Write the paths that differ, one a line.",
+    "match": "Write the paths that are equal, one a line.",
+    "error": "Write the paths that could not be read, one a line.",
+}
+
+
+@main.command("check", help=CHECK_HELP, no_args_is_help=True)
+@click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
+@click.option("--one-way", is_flag=True,
+              help="Only check that every source file is at DST and equal; files only in "
+                   "DST are not reported.")
+@click.option("--size-only", is_flag=True, help="Compare sizes only; read nothing.")
+@click.option("--stored-digests/--no-stored-digests", default=True, show_default=True,
+              help="Let digests DST's state recorded stand in for unchanged sources; "
+                   "--no-stored-digests reads both sides of every file.")
+def check_command(paths: tuple[str, ...], **flags: Any) -> None:
+    if len(paths) < 2:
+        raise click.UsageError("give at least one SRC and a DST")
+    _run(lambda: _check(paths, flags))
+
+
+def _check(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
+    from distcp import check
+    from distcp.callbacks import Callback, TextProgress
+    from distcp.options import DURATIONS, SIZES
+
+    opts = {_RENAMED.get(k, k): v for k, v in flags.items()
+            if k not in _NOT_PASSED and k != "no_progress"}
+    for names, parse in ((SIZES, parse_size), (DURATIONS, parse_duration)):
+        for name in set(names) & set(opts):
+            if opts[name]:
+                opts[name] = parse_flag(parse, opts[name], name)
+    opts["conf"] = parse_key_values(flags["spark_conf"], "--conf")
+    opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
+    opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
+    quiet = flags["quiet"]
+    callback = Callback() if quiet or flags["no_progress"] else TextProgress()
+    report = check(list(paths[:-1]), paths[-1], callback=callback, **opts)
+    to_stdout = flags["summary_json"] == "-"
+    if not quiet:
+        for outcome in report.outcomes:
+            if outcome.verdict != "=":
+                click.echo(f"{outcome.verdict} {outcome.path}  ({outcome.reason})",
+                           err=to_stdout)
+        click.echo(report.render(), err=to_stdout)
+    return 0 if report.ok else 1
+
+
+def _add_check_flags() -> None:
+    """``check`` takes ``copy``'s selection, Spark and storage flags (the same click
+    options, their help saying "check" where copy's says "copy"), and rclone check's
+    report files."""
+    import copy as copying
+
+    by_name = {p.name: p for p in copy_command.params}
+    for name in _CHECK_SHARED:
+        option = copying.copy(by_name[name])
+        option.help = _CHECK_HELP_TEXTS.get(name, option.help)
+        if option.help:
+            option.help = (option.help.replace("copy only", "check only")
+                           .replace("Copy only", "Check only"))
+        check_command.params.append(option)
+    for name, text in _CHECK_REPORTS.items():
+        check_command.params.append(click.Option(
+            ["--" + name.replace("_", "-")], metavar="FILE",
+            type=click.Path(dir_okay=False), help=text))
+
+
+_add_check_flags()

@@ -35,7 +35,7 @@ class CheckReport:
 
     @property
     def counts(self) -> dict[str, int]:
-        tally = Counter(o.verdict for o in self.outcomes)
+        tally: Counter[str] = Counter(o.verdict for o in self.outcomes)
         return {name: tally[v] for name, v in REPORT_FILES.items()}
 
     @property

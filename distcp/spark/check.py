@@ -19,7 +19,6 @@ from typing import Any
 from distcp import preflight
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.checking.compare import (
-    DST,
     SRC,
     Outcome,
     Pair,
@@ -37,8 +36,8 @@ from distcp.model import FileStatus
 from distcp.planning.listing import find_datasets, source_listing, state_root, target_listing
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
-from distcp.storage import spec_for
 from distcp.storage import filesystems as fsutil
+from distcp.storage import spec_for
 
 
 @dataclass(frozen=True)
