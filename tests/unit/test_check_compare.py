@@ -1,0 +1,138 @@
+"""``pydistcp check``'s pure parts: pairing listings, verdicts, packing, the report."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+from pyspark import cloudpickle
+
+from distcp.checking.compare import (
+    Outcome,
+    Pair,
+    judge_digests,
+    judge_listed,
+    pair_listings,
+    sides_to_read,
+    stored_digest,
+)
+from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_one, pack
+from distcp.checking.report import CheckReport
+from distcp.checksum import digest_of_bytes
+from distcp.model import FileStatus
+from distcp.storage import spec_for
+
+
+def st(url: str, size: int = 10, mtime: float = 100.0, link: str | None = None) -> FileStatus:
+    return FileStatus(url, size, mtime, link_target=link)
+
+
+def rel(url: str) -> str:
+    return url.removeprefix("/d/")
+
+
+def test_pairs_are_the_union_of_both_listings_sorted_with_the_manifest_digest() -> None:
+    src = {"/d/b": st("/s/b"), "/d/a": st("/s/a", mtime=5.0)}
+    dst = {"/d/a": st("/d/a"), "/d/c": st("/d/c")}
+    manifest = {"/d/a": [10, 5.0, "xxh:1", "g"], "/d/b": [10, 99.0, "xxh:2", "g"]}
+    pairs = pair_listings(src, dst, manifest, rel)
+    assert [(p.path, p.src is not None, p.dst is not None, p.stored) for p in pairs] == [
+        ("a", True, True, "xxh:1"), ("b", True, False, ""), ("c", False, True, "")]
+
+
+@pytest.mark.parametrize(("record", "expected"), [
+    ([10, 100.0, "xxh:1", "g"], "xxh:1"),   # the source is as it was published
+    ([10, 100.5, "xxh:1", "g"], ""),        # touched since
+    ([11, 100.0, "xxh:1", "g"], ""),        # resized since
+    ([10, 100.0, "", "g"], ""),             # no digest recorded (server-side copy)
+    ([-1, 100.0, "", "g"], ""),             # a converted file's planned destination
+    (None, ""),
+])
+def test_a_stored_digest_stands_in_only_for_an_unchanged_source(record: list | None,
+                                                                 expected: str) -> None:
+    assert stored_digest(st("/s/a"), record) == expected
+
+
+def test_listings_alone_decide_missing_sides_sizes_links_and_size_only() -> None:
+    assert judge_listed(Pair("a", st("/s/a"), None)) == Outcome("a", "-", "missing on destination")
+    assert judge_listed(Pair("a", None, st("/d/a"))) == Outcome("a", "+", "missing on source")
+    assert judge_listed(Pair("a", st("/s/a", 3), st("/d/a", 4))) == Outcome(
+        "a", "*", "sizes differ: source 3 bytes, destination 4")
+    assert judge_listed(Pair("a", st("/s/a"), st("/d/a"))) is None  # digests decide
+    assert judge_listed(Pair("a", st("/s/a"), st("/d/a")), size_only=True).verdict == "="
+    same = judge_listed(Pair("l", st("/s/l", link="t"), st("/d/l", link="t")))
+    other = judge_listed(Pair("l", st("/s/l", link="t"), st("/d/l", link="u")))
+    assert (same and same.verdict, other and other.verdict) == ("=", "*")
+
+
+def test_the_destination_is_always_read_the_source_only_without_a_stored_digest() -> None:
+    assert sides_to_read(Pair("a", st("/s/a"), st("/d/a"))) == ("src", "dst")
+    assert sides_to_read(Pair("a", st("/s/a"), st("/d/a"), stored="xxh:1")) == ("dst",)
+
+
+def test_digests_judge_equal_differing_and_unreadable() -> None:
+    plain = Pair("a", st("/s/a"), st("/d/a"))
+    stored = Pair("a", st("/s/a"), st("/d/a"), stored="x:1")
+    assert judge_digests(plain, {"src": "x:1", "dst": "x:1"}, {}).verdict == "="
+    assert judge_digests(stored, {"dst": "x:1"}, {}) == Outcome("a", "=", "same stored digest")
+    bad = judge_digests(stored, {"dst": "x:2"}, {})
+    assert bad.verdict == "*" and "x:1 at the source, x:2 at the destination" in bad.reason
+    err = judge_digests(plain, {"src": "x:1"}, {"dst": "cannot read /d/a: gone"})
+    assert err == Outcome("a", "!", "cannot read /d/a: gone")
+
+
+def _job(key: int, size: int, side: str = "dst") -> DigestJob:
+    return DigestJob(key, side, f"/d/{key}", size, spec_for("/d"))
+
+
+def test_pack_balances_bytes_and_keeps_every_job_once() -> None:
+    jobs = [_job(0, 100), _job(1, 60), _job(2, 50), _job(3, 1), _job(4, 0)]
+    groups = pack(jobs, 2)
+    assert sorted(j.key for g in groups for j in g) == [0, 1, 2, 3, 4]
+    assert sorted(sum(j.size for j in g) for g in groups) == [101, 110]  # 100+1 and 60+50
+    assert len(pack(jobs[:1], 8)) == 1 and pack([], 4) == []
+
+
+def test_digest_one_reads_the_file_or_says_why_not(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"hello" * 1000)
+    job = DigestJob(7, "src", str(tmp_path / "f"), 5000, spec_for(str(tmp_path)))
+    assert digest_one(job, bytearray(4096)) == DigestResult(7, "src",
+                                                            digest_of_bytes(b"hello" * 1000), 5000)
+    gone = digest_one(DigestJob(8, "dst", str(tmp_path / "nope"), 1, spec_for(str(tmp_path))),
+                      bytearray(16))
+    assert (gone.key, gone.side, gone.digest) == (8, "dst", "")
+    assert gone.error.startswith(f"cannot read {tmp_path / 'nope'}")
+
+
+def test_values_sent_to_executors_round_trip_through_pickle() -> None:
+    unit = DigestUnit(3, (_job(1, 5),), "/d/.pydistcp/progress/check-x", (("k", "v"),))
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        assert pickle.loads(dumps(unit)) == unit
+        result = DigestResult(1, "dst", "x:1", 5)
+        assert pickle.loads(dumps(result)) == result
+
+
+def test_report_counts_lines_files_and_json(tmp_path: Path) -> None:
+    report = CheckReport("/s", "/d", outcomes=[
+        Outcome("a", "=", "same digest"), Outcome("b", "*", "contents differ"),
+        Outcome("c", "-", "missing on destination"), Outcome("d", "+", "missing on source"),
+        Outcome("e", "!", "cannot read")])
+    assert not report.ok and report.counts == {"match": 1, "differ": 1, "missing_on_dst": 1,
+                                               "missing_on_src": 1, "error": 1}
+    assert report.render().startswith("1 matching, 1 differing, 1 missing on destination, "
+                                      "1 missing on source, 1 errors")
+    targets = {"combined": str(tmp_path / "all"), "differ": str(tmp_path / "differ"),
+               "missing_on_dst": str(tmp_path / "mod"), "match": None}
+    report.write(targets)
+    assert (tmp_path / "all").read_text() == "= a\n* b\n- c\n+ d\n! e\n"
+    assert (tmp_path / "differ").read_text() == "b\n"
+    assert (tmp_path / "mod").read_text() == "c\n"
+    assert not (tmp_path / "None").exists()
+    import json
+
+    data = json.loads(report.to_json())
+    assert data["ok"] is False and [d["path"] for d in data["differences"]] == list("bcde")
+    assert CheckReport(outcomes=[Outcome("a", "=", "")]).ok
+    one_way = CheckReport(one_way=True, outcomes=[Outcome("a", "=", "")])
+    assert "missing on source" not in one_way.render()
