@@ -654,7 +654,8 @@ _CHECK_SHARED = ("dataset_glob", "include", "exclude", "min_size", "max_size", "
 _CHECK_HELP_TEXTS = {
     "max_age": "rclone: check only files modified at most DURATION ago (e.g. 24h).",
     "files_from": "rclone: check only the files FILE lists, one path a line relative to SRC "
-                  "('-': stdin; blank and #/; lines skipped); SRC is not walked.",
+                  "('-': stdin; blank and #/; lines skipped); SRC is not walked, and only "
+                  "the listed files are compared on both sides.",
     "links": "Symbolic links in a local source tree: skip, follow (compare the target's "
              "content) or copy (compare the link's target text), as copy was run.",
     "tasks": "Exactly N tasks read the files (fewer only when there are fewer files).",

@@ -33,6 +33,7 @@ from distcp.commit.state import StateStore
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
 from distcp.model import FileStatus
+from distcp.planning.listed import list_flag
 from distcp.planning.listing import find_datasets, source_listing, state_root, target_listing
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
@@ -58,10 +59,16 @@ def run_check(cfg: CopyConfiguration, settings: CheckSettings,
     root = state_root(cfg, datasets)
     store = StateStore(root, dict(cfg.dst_options))
     pairs: list[Pair] = []
+    unlisted: list[Outcome] = []
     for ds in datasets:
         callback.message(f"listing {fsutil.display(ds.urn)}")
         manifest = store.load(ds.urn).manifest if settings.stored_digests else {}
-        pairs += pair_listings(_source(ds, cfg), _destination(ds, cfg), manifest,
+        source, failed = _source(ds, cfg)
+        unlisted += failed
+        target = _destination(ds, cfg)
+        if list_flag(cfg) is not None:  # only the listed files, on both sides (rclone)
+            target = {u: st for u, st in target.items() if u in source}
+        pairs += pair_listings(source, target, manifest,
                                partial(_relative, _root_of(cfg.destination, cfg)))
     if settings.one_way:
         pairs = [p for p in pairs if p.src is not None]
@@ -70,15 +77,23 @@ def run_check(cfg: CopyConfiguration, settings: CheckSettings,
     unread = [p for p, o in zip(pairs, listed) if o is None]
     read = _read_on_spark(cfg, root, unread, callback, report) if unread else {}
     report.outcomes = [o if o is not None else read[p.path] for p, o in zip(pairs, listed)]
+    report.outcomes += unlisted
     report.stored_digests = sum(1 for p in unread if p.stored)
     report.duration_s = round(time.monotonic() - start, 3)
     return report
 
 
-def _source(ds: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileStatus]:
-    """The dataset's files, under the destination URL each would be copied to."""
-    return {f.destination: f.origin for f in source_listing(ds, cfg).files
-            if not f.destination.endswith("/")}
+def _source(ds: CopyableDataset, cfg: CopyConfiguration
+            ) -> tuple[dict[str, FileStatus], list[Outcome]]:
+    """The dataset's files, under the destination URL each would be copied to, and
+    what the listing could not take that the user did not ask to skip (a dangling
+    link, an unreadable directory, a --files-from line naming nothing): errors (``!``),
+    as they fail a copy."""
+    listing = source_listing(ds, cfg)
+    files = {f.destination: f.origin for f in listing.files if not f.destination.endswith("/")}
+    failed = [Outcome(fsutil.display(s.path), "!", s.reason) for s in listing.skipped
+              if s.failure]
+    return files, failed
 
 
 def _destination(ds: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileStatus]:

@@ -136,6 +136,11 @@ def test_filters_select_the_same_files_and_an_unrelated_tree_is_read_on_both_sid
     report = distcp.check(str(src), str(dst), include=["*.log", "*.txt"])
     assert report.ok and report.lines() == ["= d/e/f.txt", "= h.log"]
     assert (report.stored_digests, report.files_read) == (0, 4)
+    listed = tmp_path / "list.txt"
+    listed.write_text("h.log\nnot/there.txt\n")
+    report = distcp.check(str(src), str(dst), files_from=str(listed))
+    assert [(o.verdict, o.path) for o in report.outcomes] == [
+        ("=", "h.log"), ("!", str(src / "not" / "there.txt"))]
     assert not (dst / ".pydistcp").exists()  # a check writes nothing to DST
 
 
