@@ -203,22 +203,30 @@ def _progress_folder(root: str, job_id: str, cfg: CopyConfiguration) -> str:
 
 def _poll(folder: str, cfg: CopyConfiguration, callback: Callback,
           stop: threading.Event) -> None:
-    """Sum the tasks' counters about twice a second until the job ends."""
+    """Report the tasks' counters about twice a second until the job ends."""
     if not folder:
         return
+    while not stop.wait(0.5):
+        counted = read_counters(folder, dict(cfg.dst_options))
+        if counted is not None:
+            callback.update(*counted)
+
+
+def read_counters(folder: str, options: dict[str, Any]) -> tuple[int, int] | None:
+    """Files and bytes the tasks counted so far (the newest attempt's count per unit);
+    None while a document is being written (the next poll reads it)."""
     import json
 
-    fs, path = fsutil.filesystem(folder, cfg.dst_options)
-    while not stop.wait(0.5):
-        per_unit: dict[str, tuple[int, int]] = {}
-        try:
-            for name in fs.ls(path, detail=False):
-                data = json.loads(fs.cat_file(name))
-                unit = name.rsplit("/", 1)[-1].split("-", 1)[0]
-                per_unit[unit] = max(per_unit.get(unit, (0, 0)), (data["files"], data["bytes"]))
-        except (OSError, ValueError, KeyError):
-            continue
-        callback.update(sum(f for f, _ in per_unit.values()), sum(b for _, b in per_unit.values()))
+    fs, path = fsutil.filesystem(folder, options)
+    per_unit: dict[str, tuple[int, int]] = {}
+    try:
+        for name in fs.ls(path, detail=False):
+            data = json.loads(fs.cat_file(name))
+            unit = name.rsplit("/", 1)[-1].split("-", 1)[0]
+            per_unit[unit] = max(per_unit.get(unit, (0, 0)), (data["files"], data["bytes"]))
+    except (OSError, ValueError, KeyError):
+        return None
+    return sum(f for f, _ in per_unit.values()), sum(b for _, b in per_unit.values())
 
 
 def _remove(folder: str, cfg: CopyConfiguration) -> None:

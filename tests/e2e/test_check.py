@@ -122,6 +122,9 @@ def test_missing_extra_and_resized_files_one_way_and_report_files(spark: Any,
     (dst / "d" / "g.csv").write_bytes((src / "d" / "g.csv").read_bytes())
     assert distcp.check(str(src), str(dst), one_way=True).ok  # the extra file is fine
     assert not distcp.check(str(src), str(dst)).ok  # both ways it is not
+    absent = distcp.check(str(src), str(tmp_path / "absent"))
+    assert absent.counts["missing_on_dst"] == 5 and absent.files_read == 0
+    assert not (tmp_path / "absent").exists()
 
 
 def test_filters_select_the_same_files_and_an_unrelated_tree_is_read_on_both_sides(

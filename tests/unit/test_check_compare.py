@@ -136,3 +136,26 @@ def test_report_counts_lines_files_and_json(tmp_path: Path) -> None:
     assert CheckReport(outcomes=[Outcome("a", "=", "")]).ok
     one_way = CheckReport(one_way=True, outcomes=[Outcome("a", "=", "")])
     assert "missing on source" not in one_way.render()
+
+
+def test_task_counters_are_written_at_most_once_a_second_and_summed(tmp_path: Path) -> None:
+    from distcp.checking.digests import Counter
+    from distcp.spark.check import read_counters
+
+    folder = str(tmp_path / "progress")
+    (tmp_path / "progress").mkdir()
+    first = Counter(DigestUnit(0, (), folder), "s1p0a0")
+    first.add(100)  # within the second: nothing written yet
+    assert read_counters(folder, {}) == (0, 0)
+    first.last -= Counter.INTERVAL_S
+    first.add(50)
+    assert read_counters(folder, {}) == (2, 150)
+    second = Counter(DigestUnit(1, (), folder), "s1p1a0")
+    second.add(7)
+    second.write()
+    retry = Counter(DigestUnit(1, (), folder), "s1p1a1")  # a retried attempt counts anew
+    retry.write()
+    assert read_counters(folder, {}) == (3, 157)
+    Counter(DigestUnit(2, ()), "x").write()  # no folder: counts nothing, writes nothing
+    assert sorted(p.name for p in (tmp_path / "progress").iterdir()) == [
+        "u0-s1p0a0.json", "u1-s1p1a0.json", "u1-s1p1a1.json"]
