@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from distcp.checksum import ALGORITHM
 from distcp.model import FileStatus
 
 Verdict = Literal["=", "-", "+", "*", "!"]
@@ -62,7 +63,9 @@ def pair_listings(src: Mapping[str, FileStatus], dst: Mapping[str, FileStatus],
 def stored_digest(src: FileStatus | None, record: Sequence[Any] | None) -> str:
     """The recorded digest if it still describes ``src``: same size and mtime as when
     it was published; "" otherwise (or when none was recorded)."""
-    if src is None or not record or not record[2] or src.link_target is not None:
+    if src is None or not record or src.link_target is not None:
+        return ""
+    if not str(record[2]).startswith(ALGORITHM + ":"):  # none, or another algorithm's
         return ""
     size, mtime, digest = record[0], record[1], record[2]
     return str(digest) if int(size) == src.size and float(mtime) == src.mtime else ""

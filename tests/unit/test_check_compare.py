@@ -35,18 +35,19 @@ def rel(url: str) -> str:
 def test_pairs_are_the_union_of_both_listings_sorted_with_the_manifest_digest() -> None:
     src = {"/d/b": st("/s/b"), "/d/a": st("/s/a", mtime=5.0)}
     dst = {"/d/a": st("/d/a"), "/d/c": st("/d/c")}
-    manifest = {"/d/a": [10, 5.0, "xxh:1", "g"], "/d/b": [10, 99.0, "xxh:2", "g"]}
+    manifest = {"/d/a": [10, 5.0, "xxh3c128-1m:1", "g"], "/d/b": [10, 99.0, "xxh3c128-1m:2", "g"]}
     pairs = pair_listings(src, dst, manifest, rel)
     assert [(p.path, p.src is not None, p.dst is not None, p.stored) for p in pairs] == [
-        ("a", True, True, "xxh:1"), ("b", True, False, ""), ("c", False, True, "")]
+        ("a", True, True, "xxh3c128-1m:1"), ("b", True, False, ""), ("c", False, True, "")]
 
 
 @pytest.mark.parametrize(("record", "expected"), [
-    ([10, 100.0, "xxh:1", "g"], "xxh:1"),   # the source is as it was published
-    ([10, 100.5, "xxh:1", "g"], ""),        # touched since
-    ([11, 100.0, "xxh:1", "g"], ""),        # resized since
+    ([10, 100.0, "xxh3c128-1m:1", "g"], "xxh3c128-1m:1"),   # the source is as it was published
+    ([10, 100.5, "xxh3c128-1m:1", "g"], ""),        # touched since
+    ([11, 100.0, "xxh3c128-1m:1", "g"], ""),        # resized since
     ([10, 100.0, "", "g"], ""),             # no digest recorded (server-side copy)
     ([-1, 100.0, "", "g"], ""),             # a converted file's planned destination
+    ([10, 100.0, "md5:1", "g"], ""),        # another algorithm's: not comparable
     (None, ""),
 ])
 def test_a_stored_digest_stands_in_only_for_an_unchanged_source(record: list | None,
@@ -68,7 +69,7 @@ def test_listings_alone_decide_missing_sides_sizes_links_and_size_only() -> None
 
 def test_the_destination_is_always_read_the_source_only_without_a_stored_digest() -> None:
     assert sides_to_read(Pair("a", st("/s/a"), st("/d/a"))) == ("src", "dst")
-    assert sides_to_read(Pair("a", st("/s/a"), st("/d/a"), stored="xxh:1")) == ("dst",)
+    assert sides_to_read(Pair("a", st("/s/a"), st("/d/a"), stored="xxh3c128-1m:1")) == ("dst",)
 
 
 def test_digests_judge_equal_differing_and_unreadable() -> None:

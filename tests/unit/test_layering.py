@@ -12,10 +12,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "distcp"
 
-#: Every module of the copy stage, and the Spark adapter that runs it on executors.
+#: Every module of the copy stage and of ``check``'s digest tasks, and the Spark adapter
+#: that runs them on executors.
 EXECUTOR_MODULES = tuple(
     f"distcp.copying.{p.stem}" for p in sorted((ROOT / "copying").glob("*.py"))
-    if p.stem != "__init__") + ("distcp.spark.arrow",)
+    if p.stem != "__init__") + ("distcp.spark.arrow",) + tuple(
+    f"distcp.checking.{p.stem}" for p in sorted((ROOT / "checking").glob("*.py")))
 #: The driver's stages (whole packages) and Spark itself.
 DRIVER_ONLY = ("distcp.planning", "distcp.commit", "pyspark")
 
