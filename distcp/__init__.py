@@ -106,6 +106,9 @@ def copy(
     max_replays: int = 3,
     incremental: bool = False,
     recovery_retention: float | str = "24h",
+    # catalog registration of published partitions
+    catalog_table: str | None = None,
+    catalog_partitions: str | None = None,
     # output
     progress: bool = True,
     summary_json: str | None = None,
