@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from distcp.errors import (
+    CatalogError,
     ConfigurationError,
     ConversionError,
     CopyError,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 # The result and error types are light modules (no Spark, no plugin), so they are
 # exported eagerly: users catch ``distcp.DistcpError`` and annotate with ``distcp.Summary``.
 __all__ = [
-    "CleanupReport", "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
+    "CatalogError", "CleanupReport", "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
     "DestinationBusyError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",

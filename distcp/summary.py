@@ -180,9 +180,10 @@ class Summary:
             lines.extend(f"  {e.path}: {e.error}" for e in self.entries_skipped)
         lines.extend(self.notes)
         if self.partitions_registered or self.catalog_failures:
-            lines.append(f"catalog: {self.partitions_registered} partition(s) registered, "
-                         f"{len(self.catalog_failures)} registration(s) failed (their data is "
-                         "published; the next run registers them)")
+            failed = len(self.catalog_failures)
+            lines.append(f"catalog: {self.partitions_registered} partition(s) registered"
+                         + (f"; {failed} registration(s) failed (their data is published; "
+                            "the next run registers them)" if failed else ""))
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")
