@@ -37,6 +37,7 @@ from distcp.publishers.catalog import (
     RegisterPartitions,
     partitions_of,
     registered_in,
+    registrations_left,
 )
 from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
@@ -167,6 +168,7 @@ def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetO
         _run_logged(sequence, pub)
         registered = Tally(partitions_registered=registered_in(sequence.steps))
     except CatalogError as exc:  # the last step: everything before it is published
+        pub.store.persist(registrations_left(sequence), pub.job_id)
         registered = Tally(catalog_failures=(Failure(
             fsutil.display(outcome.destination_root), f"{exc}; the data is published, "
             "the next run registers it"),))

@@ -19,7 +19,7 @@ from distcp.commit.steps import CommitContext, PublishFiles
 from distcp.copying.progress import JOURNAL
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
-from distcp.publishers.catalog import registered_in
+from distcp.publishers.catalog import registered_in, registrations_left
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Tally, tally_of
@@ -48,7 +48,7 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
             # Only the registration is left (it is the last step): the data is published,
             # so the dataset is copied as usual, and a metastore that stays down is
             # retried every run instead of being set aside.
-            store.persist(seq, pending.job_id, replays=pending.replays)
+            store.persist(registrations_left(seq), pending.job_id, replays=pending.replays)
             done.append(Tally(catalog_failures=(Failure(
                 fsutil.display(seq.dataset_urn),
                 f"replay of commit {seq.id}: {exc}; the data is published, the next run "

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 from urllib.parse import unquote
 
-from distcp.commit.steps import CommitContext, CommitStep
+from distcp.commit.steps import CommitContext, CommitSequence, CommitStep
 from distcp.errors import CatalogError
 
 #: Partitions per ALTER TABLE statement: one metastore call adds them all, and a
@@ -180,6 +180,14 @@ class RegisterPartitions(CommitStep):
 def registered_in(steps: Iterable[CommitStep]) -> int:
     """How many partitions the catalog steps of a finished sequence registered."""
     return sum(len(s.partitions) for s in steps if isinstance(s, RegisterPartitions))
+
+
+def registrations_left(sequence: CommitSequence) -> CommitSequence:
+    """What remains of a sequence whose registration failed: that step alone (it is the
+    last, so every step before it is done). Kept in the commit log in place of the whole
+    sequence, a replay neither re-checks the data nor counts its files as recovered."""
+    return replace(sequence, steps=tuple(s for s in sequence.steps
+                                         if isinstance(s, RegisterPartitions)))
 
 
 def _spec_of(listed: str) -> tuple[tuple[str, str], ...]:

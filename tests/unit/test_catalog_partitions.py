@@ -73,3 +73,24 @@ def test_the_configuration_refuses_bad_catalog_settings_in_one_line(tmp_path) ->
         CopyConfiguration.build([str(tmp_path)], str(tmp_path / "d"), catalog_table="a b")
     with pytest.raises(ConfigurationError, match=r"^--catalog-partitions needs --catalog-table$"):
         CopyConfiguration.build([str(tmp_path)], str(tmp_path / "d"), catalog_partitions="d={0}")
+
+
+def test_a_pending_registration_without_spark_stays_pending_and_blocks_nothing(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``pydistcp recover`` has no Spark session: the registration is reported apart,
+    keeps its replay count (never set aside) and its dataset is not blocked."""
+    from distcp.commit.log import CommitStepStore
+    from distcp.commit.replay import replay_pending
+    from distcp.commit.steps import CommitContext, CommitSequence
+    from distcp.publishers.catalog import RegisterPartitions
+
+    store = CommitStepStore(str(tmp_path), {})
+    step = RegisterPartitions("db.t", (((("dt", "1"),), f"{tmp_path}/dt=1"),))
+    store.persist(CommitSequence("urn:d", "all", (step,), "job-1-x"), "job-1")
+    for _ in range(3):
+        blocked, tally = replay_pending(store, CommitContext({}, str(tmp_path)), max_replays=1)
+        assert blocked == set() and tally.failures == () and tally.sequences_set_aside == 0
+        assert [f.path for f in tally.catalog_failures] == ["urn:d"]
+        assert "no Spark session" in tally.catalog_failures[0].error
+    (pending,) = store.pending()
+    assert pending.replays == 0 and pending.sequence.steps == (step,)
