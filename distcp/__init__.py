@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from distcp.checking.report import CheckReport
 from distcp.errors import (
+    CatalogError,
     ConfigurationError,
     ConversionError,
     CopyError,
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 # The result and error types are light modules (no Spark, no plugin), so they are
 # exported eagerly: users catch ``distcp.DistcpError`` and annotate with ``distcp.Summary``.
 __all__ = [
-    "CheckReport", "CleanupReport", "ConfigurationError", "ConversionError", "CopyError", "CredentialsError",
+    "CatalogError", "CheckReport", "CleanupReport", "ConfigurationError", "ConversionError",
+    "CopyError", "CredentialsError",
     "DestinationBusyError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
@@ -107,6 +109,9 @@ def copy(
     max_replays: int = 3,
     incremental: bool = False,
     recovery_retention: float | str = "24h",
+    # catalog registration of published partitions
+    catalog_table: str | None = None,
+    catalog_partitions: str | None = None,
     # output
     progress: bool = True,
     summary_json: str | None = None,

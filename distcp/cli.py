@@ -201,6 +201,15 @@ def main() -> None:
               help="Skip what the state says was published, without listing DST.")
 @click.option("--recovery-retention", default="24h", show_default=True, metavar="DURATION",
               help="Keep verified but unpublished copies this long for the next run to reuse.")
+@click.option("--catalog-table", metavar="DB.TABLE",
+              help="Register each published partition in this Spark/Hive catalog table "
+                   "(ALTER TABLE ... ADD IF NOT EXISTS PARTITION ... LOCATION), after its "
+                   "data; the run's --conf gives the metastore. A failure leaves the data "
+                   "published and the next run registers it.")
+@click.option("--catalog-partitions", metavar="PATTERN",
+              help="Partition values from folders below DST: COL=TEMPLATE parts joined by "
+                   "'/', {N} the N-th folder, e.g. 'dt={0}-{1}-{2}/hr={3}' for yyyy/MM/dd/HH "
+                   "[default: the key=value folders].")
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
 @click.option("-v", "--verbose", count=True,
               help="-v: also print every decision (copy/skip/delete and why); -vv: and debug "
@@ -246,6 +255,8 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
                    err=to_stdout or not dry_run)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
+    for failure in summary.catalog_failures:
+        click.echo(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
     if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 from distcp.planning.filters import FileFilter
+from distcp.publishers.catalog import pattern_problem, table_problem
 
 PRESERVE_LETTERS = "ugptb"
 LOG_LEVELS = ("error", "notice", "info", "debug")
@@ -54,6 +55,10 @@ class CopyConfiguration:
     state_dir: str | None = None
     commit_policy: str = "successful"
     max_replays: int = 3
+    #: ``DB.TABLE`` whose partitions each published file set registers (distcp.publishers.catalog).
+    catalog_table: str | None = None
+    #: How partition values are read from folders: ``dt={0}-{1}-{2}/hr={3}``; None: key=value.
+    catalog_partitions: str | None = None
     incremental: bool = False
     recovery_retention: float = 24 * 3600.0
     #: Files larger than this are copied as ranges by several tasks (None: never split).
@@ -157,6 +162,10 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
                       "--commit-policy must be full, successful or partial, not {!r}")
     yield _not_one_of(c.engine, ENGINES, "--engine must be auto, warm or cold, not {!r}")
     yield _below(c.max_replays, 1, "--max-replays must be at least 1")
+    yield table_problem(c.catalog_table)
+    yield pattern_problem(c.catalog_partitions)
+    yield ("--catalog-partitions needs --catalog-table"
+           if c.catalog_partitions and not c.catalog_table else None)
     yield _credentials_problem((*c.sources, c.destination))
     yield _split_size_problem(c.split_size, c.converters)
     yield _not_one_of(c.visibility, VISIBILITIES,

@@ -104,6 +104,11 @@ class PublishError(DistcpError):
     """A file set could not be moved to its final place."""
 
 
+class CatalogError(PublishError):
+    """A catalog (Hive metastore) refused or could not take a registration; the data
+    it describes is published already, and the next run registers it again."""
+
+
 class StateError(DistcpError):
     """A commit-log or state file is unreadable or corrupt."""
 

@@ -40,7 +40,10 @@ class Tally:
     directories_created: int = 0
     sequences_replayed: int = 0
     sequences_set_aside: int = 0
+    partitions_registered: int = 0
     failures: tuple[Failure, ...] = ()
+    #: Registrations in the catalog (--catalog-table) that failed: their data is published.
+    catalog_failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()
 
     def __add__(self, other: Tally) -> Tally:
@@ -95,6 +98,11 @@ class Summary:
     datasets: int = 0
     duration_s: float = 0.0
     failures: list[Failure] = field(default_factory=list)
+    #: Partitions added to the --catalog-table (or found there already) by this run.
+    partitions_registered: int = 0
+    #: Catalog registrations that failed, apart from ``failures``: their data is
+    #: published, their commit stays pending and the next run registers them (exit 1).
+    catalog_failures: list[Failure] = field(default_factory=list)
     #: Source entries not copied by choice (``--links skip``, special files): not failures.
     entries_skipped: list[Failure] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
@@ -104,7 +112,7 @@ class Summary:
 
     @property
     def ok(self) -> bool:
-        return not self.failures and self.files_failed == 0
+        return not self.failures and self.files_failed == 0 and not self.catalog_failures
 
     def add_skipped(self, entries: Iterable[Skipped]) -> None:
         """Name every source entry the listing did not copy: those the user asked to
@@ -171,6 +179,11 @@ class Summary:
             lines.append(f"not copied (links and special files): {len(self.entries_skipped)}")
             lines.extend(f"  {e.path}: {e.error}" for e in self.entries_skipped)
         lines.extend(self.notes)
+        if self.partitions_registered or self.catalog_failures:
+            failed = len(self.catalog_failures)
+            lines.append(f"catalog: {self.partitions_registered} partition(s) registered"
+                         + (f"; {failed} registration(s) failed (their data is published; "
+                            "the next run registers them)" if failed else ""))
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")

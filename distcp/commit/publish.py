@@ -28,10 +28,17 @@ from distcp.commit.steps import CommitContext, CommitSequence, RemoveStaging
 from distcp.commit.upload_steps import abort_uploads
 from distcp.converters.base import NOT_EXPANDED
 from distcp.datasets.recursive import PER_FILE
-from distcp.errors import PublishError, StateError
+from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
+from distcp.publishers.catalog import (
+    CatalogTarget,
+    RegisterPartitions,
+    partitions_of,
+    registered_in,
+    registrations_left,
+)
 from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
 from distcp.storage import Capabilities, parse_staged, s3
@@ -53,6 +60,8 @@ class Publishing:
     policy: CommitPolicy = "successful"
     #: ``--log-file``: the outcome of each file (the decisions are logged at planning).
     log: RunLog = NO_LOG
+    #: ``--catalog-table``: each published partition registered, last in its sequence.
+    catalog: CatalogTarget | None = None
 
 
 def _published(r: TaskResult) -> bool:
@@ -153,12 +162,19 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetOutcome,
                  files: dict[str, CopyableFile], pub: Publishing) -> Tally:
     """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log."""
+    registered = Tally()
     try:
         sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
         _run_logged(sequence, pub)
+        registered = Tally(partitions_registered=registered_in(sequence.steps))
+    except CatalogError as exc:  # the last step: everything before it is published
+        pub.store.persist(registrations_left(sequence), pub.job_id)
+        registered = Tally(catalog_failures=(Failure(
+            fsutil.display(outcome.destination_root), f"{exc}; the data is published, "
+            "the next run registers it"),))
     except (PublishError, StateError) as exc:
         return _publish_failed(outcome, wanted, exc, pub.log)
-    tally = _record_published(wanted)
+    tally = _record_published(wanted) + registered
     pub.log.results("copied", wanted.results)
     pub.log.deleted(wanted.deletes)
     return tally
@@ -227,6 +243,11 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
         EmitEvent(sid, outcome.dataset_urn, outcome.file_set, outcome.destination_root,
                   len(staged), nbytes),
     ]
+    if pub.catalog is not None:
+        partitions = partitions_of(pub.catalog, outcome.destination_root,
+                                   (r.destination for r in staged if r.ok))
+        if partitions:
+            steps.append(RegisterPartitions(pub.catalog.table, partitions))
     return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
 
 

@@ -17,8 +17,9 @@ from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.steps import CommitContext, PublishFiles
 from distcp.copying.progress import JOURNAL
-from distcp.errors import PublishError, StateError
+from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
+from distcp.publishers.catalog import registered_in, registrations_left
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Tally, tally_of
@@ -43,6 +44,16 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
         store.persist(seq, pending.job_id, replays=pending.replays + 1)
         try:
             seq.run(ctx)
+        except CatalogError as exc:
+            # Only the registration is left (it is the last step): the data is published,
+            # so the dataset is copied as usual, and a metastore that stays down is
+            # retried every run instead of being set aside.
+            store.persist(registrations_left(seq), pending.job_id, replays=pending.replays)
+            done.append(Tally(catalog_failures=(Failure(
+                fsutil.display(seq.dataset_urn),
+                f"replay of commit {seq.id}: {exc}; the data is published, the next run "
+                "registers it"),)))
+            continue
         except (PublishError, StateError) as exc:
             done.append(Tally(failures=(Failure(fsutil.display(seq.dataset_urn),
                                                 f"replay of commit {seq.id} failed: {exc}"),)))
@@ -52,7 +63,8 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
         moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
         # published without reading the source again
         done.append(Tally(sequences_replayed=1, files_recovered=len(moves),
-                          bytes_recovered=sum(size for _, _, size in moves)))
+                          bytes_recovered=sum(size for _, _, size in moves),
+                          partitions_registered=registered_in(seq.steps)))
     return blocked, tally_of(done)
 
 

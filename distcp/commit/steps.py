@@ -11,6 +11,7 @@ secrets): those arrive through the CommitContext.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -30,6 +31,9 @@ class CommitContext:
     #: Dataset states read or written in this run (this process is their only writer
     #: while it runs), so steps of one sequence do not re-read a large manifest.
     state_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: The run's Spark session, opened on first call (catalog steps); None where a
+    #: command has no session to offer (``recover``): such steps then stay pending.
+    spark: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)

@@ -49,6 +49,7 @@ from distcp.planning.splitting import (
     resumed_results,
     units_for,
 )
+from distcp.publishers.catalog import CatalogTarget
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
 from distcp.spark.listing import LazySession, Lister
@@ -97,6 +98,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                  datasets: list[Any], root: str, start: float, log: RunLog,
                  session: LazySession) -> Summary:
     pub = replace(_publishing(cfg, summary.job_id, root), log=log)
+    pub = replace(pub, ctx=replace(pub.ctx, spark=session))  # catalog steps open it lazily
     dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
@@ -123,6 +125,8 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if files:
         _prepare_staging(spec, cfg)
         now = visibility.per_file(plan.files_to_copy, cfg.visibility)
+        if pub.catalog is not None:
+            session()  # the copy's session stays open for the registrations at publish
         results += _copy_on_spark(cfg, spec, files, callback, summary, now)
     if plan.files_to_copy:
         callback.message("publishing")
@@ -190,9 +194,11 @@ def _jobs_with_commits(store: CommitStepStore) -> set[str]:
 def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
     options = dict(cfg.dst_options)
     ctx = CommitContext(dst_options=options, state_root=root)
+    catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
+               if cfg.catalog_table else None)
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
                       store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
-                      policy=cfg.commit_policy)  # type: ignore[arg-type]
+                      policy=cfg.commit_policy, catalog=catalog)  # type: ignore[arg-type]
 
 
 def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea
