@@ -58,13 +58,15 @@ class PartitionPattern:
             levels.append(re.compile(_segment_regex(segment)))
         return cls(text, tuple(levels), TOKENS[len(found) - 1][1])
 
-    def match(self, depth: int, name: str) -> dict[str, int] | None:
-        """The units a folder name at ``depth`` gives, or None when it is no partition
-        level (``_temporary``, ``.staging`` ...)."""
+    def match(self, depth: int, name: str, above: Mapping[str, int] | None = None
+              ) -> dict[str, int] | None:
+        """The units of a folder name at ``depth`` with those of the folders ``above``
+        it, or None when it is no partition level (``_temporary``, ``.staging``, a
+        31st of February ...)."""
         m = self.levels[depth].fullmatch(name)
         if m is None:
             return None
-        units = {k: int(v) for k, v in m.groupdict().items()}
+        units = {**(above or {}), **{k: int(v) for k, v in m.groupdict().items()}}
         try:
             span(units)
         except ValueError:  # month 13, hour 24: not a time

@@ -84,10 +84,9 @@ class StreamDataset(CopyableDataset):
             below: list[tuple[str, dict[str, int]]] = []
             for rel, units in frontier:
                 for name in _subdirectories(fs, fsutil.join(root, rel) if rel else root):
-                    got = self.pattern.match(depth, name)
-                    if got is None:
+                    merged = self.pattern.match(depth, name, units)
+                    if merged is None:
                         continue
-                    merged = {**units, **got}
                     start, end = span(merged)
                     keep = window.admits(start, end) if depth == depth_count - 1 \
                         else window.may_hold(start, end)
