@@ -160,3 +160,21 @@ def test_stream_settings_are_checked_with_the_flag_named(options, complaint) -> 
 def test_lookback_reads_a_duration() -> None:
     cfg = CopyConfiguration.build(["/src"], "/dst", finder="stream", lookback="24h")
     assert cfg.lookback == 86400.0
+
+
+def test_the_stream_finder_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    from distcp.errors import PlanningError
+    from distcp.finders.stream import StreamDatasetsFinder
+
+    (tmp_path / "src" / "clicks").mkdir(parents=True)
+    (tmp_path / "src" / "notes.txt").write_text("not a topic")
+    cfg = CopyConfiguration.build([str(tmp_path / "src")], str(tmp_path / "dst"),
+                                  finder="stream", partition_pattern="HH/yyyy")
+    with pytest.raises(ConfigurationError, match="--partition-pattern 'HH/yyyy'"):
+        list(StreamDatasetsFinder(cfg).find())
+    cfg = cfg.with_(partition_pattern=None)
+    assert [d.urn.rsplit("/", 1)[-1] for d in StreamDatasetsFinder(cfg).find()] == ["clicks"]
+    with pytest.raises(ConfigurationError, match="exactly one source root"):
+        list(StreamDatasetsFinder(cfg.with_(sources=("/a", "/b"))).find())
+    with pytest.raises(PlanningError, match="no topic directory under .* matches"):
+        list(StreamDatasetsFinder(cfg.with_(dataset_glob="views*")).find())
