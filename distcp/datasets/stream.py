@@ -118,10 +118,8 @@ class StreamDataset(CopyableDataset):
         ready = []
         for path, st in files:
             name = posixpath.basename(path)
-            if name.startswith(head) and name.endswith(tail) and len(name) > len(head + tail) \
-                    and posixpath.join(posixpath.dirname(path),
-                                       name[len(head):len(name) - len(tail)]) in present:
-                continue  # a marker of a file beside it
+            if name.startswith(head) and name.endswith(tail) and len(name) > len(head + tail):
+                continue  # a marker (of a file beside it, or of one still to come)
             signal = posixpath.join(posixpath.dirname(path), marker.replace(PER_FILE_TOKEN, name))
             if signal in present:
                 ready.append((path, st))

@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 import distcp
+from distcp.configuration import CopyConfiguration
+from distcp.datasets.base import DatasetHistory
+from distcp.datasets.partitions import Watermarks
+from distcp.finders.stream import StreamDatasetsFinder
 from tests.conftest import run_cli
+from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.e2e
 DAY = "2026/11/20"
@@ -137,3 +142,33 @@ def test_per_file_ready_markers_and_partition_age(spark: Any, tmp_path: Path) ->
                     partition_pattern="dt=yyyy-MM-dd/hr=HH", max_age="1h", progress=False)
     assert s.ok and s.files_copied == 0
     assert "t/dt=2026-11-20/hr=08/b.json" not in files_under(dst)
+
+
+def test_an_s3_topic_lists_from_its_history_without_spark(moto_server: S3Server) -> None:  # noqa: F811
+    """Listing only (no copy): S3 prefixes as partition folders, the lookback window,
+    late files named after their partition, per-file markers never copied."""
+    moto_server.reset()
+    client = moto_server.client()
+    for key in ("t/clicks/2026/11/19/23/a.json", "t/clicks/2026/11/20/08/a.json",
+                "t/clicks/2026/11/20/09/a.json", "t/clicks/2026/11/20/09/b.json",
+                "t/clicks/2026/11/20/09/b.json.ready", "t/clicks/2026/11/20/09/a.json.ready",
+                "t/clicks/2026/11/20/10/a.json", "t/clicks/2026/11/20/10/a.json.ready"):
+        client.put_object(Bucket="src", Key=key, Body=key.encode())
+    cfg = CopyConfiguration.build(["s3://src/t"], "s3://dst/t", finder="stream",
+                                  lookback="1h", ready_marker="{file}.ready",
+                                  src_options=moto_server.options,
+                                  dst_options=moto_server.options)
+    (ds,) = StreamDatasetsFinder(cfg).find()
+    assert ds.urn == "s3://src/t/clicks"
+    history = DatasetHistory(Watermarks(None, hour(9), hour(9)),
+                             frozenset({"s3://dst/t/clicks/2026/11/20/09/a.json"}))
+    listing = ds.with_history(history).listing(cfg)
+    # from 09 - 1h = 08: 19/23 is not listed; 08 has no marker for a.json
+    assert sorted((f.destination, f.file_set) for f in listing.files) == [
+        ("s3://dst/t/clicks/2026/11/20/09/a.json", "2026/11/20/09+late"),
+        ("s3://dst/t/clicks/2026/11/20/09/b.json", "2026/11/20/09+late"),
+        ("s3://dst/t/clicks/2026/11/20/10/a.json", "2026/11/20/10")]
+    assert [sk.path for sk in listing.skipped] == ["s3://src/t/clicks/2026/11/20/08/a.json"]
+    assert listing.marks is not None
+    assert (listing.marks.low, listing.marks.expected_high) == (hour(9), hour(10))
+    assert listing.marks.time_of("2026/11/20/09+late") == hour(9)
