@@ -97,7 +97,7 @@ def main() -> None:
 @click.option("--lookback", metavar="DURATION",
               help="--finder stream: list again only partitions no older than the low "
                    "watermark minus DURATION (e.g. 24h); default: every partition. "
-                   "--min-age/--max-age apply to partitions' end times.")
+                   "--min-age/--max-age apply to partitions' end times too.")
 @click.option("--ready-marker", metavar="NAME",
               help="--finder stream: copy a partition only once it holds NAME (_SUCCESS, "
                    "copied too), or, with {file} in NAME ({file}.ready), each file only once "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from distcp.configuration import CopyConfiguration
@@ -52,8 +51,8 @@ class StreamDataset(CopyableDataset):
         root = root.rstrip("/")
         low = self.history.watermarks.actual_high if self.history.watermarks else None
         window = Window(listing_floor(low, cfg.lookback), cfg.started, cfg.min_age, cfg.max_age)
-        # the age flags apply to partitions (above); the other filters to files
-        wanted = replace(cfg.file_filter, min_age=None, max_age=None)
+        # the age flags apply to partitions (from their end) and, like every filter, to files
+        wanted = cfg.file_filter
         published = self._published_partitions()
         files: list[CopyableFile] = []
         skipped: list[fsutil.Skipped] = []
