@@ -97,7 +97,7 @@ def span(units: Mapping[str, int]) -> tuple[float, float]:
         end = start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
     else:
         end = start + timedelta(**{f"{finest}s": 1})
-    return calendar.timegm(start.timetuple()), calendar.timegm(end.timetuple())
+    return float(calendar.timegm(start.timetuple())), float(calendar.timegm(end.timetuple()))
 
 
 @dataclass(frozen=True)
