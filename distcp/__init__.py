@@ -59,6 +59,10 @@ def copy(
     callback: Callback | None = None,
     # what is copied
     dataset_glob: str | None = None,
+    finder: Literal["single", "glob", "stream"] | None = None,
+    partition_pattern: str | None = None,
+    lookback: float | str | None = None,
+    ready_marker: str | None = None,
     include: str | Sequence[str] = (),
     exclude: str | Sequence[str] = (),
     min_size: int | str | None = None,

@@ -48,6 +48,9 @@ How sources map to DST (rerunning never nests DST/SRC):
   several SRCs        each goes to DST/<its basename>
   --dataset-glob G    every directory matching SRC/G is a dataset, copied to
                       the same relative path under DST
+  --finder stream     every topic folder under SRC is a dataset of time
+                      partitions (SRC/topic/yyyy/MM/dd/HH), each partition
+                      published on its own, with watermarks in the state
 
 A file is skipped when DST already has it with the same size and mtime (or
 the same checksum when both are known). Paths are fsspec URLs: /local/path,
@@ -84,6 +87,22 @@ def main() -> None:
 @main.command("copy", help=COPY_HELP + EXIT_HELP, no_args_is_help=True)
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--dataset-glob", metavar="GLOB", help="Each directory matching SRC/GLOB is a dataset.")
+@click.option("--finder", type=click.Choice(["single", "glob", "stream"]),
+              help="How datasets are found: single (SRC is one dataset), glob (each directory "
+                   "matching --dataset-glob) or stream (each topic folder under SRC, or matching "
+                   "--dataset-glob, holds time partitions: one file set each). Default: glob "
+                   "with --dataset-glob, else single.")
+@click.option("--partition-pattern", metavar="PATTERN",
+              help="--finder stream: the partition folders below a topic, from the tokens "
+                   "yyyy MM dd HH mm (UTC); default yyyy/MM/dd/HH. E.g. dt=yyyy-MM-dd/hr=HH.")
+@click.option("--lookback", metavar="DURATION",
+              help="--finder stream: list again only partitions no older than the low "
+                   "watermark minus DURATION (e.g. 24h); default: every partition. "
+                   "--min-age/--max-age apply to partitions' end times too.")
+@click.option("--ready-marker", metavar="NAME",
+              help="--finder stream: copy a partition only once it holds NAME (_SUCCESS, "
+                   "copied too), or, with {file} in NAME ({file}.ready), each file only once "
+                   "its marker is beside it (markers not copied). Others wait for a later run.")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Copy only matching files (repeatable). A pattern with '/' matches the path "
                    "relative to the dataset root, otherwise the file name.")

@@ -104,6 +104,17 @@ class CopyConfiguration:
     #: The files to copy as a CSV or Parquet manifest of bucket,key[,size,
     #: last_modified_date,e_tag] rows, like an S3 Inventory report.
     files_from_manifest: str | None = None
+    #: How datasets are found: "single", "glob" or "stream" (None: glob with
+    #: --dataset-glob, else single). See distcp.finders.
+    finder: str | None = None
+    #: A stream dataset's partition folders below each topic (None: yyyy/MM/dd/HH, UTC).
+    partition_pattern: str | None = None
+    #: Stream datasets: partitions older than the low watermark minus this (seconds)
+    #: are not listed again (None: every partition is listed).
+    lookback: float | None = None
+    #: Stream datasets: a partition is copied once this file is in it (``_SUCCESS``);
+    #: with ``{file}`` in it, each file once its own marker is beside it (``{file}.ready``).
+    ready_marker: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
@@ -184,6 +195,33 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _below(c.bwlimit, 1024, "--bwlimit must be at least 1K (bytes per second)")
     yield _below(c.buffer_size, 4096, "--buffer-size must be at least 4 KiB")
     yield _list_problem(c)
+    yield _stream_problem(c)
+
+
+FINDER_NAMES = ("single", "glob", "stream")
+_STREAM_ONLY = ("partition_pattern", "lookback", "ready_marker")
+
+
+def _stream_problem(c: CopyConfiguration) -> str | None:
+    """The finder is known and fits --dataset-glob; the stream settings come with
+    --finder stream (elsewhere they would be ignored, silently)."""
+    if c.finder is not None and c.finder not in FINDER_NAMES:
+        return f"--finder must be single, glob or stream, not {c.finder!r}"
+    if c.finder == "glob" and not c.dataset_glob:
+        return "--finder glob needs --dataset-glob"
+    if c.finder == "single" and c.dataset_glob:
+        return "--finder single takes no --dataset-glob"
+    if c.finder != "stream":
+        given = next((n for n in _STREAM_ONLY if getattr(c, n) is not None), None)
+        return f"--{given.replace('_', '-')} needs --finder stream" if given else None
+    if c.files_from or c.files_from_manifest or c.delete:
+        return "--finder stream lists partitions itself: it takes no --files-from, " \
+               "--files-from-manifest or --delete"
+    if c.lookback is not None and c.lookback < 0:
+        return "--lookback must not be negative"
+    if c.ready_marker is not None and (not c.ready_marker.strip() or "/" in c.ready_marker):
+        return f"--ready-marker {c.ready_marker!r}: give a file name (_SUCCESS or {{file}}.ready)"
+    return None  # the pattern is read by the finder (distcp.datasets.partitions)
 
 
 def _list_problem(c: CopyConfiguration) -> str | None:
@@ -262,7 +300,7 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
 #: Run settings an unset keyword takes from ``PYDISTCP_<NAME>``.
 _ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine")
 _SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
-_AGE_SETTINGS = ("min_age", "max_age")
+_AGE_SETTINGS = ("min_age", "max_age", "lookback")
 _SEQUENCE_SETTINGS = ("include", "exclude", "converters")
 
 

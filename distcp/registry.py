@@ -91,6 +91,7 @@ PUBLISHERS: Registry[Publisher] = Registry("publishers", "distcp.publishers.base
 for _name, _target in (
     ("glob", "distcp.finders.glob:GlobDatasetsFinder"),
     ("single", "distcp.finders.single:SingleRootFinder"),
+    ("stream", "distcp.finders.stream:StreamDatasetsFinder"),
 ):
     FINDERS.register(_name, _target)
 for _name, _target in (
@@ -105,4 +106,5 @@ for _name, _target in (
 ):
     CONVERTERS.register(_name, _target)
 DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")
+DATASETS.register("stream", "distcp.datasets.stream:StreamDataset")
 PUBLISHERS.register("rename", "distcp.publishers.rename:RenamePublisher")

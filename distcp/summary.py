@@ -176,7 +176,8 @@ class Summary:
             lines.append(f"copied {human_bytes(self.bytes_server_side)} server-side "
                          "(no byte through the tasks)")
         if self.entries_skipped:
-            lines.append(f"not copied (links and special files): {len(self.entries_skipped)}")
+            lines.append(f"not copied (links, special files, not ready): "
+                         f"{len(self.entries_skipped)}")
             lines.extend(f"  {e.path}: {e.error}" for e in self.entries_skipped)
         lines.extend(self.notes)
         if self.partitions_registered or self.catalog_failures:

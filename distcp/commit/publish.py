@@ -23,10 +23,12 @@ from distcp.commit.state_steps import (
     CompactManifest,
     EmitEvent,
     RecordRun,
+    RecordWatermarks,
 )
 from distcp.commit.steps import CommitContext, CommitSequence, RemoveStaging
 from distcp.commit.upload_steps import abort_uploads
 from distcp.converters.base import NOT_EXPANDED
+from distcp.datasets.partitions import StreamMarks
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
@@ -109,6 +111,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     publisher = publisher or PUBLISHERS.get("rename")()
     tallies = [_note_server_side_fallbacks(results)]
     files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
+    marks = {d.urn: d.marks for d in plan.datasets if d.marks is not None}
     outcomes = _outcomes(plan, results, pub.ctx)
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
@@ -118,7 +121,8 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         if wanted is None:
             tallies.append(_hold_back(outcome, files, pub))
         else:
-            tallies.append(_publish_set(publisher, outcome, wanted, files, pub))
+            tallies.append(_publish_set(publisher, outcome, wanted, files, pub,
+                                        marks.get(outcome.dataset_urn)))
     return tally_of(tallies)
 
 
@@ -160,11 +164,12 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 
 
 def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetOutcome,
-                 files: dict[str, CopyableFile], pub: Publishing) -> Tally:
+                 files: dict[str, CopyableFile], pub: Publishing,
+                 marks: StreamMarks | None = None) -> Tally:
     """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log."""
     registered = Tally()
     try:
-        sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
+        sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok, marks=marks)
         _run_logged(sequence, pub)
         registered = Tally(partitions_registered=registered_in(sequence.steps))
     except CatalogError as exc:  # the last step: everything before it is published
@@ -218,9 +223,11 @@ def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:
 
 
 def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],
-              pub: Publishing, complete: bool = True) -> CommitSequence:
+              pub: Publishing, complete: bool = True,
+              marks: StreamMarks | None = None) -> CommitSequence:
     """``complete``: the whole set is published (False: only its good files, whose
-    ``outcome`` then looks all ok; the run history must still say "partial")."""
+    ``outcome`` then looks all ok; the run history must still say "partial").
+    ``marks``: a stream dataset's watermarks, moved after the set's data."""
     base = publisher.sequence_for(outcome, [])
     sid = sequence_id(pub.job_id, outcome.dataset_urn, outcome.file_set)
     staged = [r for r in outcome.results if r.staging]
@@ -237,6 +244,11 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
                   CompactManifest(outcome.dataset_urn)]
     steps += [
         AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None),
+    ]
+    if marks is not None:
+        steps.append(RecordWatermarks(sid, outcome.dataset_urn, marks.low, marks.expected_high,
+                                      marks.time_of(outcome.file_set)))
+    steps += [
         RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
                   "ok" if complete and outcome.ok else "partial", len(staged), nbytes,
                   pub.started),

@@ -12,7 +12,9 @@ the data.
 A document of the first format (version 1: the manifest inline) is read as it is
 and migrated by its next save: the inline manifest becomes the first segment, then
 the document is replaced. A crash between the two leaves the old document, which
-the next save migrates again: nothing is lost.
+the next save migrates again: nothing is lost. Version 3 adds a stream dataset's
+three watermarks (``watermarks``); a version-2 document reads with none, every other
+field kept, and is written as version 3 by its next save.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.commit import manifest as mf
+from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
 from distcp.storage import filesystems as fsutil
@@ -32,7 +35,7 @@ from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 
 
 MAX_RUNS = 50
 MAX_APPLIED = 300  # three markers per sequence (manifest, watermark, run)
-VERSION = 2
+VERSION = 3
 #: The segment a version-1 document's inline manifest becomes (seq 0: oldest of all).
 MIGRATED = mf.segment_name(0, "migrated")
 
@@ -75,6 +78,17 @@ class DatasetState:
     garbage: list[str] = field(default_factory=list)
     #: A version-1 document's inline manifest, until the next save migrates it.
     legacy: dict[str, list[Any]] | None = field(default=None, repr=False)
+    #: Stream datasets (partition start times, epoch seconds, UTC), moved only by the
+    #: commit step that follows a partition's data (``RecordWatermarks``):
+    #: the low watermark: what runs before the last one had published (its listing
+    #: started from it, minus ``--lookback``);
+    low_watermark: float | None = None
+    #: what the last run planned up to: its newest ready partition;
+    expected_high_watermark: float | None = None
+    #: what has been published: the newest partition published, by any run. The next
+    #: run's low watermark. Below ``expected_high_watermark`` when a run failed to
+    #: publish its newest partitions.
+    actual_high_watermark: float | None = None
     reader: Callable[[DatasetState], dict[str, list[Any]]] | None = field(
         default=None, repr=False, compare=False)
     _manifest: dict[str, list[Any]] | None = field(default=None, repr=False, compare=False)
@@ -85,6 +99,19 @@ class DatasetState:
             self._manifest = self.reader(self) if self.reader else dict(self.legacy or {})
         return self._manifest
 
+    @property
+    def watermarks(self) -> Watermarks | None:
+        """The three stream watermarks, or None for a dataset that has none."""
+        marks = Watermarks(self.low_watermark, self.expected_high_watermark,
+                           self.actual_high_watermark)
+        return None if marks == Watermarks() else marks
+
+    @watermarks.setter
+    def watermarks(self, marks: Watermarks | None) -> None:
+        marks = marks or Watermarks()
+        self.low_watermark, self.expected_high_watermark, self.actual_high_watermark = (
+            marks.low, marks.expected_high, marks.actual_high)
+
     def to_json(self) -> bytes:
         if self.legacy:
             raise StateError(f"dataset state of {self.urn}: the inline manifest must be "
@@ -92,7 +119,9 @@ class DatasetState:
         return json.dumps({"version": VERSION, "urn": self.urn, "watermark": self.watermark,
                            "runs": self.runs[-MAX_RUNS:], "applied": self.applied[-MAX_APPLIED:],
                            "segments": [s.to_dict() for s in self.segments],
-                           "garbage": self.garbage, "next_seq": self.next_seq}, sort_keys=True).encode()
+                           "garbage": self.garbage, "next_seq": self.next_seq,
+                           "watermarks": self.watermarks.to_dict() if self.watermarks else None},
+                          sort_keys=True).encode()
 
 
 class StateStore:
@@ -127,11 +156,17 @@ class StateStore:
         if not isinstance(data, dict) or data.get("urn") != urn:
             raise StateError(f"dataset state {fsutil.display(self.url_of(urn))} does not "
                              f"describe {urn}; move it aside and run again")
-        return DatasetState(urn, data.get("watermark"), data.get("runs", []),
-                            data.get("applied", []),
-                            [mf.Segment.from_dict(s) for s in data.get("segments", [])],
-                            int(data.get("next_seq", 1)), list(data.get("garbage", [])),
-                            data.get("manifest") or None, reader=self.manifest_of)
+        if int(data.get("version", 1)) > VERSION:
+            raise StateError(f"dataset state {fsutil.display(self.url_of(urn))} has version "
+                             f"{data['version']}, newer than this pydistcp reads ({VERSION}); "
+                             "upgrade pydistcp")
+        state = DatasetState(urn, data.get("watermark"), data.get("runs", []),
+                             data.get("applied", []),
+                             [mf.Segment.from_dict(s) for s in data.get("segments", [])],
+                             int(data.get("next_seq", 1)), list(data.get("garbage", [])),
+                             data.get("manifest") or None, reader=self.manifest_of)
+        state.watermarks = Watermarks.from_dict(data.get("watermarks"))  # none before v3
+        return state
 
     def save(self, state: DatasetState) -> None:
         """Replace the document (migrating a version-1 manifest to a segment first)."""

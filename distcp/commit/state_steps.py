@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from distcp.commit.manifest import COMPACT_AFTER, Entry
 from distcp.commit.state import DatasetState, StateStore, write_atomic
 from distcp.commit.steps import CommitContext, CommitStep
+from distcp.datasets.partitions import advance
 from distcp.storage import filesystems as fsutil
 
 events_log = logging.getLogger("pydistcp.events")
@@ -115,6 +116,24 @@ class AdvanceWatermark(_StateChange):
         store.append_segment(state, self.sequence_id, self.entries, self.removed)
         if self.watermark is not None:
             state.watermark = max(state.watermark or self.watermark, self.watermark)
+
+
+@dataclass(frozen=True)
+class RecordWatermarks(_StateChange):
+    """A stream dataset's watermarks after one partition's file set is published:
+    this run's low and expected high, and the actual high raised to the partition
+    (``published``; None for a set of no partition). After the data, in its sequence:
+    the actual high never names a partition that is not published."""
+
+    kind: ClassVar[str] = "stream-watermarks"
+    marker_suffix: ClassVar[str] = "swm"
+    low: float | None
+    expected_high: float | None
+    published: float | None
+
+    def apply(self, state: DatasetState, store: StateStore) -> None:
+        state.watermarks = advance(state.watermarks, self.low, self.expected_high,
+                                   self.published)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from distcp.commit.lock import DestinationLock, Holder, live_holder
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
-from distcp.commit.state import StateStore
+from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.steps import CommitContext
 from distcp.planning.listing import state_root_of
 from distcp.storage import filesystems as fsutil
@@ -68,7 +68,7 @@ def status_report(root: str, options: dict[str, Any]) -> StatusReport:
               "file": fsutil.display(p.url)} for p in store.pending(aside=True)]
     states = StateStore(root, options)
     datasets = [{"dataset": s.urn, "watermark": s.watermark, "files": states.count(s),
-                 "last_runs": s.runs[-5:]} for s in states.all()]
+                 "last_runs": s.runs[-5:], **_stream_marks(s)} for s in states.all()]
     recoverable = [{"guid": e["guid"], "destination": e["destination"],
                     "bytes": sum(o.get("bytes_written", 0) for o in e["outputs"]),
                     "kept_s_ago": round(time.time() - e["kept"], 1)}
@@ -80,6 +80,23 @@ def status_report(root: str, options: dict[str, Any]) -> StatusReport:
                         running=asdict(holder) if holder else None, pending=seq,
                         set_aside=aside, datasets=datasets, recoverable=recoverable,
                         journaled=journaled)
+
+
+def _stream_marks(state: DatasetState) -> dict[str, Any]:
+    """A stream dataset's three watermarks (epoch seconds and UTC time); nothing for
+    other datasets."""
+    marks = state.watermarks
+    if marks is None:
+        return {}
+    return {"watermarks": {name: {"time": value, "utc": utc_text(value)}
+                           for name, value in marks.to_dict().items()}}
+
+
+def utc_text(value: float | None) -> str | None:
+    """``2026-11-23T10:00:00Z``: partitions are named in UTC, so are their watermarks."""
+    if value is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(value))
 
 
 def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
@@ -117,6 +134,10 @@ def render_status(report: StatusReport) -> str:
         lines.append(f"  {d['dataset']}: watermark {wm}, {d['files']} files published, "
                      f"last run {last['job_id'] if last else '-'} {when} "
                      f"{last['status'] if last else ''}".rstrip())
+        if d.get("watermarks"):
+            marks = {k: v["utc"] or "-" for k, v in d["watermarks"].items()}
+            lines.append(f"    partitions: low {marks['low']}, expected high "
+                         f"{marks['expected_high']}, actual high {marks['actual_high']}")
     total = sum(r["bytes"] for r in report["recoverable"])
     lines.append(f"recoverable files: {len(report['recoverable'])} ({human_bytes(total)}) kept "
                  "verified in the recovery area")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from distcp.configuration import CopyConfiguration
+from distcp.datasets.partitions import StreamMarks, Watermarks
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage.filesystems import Skipped
@@ -29,6 +30,18 @@ class DatasetListing:
     #: Files found at the origin before include/exclude (lets the run tell an --include
     #: that selects nothing from a source that is empty); 0 when a dataset does not count.
     seen: int = 0
+    #: A stream dataset's watermarks and partitions (None for other datasets): publishing
+    #: moves the watermarks with the file sets (distcp.commit.state_steps).
+    marks: StreamMarks | None = None
+
+
+@dataclass(frozen=True)
+class DatasetHistory:
+    """What earlier runs published of a dataset, for a dataset that plans from it."""
+
+    watermarks: Watermarks | None = None
+    #: Destination URLs the manifest lists.
+    published: frozenset[str] = frozenset()
 
 
 class CopyableDataset(ABC):
@@ -48,6 +61,15 @@ class CopyableDataset(ABC):
     @abstractmethod
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
         """The CopyableFiles and directories of this dataset (reads the origin only)."""
+
+    #: Whether ``with_history`` uses what earlier runs published (reading the manifest
+    #: costs a read of its segments: only datasets that need it ask).
+    uses_history: ClassVar[bool] = False
+
+    def with_history(self, history: DatasetHistory) -> CopyableDataset:
+        """This dataset planned with what earlier runs published (a stream dataset's
+        lookback and late files); most datasets do not need it."""
+        return self
 
     def listing_from(self, cfg: CopyConfiguration, entries: EntrySource) -> DatasetListing:
         """The dataset's listing made of ``entries`` instead of its own listing (files

@@ -20,7 +20,8 @@ from typing import Any
 from distcp.options import DURATIONS, SIZES
 
 #: Copy flags that are a ``[[datasets]]`` key: what a dataset is and which files of it.
-DATASET_KEYS = ("dataset_glob", "include", "exclude", "min_size", "max_size", "min_age",
+DATASET_KEYS = ("dataset_glob", "finder", "partition_pattern", "lookback", "ready_marker",
+                "include", "exclude", "min_size", "max_size", "min_age",
                 "max_age", "links", "files_from", "files_from_manifest")
 #: Copy flags that are a ``[[branches]]`` key: each branch's converters and attributes.
 BRANCH_KEYS = ("convert", "preserve", "gpg_home", "gpg_recipient", "gpg_require_signature",
@@ -118,9 +119,6 @@ def _kind(option: Any, name: str) -> tuple[str, bool]:
 OWN_KEYS = (
     KeySpec("source", "str", "dataset", path=True,
             help="What the dataset reads: any URL or path a copy takes as SRC (required)."),
-    KeySpec("finder", "str", "dataset", choices=("glob", "single"),
-            help="How datasets are found under source: single (source is one dataset, "
-                 "the default) or glob (each directory matching dataset_glob)."),
     KeySpec("name", "str", "branch",
             help="The branch's name (letters, digits, '.', '_', '-'); default fork_<index>."),
     KeySpec("destination", "str", "branch", path=True,

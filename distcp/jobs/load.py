@@ -142,7 +142,7 @@ def _dataset(table: Mapping[str, Any], at: Path, by_section: dict[str, dict[str,
     values = _table(table, at, by_section, "dataset", where)
     if "source" not in values:
         raise where.error(at, "source is missing: the dataset reads nothing")
-    finder = values.pop("finder", None)
+    finder = values.get("finder")
     if finder == "glob" and "dataset_glob" not in values:
         raise where.error(at + ("finder",), "the glob finder needs dataset_glob")
     if finder == "single" and "dataset_glob" in values:

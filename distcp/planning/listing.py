@@ -13,7 +13,7 @@ from typing import Any
 
 from distcp.commit.state import DatasetState, StateStore
 from distcp.configuration import CopyConfiguration
-from distcp.datasets.base import CopyableDataset, DatasetListing
+from distcp.datasets.base import CopyableDataset, DatasetHistory, DatasetListing
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
 from distcp.planning.listed import list_flag, listed_entries, listed_paths
@@ -43,7 +43,7 @@ class Planned:
 
 
 def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
-    finder = FINDERS.get("glob" if cfg.dataset_glob else "single")(cfg)
+    finder = FINDERS.get(cfg.finder or ("glob" if cfg.dataset_glob else "single"))(cfg)
     datasets = list(finder.find())
     if cfg.delete and any(d.is_file for d in datasets):
         raise ConfigurationError(
@@ -99,6 +99,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     plans: list[DatasetPlan] = []
     listings = seen = selected = 0
     skipped: list[fsutil.Skipped] = []
+    datasets = [with_history(ds, state) for ds in datasets]
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
         listing = source_listing(ds, cfg, lister)
@@ -119,7 +120,8 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
                                   listing.directories, target,
                                   overwrite=cfg.overwrite, delete=cfg.delete,
                                   compare=cfg.compare,
-                                  protected=_filtered_out(target, ds, cfg) if cfg.delete else ()))
+                                  protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
+                                  marks=listing.marks))
     if cfg.include and seen and not selected:
         raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of {seen} "
                             "file(s) in the source; check the patterns (a pattern without '/' "
@@ -127,6 +129,15 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     check_duplicates(plans)
     check_max_delete(plans, cfg.max_delete)
     return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
+
+
+def with_history(ds: CopyableDataset, state: StateStore | None) -> CopyableDataset:
+    """The dataset given what earlier runs published, when it plans from that (a
+    stream dataset: its watermarks and the destinations its manifest lists)."""
+    if not ds.uses_history or state is None:
+        return ds
+    known = state.load(ds.urn)
+    return ds.with_history(DatasetHistory(known.watermarks, frozenset(known.manifest)))
 
 
 def source_listing(ds: CopyableDataset, cfg: CopyConfiguration,

@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from distcp.datasets.partitions import StreamMarks
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.mtimes import same_mtime
@@ -34,6 +35,8 @@ class DatasetPlan:
     skip: tuple[Action, ...]
     delete: tuple[str, ...]
     directories: tuple[CopyableDirectory, ...]
+    #: A stream dataset's watermarks and partitions, for the commit steps that move them.
+    marks: StreamMarks | None = None
 
     @property
     def bytes_to_copy(self) -> int:
@@ -64,6 +67,7 @@ def plan_dataset(
     delete: bool = False,
     compare: str = "default",
     protected: Collection[str] = (),
+    marks: StreamMarks | None = None,
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -90,7 +94,7 @@ def plan_dataset(
                 f"cannot replace file {display(d.destination)} with directory "
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
-    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs)
+    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

@@ -40,7 +40,7 @@ def test_default_skips_links_and_special_files_with_a_report(tmp_path: Path) -> 
         f"{src}/sock": "special file (socket)",
     }
     assert summary["failures"] == [] and summary["files_copied"] == 2
-    assert "not copied (links and special files): 6" in out
+    assert "not copied (links, special files, not ready): 6" in out
     assert f"  {src}/fifo: special file (fifo)" in out
 
 

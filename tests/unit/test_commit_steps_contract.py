@@ -52,9 +52,9 @@ from tests.fixtures.commit_scenarios import (
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtures
 
 LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "remove-staging",
-               "manifest-segment", "compact-manifest", "watermark", "record-run", "event")
+               "manifest-segment", "compact-manifest", "watermark", "stream-watermarks", "record-run", "event")
 S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "compact-manifest",
-            "watermark", "record-run", "event")
+            "watermark", "stream-watermarks", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
 #: Kinds whose contract needs more than a disk or a bucket, and where it is tested.
 ELSEWHERE = {"catalog-partitions": "tests/e2e/test_catalog.py (a Spark catalog)"}
@@ -226,6 +226,14 @@ def _check_watermark(lay: LocalLayout | S3Layout) -> None:
     assert state.applied.count(f"{SEQ_ID}:wm") == 1
 
 
+def _check_stream_watermarks(lay: LocalLayout | S3Layout) -> None:
+    state = _state(lay)
+    assert (state.low_watermark, state.expected_high_watermark,
+            state.actual_high_watermark) == (3_600.0, 10_800.0, 7_200.0)
+    assert state.watermark == (1_002.0 if isinstance(lay, LocalLayout) else 2_002.0)
+    assert state.applied.count(f"{SEQ_ID}:swm") == 1
+
+
 def _check_record_run(lay: LocalLayout | S3Layout) -> None:
     state = _state(lay)
     assert [r["job_id"] for r in state.runs] == ["job0", "job1"]
@@ -251,7 +259,7 @@ LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "publish": _check_publish, "attributes": _check_attributes,
     "remove-staging": _check_remove_staging, "manifest-segment": _check_manifest,
     "compact-manifest": _check_compact, "watermark": _check_watermark,
-    "record-run": _check_record_run, "event": _check_event,
+    "stream-watermarks": _check_stream_watermarks, "record-run": _check_record_run, "event": _check_event,
 }
 def _check_s3_delete(lay: S3Layout) -> None:
     assert f"{lay.prefix}/p/old.txt" not in lay.server.objects("dst", lay.prefix + "/")

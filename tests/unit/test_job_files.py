@@ -289,3 +289,20 @@ def test_key_lines_follow_headers_arrays_dotted_keys_and_skip_multiline_values()
     assert lines[("quoted.name", "x", "q")] == 18
     assert line_of(lines, ("t", 1, "k", "inner")) == 14
     assert line_of(lines, ("missing",)) is None
+
+
+def test_a_stream_dataset_in_a_job_file_gives_the_copy_keywords(tmp_path: Path) -> None:
+    job = load(write(tmp_path, """\
+        [[datasets]]
+        source = "/data/topics"
+        finder = "stream"
+        partition_pattern = "dt=yyyy-MM-dd/hr=HH"
+        lookback = "24h"
+        ready_marker = "_SUCCESS"
+        [[branches]]
+        destination = "/lake/topics"
+        """))
+    _sources, _destination, options = job.copy_arguments()
+    assert {k: options[k] for k in ("finder", "partition_pattern", "lookback", "ready_marker")} \
+        == {"finder": "stream", "partition_pattern": "dt=yyyy-MM-dd/hr=HH", "lookback": "24h",
+            "ready_marker": "_SUCCESS"}

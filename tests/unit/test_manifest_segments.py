@@ -226,7 +226,7 @@ def test_a_first_format_document_is_migrated_by_its_first_write(tmp_path: Path) 
     state.applied.append("job1-x:mf")
     store.save(state)
     doc = json.loads(Path(store.url_of("/data/src")).read_text())
-    assert (doc["version"], "manifest" in doc) == (2, False)
+    assert (doc["version"], "manifest" in doc) == (3, False)
     assert [s["name"] for s in doc["segments"]] == [MIGRATED, "s0000000001-job1-x.parquet"]
     assert (doc["watermark"], doc["runs"][0]["job_id"]) == (1_700_000_200.0, "job0")
     assert doc["applied"][:2] == json.loads(OLD_DOCUMENT)["applied"]
