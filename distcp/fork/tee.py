@@ -167,8 +167,9 @@ class Tee:
                     return
                 continue
             branch.puts += 1
-            branch.fill_sum += fill + 1
-            branch.max_fill = max(branch.max_fill, fill + 1)
+            filled = min(max(branch.queue.qsize(), 1), branch.capacity)
+            branch.fill_sum += filled
+            branch.max_fill = max(branch.max_fill, filled)
             if isinstance(item, bytes):
                 branch.bytes += len(item)
             return

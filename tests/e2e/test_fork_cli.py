@@ -48,7 +48,7 @@ def ring() -> Keyring:
 
 
 def test_three_branches_read_each_source_object_once(
-        s3_logged: LoggedS3Server, ring: Keyring, tmp_path: Path) -> None:
+        s3_logged: LoggedS3Server, ring: Keyring, tmp_path: Path) -> None:  # noqa: F811
     """A job file of three branches (local plain, local gunzipped and untarred, S3
     encrypted): one GET per source object in the server's log, all three published."""
     s3 = s3_logged.server
@@ -105,7 +105,7 @@ def test_three_branches_read_each_source_object_once(
 
 @pytest.mark.parametrize("policy", ["all", "independent"])
 def test_a_failing_branch_under_each_policy_and_the_rerun(
-        s3_logged: LoggedS3Server, spark: object, tmp_path: Path, policy: str,
+        s3_logged: LoggedS3Server, spark: object, tmp_path: Path, policy: str,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Branch fork_1 (an S3 bucket) fails every file (an injected write failure): under
     ``all`` no branch publishes; under ``independent`` fork_0 does, and the rerun copies
