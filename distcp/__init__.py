@@ -104,6 +104,13 @@ def copy(
     split_size: int | str | None = None,
     bwlimit: int | str | None = None,
     visibility: Literal["file-set", "file"] = "file-set",
+    # the fork: more destinations from the same one read
+    fork: str | Sequence[str] = (),
+    fork_convert: str | Sequence[str] = (),
+    fork_policy: Literal["all", "independent"] = "all",
+    fork_operator: str | None = None,
+    fork_queue: int = 4,
+    fork_queue_timeout: float | str = 600.0,
     # storages
     src_options: Mapping[str, Any] | None = None,
     dst_options: Mapping[str, Any] | None = None,

@@ -214,6 +214,30 @@ def main() -> None:
                    "published; file makes each object appear, whole, as soon as it is "
                    "copied (one PUT for a file smaller than a part; a crash may leave some "
                    "objects of a set published). A set of one file is always per file.")
+@click.option("--fork", multiple=True, metavar="DST2",
+              help="Also write every file to DST2 (repeatable): each source file is read once "
+                   "and teed to DST (branch fork_0) and each --fork (fork_1, ...), each with "
+                   "its own skip decisions, state and publish. A job file's [[branches]] "
+                   "give each branch every setting.")
+@click.option("--fork-convert", multiple=True, metavar="N=CHAIN",
+              help="Converters of the N-th --fork (from 1), e.g. 1=decrypt,gunzip,untar "
+                   "(repeatable; --convert is DST's). A fork has none by default.")
+@click.option("--fork-policy", type=click.Choice(["all", "independent"]), default="all",
+              show_default=True,
+              help="all: a file is published in no branch unless every branch staged and "
+                   "checked it; independent: each branch publishes what it completed, and "
+                   "the next run redoes only the branches that failed.")
+@click.option("--fork-operator", metavar="NAME",
+              help="Which branches receive each file: identity (all), rules (the route_* "
+                   "keys of a job file's branches) or a 'pydistcp.forks' entry point "
+                   "[default: rules if a branch has route_* keys, else identity].")
+@click.option("--fork-queue", type=click.IntRange(min=1), default=4, show_default=True,
+              metavar="CHUNKS",
+              help="Chunks of 1 MiB each branch's queue holds: a slower branch slows the "
+                   "one read instead of filling memory.")
+@click.option("--fork-queue-timeout", default="10m", show_default=True, metavar="DURATION",
+              help="Fail a branch that takes nothing from its full queue this long; the "
+                   "other branches go on.")
 @click.option("--max-replays", type=int, default=3, show_default=True,
               help="Set an unfinished commit of an earlier run aside after this many replays.")
 @click.option("--incremental", is_flag=True,
@@ -255,9 +279,11 @@ def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
     return _copy_and_report(list(paths[:-1]), paths[-1], _options(flags))
 
 
-def _copy_and_report(sources: list[str], destination: str, options: dict[str, Any]) -> int:
-    """``distcp.copy`` with ``options`` (its keywords), then the plan, failures and
-    summary on the terminal; the exit status. Shared by ``copy`` and ``run``."""
+def _copy_and_report(sources: list[str], destination: str, options: dict[str, Any],
+                     run: Any = None) -> int:
+    """``distcp.copy`` (or ``run``, which takes the same arguments) with ``options`` (its
+    keywords), then the plan, failures and summary on the terminal; the exit status.
+    Shared by ``copy`` and ``run``."""
     from distcp import copy
     from distcp.callbacks import Callback, TextProgress
 
@@ -265,12 +291,13 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
     progress = options.get("progress", True) and not dry_run and level != "error"
     callback: Callback = TextProgress() if progress else Callback()
     _debug_logging(level)
-    summary = copy(sources, destination, callback=callback, **options)
+    summary = (run or copy)(sources, destination, callback=callback, **options)
     # --summary-json - keeps stdout one JSON document (the API wrote it): the human
     # lines go to stderr
     to_stdout = options.get("summary_json") == "-"
     for row in summary.plan:  # a dry run's plan is its output; -v's decisions are status
-        click.echo(f"{row['action']:<6} {row['path']}  ({row['reason']})",
+        branch = f"[{row['branch']}] " if "branch" in row else ""
+        click.echo(f"{branch}{row['action']:<6} {row['path']}  ({row['reason']})",
                    err=to_stdout or not dry_run)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
@@ -376,6 +403,12 @@ def _run_job(job_file: str, given: dict[str, Any]) -> int:
     from distcp.jobs import load_job
 
     job = load_job(job_file, job_keys()).with_overrides(_overrides(given))
+    if len(job.branches) > 1:  # a fork: one read, every branch written
+        from functools import partial
+
+        from distcp.fork.jobs import fork_job
+
+        return _copy_and_report(*job.copy_arguments(), run=partial(fork_job, job))
     return _copy_and_report(*job.copy_arguments())
 
 

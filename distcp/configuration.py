@@ -21,6 +21,7 @@ from distcp.publishers.catalog import pattern_problem, table_problem
 
 PRESERVE_LETTERS = "ugptb"
 LOG_LEVELS = ("error", "notice", "info", "debug")
+FORK_POLICIES = ("all", "independent")
 Verify = Literal["digest", "size"]
 _CREDENTIALS_IN_URL = re.compile(r"^[a-zA-Z][\w+.-]*://[^/@]*:[^/@]*@")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)?\s*$", re.IGNORECASE)
@@ -115,6 +116,21 @@ class CopyConfiguration:
     #: Stream datasets: a partition is copied once this file is in it (``_SUCCESS``);
     #: with ``{file}`` in it, each file once its own marker is beside it (``{file}.ready``).
     ready_marker: str | None = None
+    #: More destinations written from the same one read (fork branches fork_1, ...;
+    #: DST is fork_0). See distcp.fork.
+    fork: tuple[str, ...] = ()
+    #: ``N=CHAIN``: the converters of the N-th --fork (from 1); none by default.
+    fork_convert: tuple[str, ...] = ()
+    #: "all": a file is published in no branch unless every branch can publish it;
+    #: "independent": each branch publishes what it completed.
+    fork_policy: str = "all"
+    #: Which branches receive a file: "identity", "rules", or a ``pydistcp.forks``
+    #: entry point ("": rules when a branch has routing rules, else identity).
+    fork_operator: str = ""
+    #: Chunks of up to 1 MiB each branch's queue holds (the task's memory per branch).
+    fork_queue: int = 4
+    #: Seconds a branch may leave its full queue untouched before it is failed.
+    fork_queue_timeout: float = 600.0
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
@@ -196,6 +212,7 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _below(c.buffer_size, 4096, "--buffer-size must be at least 4 KiB")
     yield _list_problem(c)
     yield _stream_problem(c)
+    yield _fork_problem(c)
 
 
 FINDER_NAMES = ("single", "glob", "stream")
@@ -222,6 +239,16 @@ def _stream_problem(c: CopyConfiguration) -> str | None:
     if c.ready_marker is not None and (not c.ready_marker.strip() or "/" in c.ready_marker):
         return f"--ready-marker {c.ready_marker!r}: give a file name (_SUCCESS or {{file}}.ready)"
     return None  # the pattern is read by the finder (distcp.datasets.partitions)
+
+
+def _fork_problem(c: CopyConfiguration) -> str | None:
+    """The fork's own settings (the branches themselves: distcp.fork.branches)."""
+    if c.fork_convert and not c.fork:
+        return "--fork-convert needs a --fork to apply to"
+    return (_not_one_of(c.fork_policy, FORK_POLICIES,
+                        "--fork-policy must be all or independent, not {!r}")
+            or _below(c.fork_queue, 1, "--fork-queue must be at least 1 (chunk)")
+            or _below(c.fork_queue_timeout, 0.001, "--fork-queue-timeout must be positive"))
 
 
 def _list_problem(c: CopyConfiguration) -> str | None:

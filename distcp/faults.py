@@ -24,3 +24,11 @@ def crash_point(name: str) -> None:
     _seen[name] += 1
     if _seen[name] == int(nth or 1):
         os._exit(137)
+
+
+def fail_point(name: str) -> None:
+    """``DISTCP_FAIL_AT=<point>`` makes every passage through ``fail_point(<point>)``
+    raise an OSError: a failure the run must report as data (a branch of a fork that
+    cannot write), where ``crash_point`` kills the process."""
+    if os.environ.get("DISTCP_FAIL_AT") == name:
+        raise OSError(f"injected failure at {name}")

@@ -168,6 +168,11 @@ class TaskResult:
     requests: tuple[tuple[str, int], ...] = ()
     #: A symbolic link staged as a link (``--links copy``): its target text.
     link_target: str | None = None
+    #: The fork branch this output belongs to ("": a run without ``--fork``).
+    branch: str = ""
+    #: The fork's queue statistics of this file's branch, as (name, value) pairs
+    #: (``distcp.fork.tee.QueueStats``), on the branch's first result of the file.
+    queue: tuple[tuple[str, float], ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -109,6 +109,10 @@ class Summary:
     dry_run: bool = False
     plan: list[dict[str, str]] = field(default_factory=list)
     log_file: str = ""
+    #: A fork run (``--fork``, a job file's branches): per branch, its own counts and
+    #: its queue statistics (size, fill ratio, put/get counts and rates); the run's
+    #: counts above are the branches' added up, bytes_read the one read of each source.
+    branches: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -188,7 +192,18 @@ class Summary:
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")
+        lines.extend(_branch_line(name, b, verb) for name, b in self.branches.items())
         return "\n".join(lines)
+
+
+def _branch_line(name: str, b: dict[str, Any], verb: str) -> str:
+    """One fork branch's counts and how full its queue ran."""
+    q = b.get("queue") or {}
+    queue = (f"; queue of {q['capacity']}: {q['fill_ratio']:.0%} full on average, "
+             f"{q['full_waits']} waits for the branch" if q.get("puts") else "")
+    return (f"branch {name} -> {b['destination']}: {verb} {b['files_copied']} files "
+            f"({human_bytes(b['bytes_copied'])}), skipped {b['files_skipped']}, failed "
+            f"{b['files_failed']}{queue}")
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,19 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     return tally_of(tallies)
 
 
+def publishable_guids(plan: Plan, results: Sequence[TaskResult], pub: Publishing) -> set[str]:
+    """The files of ``results`` that ``publish_plan`` would publish now under the run's
+    commit policy (the fork's ``all`` policy asks every branch before any publishes)."""
+    outcomes = _outcomes(plan, results, pub.ctx)
+    all_ok = all(o.ok for o in outcomes)
+    kept: set[str] = set()
+    for outcome in outcomes:
+        wanted = _publishable(outcome, pub.policy, all_ok)
+        if wanted is not None:
+            kept.update(r.guid for r in wanted.results)
+    return kept
+
+
 def _outcomes(plan: Plan, results: Sequence[TaskResult], ctx: CommitContext
               ) -> list[FileSetOutcome]:
     """Every file set of the plan, dataset by dataset, with what its storage can do."""

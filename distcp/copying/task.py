@@ -182,41 +182,58 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
             return Outputs.of([_copy_server_side(file, key, spec, publish_now)])
         except s3.ServerSideCopyUnsupported as exc:  # the bytes come through here instead
             spec, note = replace(spec, server_side=False), f"{s3.NO_SERVER_SIDE}{exc}"
-    done = Outputs(_spill_dir(spec, staging_dir))
+    done = Outputs(spill_dir(spec, staging_dir))
     held = HeldBodies() if publish_now else None
     reader: SourceReader | None = None
-    outputs: Any = None
     try:
         reader = open_source(file, spec)
-        converters = build_chain(file.converters, _converter_options(spec, staging_dir))
-        outputs = chain(converters, FileAwareInputStream.of(file, reader))
-        notes: list[str] = []
-        for n, out in enumerate(outputs):
-            done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,
-                                      held if held is None or held.room else None))
-            notes = out.notes
+        stage_outputs(file, key, reader, staging_dir, index, spec, buffer, done, held)
         check_unchanged(file, reader, spec)
         if held is not None:  # the source is checked: only now may the objects appear
             done = _publish_now(done, held, spec)
         done.amend_first(bytes_read=reader.count)
         if note:  # only a file without converters falls back here: one result
             done.amend_first(message=note)
-        if notes:  # converter inputs never take the server-side path above
-            done.amend_first(message=NOT_EXPANDED + "; ".join(notes))
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
-        _discard_results(done, spec)
-        done.close()
+        discard_outputs(done, spec)
         return Outputs.of([failed(key.result(file.destination,
                                              bytes_read=reader.count if reader else 0), exc)])
     finally:
-        if outputs is not None:
-            getattr(outputs, "close", lambda: None)()  # converters stop their helpers (gpg threads) before the source closes
         if reader is not None and not reader.closed:
             reader.close()
     return done
 
 
-def _spill_dir(spec: TaskSpec, staging_dir: str) -> str | None:
+def stage_outputs(file: CopyableFile, key: ResultKey, stream: Any, staging_dir: str,
+                  index: int, spec: TaskSpec, buffer: bytearray, done: Outputs,
+                  held: HeldBodies | None = None) -> None:
+    """Run ``stream`` (the origin's bytes) through the file's converters and stage each
+    output into ``done``. Shared by a plain copy and each branch of a fork (whose
+    stream is its share of the one read, distcp.fork.tee). Raises on any failure;
+    the caller discards what was staged."""
+    outputs: Any = None
+    try:
+        converters = build_chain(file.converters, _converter_options(spec, staging_dir))
+        outputs = chain(converters, FileAwareInputStream.of(file, stream))
+        notes: list[str] = []
+        for n, out in enumerate(outputs):
+            done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,
+                                      held if held is None or held.room else None))
+            notes = out.notes
+        if notes:  # converter inputs never take the server-side path
+            done.amend_first(message=NOT_EXPANDED + "; ".join(notes))
+    finally:
+        if outputs is not None:
+            getattr(outputs, "close", lambda: None)()  # converters stop their helpers (gpg threads) before the source closes
+
+
+def discard_outputs(done: Outputs, spec: TaskSpec) -> None:
+    """Discard what ``done`` staged and free it (a failed file stages nothing)."""
+    _discard_results(done, spec)
+    done.close()
+
+
+def spill_dir(spec: TaskSpec, staging_dir: str) -> str | None:
     """Where a file's many results spill: its attempt's local staging directory, else
     the system's temporary directory (staging on an object store)."""
     if storage_for(staging_dir, spec.dst_options).capabilities.local_paths:

@@ -33,6 +33,8 @@ NOT_IN_FILE = {
     "src_option": "[storage]", "dst_option": "[storage]", "src_options_file": "[storage]",
     "dst_options_file": "[storage]", "verbose": "log_level", "quiet": "log_level",
     "dry_run": "pydistcp run --dry-run",
+    "fork": "a [[branches]] table per destination", "fork_convert": "each [[branches]] "
+    "table's convert",
 }
 #: Flags that read a secret from a file -> the job key that takes a secret reference.
 SECRET_FLAGS = {"gpg_passphrase_file": "gpg_passphrase"}
@@ -126,6 +128,16 @@ OWN_KEYS = (
     KeySpec("publisher", "str", "branch", choices=("rename",), default="rename",
             help="How the branch's verified copies are published (rename: staged copies "
                  "are renamed into place per file set)."),
+    KeySpec("route_glob", "list", "branch",
+            help="The branch receives only files matching one of these globs (a glob with "
+                 "'/' matches the path under the dataset root, else the file name)."),
+    KeySpec("route_min_size", "size", "branch",
+            help="The branch receives only files of at least this size (e.g. 1M)."),
+    KeySpec("route_max_size", "size", "branch",
+            help="The branch receives only files of at most this size."),
+    KeySpec("route_dataset", "list", "branch",
+            help="The branch receives only files of datasets whose URN matches one of these "
+                 "globs."),
     KeySpec("checks", "list", "branch",
             help="Quality checks on the branch's staged output before it publishes "
                  "(none exist yet: issue 12 brings them)."),

@@ -2,7 +2,7 @@
 
 Order: TOML syntax, inline secrets anywhere (before anything could echo one), then
 each table's keys (unknown keys are errors, with the closest known key), values,
-required keys, and last what this version cannot run yet (a second branch).
+required keys, and last the branches together (names, routing).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from distcp.configuration import _CREDENTIALS_IN_URL
 from distcp.errors import ConfigurationError
 from distcp.jobs.keys import NOT_IN_FILE, KeySpec
 from distcp.jobs.lines import Path, key_lines, line_of
-from distcp.jobs.model import Branch, Dataset, Job, StorageRule
+from distcp.jobs.model import ROUTE_KEYS, Branch, Dataset, Job, StorageRule
 from distcp.jobs.secrets import is_reference, is_secret_name
 from distcp.jobs.values import ValueProblem, checked, resolve_path, resolved_tree
 
@@ -209,12 +209,13 @@ def _check_datasets_agree(job: Job, doc: Mapping[str, Any], where: Where) -> Non
 
 
 def _check_branches(job: Job, where: Where) -> None:
-    """Names are unique; a second branch needs the fork, which does not exist yet."""
+    """Names are unique; routing rules choose between branches, so they need two."""
     names = [b.name for b in job.branches]
     for index, name in enumerate(names):
         if name in names[:index]:
             raise where.error(("branches", index, "name"), f"branch name {name!r} is taken")
-    if len(job.branches) > 1:
-        raise where.error(("branches", 1), "a second branch needs the fork (issue 12), "
-                                           "which this version lacks: one [[branches]] "
-                                           "table per job for now")
+    if len(job.branches) == 1:
+        route = next((k for k in ROUTE_KEYS if k in job.branches[0].options), None)
+        if route is not None:
+            raise where.error(("branches", 0, route), "routing chooses between branches: a "
+                                                      "job of one branch takes every file")

@@ -1,10 +1,10 @@
 """A loaded job: datasets, branches, run settings and storage options, as values.
 
-The job holds a list of branches because issue 12's fork writes one read to several;
-until the fork exists a job of one branch runs exactly as ``pydistcp copy`` does:
-``copy_arguments`` gives ``distcp.copy`` its sources, destination and keywords, and
-``distcp.copy`` builds the CopyConfiguration (one model, one set of defaults: a key
-the file leaves out is a keyword not passed).
+A job of one branch runs exactly as ``pydistcp copy`` does: ``copy_arguments`` gives
+``distcp.copy`` its sources, destination and keywords, and ``distcp.copy`` builds the
+CopyConfiguration (one model, one set of defaults: a key the file leaves out is a
+keyword not passed). A job of several branches is a fork (``distcp.fork.jobs``): each
+branch's configuration is built the same way, from ``copy_arguments(branch)``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 
 from distcp.options import COMPARE_FLAGS
 
+#: A branch's routing keys (the fork's rules operator), not copy settings.
+ROUTE_KEYS = ("route_glob", "route_min_size", "route_max_size", "route_dataset")
 #: Storage tables that apply to one side rather than to a filesystem.
 SIDES = ("source", "destination")
 #: The keys that choose how DST is compared: a flag for one of them replaces the file's.
@@ -96,7 +98,8 @@ class Job:
         chosen = self.branches[branch]
         sources = [d.source for d in self.datasets]
         options: dict[str, Any] = {**self.settings, **self.datasets[0].options,
-                                   **chosen.options}
+                                   **{k: v for k, v in chosen.options.items()
+                                      if k not in ROUTE_KEYS}}
         if "no_progress" in options:
             options["progress"] = not options.pop("no_progress")
         options["src_options"] = self.storage_options(sources[0], "source")

@@ -65,6 +65,11 @@ def new_job_id() -> str:
 
 def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> Summary:
     """One whole run: finish earlier runs' work, plan, copy on Spark, publish, summarise."""
+    if cfg.fork:  # several destinations from one read: distcp.fork
+        from distcp.fork.branches import branches_of, settings_of
+        from distcp.fork.run import run_fork
+
+        return run_fork(branches_of(cfg), settings_of(cfg), callback)
     start = time.monotonic()
     summary = Summary(job_id=new_job_id(), dry_run=cfg.dry_run)
     preflight.check_run(cfg)
@@ -87,7 +92,7 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     """The run once it holds the destination (a dry run changes nothing: no lock).
 
     A Spark session that listing opened (``--listing``) stays open for the copy."""
-    session = LazySession(partial(_session, cfg, summary, callback))
+    session = LazySession(partial(run_session, cfg, summary, callback))
     try:
         return _run_planned(cfg, callback, summary, datasets, root, start, log, session)
     finally:
@@ -97,7 +102,7 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
 def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                  datasets: list[Any], root: str, start: float, log: RunLog,
                  session: LazySession) -> Summary:
-    pub = replace(_publishing(cfg, summary.job_id, root), log=log)
+    pub = replace(publishing(cfg, summary.job_id, root), log=log)
     pub = replace(pub, ctx=replace(pub.ctx, spark=session))  # catalog steps open it lazily
     dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
@@ -114,16 +119,16 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     summary.datasets = len(plan.datasets)
     summary.files_skipped = sum(len(d.skip) for d in plan.datasets)
     if cfg.dry_run or cfg.log_level in ("info", "debug"):
-        summary.plan = _decisions(plan)  # -v: every decision, as a dry run shows them
+        summary.plan = decisions(plan)  # -v: every decision, as a dry run shows them
     if cfg.dry_run:
         return _dry_run(summary, plan, start)
-    spec = _task_spec(cfg, summary.job_id, root, dst)
-    _check_destination(cfg, spec, plan.files_to_copy)
-    _prepare_state_dirs(root, spec)
-    recovered, files = _split_recovered(plan.files_to_copy, pub.recovery)
+    spec = task_spec(cfg, summary.job_id, root, dst)
+    check_destination(cfg, spec, plan.files_to_copy)
+    prepare_state_dirs(root, spec)
+    recovered, files = split_recovered(plan.files_to_copy, pub.recovery)
     results: list[TaskResult] = [r for rs in recovered for r in rs]
     if files:
-        _prepare_staging(spec, cfg)
+        prepare_staging(spec, cfg)
         now = visibility.per_file(plan.files_to_copy, cfg.visibility)
         if pub.catalog is not None:
             session()  # the copy's session stays open for the registrations at publish
@@ -133,10 +138,10 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     t = time.monotonic()
     with request_count.counting() as published:
         summary.add(publish_plan(plan, results, pub))
-    _count_requests(summary, published.items(), len(files))
+    count_requests(summary, published.items(), len(files))
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
-    if summary.job_id not in _jobs_with_commits(pub.store):
-        _cleanup(spec)  # else the pending commit still needs its staged copies
+    if summary.job_id not in jobs_with_commits(pub.store):
+        remove_job_folders(spec)  # else the pending commit still needs its staged copies
     # uploads of lost attempts and of failed files (stores that stage uploads)
     summary.uploads_aborted += abort_orphans(cfg.destination, root, spec.dst_options)
     summary.duration_s = round(time.monotonic() - start, 3)
@@ -151,14 +156,14 @@ def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[st
     blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays)
     summary.add(replayed)
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
-                    _jobs_with_commits(pub.store))
+                    jobs_with_commits(pub.store))
     summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
     summary.uploads_aborted += abort_orphans(cfg.destination, pub.ctx.state_root,
                                              pub.ctx.dst_options)
     return blocked
 
 
-def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
+def check_destination(cfg: CopyConfiguration, spec: TaskSpec,
                        files: list[CopyableFile]) -> None:
     """Refuse, before any copy, what the destination cannot take (S3: bad keys)."""
     storage = spec.dst.open()
@@ -174,7 +179,7 @@ def _check_destination(cfg: CopyConfiguration, spec: TaskSpec,
 STATE_FOLDERS = ("commits", "commits/aside", "datasets", "events")
 
 
-def _prepare_state_dirs(root: str, spec: TaskSpec) -> None:
+def prepare_state_dirs(root: str, spec: TaskSpec) -> None:
     """Create the state root's folders on filesystems that need a folder before a
     file goes into it (FTP, SFTP...); object stores and local writes need none."""
     storage = spec.dst.open()
@@ -186,12 +191,12 @@ def _prepare_state_dirs(root: str, spec: TaskSpec) -> None:
                                 f"{exc}", path=root) from exc
 
 
-def _jobs_with_commits(store: CommitStepStore) -> set[str]:
+def jobs_with_commits(store: CommitStepStore) -> set[str]:
     """Jobs whose staged copies a pending or set-aside commit still refers to."""
     return {p.job_id for p in store.pending() + store.pending(aside=True)}
 
 
-def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
+def publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
     options = dict(cfg.dst_options)
     ctx = CommitContext(dst_options=options, state_root=root)
     catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
@@ -201,7 +206,7 @@ def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
                       policy=cfg.commit_policy, catalog=catalog)  # type: ignore[arg-type]
 
 
-def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea
+def split_recovered(files: list[CopyableFile], recovery: RecoveryArea
                      ) -> tuple[list[list[TaskResult]], list[CopyableFile]]:
     """Files whose verified copy an earlier run kept, and the files still to copy."""
     kept = recovery.guids()
@@ -216,7 +221,7 @@ def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea
     return recovered, todo
 
 
-def _count_requests(summary: Summary, publish: request_count.Counts, files: int) -> None:
+def count_requests(summary: Summary, publish: request_count.Counts, files: int) -> None:
     """Add the publish step's requests to the tasks' and divide by the files copied."""
     totals = request_count.total([tuple(summary.requests.items()), publish])
     summary.requests = {k: n for k, n in sorted(totals.items()) if n}
@@ -227,7 +232,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
                    callback: Callback, summary: Summary,
                    publish_now: frozenset[str] = frozenset()) -> list[TaskResult]:
     t = time.monotonic()
-    with _session(cfg, summary, callback) as spark:
+    with run_session(cfg, summary, callback) as spark:
         summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
         splits = _prepare_splits(cfg, spec, files, summary)
@@ -256,7 +261,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
     return assembled
 
 
-def _session(cfg: CopyConfiguration, summary: Summary, callback: Callback
+def run_session(cfg: CopyConfiguration, summary: Summary, callback: Callback
              ) -> AbstractContextManager[Any]:
     """The run's Spark session (the active one when listing already opened it)."""
     log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
@@ -310,7 +315,7 @@ def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
               callback: Callback = DEFAULT_CALLBACK) -> list[TaskResult]:
     """One Spark job, one task per WorkUnit; a failed job fails its files as data."""
     stop = threading.Event()
-    poller = threading.Thread(target=_poll_progress, args=(spec, callback, stop), daemon=True)
+    poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
     poller.start()
     try:
         results: list[TaskResult] = run_pickled(
@@ -335,7 +340,7 @@ def _job_failed(units: Iterable[WorkUnit], exc: BaseException) -> list[TaskResul
             for u in units for f in u.files]
 
 
-def _poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) -> None:
+def poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) -> None:
     """Sum the tasks' progress files about twice a second until the job ends."""
     fs, root = fsutil.filesystem(spec.progress_root, spec.dst_options)
     while not stop.wait(0.5):
@@ -351,7 +356,7 @@ def _poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) ->
         callback.update(sum(f for f, _ in per_unit.values()), sum(b for _, b in per_unit.values()))
 
 
-def _task_spec(cfg: CopyConfiguration, job_id: str, root: str,
+def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
                dst: StorageSpec | None = None) -> TaskSpec:
     dst = dst or spec_for(cfg.destination, dict(cfg.dst_options))
     return TaskSpec(
@@ -378,7 +383,7 @@ def _server_side(cfg: CopyConfiguration, dst: StorageSpec) -> bool:
     return dict(cfg.src_options) == dict(cfg.dst_options)
 
 
-def _prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
+def prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
     """Fail fast, with one clear line, when the destination cannot take any write."""
     for url in (spec.staging_root, spec.progress_root):
         fs, path = fsutil.filesystem(url, spec.dst_options)
@@ -390,7 +395,7 @@ def _prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
                 f"{exc.strerror or exc}", path=cfg.destination) from exc
 
 
-def _cleanup(spec: TaskSpec) -> None:
+def remove_job_folders(spec: TaskSpec) -> None:
     """Remove this job's staging and progress directories.
 
     The state directory itself stays: removing it would change the mtime of the
@@ -405,7 +410,7 @@ def _cleanup(spec: TaskSpec) -> None:
             pass  # leftovers of a failed cleanup are swept by the next run
 
 
-def _decisions(plan: Any) -> list[dict[str, str]]:
+def decisions(plan: Any) -> list[dict[str, str]]:
     rows = []
     for d in plan.datasets:
         for a in d.copy:

@@ -28,7 +28,7 @@ from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, DestinationWriteError, PlanningError
 from distcp.model import WorkUnit
 from distcp.planning.listing import plan_all
-from distcp.spark.job import _check_destination, _publishing, _task_spec
+from distcp.spark.job import check_destination, publishing, task_spec
 from distcp.storage import Staged, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.storage.staging import StagedStream
@@ -148,7 +148,7 @@ def test_failed_file_set_leaves_no_object_and_no_pending_upload(
     cfg = CopyConfiguration.build([str(src)], "s3://dst/set", dst_options=s3.options,
                                   commit_policy="full")
     plan = plan_all(cfg, lambda m: None).plan
-    spec = _task_spec(cfg, "job1", "s3://dst/set/.pydistcp")
+    spec = task_spec(cfg, "job1", "s3://dst/set/.pydistcp")
     assert spec.dst.capabilities.multipart  # staged as multipart uploads
     files = plan.files_to_copy
     (src / "d.bin").write_bytes(b"changed!")  # d.bin fails: its source changed after listing
@@ -156,7 +156,7 @@ def test_failed_file_set_leaves_no_object_and_no_pending_upload(
     assert [r.ok for r in sorted(results, key=lambda r: r.destination)] == [True] * 3 + [False]
     assert len(s3.pending_uploads()) == 2  # a.bin and b.bin staged; c.bin is a 0-byte PUT later
     summary = Summary()
-    summary.add(publish_plan(plan, results, _publishing(cfg, "job1", "s3://dst/set/.pydistcp")))
+    summary.add(publish_plan(plan, results, publishing(cfg, "job1", "s3://dst/set/.pydistcp")))
     assert summary.files_failed == 1 and summary.files_copied == 0
     assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()
     assert s3.pending_uploads() == []
@@ -183,10 +183,10 @@ def test_keys_a_server_may_hang_on_are_refused_before_any_request(
     assert s3ops.key_problem("ok/sp ace+plus=%2F&ü.txt") is None
     (tmp_path / "f").write_bytes(b"x")
     cfg = CopyConfiguration.build([str(tmp_path / "f")], "s3://dst/a//b", dst_options=s3.options)
-    spec = _task_spec(cfg, "j", "s3://dst/a/.pydistcp")
+    spec = task_spec(cfg, "j", "s3://dst/a/.pydistcp")
     files = plan_all(cfg, lambda m: None).plan.files_to_copy
     with pytest.raises(PlanningError, match="empty"):
-        _check_destination(cfg, spec, files)
+        check_destination(cfg, spec, files)
 
 
 def test_a_hung_request_is_abandoned_by_the_watchdog(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,7 +216,7 @@ def test_storage_options_hold_the_secret_but_nothing_we_print_or_store_does(
     assert CANARY in repr(fs.storage_options)  # the pitfall: plain text in fsspec
     cfg = CopyConfiguration.build([str(tmp_path)], "s3://dst/o", dst_options=s3.options,
                                   src_options=s3.options)
-    spec = _task_spec(cfg, "j", "s3://dst/o/.pydistcp")
+    spec = task_spec(cfg, "j", "s3://dst/o/.pydistcp")
     ctx = CommitContext(dst_options=s3.options)
     assert_no_canary(repr(cfg), repr(spec), repr(ctx), Summary().to_json())
 

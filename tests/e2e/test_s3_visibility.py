@@ -20,7 +20,7 @@ from distcp.copying.task import TaskSpec, run_work_unit
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
-from distcp.spark.job import _publishing, _task_spec
+from distcp.spark.job import publishing, task_spec
 from distcp.storage import parse_staged, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.summary import Summary
@@ -51,7 +51,7 @@ def planned(src: Path, s3srv: S3Server, **options: Any
     cfg = CopyConfiguration.build([str(src)], "s3://dst/vis", dst_options=s3srv.options,
                                   **options)
     plan = plan_all(cfg, lambda m: None).plan
-    return cfg, _task_spec(cfg, "job1", ROOT), plan.files_to_copy, plan
+    return cfg, task_spec(cfg, "job1", ROOT), plan.files_to_copy, plan
 
 
 def visible(s3srv: S3Server) -> dict[str, bytes]:
@@ -140,7 +140,7 @@ def test_publish_has_nothing_left_to_do_and_counts_published_files_even_in_a_fai
     results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
                             spec, "a0")
     summary = Summary()
-    summary.add(publish_plan(plan, results, _publishing(cfg, "job1", ROOT)))
+    summary.add(publish_plan(plan, results, publishing(cfg, "job1", ROOT)))
     assert visible(s3) == {"a.bin": files["a.bin"], "b.bin": files["b.bin"]}
     assert s3.pending_uploads() == []
     assert (summary.files_copied, summary.files_failed, summary.files_not_published) == (2, 1, 0)
@@ -157,7 +157,7 @@ def test_a_server_side_copy_is_completed_by_its_task_under_visibility_file(
     cfg = CopyConfiguration.build(["s3://src/in"], "s3://dst/vis", dst_options=s3.options,
                                   src_options=s3.options, visibility="file")
     todo = plan_all(cfg, lambda m: None).plan.files_to_copy
-    spec = _task_spec(cfg, "job1", ROOT)
+    spec = task_spec(cfg, "job1", ROOT)
     assert spec.server_side
     results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
                             spec, "a0")

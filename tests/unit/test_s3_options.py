@@ -45,13 +45,13 @@ def test_a_task_uses_the_bound_the_driver_read_not_the_environment(
 def test_the_driver_reads_the_bound_once_into_the_task_spec(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     from distcp.configuration import CopyConfiguration
-    from distcp.spark.job import _task_spec
+    from distcp.spark.job import task_spec
 
     monkeypatch.setenv(s3ops.TIMEOUT_ENV, "12.5")
     cfg = CopyConfiguration.build([str(tmp_path)], str(tmp_path / "dst"))
-    assert _task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp")).s3_timeout == 12.5
+    assert task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp")).s3_timeout == 12.5
     monkeypatch.delenv(s3ops.TIMEOUT_ENV)
-    spec = _task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp"))
+    spec = task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp"))
     assert spec.s3_timeout == s3ops.WATCHDOG_S
 
 
