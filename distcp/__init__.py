@@ -85,6 +85,8 @@ def copy(
     max_expanded_bytes: int | str | None = None,
     archive_links: Literal["refuse", "skip"] = "refuse",
     expand_into_parent: bool = False,
+    # quality checks on each staged output
+    check: str | Sequence[str] = (),
     # Spark and tasks
     master: str | None = None,
     engine: Literal["auto", "warm", "cold"] | None = None,

@@ -99,6 +99,9 @@ class CopyConfiguration:
     #: The files to copy as a CSV or Parquet manifest of bucket,key[,size,
     #: last_modified_date,e_tag] rows, like an S3 Inventory report.
     files_from_manifest: str | None = None
+    #: ``--check NAME[=ARG]``: quality checks every staged output passes before it may
+    #: publish (distcp.checks); a failure fails that file.
+    check: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
@@ -108,6 +111,10 @@ class CopyConfiguration:
             raise ConfigurationError(problem)
         if self.converters:
             check_chain(self.converters, self.converter_options)
+        if self.check:
+            from distcp.checks import check_list
+
+            check_list(self.check)
 
     @classmethod
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,
@@ -159,6 +166,8 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _below(c.max_replays, 1, "--max-replays must be at least 1")
     yield _credentials_problem((*c.sources, c.destination))
     yield _split_size_problem(c.split_size, c.converters)
+    yield ("--split-size cannot be used with --check: a check needs a file's whole output "
+           "in one task (drop one of the two options)") if c.split_size and c.check else None
     yield _not_one_of(c.visibility, VISIBILITIES,
                       "--visibility must be file or file-set, not {!r}")
     yield _not_one_of(c.links, LINK_MODES, "--links must be skip, follow or copy, not {!r}")
@@ -254,7 +263,7 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
 _ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine")
 _SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
 _AGE_SETTINGS = ("min_age", "max_age")
-_SEQUENCE_SETTINGS = ("include", "exclude", "converters")
+_SEQUENCE_SETTINGS = ("include", "exclude", "converters", "check")
 
 
 def _refuse_unknown(options: Mapping[str, Any], names: set[str]) -> None:

@@ -25,7 +25,7 @@ DATASET_KEYS = ("dataset_glob", "include", "exclude", "min_size", "max_size", "m
 #: Copy flags that are a ``[[branches]]`` key: each branch's converters and attributes.
 BRANCH_KEYS = ("convert", "preserve", "gpg_home", "gpg_recipient", "gpg_require_signature",
                "max_expansion_ratio", "max_expanded_bytes", "archive_links",
-               "expand_into_parent")
+               "expand_into_parent", "check")
 #: Copy flags with no job key, and what the file has instead: the storage tables
 #: (options and their secrets by reference), ``log_level``, and ``pydistcp run``'s flags.
 NOT_IN_FILE = {
