@@ -200,3 +200,20 @@ def test_a_broken_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
         "ConfigurationError --check csv-header: checks plugin 'csv-header' "
         "(acme_checks:CsvHeader) cannot be imported: No module named "
         "'no_such_module_here'; is the package that provides it installed?\n")
+
+
+def test_a_branch_of_a_job_file_takes_its_checks(tmp_path: Path) -> None:
+    from distcp.cli import job_keys
+    from distcp.jobs import load_job
+
+    job = tmp_path / "job.toml"
+    job.write_text('[[datasets]]\nsource = "s3://drops/partner"\n[[branches]]\n'
+                   'destination = "/lake"\ncheck = ["not-empty", "schema=id:int64"]\n')
+    assert load_job(str(job), job_keys()).copy_arguments()[2]["check"] == [
+        "not-empty", "schema=id:int64"]
+    job.write_text('[[datasets]]\nsource = "s3://drops/partner"\ncheck = ["gzip"]\n'
+                   '[[branches]]\ndestination = "/lake"\n')
+    with pytest.raises(ConfigurationError) as info:
+        load_job(str(job), job_keys())
+    assert str(info.value) == (f"{job}:3: datasets[0].check: not a key of [[datasets]]; "
+                               "it belongs in [[branches]]")
