@@ -35,10 +35,18 @@ class _SizeBound(QualityCheck):
     takes_arg = True
 
     def __init__(self, arg: str | None = None) -> None:
+        super().__init__(arg)
+        if not (arg or "").isdigit():
+            raise ValueError(f"not a size: {arg!r}")
+        self.bound = int(arg or "")
+
+    @classmethod
+    def resolve(cls, arg: str | None) -> str | None:
+        """``1K`` -> ``1024`` on the driver: executors never import the configuration
+        (which imports the planning stage)."""
         from distcp.configuration import parse_size
 
-        super().__init__(arg)
-        self.bound = parse_size(arg or "")
+        return str(parse_size(arg or ""))
 
 
 class MinSize(_SizeBound):

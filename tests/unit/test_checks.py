@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from distcp.checks import CheckList, StagedOutput, check_list
+from distcp.checks import CheckList, CheckSpec, StagedOutput, check_list
 from distcp.checks.builtin import TAIL_MAX
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
@@ -43,7 +43,7 @@ def test_size_checks_pass_and_fail_with_the_numbers() -> None:
     assert verdict(["not-empty"], b"") == \
         "/dst/f: quality check 'not-empty' failed: the output is empty (0 bytes)"
     assert verdict(["min-size=1K"], b"abc") == \
-        "/dst/f: quality check 'min-size=1K' failed: 3 bytes, fewer than the minimum 1024"
+        "/dst/f: quality check 'min-size=1024' failed: 3 bytes, fewer than the minimum 1024"
     assert verdict(["max-size=2"], b"abc") == \
         "/dst/f: quality check 'max-size=2' failed: 3 bytes, more than the maximum 2"
 
@@ -217,3 +217,22 @@ def test_a_branch_of_a_job_file_takes_its_checks(tmp_path: Path) -> None:
         load_job(str(job), job_keys())
     assert str(info.value) == (f"{job}:3: datasets[0].check: not a key of [[datasets]]; "
                                "it belongs in [[branches]]")
+
+
+def test_sizes_are_resolved_to_bytes_on_the_driver() -> None:
+    assert check_list(["min-size=1K", "max-size=2M"]).specs == (
+        CheckSpec("min-size", "1024"), CheckSpec("max-size", str(2 << 20)))
+
+
+def test_executors_running_checks_import_no_driver_stage() -> None:
+    code = ("import sys\nfrom distcp.checks import check_list, CheckList, CheckSpec\n"
+            "from distcp.copying import task\n"
+            "checks = CheckList(tuple(CheckSpec(n, a) for n, a in [('not-empty', None), "
+            "('min-size', '1'), ('max-size', '9'), ('gzip', None), ('parquet', None), "
+            "('schema', 'a:int64')]))\n"
+            "checks.start()\n"
+            "print(','.join(m for m in sys.modules if m.startswith(('distcp.planning', "
+            "'distcp.commit', 'distcp.configuration', 'pyspark'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == ""
