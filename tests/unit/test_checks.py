@@ -149,8 +149,17 @@ def test_split_size_and_check_are_refused_together(tmp_path: Path) -> None:
 
 
 def test_check_list_pickles_and_knows_whether_it_reads_bytes() -> None:
+    from pyspark import cloudpickle
+
+    from distcp.copying.taskspec import TaskSpec
+    from distcp.errors import QualityCheckError
+
     checks = check_list(["not-empty", "schema=id:int64"])
     assert pickle.loads(pickle.dumps(checks)) == checks
+    spec = TaskSpec("job", "/s", "/p", checks=checks)
+    assert pickle.loads(cloudpickle.dumps(spec)).checks == checks
+    error = pickle.loads(pickle.dumps(QualityCheckError("/d/f: quality check 'gzip' failed")))
+    assert (type(error), str(error)) == (QualityCheckError, "/d/f: quality check 'gzip' failed")
     assert checks.reads_bytes and not check_list(["min-size=1"]).reads_bytes
     assert not CheckList() and CheckList().start() is None
 
