@@ -220,6 +220,12 @@ def test_a_branch_of_a_job_file_takes_its_checks(tmp_path: Path) -> None:
                    'destination = "/lake"\ncheck = ["not-empty", "schema=id:int64"]\n')
     assert load_job(str(job), job_keys()).copy_arguments()[2]["check"] == [
         "not-empty", "schema=id:int64"]
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "job.toml").write_text(
+        '[[datasets]]\nsource = "s3://drops/partner"\n[[branches]]\n'
+        'destination = "/lake"\ncheck = ["schema=@expected.txt", "gzip"]\n')
+    assert load_job(str(tmp_path / "tables" / "job.toml"), job_keys()).copy_arguments()[2][
+        "check"] == [f"schema=@{tmp_path / 'tables' / 'expected.txt'}", "gzip"]
     job.write_text('[[datasets]]\nsource = "s3://drops/partner"\ncheck = ["gzip"]\n'
                    '[[branches]]\ndestination = "/lake"\n')
     with pytest.raises(ConfigurationError) as info:
