@@ -45,10 +45,7 @@ def test_a_truncated_gzip_fails_its_file_and_the_others_publish(spark: Any, tmp_
         (str(src / "b.gz"), (f"{dst / 'b.gz'}: quality check 'gzip' failed: truncated gzip "
                             "stream (it ends inside a member)"))]
     assert (dst / "a.gz").read_bytes() == good and (dst / "sub" / "c.gz").read_bytes() == other
-    assert not (dst / "b.gz").exists()
-    staged = [p for p in (dst / ".pydistcp").rglob("*") if p.is_file()
-              and p.stat().st_size == len(good) - 20]
-    assert staged == [], "the failed output's staged copy was left behind"
+    assert not (dst / "b.gz").exists()  # what stays staged: tests/unit/test_task_checks.py
 
 
 def test_schema_check_on_converted_outputs(spark: Any, tmp_path: Path) -> None:
