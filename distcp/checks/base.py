@@ -17,7 +17,8 @@ from typing import ClassVar, Protocol
 
 
 class Inspector(Protocol):
-    """Receives one output's bytes, in order, each byte once."""
+    """Receives one output's bytes, in order, each byte once. A chunk may be a view of
+    the task's reused copy buffer: copy what must outlive the call."""
 
     def update(self, chunk: bytes | memoryview, /) -> None: ...
 
