@@ -29,6 +29,7 @@ from distcp.errors import (
     PlanningError,
     PluginError,
     PublishError,
+    QualityCheckError,
     SourceReadError,
     SparkUnavailableError,
     StateError,
@@ -46,6 +47,7 @@ __all__ = [
     "DestinationBusyError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
+    "QualityCheckError",
     "SourceReadError", "SparkUnavailableError", "StateError", "StatusReport", "Summary",
     "__version__", "check", "cleanup", "copy", "recover", "status",
 ]
@@ -92,6 +94,8 @@ def copy(
     max_expanded_bytes: int | str | None = None,
     archive_links: Literal["refuse", "skip"] = "refuse",
     expand_into_parent: bool = False,
+    # quality checks on each staged output
+    check: str | Sequence[str] = (),
     # Spark and tasks
     master: str | None = None,
     engine: Literal["auto", "warm", "cold"] | None = None,

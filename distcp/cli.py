@@ -143,6 +143,11 @@ def main() -> None:
                    "(where the filesystems have them; owner/group only where allowed).")
 @click.option("--convert", "converters", multiple=True, callback=_split, metavar="NAMES",
               help="Converters to apply in order, e.g. 'decrypt,gunzip,untar'.")
+@click.option("--check", "check", multiple=True, metavar="NAME[=ARG]",
+              help="Quality check every staged output must pass before it may publish "
+                   "(repeatable): not-empty, min-size=SIZE, max-size=SIZE, gzip, parquet, "
+                   "schema=COL:TYPE,... or schema=@FILE, or a plugin's name. A failure "
+                   "fails that file.")
 @click.option("--gpg-home", type=click.Path(file_okay=False), help="GnuPG home with the keyring.")
 @click.option("--gpg-passphrase-file", type=click.Path(dir_okay=False, exists=True),
               help="File holding the key passphrase (or set PYDISTCP_GPG_PASSPHRASE).")

@@ -131,6 +131,9 @@ class CopyConfiguration:
     fork_queue: int = 4
     #: Seconds a branch may leave its full queue untouched before it is failed.
     fork_queue_timeout: float = 600.0
+    #: ``--check NAME[=ARG]``: quality checks every staged output passes before it may
+    #: publish (distcp.checks); a failure fails that file.
+    check: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
@@ -140,6 +143,10 @@ class CopyConfiguration:
             raise ConfigurationError(problem)
         if self.converters:
             check_chain(self.converters, self.converter_options)
+        if self.check:
+            from distcp.checks import check_list
+
+            check_list(self.check)
 
     @classmethod
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,
@@ -195,6 +202,8 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
            if c.catalog_partitions and not c.catalog_table else None)
     yield _credentials_problem((*c.sources, c.destination))
     yield _split_size_problem(c.split_size, c.converters)
+    yield ("--split-size cannot be used with --check: a check needs a file's whole output "
+           "in one task (drop one of the two options)") if c.split_size and c.check else None
     yield _not_one_of(c.visibility, VISIBILITIES,
                       "--visibility must be file or file-set, not {!r}")
     yield _not_one_of(c.links, LINK_MODES, "--links must be skip, follow or copy, not {!r}")
@@ -328,7 +337,7 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
 _ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine")
 _SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
 _AGE_SETTINGS = ("min_age", "max_age", "lookback")
-_SEQUENCE_SETTINGS = ("include", "exclude", "converters")
+_SEQUENCE_SETTINGS = ("include", "exclude", "converters", "check", "fork", "fork_convert")
 
 
 def _refuse_unknown(options: Mapping[str, Any], names: set[str]) -> None:

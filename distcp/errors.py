@@ -96,6 +96,10 @@ class ConversionError(CopyError):
     """A converter rejected its input: corrupt gzip, wrong key, hostile archive."""
 
 
+class QualityCheckError(CopyError):
+    """A staged output failed a ``--check``: discarded, nothing of its file published."""
+
+
 class IntegrityError(CopyError):
     """The staged bytes do not match what was read from the origin."""
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from distcp.errors import PluginError
 
 if TYPE_CHECKING:  # the plugin bases, for types only: importing us imports no plugin
+    from distcp.checks.base import QualityCheck
     from distcp.converters.base import Converter
     from distcp.datasets.base import CopyableDataset
     from distcp.finders.base import DatasetsFinder
@@ -23,7 +24,7 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Plugins of one family (finders, datasets, converters, publishers)."""
+    """Plugins of one family (finders, datasets, converters, publishers, checks)."""
 
     def __init__(self, family: str, base: str) -> None:
         self.family = family
@@ -86,6 +87,7 @@ DATASETS: Registry[CopyableDataset] = Registry("datasets",
                                                "distcp.datasets.base:CopyableDataset")
 CONVERTERS: Registry[Converter] = Registry("converters", "distcp.converters.base:Converter")
 PUBLISHERS: Registry[Publisher] = Registry("publishers", "distcp.publishers.base:Publisher")
+CHECKS: Registry[QualityCheck] = Registry("checks", "distcp.checks.base:QualityCheck")
 
 # Built-in tables, kept sorted.
 for _name, _target in (
@@ -105,6 +107,15 @@ for _name, _target in (
     ("unzip", "distcp.converters.unzip:UnzipConverter"),
 ):
     CONVERTERS.register(_name, _target)
+for _name, _target in (
+    ("gzip", "distcp.checks.builtin:Gzip"),
+    ("max-size", "distcp.checks.builtin:MaxSize"),
+    ("min-size", "distcp.checks.builtin:MinSize"),
+    ("not-empty", "distcp.checks.builtin:NotEmpty"),
+    ("parquet", "distcp.checks.builtin:Parquet"),
+    ("schema", "distcp.checks.builtin:Schema"),
+):
+    CHECKS.register(_name, _target)
 DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")
 DATASETS.register("stream", "distcp.datasets.stream:StreamDataset")
 PUBLISHERS.register("rename", "distcp.publishers.rename:RenamePublisher")

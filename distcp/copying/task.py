@@ -16,6 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from distcp import request_count
+from distcp.checks.base import StagedOutput
+from distcp.checks.checklist import CheckRun, TeeStream
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
 from distcp.copying.outputs import Outputs
 from distcp.copying.progress import JOURNAL, Progress
@@ -31,7 +33,7 @@ from distcp.copying.symlinks import apply_link_attributes, stage_link
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.writer import SourceReader, stage_stream
-from distcp.errors import CopyError
+from distcp.errors import CopyError, QualityCheckError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.storage import Storage, parse_staged, s3, storage_for
@@ -140,8 +142,10 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> TaskResult:
 
 
 def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
-    """Whether the store copies this file itself (S3 -> S3, one endpoint, no converter)."""
-    return spec.server_side and not file.converters and spec.dst.serves(file.origin.url)
+    """Whether the store copies this file itself (S3 -> S3, one endpoint, no converter,
+    no ``--check``: checks see the bytes pass)."""
+    return (spec.server_side and not file.converters and not spec.checks
+            and spec.dst.serves(file.origin.url))
 
 
 def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
@@ -295,12 +299,31 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     writer = storage.open_stage(out.destination, staging_url, verify=spec.verify,
                                 size_hint=0 if file.converters else file.origin.size,
                                 buffer_size=len(buffer), hold_small=held is not None)
-    staged = stage_stream(out.stream, writer, buffer)
+    checks = spec.checks.start()
+    tee = checks is not None and checks.reads_bytes and not storage.capabilities.local_paths
+    staged = stage_stream(TeeStream(out.stream, checks) if tee and checks else out.stream,
+                          writer, buffer)
+    if checks is not None:
+        _run_checks(checks, out.destination, staged, storage, read_back=not tee)
     if staged.body is not None and held is not None:
         held[out.destination] = staged.body
     if staged.staged is not None and staged.staged.needs_rename:
         _keep_attributes(storage, staging_url, out, file)
     return _staged_result(key, out.destination, staged)
+
+
+def _run_checks(checks: CheckRun, destination: str, staged: StagedStream, storage: Storage,
+                read_back: bool) -> None:
+    """Run the ``--check``s on one staged output; a failure discards it and fails its
+    file (distcp.checks.checklist says why local staging is read back, else teed)."""
+    if read_back and checks.reads_bytes and staged.staged is not None:
+        checks.read_back(os_path(staged.staged.location))
+    problem = checks.verdict(StagedOutput(destination, staged.text, staged.size))
+    if problem:
+        if staged.staged is not None:
+            with contextlib.suppress(OSError):  # left for the sweep and ``pydistcp cleanup``
+                storage.discard(staged.staged)
+        raise QualityCheckError(problem)
 
 
 def _keep_attributes(storage: Storage, staging_url: str, out: FileAwareInputStream,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from distcp.checks.checklist import CheckList
 from distcp.converters.base import ConverterOptions
 from distcp.storage import StorageSpec
 
@@ -39,4 +40,7 @@ class TaskSpec:
     #: Seconds one S3 operation may take (``PYDISTCP_S3_TIMEOUT``, read once by the
     #: driver); None: the environment's, for tasks run outside a job (tests).
     s3_timeout: float | None = None
+    #: ``--check``: what every staged output must pass before it may publish (one
+    #: destination's list; a fork gives each branch its own).
+    checks: CheckList = field(default_factory=CheckList)
 

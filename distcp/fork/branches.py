@@ -64,7 +64,8 @@ def branch_name(index: int) -> str:
 
 def branches_of(cfg: CopyConfiguration) -> tuple[Branch, ...]:
     """``pydistcp copy SRC DST --fork DST2 ...``: DST is ``fork_0``, each --fork the next;
-    a fork's converters come from ``--fork-convert N=CHAIN`` (none by default). Its
+    a fork's converters come from ``--fork-convert N=CHAIN`` (none by default) and it
+    has no ``--check`` (DST's, like --convert, fit DST's outputs). Its
     storage options are DST's where it is on the same kind of filesystem as DST."""
     chains = fork_chains(cfg.fork_convert, len(cfg.fork))
     main_kind = _scheme(cfg.destination)
@@ -73,7 +74,7 @@ def branches_of(cfg: CopyConfiguration) -> tuple[Branch, ...]:
         same_kind = _scheme(destination) == main_kind
         out.append(Branch(branch_name(n), replace(
             cfg, destination=destination, fork=(), fork_convert=(),
-            converters=chains.get(n, ()),
+            converters=chains.get(n, ()), check=(),
             dst_options=cfg.dst_options if same_kind else {})))
     return tuple(out)
 

@@ -26,7 +26,7 @@ DATASET_KEYS = ("dataset_glob", "finder", "partition_pattern", "lookback", "read
 #: Copy flags that are a ``[[branches]]`` key: each branch's converters and attributes.
 BRANCH_KEYS = ("convert", "preserve", "gpg_home", "gpg_recipient", "gpg_require_signature",
                "max_expansion_ratio", "max_expanded_bytes", "archive_links",
-               "expand_into_parent")
+               "expand_into_parent", "check")
 #: Copy flags with no job key, and what the file has instead: the storage tables
 #: (options and their secrets by reference), ``log_level``, and ``pydistcp run``'s flags.
 NOT_IN_FILE = {
@@ -117,7 +117,7 @@ def _kind(option: Any, name: str) -> tuple[str, bool]:
 
 
 #: Keys of the job file's own (no copy flag): the dataset's source, the branch's
-#: destination and name, and what issue 12's branches bring next.
+#: destination, name, publisher and routing (the fork's rules operator).
 OWN_KEYS = (
     KeySpec("source", "str", "dataset", path=True,
             help="What the dataset reads: any URL or path a copy takes as SRC (required)."),
@@ -138,9 +138,6 @@ OWN_KEYS = (
     KeySpec("route_dataset", "list", "branch",
             help="The branch receives only files of datasets whose URN matches one of these "
                  "globs."),
-    KeySpec("checks", "list", "branch",
-            help="Quality checks on the branch's staged output before it publishes "
-                 "(none exist yet: issue 12 brings them)."),
 )
 
 

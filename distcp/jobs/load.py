@@ -159,13 +159,9 @@ def _branch(table: Mapping[str, Any], at: Path, by_section: dict[str, dict[str, 
     if not name or not all(c.isalnum() or c in "._-" for c in name) or name[0] in ".-":
         raise where.error(at + ("name",), "use letters, digits, '.', '_' and '-' (it names "
                                           "the branch's folders and records)")
-    checks = tuple(values.pop("checks", ()))
-    if checks:
-        raise where.error(at + ("checks",), "quality checks do not exist yet (issue 12 "
-                                            "brings them); leave checks empty")
     destination = values.pop("destination")
     publisher = values.pop("publisher", "rename")
-    return Branch(name, destination, values, publisher=publisher, checks=checks)
+    return Branch(name, destination, values, publisher=publisher)
 
 
 def _storage(tables: Any, where: Where) -> tuple[StorageRule, ...]:

@@ -40,7 +40,6 @@ class Branch:
     destination: str
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     publisher: str = "rename"
-    checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,17 @@ def checked(spec: KeySpec, value: Any, folder: str) -> Any:
         return _resolved(value, folder)
     if spec.kind == "table":
         return {k: _resolved(v, folder) if is_reference(v) else v for k, v in value.items()}
+    if spec.name == "check":
+        return [_check_file(text, folder) for text in value]
     return resolve_path(value, folder) if spec.path else value
+
+
+def _check_file(text: str, folder: str) -> str:
+    """A check's ``NAME=@FILE`` argument is a file, relative to the job file's folder."""
+    name, sep, arg = text.partition("=")
+    if sep and arg.startswith("@"):
+        return f"{name}=@{resolve_path(arg[1:], folder)}"
+    return text
 
 
 def _has_type(kind: str, value: Any) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 
 from distcp import preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
+from distcp.checks import check_list
 from distcp.commit.lock import DestinationLock
 from distcp.commit.log import CommitStepStore
 from distcp.commit.orphans import abort_orphans
@@ -373,6 +374,7 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         part_size=max(cfg.buffer_size, s3.MIN_PART),
         env=task_environment(),
         s3_timeout=s3.watchdog_seconds(),
+        checks=check_list(cfg.check),
     )
 
 
