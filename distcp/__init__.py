@@ -75,6 +75,8 @@ def copy(
     max_delete: int | None = None,
     dry_run: bool = False,
     preserve: str | None = None,
+    chmod: str | None = None,
+    chown: str | None = None,
     # converters
     convert: str | Sequence[str] = (),
     gpg_home: str | None = None,

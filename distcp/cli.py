@@ -121,6 +121,15 @@ def main() -> None:
 @click.option("-p", "--preserve", default="pt", show_default=True, metavar="LETTERS",
               help="Attributes to keep: u owner, g group, p permissions, t mtime, b block size "
                    "(where the filesystems have them; owner/group only where allowed).")
+@click.option("--chmod", metavar="RULES",
+              help="rsync: the permissions of what the run writes (files and the "
+                   "directories it makes), applied to the source's: D755,F644, "
+                   "u+rwx,g-w,o= or Fu+x (D/F: directories/files only). Wins over -p p. "
+                   "Refused for a destination without modes (S3).")
+@click.option("--chown", metavar="USER:GROUP",
+              help="rsync: the owner and group of what the run writes (USER, :GROUP or "
+                   "USER:GROUP; names or numeric ids; needs root or a group you are in). "
+                   "Wins over -p ug. Refused for a destination without owners (S3).")
 @click.option("--convert", "converters", multiple=True, callback=_split, metavar="NAMES",
               help="Converters to apply in order, e.g. 'decrypt,gunzip,untar'.")
 @click.option("--gpg-home", type=click.Path(file_okay=False), help="GnuPG home with the keyring.")

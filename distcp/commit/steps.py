@@ -175,6 +175,22 @@ class SetAttributes(CommitStep):
 
 
 @dataclass(frozen=True)
+class SetOwners(CommitStep):
+    """Give directories the owner and group of ``--chown`` (files get theirs staged)."""
+
+    kind: ClassVar[str] = "owners"
+    entries: tuple[tuple[str, str | None, str | None], ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return all(ctx.storage(url).has_owner(url, owner, group)
+                   for url, owner, group in self.entries)
+
+    def execute(self, ctx: CommitContext) -> None:
+        for url, owner, group in self.entries:
+            ctx.storage(url).set_owner(url, owner, group)
+
+
+@dataclass(frozen=True)
 class DeletePaths(CommitStep):
     """Remove destination entries that the source no longer has (``--delete``)."""
 

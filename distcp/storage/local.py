@@ -148,6 +148,22 @@ class LocalStorage(Storage):
             return st.st_mtime_ns == mtime
         return mtime is None or abs(st.st_mtime - mtime) < 1e-6
 
+    def has_owner(self, url: str, owner: str | None, group: str | None) -> bool:
+        try:
+            st = os.stat(os_path(url))
+            uid, gid = _ids(owner, group)
+        except (FileNotFoundError, KeyError):
+            return False
+        return uid in (-1, st.st_uid) and gid in (-1, st.st_gid)
+
+    def set_owner(self, url: str, owner: str | None, group: str | None) -> None:
+        """--chown on a directory the run made; a refusal is an OSError (unlike a
+        preserved owner, an owner the user asked for is not dropped silently)."""
+        try:
+            os.chown(os_path(url), *_ids(owner, group))
+        except KeyError as exc:
+            raise OSError(f"--chown: unknown user or group {exc}") from None
+
     def set_attributes(self, url: str, mode: int | None, mtime: float | None) -> None:
         path = os_path(url)
         if mode is not None:
@@ -221,12 +237,18 @@ def _verify_range(path: str, at: RangeAt, buffer: bytearray, want: bytes) -> Non
 
 
 def _chown(path: str, owner: str | None, group: str | None) -> None:
+    try:
+        os.chown(path, *_ids(owner, group))
+    except (KeyError, PermissionError):
+        pass  # unknown name here, or not allowed: keep the process's own
+
+
+def _ids(owner: str | None, group: str | None) -> tuple[int, int]:
+    """(uid, gid) of names or numeric ids (--chown takes both); -1: leave it.
+    KeyError for a name this machine does not know."""
     import grp
     import pwd
 
-    try:
-        uid = pwd.getpwnam(owner).pw_uid if owner else -1
-        gid = grp.getgrnam(group).gr_gid if group else -1
-        os.chown(path, uid, gid)
-    except (KeyError, PermissionError):
-        pass  # unknown name here, or not allowed: keep the process's own
+    uid = (int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid) if owner else -1
+    gid = (int(group) if group.isdigit() else grp.getgrnam(group).gr_gid) if group else -1
+    return uid, gid

@@ -35,6 +35,7 @@ from tests.fixtures.commit_scenarios import (
     FILES,
     JOINED,
     OBJECTS,
+    OWNER,
     SEQ_ID,
     URN,
     LocalLayout,
@@ -51,7 +52,8 @@ from tests.fixtures.commit_scenarios import (
 )
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtures
 
-LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "remove-staging",
+LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "owners",
+               "remove-staging",
                "manifest-segment", "compact-manifest", "watermark", "record-run", "event")
 S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "compact-manifest",
             "watermark", "record-run", "event")
@@ -175,6 +177,12 @@ def _check_attributes(lay: LocalLayout) -> None:
         assert abs(st.st_mtime_ns - mtime_ns) < 1000, rel
 
 
+def _check_owners(lay: LocalLayout) -> None:
+    st, empty = os.stat(lay.dst / "d1"), os.stat(lay.dst / "empty")
+    assert (st.st_uid, st.st_gid) == (int(OWNER[0]), int(OWNER[1]))
+    assert (empty.st_uid, empty.st_gid) == (os.getuid(), int(OWNER[1]))  # owner left
+
+
 def _check_remove_staging(lay: LocalLayout) -> None:
     assert not (lay.state / "splits" / "guid-joined").exists()
     assert (lay.state / "splits").is_dir()  # only the named entry goes
@@ -246,7 +254,7 @@ def _check_complete(lay: S3Layout) -> None:
 
 LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "delete": _check_delete, "mkdirs": _check_mkdirs, "check-digest": _check_digest,
-    "publish": _check_publish, "attributes": _check_attributes,
+    "publish": _check_publish, "attributes": _check_attributes, "owners": _check_owners,
     "remove-staging": _check_remove_staging, "manifest-segment": _check_manifest,
     "compact-manifest": _check_compact, "watermark": _check_watermark,
     "record-run": _check_record_run, "event": _check_event,

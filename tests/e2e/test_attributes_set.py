@@ -1,0 +1,63 @@
+"""--chmod and --chown: what a run writes gets the user's attributes, not the source's."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import distcp
+
+pytestmark = pytest.mark.e2e
+
+
+def _source(root: Path) -> Path:
+    src = root / "src"
+    (src / "a" / "b").mkdir(parents=True)
+    (src / "empty").mkdir()
+    (src / "a" / "one.txt").write_bytes(b"one")
+    (src / "a" / "b" / "run.sh").write_bytes(b"#!/bin/sh\n")
+    os.chmod(src / "a" / "one.txt", 0o600)
+    os.chmod(src / "a" / "b" / "run.sh", 0o700)
+    os.chmod(src / "a", 0o700)
+    return src
+
+
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_chmod_and_chown_set_files_and_directories(spark: Any, tmp_path: Path) -> None:
+    src = _source(tmp_path)
+    dst = tmp_path / "dst"
+    s = distcp.copy(str(src), str(dst), chmod="D750,F640,Fu+x,o=", chown="4242:4343")
+    assert s.ok and s.files_copied == 2
+    assert (dst / "a" / "one.txt").read_bytes() == b"one"
+    assert oct(_mode(dst / "a" / "one.txt")) == oct(0o740)
+    assert oct(_mode(dst / "a" / "b" / "run.sh")) == oct(0o740)
+    for d in ("", "a", "a/b", "empty"):
+        assert oct(_mode(dst / d)) == oct(0o750), d
+    for p in ("a/one.txt", "a/b/run.sh", "a", "a/b", "empty"):
+        st = (dst / p).stat()
+        assert (st.st_uid, st.st_gid) == (4242, 4343), p
+    # the source keeps its own
+    assert _mode(src / "a" / "one.txt") == 0o600 and (src / "a").stat().st_uid == os.getuid()
+
+
+def test_without_chmod_the_source_mode_is_kept(spark: Any, tmp_path: Path) -> None:
+    src = _source(tmp_path)
+    s = distcp.copy(str(src), str(tmp_path / "dst"))
+    assert s.ok
+    assert _mode(tmp_path / "dst" / "a" / "one.txt") == 0o600
+    assert _mode(tmp_path / "dst" / "a") == 0o700
+
+
+def test_a_bad_chmod_is_refused_before_anything_is_written(spark: Any, tmp_path: Path) -> None:
+    src = _source(tmp_path)
+    with pytest.raises(distcp.ConfigurationError, match=r"^--chmod 'F64a': cannot read"):
+        distcp.copy(str(src), str(tmp_path / "dst"), chmod="F64a")
+    assert not (tmp_path / "dst").exists()
