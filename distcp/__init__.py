@@ -44,7 +44,7 @@ __all__ = [
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
     "SourceReadError", "SparkUnavailableError", "StateError", "StatusReport", "Summary",
-    "__version__", "cleanup", "copy", "recover", "status",
+    "__version__", "cleanup", "copy", "move", "recover", "status",
 ]
 __version__ = "0.1.0"
 
@@ -141,6 +141,35 @@ def copy(
     params = dict(locals())  # first: the parameters only, every one by its name
     for name in ("sources", "destination", "callback"):
         del params[name]
+    return _copy(sources, destination, callback, params)
+
+
+def move(sources: str | Sequence[str], destination: str, *, callback: Callback | None = None,
+         **options: Any) -> Summary:
+    """``copy``, then each source file is deleted once its file set is published,
+    recorded and its copy found at the destination with the copied size
+    (``pydistcp move``). Takes ``copy``'s keyword parameters; ``max_delete`` refuses
+    the run, before any change, when it would delete more source files (plus
+    ``delete``'s extras). Files skipped as identical at the destination lose their
+    source too; failed files, files skipped by ``ignore_existing``, symbolic links and
+    archives expanded by a converter keep theirs. Empty source directories are left.
+    A run killed at any instant loses no file: the commit log's replay finishes it."""
+    import inspect
+
+    known = inspect.signature(copy).parameters
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ConfigurationError(f"{', '.join(unknown)}: not a parameter of distcp.move")
+    params = {n: p.default for n, p in known.items()
+              if n not in ("sources", "destination", "callback")}
+    params.update(options)
+    params["move"] = True
+    return _copy(sources, destination, callback, params)
+
+
+def _copy(sources: str | Sequence[str], destination: str, callback: Callback | None,
+          params: dict[str, Any]) -> Summary:
+    """``copy`` and ``move``: parameters -> configuration -> one run on Spark."""
     from distcp.callbacks import DEFAULT_CALLBACK
     from distcp.configuration import CopyConfiguration
     from distcp.driver_errors import driver_errors
@@ -157,7 +186,7 @@ def copy(
         raise ConfigurationError(f"bad option value: {exc}") from exc
     with driver_errors():
         summary = run_copy(cfg, callback or DEFAULT_CALLBACK)
-    _write_summary(summary, summary_json)
+    _write_summary(summary, params.get("summary_json"))
     return summary
 
 

@@ -238,14 +238,16 @@ def _copy(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
 def _copy_and_report(sources: list[str], destination: str, options: dict[str, Any]) -> int:
     """``distcp.copy`` with ``options`` (its keywords), then the plan, failures and
     summary on the terminal; the exit status. Shared by ``copy`` and ``run``."""
-    from distcp import copy
+    from distcp import copy, move
     from distcp.callbacks import Callback, TextProgress
 
     level, dry_run = options.get("log_level") or "notice", bool(options.get("dry_run"))
     progress = options.get("progress", True) and not dry_run and level != "error"
     callback: Callback = TextProgress() if progress else Callback()
     _debug_logging(level)
-    summary = copy(sources, destination, callback=callback, **options)
+    options = dict(options)
+    run = move if options.pop("move", False) else copy
+    summary = run(sources, destination, callback=callback, **options)
     # --summary-json - keeps stdout one JSON document (the API wrote it): the human
     # lines go to stderr
     to_stdout = options.get("summary_json") == "-"
@@ -257,6 +259,31 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
     if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1
+
+
+MOVE_HELP = """Move SRC... to DST: copy them as 'copy' does (same options), then
+delete each source file once its file set is published and its copy is found at
+DST with the copied size.
+
+\b
+Files skipped as identical at DST lose their source too; failed files, files
+skipped by --ignore-existing, symbolic links and archives expanded by --convert
+keep theirs. Empty source directories are left. --max-delete N refuses the run
+(exit 2, nothing changed) when it would delete more than N source files (plus
+--delete's extras). A move killed at any instant loses no file: the next run
+(or 'pydistcp recover') finishes its commit.
+"""
+
+
+@main.command("move", help=MOVE_HELP + EXIT_HELP, no_args_is_help=True)
+@click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
+def move_command(paths: tuple[str, ...], **flags: Any) -> None:
+    if len(paths) < 2:
+        raise click.UsageError("give at least one SRC and a DST")
+    _compare_mode(flags)
+    _log_level(flags)
+    _run(lambda: _copy_and_report(list(paths[:-1]), paths[-1],
+                                  {**_options(flags), "move": True}))
 
 
 def _log_level(flags: dict[str, Any]) -> str:
@@ -631,3 +658,11 @@ def _add_run_flags() -> None:
 
 
 _add_run_flags()
+
+
+def _add_move_flags() -> None:
+    """``move`` takes every option of ``copy``: the same click options."""
+    move_command.params.extend(p for p in copy_command.params if isinstance(p, click.Option))
+
+
+_add_move_flags()

@@ -109,6 +109,9 @@ class CopyConfiguration:
     chmod: str | None = None
     #: rsync --chown USER:GROUP (names or numeric ids) for what the run writes.
     chown: str | None = None
+    #: ``pydistcp move``: each source file is deleted once its copy is published
+    #: (distcp.commit.move_steps); files identical at the destination too.
+    move: bool = False
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,

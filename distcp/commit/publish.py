@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from distcp.commit.log import CommitStepStore
+from distcp.commit.move_steps import DeleteSources, SourceEntry
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state import urn_key
 from distcp.commit.state_steps import (
@@ -30,6 +31,7 @@ from distcp.converters.base import NOT_EXPANDED
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
+from distcp.planning.moving import identical_skips
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
 from distcp.registry import PUBLISHERS
@@ -53,6 +55,10 @@ class Publishing:
     policy: CommitPolicy = "successful"
     #: ``--log-file``: the outcome of each file (the decisions are logged at planning).
     log: RunLog = NO_LOG
+    #: ``pydistcp move``: each published set's sequence ends by deleting its sources;
+    #: ``compare`` says which skipped files are the same file at the destination.
+    move: bool = False
+    compare: str = "default"
 
 
 def _published(r: TaskResult) -> bool:
@@ -101,6 +107,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     tallies = [_note_server_side_fallbacks(results)]
     files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
     outcomes = _outcomes(plan, results, pub.ctx)
+    skipped = _moved_skips(plan, outcomes, pub) if pub.move else {}
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
         tallies.append(_record_failures(outcome))
@@ -109,8 +116,28 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         if wanted is None:
             tallies.append(_hold_back(outcome, files, pub))
         else:
-            tallies.append(_publish_set(publisher, outcome, wanted, files, pub))
+            key = (outcome.dataset_urn, outcome.file_set)
+            tallies.append(_publish_set(publisher, outcome, wanted, files, pub,
+                                        skipped.get(key, ())))
     return tally_of(tallies)
+
+
+def _moved_skips(plan: Plan, outcomes: Sequence[FileSetOutcome], pub: Publishing
+                 ) -> dict[tuple[str, str], tuple[CopyableFile, ...]]:
+    """``move``: the skipped files identical at the destination, by the file set whose
+    sequence deletes their sources (their own set, else the dataset's first)."""
+    sets = {(o.dataset_urn, o.file_set) for o in outcomes}
+    first: dict[str, str] = {}
+    for o in outcomes:
+        first.setdefault(o.dataset_urn, o.file_set)
+    out: dict[tuple[str, str], list[CopyableFile]] = defaultdict(list)
+    for d in plan.datasets:
+        for a in identical_skips(d, pub.compare):
+            key = (d.urn, a.file.file_set)
+            if key not in sets and d.urn in first:
+                key = (d.urn, first[d.urn])
+            out[key].append(a.file)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _outcomes(plan: Plan, results: Sequence[TaskResult], ctx: CommitContext
@@ -151,10 +178,15 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 
 
 def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetOutcome,
-                 files: dict[str, CopyableFile], pub: Publishing) -> Tally:
-    """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log."""
+                 files: dict[str, CopyableFile], pub: Publishing,
+                 skipped: Sequence[CopyableFile] = ()) -> Tally:
+    """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log;
+    under ``move``, delete the sources of its files and of ``skipped`` last."""
     try:
         sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok)
+        if pub.move:
+            failed = {r.guid for r in outcome.results if not r.ok}
+            sequence = with_source_deletes(sequence, wanted.results, files, skipped, failed)
         _run_logged(sequence, pub)
     except (PublishError, StateError) as exc:
         return _publish_failed(outcome, wanted, exc, pub.log)
@@ -228,6 +260,34 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
                   len(staged), nbytes),
     ]
     return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
+
+
+def with_source_deletes(sequence: CommitSequence, results: Sequence[TaskResult],
+                        files: dict[str, CopyableFile], skipped: Sequence[CopyableFile],
+                        failed: set[str]) -> CommitSequence:
+    """``sequence`` ending with the deletion of the sources it published (and of
+    ``skipped``, identical at the destination); a source with any failed output stays."""
+    entries: list[SourceEntry] = []
+    by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in results:
+        if r.ok and r.guid not in failed and (r.staging or r.destination.endswith("/")):
+            by_guid[r.guid].append(r)
+    for guid, rs in by_guid.items():
+        f = files.get(guid)
+        if f is None or f.origin.link_target is not None:
+            continue
+        if f.converters:
+            outputs = tuple(sorted({(r.destination, r.bytes_written) for r in rs
+                                    if not r.destination.endswith("/")}))
+        else:
+            outputs = ((f.destination, f.origin.size),)
+        entries.append((f.origin.url, f.origin.size, f.origin.mtime, outputs))
+    entries += [(f.origin.url, f.origin.size, f.origin.mtime, ((f.destination, f.origin.size),))
+                for f in skipped]
+    if not entries:
+        return sequence
+    step = DeleteSources(tuple(sorted(entries)))
+    return replace(sequence, steps=(*sequence.steps, step))
 
 
 def sequence_id(job_id: str, urn: str, file_set: str) -> str:

@@ -27,6 +27,8 @@ class CommitContext:
 
     dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
     state_root: str = ""
+    #: The sources' storage options (``move`` deletes sources); from the run, never the log.
+    src_options: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Dataset states read or written in this run (this process is their only writer
     #: while it runs), so steps of one sequence do not re-read a large manifest.
     state_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -37,6 +39,13 @@ class CommitContext:
     def storage(self, url: str) -> Storage:
         """The storage serving ``url`` (the destination's options)."""
         return storage_for(url, self.dst_options)
+
+    def source_fs(self, url: str) -> tuple[Any, str]:
+        """A source's filesystem (``move`` deletes sources): the run's source options."""
+        return fsutil.filesystem(url, self.src_options)
+
+    def source_storage(self, url: str) -> Storage:
+        return storage_for(url, self.src_options)
 
 
 class CommitStep(ABC):

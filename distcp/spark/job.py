@@ -189,10 +189,12 @@ def _jobs_with_commits(store: CommitStepStore) -> set[str]:
 
 def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
     options = dict(cfg.dst_options)
-    ctx = CommitContext(dst_options=options, state_root=root)
+    ctx = CommitContext(dst_options=options, state_root=root,
+                        src_options=dict(cfg.src_options))
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
                       store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
-                      policy=cfg.commit_policy)  # type: ignore[arg-type]
+                      policy=cfg.commit_policy,  # type: ignore[arg-type]
+                      move=cfg.move, compare=cfg.compare)
 
 
 def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea
