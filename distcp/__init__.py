@@ -141,7 +141,10 @@ def copy(
     params = dict(locals())  # first: the parameters only, every one by its name
     for name in ("sources", "destination", "callback"):
         del params[name]
-    return _copy(sources, destination, callback, params)
+    from distcp.options import configuration_options
+
+    # here, not in _copy: a deprecated spelling's warning points at the caller's line
+    return _copy(sources, destination, callback, configuration_options(params), summary_json)
 
 
 def move(sources: str | Sequence[str], destination: str, *, callback: Callback | None = None,
@@ -164,20 +167,21 @@ def move(sources: str | Sequence[str], destination: str, *, callback: Callback |
               if n not in ("sources", "destination", "callback")}
     params.update(options)
     params["move"] = True
-    return _copy(sources, destination, callback, params)
+    from distcp.options import configuration_options
+
+    return _copy(sources, destination, callback, configuration_options(params),
+                 params.get("summary_json"))
 
 
 def _copy(sources: str | Sequence[str], destination: str, callback: Callback | None,
-          params: dict[str, Any]) -> Summary:
-    """``copy`` and ``move``: parameters -> configuration -> one run on Spark."""
+          options: dict[str, Any], summary_json: str | None) -> Summary:
+    """``copy`` and ``move``: configuration options -> configuration -> one run on Spark."""
     from distcp.callbacks import DEFAULT_CALLBACK
     from distcp.configuration import CopyConfiguration
     from distcp.driver_errors import driver_errors
-    from distcp.options import configuration_options
     from distcp.spark.job import run_copy
 
     srcs = [sources] if isinstance(sources, str) else list(sources)
-    options = configuration_options(params)
     try:
         cfg = CopyConfiguration.build(srcs, destination, **options)
     except ConfigurationError:
@@ -186,7 +190,7 @@ def _copy(sources: str | Sequence[str], destination: str, callback: Callback | N
         raise ConfigurationError(f"bad option value: {exc}") from exc
     with driver_errors():
         summary = run_copy(cfg, callback or DEFAULT_CALLBACK)
-    _write_summary(summary, params.get("summary_json"))
+    _write_summary(summary, summary_json)
     return summary
 
 
