@@ -31,7 +31,7 @@ from distcp.converters.base import NOT_EXPANDED
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
-from distcp.planning.moving import identical_skips
+from distcp.planning.moving import identical_skips, movable
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
 from distcp.registry import PUBLISHERS
@@ -274,7 +274,7 @@ def with_source_deletes(sequence: CommitSequence, results: Sequence[TaskResult],
             by_guid[r.guid].append(r)
     for guid, rs in by_guid.items():
         f = files.get(guid)
-        if f is None or f.origin.link_target is not None:
+        if f is None or not movable(f):
             continue
         if f.converters:
             outputs = tuple(sorted({(r.destination, r.bytes_written) for r in rs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 import distcp
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
 
@@ -77,3 +79,27 @@ def test_max_delete_refuses_the_move_before_any_change(spark: Any, tmp_path: Pat
 def test_an_unknown_option_is_refused(tmp_path: Path) -> None:
     with pytest.raises(distcp.ConfigurationError, match="^colour: not a parameter of distcp.move"):
         distcp.move(str(tmp_path), str(tmp_path / "d"), colour="red")
+
+
+def test_a_failed_file_keeps_its_source(spark: Any, tmp_path: Path) -> None:
+    """Each converted file is its own set: the good one moves, the corrupt one stays."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "good.txt.gz").write_bytes(gzip.compress(b"good\n"))
+    (src / "bad.txt.gz").write_bytes(b"\x1f\x8b\x08\x00 not gzip at all")
+    s = distcp.move(str(src), str(dst), convert=["gunzip"])
+    assert not s.ok and s.files_failed == 1
+    assert _files(dst) == {"good.txt": b"good\n"}
+    assert _files(src) == {"bad.txt.gz": b"\x1f\x8b\x08\x00 not gzip at all"}
+
+
+def test_move_from_s3_deletes_the_objects_with_the_source_options(
+        spark: Any, tmp_path: Path, s3: S3Server) -> None:  # noqa: F811 - the fixture
+    client = s3.client()
+    want = {"in/a.txt": b"a" * 100, "in/d/b.bin": os.urandom(5000)}
+    for key, body in want.items():
+        client.put_object(Bucket="src", Key=key, Body=body)
+    s = distcp.move("s3://src/in", str(tmp_path / "dst"), src_options=s3.options)
+    assert s.ok and s.files_copied == 2
+    assert _files(tmp_path / "dst") == {k.removeprefix("in/"): v for k, v in want.items()}
+    assert s3.objects("src", "in/") == {}
