@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from distcp.chmod import Chmod
 from distcp.converters.base import ConverterOptions
 from distcp.storage import StorageSpec
 
@@ -39,4 +40,7 @@ class TaskSpec:
     #: Seconds one S3 operation may take (``PYDISTCP_S3_TIMEOUT``, read once by the
     #: driver); None: the environment's, for tasks run outside a job (tests).
     s3_timeout: float | None = None
+    #: ``--chmod``: also applied to the modes archive members carry (the planner has
+    #: already applied it to every file's own mode).
+    chmod: Chmod | None = None
 

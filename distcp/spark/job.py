@@ -364,6 +364,7 @@ def _task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         part_size=max(cfg.buffer_size, s3.MIN_PART),
         env=task_environment(),
         s3_timeout=s3.watchdog_seconds(),
+        chmod=cfg.chmod_rules,
     )
 
 

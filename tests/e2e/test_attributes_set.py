@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +63,22 @@ def test_a_bad_chmod_is_refused_before_anything_is_written(spark: Any, tmp_path:
     with pytest.raises(distcp.ConfigurationError, match=r"^--chmod 'F64a': cannot read"):
         distcp.copy(str(src), str(tmp_path / "dst"), chmod="F64a")
     assert not (tmp_path / "dst").exists()
+
+
+def test_chmod_applies_to_the_modes_archive_members_carry(spark: Any, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    with tarfile.open(src / "t.tar", "w") as tar:
+        d = tarfile.TarInfo("inner")
+        d.type, d.mode = tarfile.DIRTYPE, 0o700
+        tar.addfile(d)
+        f = tarfile.TarInfo("inner/x.txt")
+        f.size, f.mode = 3, 0o600
+        tar.addfile(f, io.BytesIO(b"xyz"))
+    dst = tmp_path / "dst"
+    s = distcp.copy(str(src), str(dst), convert=["untar"], chmod="Fg+r,Dg+rx")
+    assert s.ok, s.failures
+    [x] = [p for p in dst.rglob("x.txt")]
+    assert x.read_bytes() == b"xyz"
+    assert oct(_mode(x)) == oct(0o640)
+    assert oct(_mode(x.parent)) == oct(0o750)
