@@ -105,3 +105,15 @@ def test_a_local_destination_refuses_an_unknown_owner(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError,
                        match="^--chown nobody-pydistcp: no user 'nobody-pydistcp'"):
         check_attributes(None, "nobody-pydistcp", str(tmp_path), {})
+
+
+def test_a_branch_of_a_job_file_takes_chmod_and_chown(tmp_path: Path) -> None:
+    from distcp.cli import job_keys
+    from distcp.jobs import load_job
+
+    job = tmp_path / "job.toml"
+    job.write_text('[[datasets]]\nsource = "/data/in"\n\n[[branches]]\nname = "share"\n'
+                   'destination = "/srv/share"\nchmod = "D2775,F664"\nchown = "1000:33"\n')
+    _, destination, options = load_job(str(job), job_keys()).copy_arguments()
+    assert destination == "/srv/share"
+    assert (options["chmod"], options["chown"]) == ("D2775,F664", "1000:33")
