@@ -148,14 +148,15 @@ def copy(
 
 
 def move(sources: str | Sequence[str], destination: str, *, callback: Callback | None = None,
-         **options: Any) -> Summary:
+         delete_empty_src_dirs: bool = False, **options: Any) -> Summary:
     """``copy``, then each source file is deleted once its file set is published,
     recorded and its copy found at the destination with the copied size
     (``pydistcp move``). Takes ``copy``'s keyword parameters; ``max_delete`` refuses
     the run, before any change, when it would delete more source files (plus
     ``delete``'s extras). Files skipped as identical at the destination lose their
     source too; failed files, files skipped by ``ignore_existing``, symbolic links and
-    archives expanded by a converter keep theirs. Empty source directories are left.
+    archives expanded by a converter keep theirs. Source directories are left, unless
+    ``delete_empty_src_dirs`` (``--delete-empty-src-dirs``): those left empty go too.
     A run killed at any instant loses no file: the commit log's replay finishes it."""
     import inspect
 
@@ -167,6 +168,7 @@ def move(sources: str | Sequence[str], destination: str, *, callback: Callback |
               if n not in ("sources", "destination", "callback")}
     params.update(options)
     params["move"] = True
+    params["delete_empty_src_dirs"] = delete_empty_src_dirs
     from distcp.options import configuration_options
 
     return _copy(sources, destination, callback, configuration_options(params),

@@ -268,7 +268,8 @@ DST with the copied size.
 \b
 Files skipped as identical at DST lose their source too; failed files, files
 skipped by --ignore-existing, symbolic links and archives expanded by --convert
-keep theirs. Empty source directories are left. --max-delete N refuses the run
+keep theirs. Source directories are left (--delete-empty-src-dirs: those left
+empty go too, the SRC root excepted). --max-delete N refuses the run
 (exit 2, nothing changed) when it would delete more than N source files (plus
 --delete's extras). A move killed at any instant loses no file: the next run
 (or 'pydistcp recover') finishes its commit.
@@ -277,6 +278,8 @@ keep theirs. Empty source directories are left. --max-delete N refuses the run
 
 @main.command("move", help=MOVE_HELP + EXIT_HELP, no_args_is_help=True)
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
+@click.option("--delete-empty-src-dirs", is_flag=True,
+              help="rclone: remove the source directories the move left empty.")
 def move_command(paths: tuple[str, ...], **flags: Any) -> None:
     if len(paths) < 2:
         raise click.UsageError("give at least one SRC and a DST")

@@ -112,6 +112,8 @@ class CopyConfiguration:
     #: ``pydistcp move``: each source file is deleted once its copy is published
     #: (distcp.commit.move_steps); files identical at the destination too.
     move: bool = False
+    #: With ``move``: remove the source directories it left empty (rclone's flag).
+    delete_empty_src_dirs: bool = False
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,

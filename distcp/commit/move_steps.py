@@ -64,3 +64,30 @@ def _check_destination(ctx: CommitContext, src: str, dst: str, want: int) -> Non
         found = "missing" if got is None else f"{got} bytes, not {want}"
         raise PublishError(f"move: {fsutil.display(src)} not deleted: its copy "
                            f"{fsutil.display(dst)} is {found}")
+
+
+@dataclass(frozen=True)
+class RemoveEmptySourceDirs(CommitStep):
+    """``--delete-empty-src-dirs``: source directories a move left empty, deepest first
+    (rclone's flag). A directory holding anything (a failed or kept file, a file that
+    arrived since) stays: done when none of them is there and empty."""
+
+    kind: ClassVar[str] = "delete-empty-source-dirs"
+    urls: tuple[str, ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return not any(_empty_dir(ctx, u) for u in self.urls)
+
+    def execute(self, ctx: CommitContext) -> None:
+        for url in sorted(self.urls, key=lambda u: -u.rstrip("/").count("/")):
+            if _empty_dir(ctx, url):
+                fs, path = ctx.source_fs(url)
+                fs.rmdir(path)
+
+
+def _empty_dir(ctx: CommitContext, url: str) -> bool:
+    fs, path = ctx.source_fs(url)
+    try:
+        return bool(fs.isdir(path)) and not fs.ls(path, detail=False)
+    except FileNotFoundError:
+        return False

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from distcp.commit.log import CommitStepStore
-from distcp.commit.move_steps import DeleteSources, SourceEntry
+from distcp.commit.move_steps import DeleteSources, RemoveEmptySourceDirs, SourceEntry
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state import urn_key
 from distcp.commit.state_steps import (
@@ -59,6 +59,8 @@ class Publishing:
     #: ``compare`` says which skipped files are the same file at the destination.
     move: bool = False
     compare: str = "default"
+    #: ``move --delete-empty-src-dirs``: source directories left empty go too.
+    delete_empty_src_dirs: bool = False
 
 
 def _published(r: TaskResult) -> bool:
@@ -187,6 +189,8 @@ def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetO
         if pub.move:
             failed = {r.guid for r in outcome.results if not r.ok}
             sequence = with_source_deletes(sequence, wanted.results, files, skipped, failed)
+            if pub.delete_empty_src_dirs:
+                sequence = with_empty_dirs_removed(sequence, wanted, pub.ctx)
         _run_logged(sequence, pub)
     except (PublishError, StateError) as exc:
         return _publish_failed(outcome, wanted, exc, pub.log)
@@ -288,6 +292,19 @@ def with_source_deletes(sequence: CommitSequence, results: Sequence[TaskResult],
         return sequence
     step = DeleteSources(tuple(sorted(entries)))
     return replace(sequence, steps=(*sequence.steps, step))
+
+
+def with_empty_dirs_removed(sequence: CommitSequence, outcome: FileSetOutcome,
+                            ctx: CommitContext) -> CommitSequence:
+    """``sequence`` ending with the removal of the source directories its set holds
+    that the move left empty (never a dataset's root; sources without directories:
+    none to remove)."""
+    urls = tuple(sorted(d.origin.url for d in outcome.directories
+                        if d.destination != outcome.destination_root
+                        and ctx.source_storage(d.origin.url).capabilities.directories))
+    if not urls:
+        return sequence
+    return replace(sequence, steps=(*sequence.steps, RemoveEmptySourceDirs(urls)))
 
 
 def sequence_id(job_id: str, urn: str, file_set: str) -> str:

@@ -194,7 +194,8 @@ def _publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
                       store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
                       policy=cfg.commit_policy,  # type: ignore[arg-type]
-                      move=cfg.move, compare=cfg.compare)
+                      move=cfg.move, compare=cfg.compare,
+                      delete_empty_src_dirs=cfg.delete_empty_src_dirs)
 
 
 def _split_recovered(files: list[CopyableFile], recovery: RecoveryArea

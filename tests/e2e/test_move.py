@@ -103,3 +103,15 @@ def test_move_from_s3_deletes_the_objects_with_the_source_options(
     assert s.ok and s.files_copied == 2
     assert _files(tmp_path / "dst") == {k.removeprefix("in/"): v for k, v in want.items()}
     assert s3.objects("src", "in/") == {}
+
+
+def test_delete_empty_src_dirs_removes_the_folders_left_empty(spark: Any,
+                                                               tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    want = _source(src)
+    (src / "keep").mkdir()
+    (src / "keep" / "skip.tmp").write_bytes(b"excluded, so not moved")
+    s = distcp.move(str(src), str(dst), exclude=["*.tmp"], delete_empty_src_dirs=True)
+    assert s.ok and _files(dst) == want
+    assert sorted(p.relative_to(src).as_posix() for p in src.rglob("*")) == \
+        ["keep", "keep/skip.tmp"]  # the root and a folder still holding a file stay

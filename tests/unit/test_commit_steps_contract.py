@@ -55,7 +55,7 @@ from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtu
 
 LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "owners",
                "remove-staging", "manifest-segment", "compact-manifest", "watermark",
-               "record-run", "event", "delete-source")
+               "record-run", "event", "delete-source", "delete-empty-source-dirs")
 S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "compact-manifest",
             "watermark", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
@@ -185,10 +185,15 @@ def _check_owners(lay: LocalLayout) -> None:
 
 
 def _check_delete_source(lay: LocalLayout) -> None:
-    assert [p for p in lay.src.rglob("*") if p.is_file()] == []
+    assert [p.name for p in lay.src.rglob("*") if p.is_file()] == ["not-moved.txt"]
     assert (lay.src / "d1" / "sub").is_dir()  # folders are left
     for name, data in FILES.items():
         assert (lay.dst / name).read_bytes() == data
+
+
+def _check_empty_source_dirs(lay: LocalLayout) -> None:
+    assert sorted(p.relative_to(lay.src).as_posix() for p in lay.src.rglob("*")) == \
+        ["keep", "keep/not-moved.txt"]
 
 
 def _check_remove_staging(lay: LocalLayout) -> None:
@@ -264,6 +269,7 @@ LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "delete": _check_delete, "mkdirs": _check_mkdirs, "check-digest": _check_digest,
     "publish": _check_publish, "attributes": _check_attributes, "owners": _check_owners,
     "delete-source": _check_delete_source,
+    "delete-empty-source-dirs": _check_empty_source_dirs,
     "remove-staging": _check_remove_staging, "manifest-segment": _check_manifest,
     "compact-manifest": _check_compact, "watermark": _check_watermark,
     "record-run": _check_record_run, "event": _check_event,
