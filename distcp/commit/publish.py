@@ -194,7 +194,8 @@ def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetO
         _run_logged(sequence, pub)
     except (PublishError, StateError) as exc:
         return _publish_failed(outcome, wanted, exc, pub.log)
-    tally = _record_published(wanted)
+    tally = _record_published(wanted) + Tally(sources_deleted=sum(
+        len(step.entries) for step in sequence.steps if isinstance(step, DeleteSources)))
     pub.log.results("copied", wanted.results)
     pub.log.deleted(wanted.deletes)
     return tally

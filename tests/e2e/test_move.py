@@ -33,7 +33,8 @@ def test_move_publishes_then_deletes_every_source_file(spark: Any, tmp_path: Pat
     src, dst = tmp_path / "src", tmp_path / "dst"
     want = _source(src)
     s = distcp.move(str(src), str(dst))
-    assert s.ok and s.files_copied == 3
+    assert s.ok and s.files_copied == 3 and s.sources_deleted == 3
+    assert "moved: deleted 3 source files whose copies are published" in s.render()
     assert _files(dst) == want
     assert _files(src) == {}
     assert (src / "a" / "b").is_dir() and (src / "empty").is_dir()  # folders are left
@@ -47,7 +48,7 @@ def test_an_identical_file_at_the_destination_loses_its_source(spark: Any,
     assert distcp.copy(str(src), str(dst)).ok
     (src / "new.txt").write_bytes(b"new")
     s = distcp.move(str(src), str(dst))
-    assert s.ok and s.files_copied == 1 and s.files_skipped == 3
+    assert s.ok and s.files_copied == 1 and s.files_skipped == 3 and s.sources_deleted == 4
     assert _files(src) == {}
     assert _files(dst) == {**want, "new.txt": b"new"}
 

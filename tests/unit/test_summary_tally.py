@@ -14,7 +14,7 @@ SUMMARY_KEYS = {
     "links_copied", "bytes_read", "bytes_server_side", "ranges_resumed", "bytes_resumed",
     "uploads_aborted", "requests", "requests_per_file", "notes", "directories_created",
     "datasets", "duration_s", "failures", "entries_skipped", "phases", "dry_run", "plan",
-    "log_file", "throughput_bytes_per_s", "ok"}
+    "log_file", "throughput_bytes_per_s", "ok", "sources_deleted"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:
