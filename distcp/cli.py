@@ -112,7 +112,7 @@ def main() -> None:
 @click.option("--size-only", is_flag=True, help="rclone: skip a file of the same size; ignore mtime.")
 @click.option("--max-delete", type=click.IntRange(min=0), metavar="N",
               help="rclone: with --delete, refuse the run (exit 2, nothing changed) when the "
-                   "plan deletes more than N entries.")
+                   "plan deletes more than N entries (under 'move': source files too).")
 @click.option("--ignore-existing", is_flag=True,
               help="rclone: skip every file DST has, whatever its size or mtime.")
 @click.option("--delete", is_flag=True,
