@@ -54,3 +54,14 @@ def unknown_ids(chown: Chown) -> str | None:
         except KeyError:
             return f"no group {chown.group!r} on this machine"
     return None
+
+
+def ids(owner: str | None, group: str | None) -> tuple[int, int]:
+    """(uid, gid) for chown(2) from names or numeric ids; -1 leaves that one.
+    KeyError for a name this machine does not know."""
+    import grp
+    import pwd
+
+    uid = (int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid) if owner else -1
+    gid = (int(group) if group.isdigit() else grp.getgrnam(group).gr_gid) if group else -1
+    return uid, gid

@@ -8,6 +8,7 @@ import stat
 from typing import BinaryIO
 
 from distcp.checksum import Digest
+from distcp.chown import ids
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage import holes, localcopy
@@ -151,7 +152,7 @@ class LocalStorage(Storage):
     def has_owner(self, url: str, owner: str | None, group: str | None) -> bool:
         try:
             st = os.stat(os_path(url))
-            uid, gid = _ids(owner, group)
+            uid, gid = ids(owner, group)
         except (FileNotFoundError, KeyError):
             return False
         return uid in (-1, st.st_uid) and gid in (-1, st.st_gid)
@@ -160,7 +161,7 @@ class LocalStorage(Storage):
         """--chown on a directory the run made; a refusal is an OSError (unlike a
         preserved owner, an owner the user asked for is not dropped silently)."""
         try:
-            os.chown(os_path(url), *_ids(owner, group))
+            os.chown(os_path(url), *ids(owner, group))
         except KeyError as exc:
             raise OSError(f"--chown: unknown user or group {exc}") from None
 
@@ -238,17 +239,7 @@ def _verify_range(path: str, at: RangeAt, buffer: bytearray, want: bytes) -> Non
 
 def _chown(path: str, owner: str | None, group: str | None) -> None:
     try:
-        os.chown(path, *_ids(owner, group))
+        os.chown(path, *ids(owner, group))
     except (KeyError, PermissionError):
         pass  # unknown name here, or not allowed: keep the process's own
 
-
-def _ids(owner: str | None, group: str | None) -> tuple[int, int]:
-    """(uid, gid) of names or numeric ids (--chown takes both); -1: leave it.
-    KeyError for a name this machine does not know."""
-    import grp
-    import pwd
-
-    uid = (int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid) if owner else -1
-    gid = (int(group) if group.isdigit() else grp.getgrnam(group).gr_gid) if group else -1
-    return uid, gid

@@ -82,3 +82,17 @@ def test_chmod_applies_to_the_modes_archive_members_carry(spark: Any, tmp_path: 
     assert x.read_bytes() == b"xyz"
     assert oct(_mode(x)) == oct(0o640)
     assert oct(_mode(x.parent)) == oct(0o750)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_chown_gives_a_copied_link_its_owner_not_its_target(spark: Any, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "target.txt").write_bytes(b"t")
+    os.symlink("target.txt", src / "link")
+    dst = tmp_path / "dst"
+    s = distcp.copy(str(src), str(dst), links="copy", chown="4242:4343")
+    assert s.ok, s.failures
+    assert os.readlink(dst / "link") == "target.txt"
+    link = (dst / "link").lstat()
+    assert (link.st_uid, link.st_gid) == (4242, 4343)
