@@ -49,7 +49,7 @@ __all__ = [
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
     "QualityCheckError",
     "SourceReadError", "SparkUnavailableError", "StateError", "StatusReport", "Summary",
-    "__version__", "check", "cleanup", "copy", "recover", "status",
+    "__version__", "check", "cleanup", "copy", "move", "recover", "status",
 ]
 __version__ = "0.1.0"
 
@@ -84,6 +84,8 @@ def copy(
     max_delete: int | None = None,
     dry_run: bool = False,
     preserve: str | None = None,
+    chmod: str | None = None,
+    chown: str | None = None,
     # converters
     convert: str | Sequence[str] = (),
     gpg_home: str | None = None,
@@ -160,14 +162,49 @@ def copy(
     params = dict(locals())  # first: the parameters only, every one by its name
     for name in ("sources", "destination", "callback"):
         del params[name]
+    from distcp.options import configuration_options
+
+    # here, not in _copy: a deprecated spelling's warning points at the caller's line
+    return _copy(sources, destination, callback, configuration_options(params), summary_json)
+
+
+def move(sources: str | Sequence[str], destination: str, *, callback: Callback | None = None,
+         delete_empty_src_dirs: bool = False, **options: Any) -> Summary:
+    """``copy``, then each source file is deleted once its file set is published,
+    recorded and its copy found at the destination with the copied size
+    (``pydistcp move``). Takes ``copy``'s keyword parameters; ``max_delete`` refuses
+    the run, before any change, when it would delete more source files (plus
+    ``delete``'s extras). Files skipped as identical at the destination lose their
+    source too; failed files, files skipped by ``ignore_existing``, symbolic links and
+    archives expanded by a converter keep theirs. Source directories are left, unless
+    ``delete_empty_src_dirs`` (``--delete-empty-src-dirs``): those left empty go too.
+    A run killed at any instant loses no file: the commit log's replay finishes it."""
+    import inspect
+
+    known = inspect.signature(copy).parameters
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ConfigurationError(f"{', '.join(unknown)}: not a parameter of distcp.move")
+    params = {n: p.default for n, p in known.items()
+              if n not in ("sources", "destination", "callback")}
+    params.update(options)
+    params["move"] = True
+    params["delete_empty_src_dirs"] = delete_empty_src_dirs
+    from distcp.options import configuration_options
+
+    return _copy(sources, destination, callback, configuration_options(params),
+                 params.get("summary_json"))
+
+
+def _copy(sources: str | Sequence[str], destination: str, callback: Callback | None,
+          options: dict[str, Any], summary_json: str | None) -> Summary:
+    """``copy`` and ``move``: configuration options -> configuration -> one run on Spark."""
     from distcp.callbacks import DEFAULT_CALLBACK
     from distcp.configuration import CopyConfiguration
     from distcp.driver_errors import driver_errors
-    from distcp.options import configuration_options
     from distcp.spark.job import run_copy
 
     srcs = [sources] if isinstance(sources, str) else list(sources)
-    options = configuration_options(params)
     try:
         cfg = CopyConfiguration.build(srcs, destination, **options)
     except ConfigurationError:

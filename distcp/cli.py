@@ -132,7 +132,7 @@ def main() -> None:
 @click.option("--size-only", is_flag=True, help="rclone: skip a file of the same size; ignore mtime.")
 @click.option("--max-delete", type=click.IntRange(min=0), metavar="N",
               help="rclone: with --delete, refuse the run (exit 2, nothing changed) when the "
-                   "plan deletes more than N entries.")
+                   "plan deletes more than N entries (under 'move': source files too).")
 @click.option("--ignore-existing", is_flag=True,
               help="rclone: skip every file DST has, whatever its size or mtime.")
 @click.option("--delete", is_flag=True,
@@ -141,6 +141,15 @@ def main() -> None:
 @click.option("-p", "--preserve", default="pt", show_default=True, metavar="LETTERS",
               help="Attributes to keep: u owner, g group, p permissions, t mtime, b block size "
                    "(where the filesystems have them; owner/group only where allowed).")
+@click.option("--chmod", metavar="RULES",
+              help="rsync: the permissions of what the run writes (files and the "
+                   "directories it makes), applied to the source's: D755,F644, "
+                   "u+rwx,g-w,o= or Fu+x (D/F: directories/files only). Wins over -p p. "
+                   "Refused for a destination without modes (S3).")
+@click.option("--chown", metavar="USER:GROUP",
+              help="rsync: the owner and group of what the run writes (USER, :GROUP or "
+                   "USER:GROUP; names or numeric ids; needs root or a group you are in). "
+                   "Wins over -p ug. Refused for a destination without owners (S3).")
 @click.option("--convert", "converters", multiple=True, callback=_split, metavar="NAMES",
               help="Converters to apply in order, e.g. 'decrypt,gunzip,untar'.")
 @click.option("--check", "check", multiple=True, metavar="NAME[=ARG]",
@@ -289,13 +298,16 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
     """``distcp.copy`` (or ``run``, which takes the same arguments) with ``options`` (its
     keywords), then the plan, failures and summary on the terminal; the exit status.
     Shared by ``copy`` and ``run``."""
-    from distcp import copy
+    from distcp import copy, move
     from distcp.callbacks import Callback, TextProgress
 
     level, dry_run = options.get("log_level") or "notice", bool(options.get("dry_run"))
     progress = options.get("progress", True) and not dry_run and level != "error"
     callback: Callback = TextProgress() if progress else Callback()
     _debug_logging(level)
+    options = dict(options)
+    if options.pop("move", False):
+        run = move
     summary = (run or copy)(sources, destination, callback=callback, **options)
     # --summary-json - keeps stdout one JSON document (the API wrote it): the human
     # lines go to stderr
@@ -311,6 +323,34 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
     if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1
+
+
+MOVE_HELP = """Move SRC... to DST: copy them as 'copy' does (same options), then
+delete each source file once its file set is published and its copy is found at
+DST with the copied size.
+
+\b
+Files skipped as identical at DST lose their source too; failed files, files
+skipped by --ignore-existing, symbolic links and archives expanded by --convert
+keep theirs. Source directories are left (--delete-empty-src-dirs: those left
+empty go too, the SRC root excepted). --max-delete N refuses the run
+(exit 2, nothing changed) when it would delete more than N source files (plus
+--delete's extras). A move killed at any instant loses no file: the next run
+(or 'pydistcp recover') finishes its commit.
+"""
+
+
+@main.command("move", help=MOVE_HELP + EXIT_HELP, no_args_is_help=True)
+@click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
+@click.option("--delete-empty-src-dirs", is_flag=True,
+              help="rclone: remove the source directories the move left empty.")
+def move_command(paths: tuple[str, ...], **flags: Any) -> None:
+    if len(paths) < 2:
+        raise click.UsageError("give at least one SRC and a DST")
+    _compare_mode(flags)
+    _log_level(flags)
+    _run(lambda: _copy_and_report(list(paths[:-1]), paths[-1],
+                                  {**_options(flags), "move": True}))
 
 
 def _log_level(flags: dict[str, Any]) -> str:
@@ -805,3 +845,11 @@ def _add_check_flags() -> None:
 
 
 _add_check_flags()
+
+
+def _add_move_flags() -> None:
+    """``move`` takes every option of ``copy``: the same click options."""
+    move_command.params.extend(p for p in copy_command.params if isinstance(p, click.Option))
+
+
+_add_move_flags()

@@ -12,12 +12,17 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 from distcp.planning.filters import FileFilter
 from distcp.publishers.catalog import pattern_problem, table_problem
+
+if TYPE_CHECKING:
+    from distcp.chmod import Chmod
+    from distcp.chown import Chown
 
 PRESERVE_LETTERS = "ugptb"
 LOG_LEVELS = ("error", "notice", "info", "debug")
@@ -134,6 +139,16 @@ class CopyConfiguration:
     #: ``--check NAME[=ARG]``: quality checks every staged output passes before it may
     #: publish (distcp.checks); a failure fails that file.
     check: tuple[str, ...] = ()
+    #: rsync --chmod rules (``D755,F644``, ``u+rwx,g-w``) for what the run writes,
+    #: instead of the source's modes. See distcp.chmod.
+    chmod: str | None = None
+    #: rsync --chown USER:GROUP (names or numeric ids) for what the run writes.
+    chown: str | None = None
+    #: ``pydistcp move``: each source file is deleted once its copy is published
+    #: (distcp.commit.move_steps); files identical at the destination too.
+    move: bool = False
+    #: With ``move``: remove the source directories it left empty (rclone's flag).
+    delete_empty_src_dirs: bool = False
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
@@ -166,6 +181,20 @@ class CopyConfiguration:
     def with_(self, **changes: Any) -> CopyConfiguration:
         return replace(self, **changes)
 
+    @cached_property
+    def chmod_rules(self) -> Chmod | None:
+        """The parsed --chmod (checked at construction), or None."""
+        from distcp.chmod import parse_chmod
+
+        return parse_chmod(self.chmod) if self.chmod is not None else None
+
+    @cached_property
+    def chown_ids(self) -> Chown | None:
+        """The parsed --chown (checked at construction), or None."""
+        from distcp.chown import parse_chown
+
+        return parse_chown(self.chown) if self.chown is not None else None
+
     @property
     def file_filter(self) -> FileFilter:
         """The run's include/exclude/size/age filters, aged from the run's start."""
@@ -189,6 +218,7 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _not_one_of(c.compare, COMPARE_MODES, "compare: unknown mode {!r}")
     yield _below(c.tasks, 1, "--tasks must be at least 1")
     yield _preserve_problem(c.preserve)
+    yield _attributes_problem(c.chmod, c.chown)
     yield _not_one_of(c.verify, ("digest", "size"),
                       "--verify must be 'digest' or 'size', not {!r}")
     yield _below(c.parallelism, 1, "--parallelism must be at least 1")
@@ -300,6 +330,21 @@ def _preserve_problem(preserve: str) -> str | None:
     if not bad:
         return None
     return f"--preserve takes letters from {PRESERVE_LETTERS!r}, not {''.join(sorted(bad))!r}"
+
+
+def _attributes_problem(chmod: str | None, chown: str | None) -> str | None:
+    """A --chmod or --chown that does not parse, named with the bad part."""
+    from distcp.chmod import parse_chmod
+    from distcp.chown import parse_chown
+
+    try:
+        if chmod is not None:
+            parse_chmod(chmod)
+        if chown is not None:
+            parse_chown(chown)
+    except ConfigurationError as exc:
+        return str(exc)
+    return None
 
 
 def _credentials_problem(urls: tuple[str, ...]) -> str | None:

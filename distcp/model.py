@@ -77,6 +77,9 @@ class CopyableDirectory:
     file_set: str
     mode: int | None = None
     mtime: float | int | None = None  # int: nanoseconds (exact), float: seconds
+    #: --chown's owner and group (names or numeric ids; None: leave as created).
+    owner: str | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,10 +173,31 @@ def check_links(links: str, destination: str, options: Mapping[str, Any]) -> Non
             "links (only a local disk can); use --links skip or --links follow")
 
 
+def check_attributes(chmod: str | None, chown: str | None, destination: str,
+                     options: Mapping[str, Any]) -> None:
+    """--chmod/--chown need a destination that keeps modes and owners (asked of its
+    kind, no request sent); --chown's names must exist here for a local one."""
+    if chmod is None and chown is None:
+        return
+    caps = storage_for(destination, dict(options)).capabilities
+    flag = "--chmod" if chmod is not None else "--chown"
+    if not caps.mtimes:
+        raise ConfigurationError(
+            f"{flag}: destination {fsutil.display(destination)} keeps no file modes or "
+            "owners (an object store); leave it unset")
+    if chown is not None and caps.local_paths:
+        from distcp.chown import parse_chown, unknown_ids
+
+        problem = unknown_ids(parse_chown(chown))
+        if problem:
+            raise ConfigurationError(f"--chown {chown}: {problem}")
+
+
 def check_run(cfg: Any) -> None:
     """The checks a copy run needs before it lists anything, in the order a user would
     fix them; a dry run starts no Spark, so its master is not asked."""
     check_links(cfg.links, cfg.destination, cfg.dst_options)
+    check_attributes(cfg.chmod, cfg.chown, cfg.destination, cfg.dst_options)
     if not cfg.dry_run:
         check_master(cfg.master)
     check_output_file(cfg.summary_json)

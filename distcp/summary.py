@@ -34,6 +34,8 @@ class Tally:
     bytes_copied: int = 0
     files_failed: int = 0
     files_deleted: int = 0
+    #: ``move``: source files deleted once their copies were published.
+    sources_deleted: int = 0
     files_not_published: int = 0
     files_recovered: int = 0
     bytes_recovered: int = 0
@@ -68,6 +70,8 @@ class Summary:
     files_skipped: int = 0
     files_failed: int = 0
     files_deleted: int = 0
+    #: ``move``: source files deleted once their copies were published.
+    sources_deleted: int = 0
     files_not_published: int = 0
     files_recovered: int = 0
     bytes_recovered: int = 0
@@ -160,6 +164,9 @@ class Summary:
             f"deleted {self.files_deleted} in {self.duration_s:.1f}s"
             + (f" ({human_bytes(self.throughput)}/s)" if self.bytes_copied else ""),
         ]
+        if self.sources_deleted:
+            lines.append(f"moved: deleted {self.sources_deleted} source files whose copies "
+                         "are published")
         if self.links_copied:
             lines.append(f"of which symbolic links {verb} as links: {self.links_copied}")
         if self.sequences_replayed or self.sequences_set_aside:

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import distcp.commit.state_steps  # noqa: F401 - registers the state step kinds for from_dict
+import distcp.commit.move_steps
+import distcp.commit.state_steps
 import distcp.commit.upload_steps  # noqa: F401 - registers the upload step kinds for from_dict
 import distcp.publishers.catalog  # noqa: F401 - registers the catalog step kind for from_dict
 from distcp.commit.state import read_json, write_atomic

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from distcp.commit.log import CommitStepStore
+from distcp.commit.move_steps import DeleteSources, RemoveEmptySourceDirs, SourceEntry
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state import urn_key
 from distcp.commit.state_steps import (
@@ -32,6 +33,7 @@ from distcp.datasets.partitions import StreamMarks
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
+from distcp.planning.moving import identical_skips, movable
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.base import FileSetOutcome, Publisher
 from distcp.publishers.catalog import (
@@ -64,6 +66,12 @@ class Publishing:
     log: RunLog = NO_LOG
     #: ``--catalog-table``: each published partition registered, last in its sequence.
     catalog: CatalogTarget | None = None
+    #: ``pydistcp move``: each published set's sequence ends by deleting its sources;
+    #: ``compare`` says which skipped files are the same file at the destination.
+    move: bool = False
+    compare: str = "default"
+    #: ``move --delete-empty-src-dirs``: source directories left empty go too.
+    delete_empty_src_dirs: bool = False
 
 
 def _published(r: TaskResult) -> bool:
@@ -113,6 +121,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     files = {f.guid: f for d in plan.datasets for f in (a.file for a in d.copy)}
     marks = {d.urn: d.marks for d in plan.datasets if d.marks is not None}
     outcomes = _outcomes(plan, results, pub.ctx)
+    skipped = _moved_skips(plan, outcomes, pub) if pub.move else {}
     all_ok = all(o.ok for o in outcomes)
     for outcome in outcomes:
         tallies.append(_record_failures(outcome))
@@ -121,8 +130,10 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
         if wanted is None:
             tallies.append(_hold_back(outcome, files, pub))
         else:
+            key = (outcome.dataset_urn, outcome.file_set)
             tallies.append(_publish_set(publisher, outcome, wanted, files, pub,
-                                        marks.get(outcome.dataset_urn)))
+                                        marks.get(outcome.dataset_urn),
+                                        skipped.get(key, ())))
     return tally_of(tallies)
 
 
@@ -137,6 +148,24 @@ def publishable_guids(plan: Plan, results: Sequence[TaskResult], pub: Publishing
         if wanted is not None:
             kept.update(r.guid for r in wanted.results)
     return kept
+
+
+def _moved_skips(plan: Plan, outcomes: Sequence[FileSetOutcome], pub: Publishing
+                 ) -> dict[tuple[str, str], tuple[CopyableFile, ...]]:
+    """``move``: the skipped files identical at the destination, by the file set whose
+    sequence deletes their sources (their own set, else the dataset's first)."""
+    sets = {(o.dataset_urn, o.file_set) for o in outcomes}
+    first: dict[str, str] = {}
+    for o in outcomes:
+        first.setdefault(o.dataset_urn, o.file_set)
+    out: dict[tuple[str, str], list[CopyableFile]] = defaultdict(list)
+    for d in plan.datasets:
+        for a in identical_skips(d, pub.compare):
+            key = (d.urn, a.file.file_set)
+            if key not in sets and d.urn in first:
+                key = (d.urn, first[d.urn])
+            out[key].append(a.file)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _outcomes(plan: Plan, results: Sequence[TaskResult], ctx: CommitContext
@@ -178,11 +207,20 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 
 def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetOutcome,
                  files: dict[str, CopyableFile], pub: Publishing,
-                 marks: StreamMarks | None = None) -> Tally:
-    """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log."""
+                 marks: StreamMarks | None = None,
+                 skipped: Sequence[CopyableFile] = ()) -> Tally:
+    """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log;
+    under ``move``, delete the sources of its files and of ``skipped`` after the data
+    (a catalog registration stays the last step)."""
     registered = Tally()
     try:
         sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok, marks=marks)
+        if pub.move:
+            failed = {r.guid for r in outcome.results if not r.ok}
+            sequence = with_source_deletes(sequence, wanted.results, files, skipped, failed)
+            if pub.delete_empty_src_dirs:
+                sequence = with_empty_dirs_removed(sequence, wanted, pub.ctx)
+            sequence = _registrations_last(sequence)
         _run_logged(sequence, pub)
         registered = Tally(partitions_registered=registered_in(sequence.steps))
     except CatalogError as exc:  # the last step: everything before it is published
@@ -192,10 +230,18 @@ def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetO
             "the next run registers it"),))
     except (PublishError, StateError) as exc:
         return _publish_failed(outcome, wanted, exc, pub.log)
-    tally = _record_published(wanted) + registered
+    tally = _record_published(wanted) + registered + Tally(sources_deleted=sum(
+        len(step.entries) for step in sequence.steps if isinstance(step, DeleteSources)))
     pub.log.results("copied", wanted.results)
     pub.log.deleted(wanted.deletes)
     return tally
+
+
+def _registrations_last(sequence: CommitSequence) -> CommitSequence:
+    """A catalog registration after every other step (a failed one leaves the data, and
+    here the source deletions, done: ``registrations_left``)."""
+    steps = sorted(sequence.steps, key=lambda s: isinstance(s, RegisterPartitions))
+    return replace(sequence, steps=tuple(steps))
 
 
 def _run_logged(sequence: CommitSequence, pub: Publishing) -> None:
@@ -274,6 +320,47 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
         if partitions:
             steps.append(RegisterPartitions(pub.catalog.table, partitions))
     return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
+
+
+def with_source_deletes(sequence: CommitSequence, results: Sequence[TaskResult],
+                        files: dict[str, CopyableFile], skipped: Sequence[CopyableFile],
+                        failed: set[str]) -> CommitSequence:
+    """``sequence`` ending with the deletion of the sources it published (and of
+    ``skipped``, identical at the destination); a source with any failed output stays."""
+    entries: list[SourceEntry] = []
+    by_guid: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in results:
+        if r.ok and r.guid not in failed and (r.staging or r.destination.endswith("/")):
+            by_guid[r.guid].append(r)
+    for guid, rs in by_guid.items():
+        f = files.get(guid)
+        if f is None or not movable(f):
+            continue
+        if f.converters:
+            outputs = tuple(sorted({(r.destination, r.bytes_written) for r in rs
+                                    if not r.destination.endswith("/")}))
+        else:
+            outputs = ((f.destination, f.origin.size),)
+        entries.append((f.origin.url, f.origin.size, f.origin.mtime, outputs))
+    entries += [(f.origin.url, f.origin.size, f.origin.mtime, ((f.destination, f.origin.size),))
+                for f in skipped]
+    if not entries:
+        return sequence
+    step = DeleteSources(tuple(sorted(entries)))
+    return replace(sequence, steps=(*sequence.steps, step))
+
+
+def with_empty_dirs_removed(sequence: CommitSequence, outcome: FileSetOutcome,
+                            ctx: CommitContext) -> CommitSequence:
+    """``sequence`` ending with the removal of the source directories its set holds
+    that the move left empty (never a dataset's root; sources without directories:
+    none to remove)."""
+    urls = tuple(sorted(d.origin.url for d in outcome.directories
+                        if d.destination != outcome.destination_root
+                        and ctx.source_storage(d.origin.url).capabilities.directories))
+    if not urls:
+        return sequence
+    return replace(sequence, steps=(*sequence.steps, RemoveEmptySourceDirs(urls)))
 
 
 def sequence_id(job_id: str, urn: str, file_set: str) -> str:

@@ -28,6 +28,8 @@ class CommitContext:
 
     dst_options: dict[str, Any] = field(default_factory=dict, repr=False)
     state_root: str = ""
+    #: The sources' storage options (``move`` deletes sources); from the run, never the log.
+    src_options: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Dataset states read or written in this run (this process is their only writer
     #: while it runs), so steps of one sequence do not re-read a large manifest.
     state_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -41,6 +43,13 @@ class CommitContext:
     def storage(self, url: str) -> Storage:
         """The storage serving ``url`` (the destination's options)."""
         return storage_for(url, self.dst_options)
+
+    def source_fs(self, url: str) -> tuple[Any, str]:
+        """A source's filesystem (``move`` deletes sources): the run's source options."""
+        return fsutil.filesystem(url, self.src_options)
+
+    def source_storage(self, url: str) -> Storage:
+        return storage_for(url, self.src_options)
 
 
 class CommitStep(ABC):
@@ -176,6 +185,22 @@ class SetAttributes(CommitStep):
     def execute(self, ctx: CommitContext) -> None:
         for url, mode, mtime in sorted(self.entries, key=lambda e: -e[0].count("/")):
             ctx.storage(url).set_attributes(url, mode, mtime)
+
+
+@dataclass(frozen=True)
+class SetOwners(CommitStep):
+    """Give directories the owner and group of ``--chown`` (files get theirs staged)."""
+
+    kind: ClassVar[str] = "owners"
+    entries: tuple[tuple[str, str | None, str | None], ...]
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return all(ctx.storage(url).has_owner(url, owner, group)
+                   for url, owner, group in self.entries)
+
+    def execute(self, ctx: CommitContext) -> None:
+        for url, owner, group in self.entries:
+            ctx.storage(url).set_owner(url, owner, group)
 
 
 @dataclass(frozen=True)

@@ -80,13 +80,10 @@ def apply_link_attributes(staging_url: str, *, mtime: float | None, owner: str |
 
 
 def _lchown(path: str, owner: str | None, group: str | None) -> None:
-    import grp
-    import pwd
+    from distcp.chown import ids
 
     try:
-        uid = pwd.getpwnam(owner).pw_uid if owner else -1
-        gid = grp.getgrnam(group).gr_gid if group else -1
-        os.chown(path, uid, gid, follow_symlinks=False)
+        os.chown(path, *ids(owner, group), follow_symlinks=False)
     except (KeyError, PermissionError):
         pass  # unknown name here, or not allowed: keep the process's own
 

@@ -293,7 +293,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     """Stage one output; with ``held`` (per-file visibility) a small output's bytes
     are kept there instead, for one PutObject once the source is checked."""
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
-        return key.result(out.destination, mode=out.mode,
+        return key.result(out.destination, mode=_member_mode(spec, out.mode, is_dir=True),
                           mtime=out.mtime if "t" in file.preserve else None)
     storage = spec.dst.open()
     writer = storage.open_stage(out.destination, staging_url, verify=spec.verify,
@@ -308,7 +308,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     if staged.body is not None and held is not None:
         held[out.destination] = staged.body
     if staged.staged is not None and staged.staged.needs_rename:
-        _keep_attributes(storage, staging_url, out, file)
+        _keep_attributes(storage, staging_url, out, file, spec)
     return _staged_result(key, out.destination, staged)
 
 
@@ -326,15 +326,23 @@ def _run_checks(checks: CheckRun, destination: str, staged: StagedStream, storag
         raise QualityCheckError(problem)
 
 
+def _member_mode(spec: TaskSpec, mode: int | None, is_dir: bool) -> int | None:
+    """An archive member's own mode, through --chmod when given."""
+    if mode is None or spec.chmod is None:
+        return mode
+    return spec.chmod.mode_for(mode, is_dir)
+
+
 def _keep_attributes(storage: Storage, staging_url: str, out: FileAwareInputStream,
-                     file: CopyableFile) -> None:
+                     file: CopyableFile, spec: TaskSpec) -> None:
     """Give a staged file the mode, mtime and owner the rename that publishes keeps
     (the output's own where a converter knows them, else the origin's)."""
     mtime: float | int | None = out.mtime
     if mtime is None:
         mtime = file.origin.mtime_ns or file.origin.mtime
     storage.set_staged_attributes(staging_url,
-                                  mode=out.mode if out.mode is not None else file.mode,
+                                  mode=file.mode if out.mode is None
+                                  else _member_mode(spec, out.mode, is_dir=False),
                                   mtime=mtime if "t" in file.preserve else None,
                                   owner=file.owner, group=file.group)
 

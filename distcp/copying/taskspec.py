@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.checks.checklist import CheckList
+from distcp.chmod import Chmod
 from distcp.converters.base import ConverterOptions
 from distcp.storage import StorageSpec
 
@@ -43,4 +44,7 @@ class TaskSpec:
     #: ``--check``: what every staged output must pass before it may publish (one
     #: destination's list; a fork gives each branch its own).
     checks: CheckList = field(default_factory=CheckList)
+    #: ``--chmod``: also applied to the modes archive members carry (the planner has
+    #: already applied it to every file's own mode).
+    chmod: Chmod | None = None
 

@@ -86,14 +86,15 @@ class RecursiveCopyableDataset(CopyableDataset):
         p = cfg.preserve
         if origin.link_target is not None:
             return self._link(origin, dest, cfg, rel)
+        owner, group = _owner_group(origin, cfg)
         return CopyableFile(
             origin=origin,
             destination=rename_through(chain, dest),
             dataset_urn=self.urn,
             file_set=file_set_of(rel, cfg.converters, self.whole),
-            mode=origin.mode if "p" in p else None,
-            owner=origin.owner if "u" in p else None,
-            group=origin.group if "g" in p else None,
+            mode=_mode(origin, cfg, is_dir=False),
+            owner=owner,
+            group=group,
             preserve=p,
             converters=cfg.converters,
         )
@@ -102,17 +103,38 @@ class RecursiveCopyableDataset(CopyableDataset):
               rel: str) -> CopyableFile:
         """A symbolic link under ``--links copy``: copied verbatim, never converted (its
         text names a path, not bytes), under its own name; a link has no mode of its own."""
-        p = cfg.preserve
+        owner, group = _owner_group(origin, cfg)
         return CopyableFile(origin=origin, destination=dest, dataset_urn=self.urn,
                             file_set=file_set_of(rel, (), self.whole),
-                            owner=origin.owner if "u" in p else None,
-                            group=origin.group if "g" in p else None, preserve=p)
+                            owner=owner, group=group, preserve=cfg.preserve)
 
     def _directory(self, origin: FileStatus, dest: str, cfg: CopyConfiguration) -> CopyableDirectory:
-        mode = origin.mode if "p" in cfg.preserve else None
         mtime = (origin.mtime_ns or origin.mtime) if "t" in cfg.preserve else None
+        chown = cfg.chown_ids
         return CopyableDirectory(origin, dest, self.urn, WHOLE if self.whole else PER_FILE,
-                                 mode, mtime)
+                                 _mode(origin, cfg, is_dir=True), mtime,
+                                 owner=chown.owner if chown else None,
+                                 group=chown.group if chown else None)
+
+
+def _mode(origin: FileStatus, cfg: CopyConfiguration, is_dir: bool) -> int | None:
+    """--chmod's mode (from the source's, or a new entry's default), else the source's
+    under --preserve p, else None (the filesystem's default)."""
+    rules = cfg.chmod_rules
+    if rules is not None:
+        return rules.mode_for(origin.mode, is_dir)
+    return origin.mode if "p" in cfg.preserve else None
+
+
+def _owner_group(origin: FileStatus, cfg: CopyConfiguration) -> tuple[str | None, str | None]:
+    """--chown's owner and group where given, else the source's under --preserve u/g."""
+    chown = cfg.chown_ids
+    owner = origin.owner if "u" in cfg.preserve else None
+    group = origin.group if "g" in cfg.preserve else None
+    if chown is not None:
+        owner = chown.owner or owner
+        group = chown.group or group
+    return owner, group
 
 
 def file_set_of(rel: str, converters: Sequence[str], whole: bool = True) -> str:

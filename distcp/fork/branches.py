@@ -111,6 +111,10 @@ def check_branches(branches: tuple[Branch, ...]) -> None:
                     f"destinations ({fsutil.display(other)}, {fsutil.display(root)}); each "
                     "branch needs a destination of its own")
     for b in branches:
+        if b.cfg.move:
+            raise ConfigurationError("move does not work with --fork or several branches yet: "
+                                     "a source deleted after one branch published could be "
+                                     "missing for another; copy, then move one branch")
         if b.cfg.split_size:
             raise ConfigurationError(f"fork branch {b.name!r}: --split-size does not work "
                                      "with --fork yet (each file is read once, whole)")

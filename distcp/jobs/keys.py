@@ -24,7 +24,8 @@ DATASET_KEYS = ("dataset_glob", "finder", "partition_pattern", "lookback", "read
                 "include", "exclude", "min_size", "max_size", "min_age",
                 "max_age", "links", "files_from", "files_from_manifest")
 #: Copy flags that are a ``[[branches]]`` key: each branch's converters and attributes.
-BRANCH_KEYS = ("convert", "preserve", "gpg_home", "gpg_recipient", "gpg_require_signature",
+BRANCH_KEYS = ("convert", "preserve", "chmod", "chown", "gpg_home", "gpg_recipient",
+               "gpg_require_signature",
                "max_expansion_ratio", "max_expanded_bytes", "archive_links",
                "expand_into_parent", "check")
 #: Copy flags with no job key, and what the file has instead: the storage tables

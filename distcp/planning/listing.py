@@ -17,6 +17,7 @@ from distcp.datasets.base import CopyableDataset, DatasetHistory, DatasetListing
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
 from distcp.planning.listed import list_flag, listed_entries, listed_paths
+from distcp.planning.moving import check_max_move
 from distcp.planning.plan import (
     DatasetPlan,
     Plan,
@@ -127,7 +128,10 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
                             "file(s) in the source; check the patterns (a pattern without '/' "
                             "matches the file name)")
     check_duplicates(plans)
-    check_max_delete(plans, cfg.max_delete)
+    if cfg.move:
+        check_max_move(plans, cfg.max_delete, cfg.compare)
+    else:
+        check_max_delete(plans, cfg.max_delete)
     return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
 
 

@@ -14,6 +14,7 @@ from distcp.commit.steps import (
     PublishFiles,
     RemoveStaging,
     SetAttributes,
+    SetOwners,
 )
 from distcp.commit.upload_steps import CheckDigests, CompleteUploads
 from distcp.model import TaskResult
@@ -42,6 +43,7 @@ class RenamePublisher(Publisher):
             _rename_staged(renamed),
             _complete_uploads(uploads),
             _set_directory_attributes(outcome),
+            _set_directory_owners(outcome),
             _remove_range_records(files),
         )
         steps = tuple(step for step in planned if step is not None)
@@ -94,6 +96,13 @@ def _set_directory_attributes(outcome: FileSetOutcome) -> CommitStep | None:
     attrs = [(d.destination, d.mode, d.mtime) for d in outcome.directories]
     attrs += _archive_dirs(outcome)
     return SetAttributes(tuple(attrs)) if attrs else None
+
+
+def _set_directory_owners(outcome: FileSetOutcome) -> CommitStep | None:
+    """--chown's owner for directories (files were given theirs when staged)."""
+    owners = [(d.destination, d.owner, d.group) for d in outcome.directories
+              if d.owner is not None or d.group is not None]
+    return SetOwners(tuple(owners)) if owners and outcome.capabilities.directories else None
 
 
 def _remove_range_records(files: list[TaskResult]) -> CommitStep | None:

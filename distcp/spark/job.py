@@ -199,12 +199,15 @@ def jobs_with_commits(store: CommitStepStore) -> set[str]:
 
 def publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
     options = dict(cfg.dst_options)
-    ctx = CommitContext(dst_options=options, state_root=root)
+    ctx = CommitContext(dst_options=options, state_root=root,
+                        src_options=dict(cfg.src_options))
     catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
                if cfg.catalog_table else None)
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
                       store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
-                      policy=cfg.commit_policy, catalog=catalog)  # type: ignore[arg-type]
+                      policy=cfg.commit_policy,  # type: ignore[arg-type]
+                      catalog=catalog, move=cfg.move, compare=cfg.compare,
+                      delete_empty_src_dirs=cfg.delete_empty_src_dirs)
 
 
 def split_recovered(files: list[CopyableFile], recovery: RecoveryArea
@@ -375,6 +378,7 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         env=task_environment(),
         s3_timeout=s3.watchdog_seconds(),
         checks=check_list(cfg.check),
+        chmod=cfg.chmod_rules,
     )
 
 

@@ -309,6 +309,15 @@ class Storage(ABC):
         ``set_attributes`` sets nothing (so a replay never waits on it)."""
         return True
 
+    def set_owner(self, url: str, owner: str | None, group: str | None) -> None:
+        """Give ``url`` the owner and group (names or numeric ids) where the filesystem
+        keeps them (--chown on directories); here none are kept."""
+
+    def has_owner(self, url: str, owner: str | None, group: str | None) -> bool:
+        """Whether ``url`` has that owner and group; True where ``set_owner`` sets
+        nothing (so a replay never waits on it)."""
+        return True
+
     def set_mtime(self, url: str, mtime: float | None) -> str | None:
         """Set a staged file's mtime where the filesystem offers ``set_mtime`` (FTP: MFMT);
         a note when the server refused it (the copy stands), else None."""

@@ -8,6 +8,7 @@ import stat
 from typing import BinaryIO
 
 from distcp.checksum import Digest
+from distcp.chown import ids
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage import holes, localcopy
@@ -148,6 +149,22 @@ class LocalStorage(Storage):
             return st.st_mtime_ns == mtime
         return mtime is None or abs(st.st_mtime - mtime) < 1e-6
 
+    def has_owner(self, url: str, owner: str | None, group: str | None) -> bool:
+        try:
+            st = os.stat(os_path(url))
+            uid, gid = ids(owner, group)
+        except (FileNotFoundError, KeyError):
+            return False
+        return uid in (-1, st.st_uid) and gid in (-1, st.st_gid)
+
+    def set_owner(self, url: str, owner: str | None, group: str | None) -> None:
+        """--chown on a directory the run made; a refusal is an OSError (unlike a
+        preserved owner, an owner the user asked for is not dropped silently)."""
+        try:
+            os.chown(os_path(url), *ids(owner, group))
+        except KeyError as exc:
+            raise OSError(f"--chown: unknown user or group {exc}") from None
+
     def set_attributes(self, url: str, mode: int | None, mtime: float | None) -> None:
         path = os_path(url)
         if mode is not None:
@@ -221,12 +238,8 @@ def _verify_range(path: str, at: RangeAt, buffer: bytearray, want: bytes) -> Non
 
 
 def _chown(path: str, owner: str | None, group: str | None) -> None:
-    import grp
-    import pwd
-
     try:
-        uid = pwd.getpwnam(owner).pw_uid if owner else -1
-        gid = grp.getgrnam(group).gr_gid if group else -1
-        os.chown(path, uid, gid)
+        os.chown(path, *ids(owner, group))
     except (KeyError, PermissionError):
         pass  # unknown name here, or not allowed: keep the process's own
+

@@ -24,6 +24,7 @@ import pytest
 
 from distcp.checksum import digest_of_bytes
 from distcp.commit.log import CommitStepStore
+from distcp.commit.move_steps import DeleteSources
 from distcp.commit.state import StateStore
 from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.errors import PublishError
@@ -35,6 +36,7 @@ from tests.fixtures.commit_scenarios import (
     FILES,
     JOINED,
     OBJECTS,
+    OWNER,
     SEQ_ID,
     URN,
     LocalLayout,
@@ -51,8 +53,10 @@ from tests.fixtures.commit_scenarios import (
 )
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtures
 
-LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "remove-staging",
-               "manifest-segment", "compact-manifest", "watermark", "stream-watermarks", "record-run", "event")
+LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "owners",
+               "remove-staging", "manifest-segment", "compact-manifest", "watermark",
+               "stream-watermarks", "record-run", "event", "delete-source",
+               "delete-empty-source-dirs")
 S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "compact-manifest",
             "watermark", "stream-watermarks", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
@@ -177,6 +181,24 @@ def _check_attributes(lay: LocalLayout) -> None:
         assert abs(st.st_mtime_ns - mtime_ns) < 1000, rel
 
 
+def _check_owners(lay: LocalLayout) -> None:
+    st, empty = os.stat(lay.dst / "d1"), os.stat(lay.dst / "empty")
+    assert (st.st_uid, st.st_gid) == (int(OWNER[0]), int(OWNER[1]))
+    assert (empty.st_uid, empty.st_gid) == (os.getuid(), int(OWNER[1]))  # owner left
+
+
+def _check_delete_source(lay: LocalLayout) -> None:
+    assert [p.name for p in lay.src.rglob("*") if p.is_file()] == ["not-moved.txt"]
+    assert (lay.src / "d1" / "sub").is_dir()  # folders are left
+    for name, data in FILES.items():
+        assert (lay.dst / name).read_bytes() == data
+
+
+def _check_empty_source_dirs(lay: LocalLayout) -> None:
+    assert sorted(p.relative_to(lay.src).as_posix() for p in lay.src.rglob("*")) == \
+        ["keep", "keep/not-moved.txt"]
+
+
 def _check_remove_staging(lay: LocalLayout) -> None:
     assert not (lay.state / "splits" / "guid-joined").exists()
     assert (lay.state / "splits").is_dir()  # only the named entry goes
@@ -256,7 +278,9 @@ def _check_complete(lay: S3Layout) -> None:
 
 LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "delete": _check_delete, "mkdirs": _check_mkdirs, "check-digest": _check_digest,
-    "publish": _check_publish, "attributes": _check_attributes,
+    "publish": _check_publish, "attributes": _check_attributes, "owners": _check_owners,
+    "delete-source": _check_delete_source,
+    "delete-empty-source-dirs": _check_empty_source_dirs,
     "remove-staging": _check_remove_staging, "manifest-segment": _check_manifest,
     "compact-manifest": _check_compact, "watermark": _check_watermark,
     "stream-watermarks": _check_stream_watermarks, "record-run": _check_record_run, "event": _check_event,
@@ -275,6 +299,28 @@ S3_CHECKS: dict[str, Callable[[Any], None]] = {
 
 
 # ---- failures are reported, not half-done ----------------------------------------
+
+def test_delete_source_keeps_a_source_whose_copy_is_not_at_the_destination(
+        tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "dst").mkdir()
+    src, dst = tmp_path / "src" / "f", tmp_path / "dst" / "f"
+    src.write_bytes(b"12345")
+    mtime = src.stat().st_mtime
+    step = DeleteSources(((str(src), 5, mtime, ((str(dst), 5),)),))
+    ctx = CommitContext({}, str(tmp_path / "state"))
+    with pytest.raises(PublishError, match=r"^move: .*/src/f not deleted: its copy .*/dst/f "
+                                           r"is missing$"):
+        step.execute(ctx)
+    dst.write_bytes(b"123")
+    with pytest.raises(PublishError, match=r"is 3 bytes, not 5$"):
+        step.execute(ctx)
+    assert src.read_bytes() == b"12345" and not step.verify(ctx)
+    src.write_bytes(b"123456")  # another version since the listing: not ours to delete
+    assert step.verify(ctx)
+    step.execute(ctx)
+    assert src.read_bytes() == b"123456"
+
 
 def test_check_digest_refuses_a_joined_file_that_differs_and_names_it(tmp_path: Path) -> None:
     lay = LocalLayout(tmp_path)
