@@ -32,3 +32,11 @@ def fail_point(name: str) -> None:
     cannot write), where ``crash_point`` kills the process."""
     if os.environ.get("DISTCP_FAIL_AT") == name:
         raise OSError(f"injected failure at {name}")
+
+
+def delay_at(name: str) -> float:
+    """``DISTCP_SLOW_AT=<point>=<seconds>``: the pause a slowed point takes per step (a
+    fork branch per chunk it takes), to prove back pressure; 0.0 when unset."""
+    spec = os.environ.get("DISTCP_SLOW_AT", "")
+    point, _, seconds = spec.rpartition("=")
+    return float(seconds) if point == name and seconds else 0.0

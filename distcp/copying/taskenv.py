@@ -14,7 +14,8 @@ from contextlib import contextmanager
 
 #: Environment variables tasks read: carried by the job, never inherited from the server.
 TASK_ENV_PREFIXES = ("AWS_",)
-TASK_ENV_NAMES = ("PYDISTCP_S3_TIMEOUT", "DISTCP_CRASH_AT", "DISTCP_FAIL_AT", "GNUPGHOME")
+TASK_ENV_NAMES = ("PYDISTCP_S3_TIMEOUT", "DISTCP_CRASH_AT", "DISTCP_FAIL_AT", "DISTCP_SLOW_AT",
+                  "GNUPGHOME")
 
 
 def task_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:

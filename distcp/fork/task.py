@@ -24,7 +24,7 @@ from distcp.copying.sources import check_unchanged, open_source
 from distcp.copying.task import _new_job, discard_outputs, spill_dir, stage_outputs
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
-from distcp.faults import fail_point
+from distcp.faults import delay_at, fail_point
 from distcp.fork.tee import Tee
 from distcp.model import CopyableFile, TaskResult
 from distcp.storage import filesystems as fsutil
@@ -124,9 +124,10 @@ def copy_forked(forked: ForkedFile, unit_id: int, attempt: str, dirs: dict[int, 
 
     def branch(i: int, b: int, file: CopyableFile) -> None:
         try:
-            fail_point(f"fork_branch:{fork.names[b]}")
-            stage_outputs(file, keys[b], tee.stream(i), dirs[b], index, fork.specs[b],
-                          buffers[b], outs[b])
+            point = f"fork_branch:{fork.names[b]}"
+            fail_point(point)
+            stage_outputs(file, keys[b], tee.stream(i, delay_at(point)), dirs[b], index,
+                          fork.specs[b], buffers[b], outs[b])
         except BaseException as exc:  # noqa: BLE001 - reported as data for this branch
             errors[b] = exc
         finally:

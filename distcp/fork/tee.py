@@ -111,8 +111,10 @@ class Tee:
         self.timeout = timeout
         self.chunk = chunk
 
-    def stream(self, index: int) -> BranchStream:
-        return BranchStream(self, self.branches[index])
+    def stream(self, index: int, delay: float = 0.0) -> BranchStream:
+        """Branch ``index``'s stream (``delay``: seconds it pauses per chunk, to test a
+        slow branch: distcp.faults.delay_at)."""
+        return BranchStream(self, self.branches[index], delay)
 
     def detach(self, index: int) -> None:
         """Branch ``index`` reads no more: the reader stops feeding it, its queue empties."""
@@ -189,8 +191,9 @@ class BranchStream:
     ``count`` is the bytes this branch took (the task reports the reader's count,
     which is the source's bytes read once)."""
 
-    def __init__(self, tee: Tee, branch: _Branch) -> None:
+    def __init__(self, tee: Tee, branch: _Branch, delay: float = 0.0) -> None:
         self._branch = branch
+        self._delay = delay
         self._tee = tee
         self._chunk = memoryview(b"")
         self._ended = False
@@ -208,6 +211,8 @@ class BranchStream:
         while not self._chunk and not self._ended:
             item = self._branch.queue.get()
             self._branch.gets += 1
+            if self._delay:
+                time.sleep(self._delay)
             if isinstance(item, BaseException):
                 self._ended = True
                 raise item
