@@ -12,6 +12,8 @@ which publishes them from their staged or kept copies.
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections import defaultdict
 from contextlib import ExitStack
@@ -260,6 +262,8 @@ def _job_failed(runs: list[_Branch], todo: list[ForkedFile], exc: BaseException
             for forked in todo for b, f in forked.targets]
 
 
+queue_log = logging.getLogger("distcp.fork")
+
 #: Counts of a branch's own summary that the run's adds up.
 _ADDED = ("files_copied", "links_copied", "bytes_copied", "files_skipped", "files_failed",
           "files_deleted", "files_not_published", "files_recovered", "bytes_recovered",
@@ -279,6 +283,7 @@ def _fold(summary: Summary, runs: list[_Branch]) -> None:
         for r in run.results:
             if r.queue:
                 queue = queue + QueueStats.of_pairs(r.queue)
+        queue_log.debug("fork branch %s: queue %s", run.name, json.dumps(queue.report()))
         summary.branches[run.name] = {
             "destination": fsutil.display(run.branch.cfg.destination),
             "files_copied": b.files_copied, "bytes_copied": b.bytes_copied,

@@ -218,3 +218,29 @@ def test_an_operator_answering_the_wrong_number_is_named() -> None:
         decide(op, "wrong-count", file(), "b.gz")
     with pytest.raises(PluginError, match="unknown forks plugin 'nope'"):
         operator_for("nope", [])
+
+
+def test_a_job_files_branches_each_get_their_own_settings(tmp_path: object) -> None:
+    """Each [[branches]] table is a whole configuration: converters, checks, routing."""
+    from pathlib import Path
+
+    from distcp.cli import job_keys
+    from distcp.fork.jobs import _branch
+    from distcp.jobs import load_job
+
+    folder = Path(str(tmp_path))
+    (folder / "in").mkdir()
+    job = folder / "job.toml"
+    job.write_text('commit_policy = "full"\nfork_policy = "independent"\n'
+                   '[[datasets]]\nsource = "in"\n'
+                   '[[branches]]\nname = "raw"\ndestination = "raw"\ncheck = ["not-empty"]\n'
+                   '[[branches]]\nname = "lake"\ndestination = "lake"\n'
+                   'convert = ["gunzip"]\ncheck = ["gzip"]\nroute_glob = ["*.gz"]\n')
+    loaded = load_job(str(job), job_keys())
+    raw, lake = (_branch(loaded, n) for n in range(2))
+    assert (raw.name, lake.name) == ("raw", "lake")
+    assert raw.cfg.destination == str(folder / "raw") and raw.cfg.check == ("not-empty",)
+    assert lake.cfg.converters == ("gunzip",) and lake.cfg.check == ("gzip",)
+    assert raw.route.empty and lake.route.globs == ("*.gz",)
+    assert raw.cfg.commit_policy == lake.cfg.commit_policy == "full"
+    assert lake.cfg.fork_policy == "independent"
