@@ -136,3 +136,48 @@ def test_a_failing_branch_under_each_policy_and_the_rerun(
     assert second.branches["fork_1"]["files_copied"] == 2
     assert second.branches["fork_0"]["files_copied"] == (2 if policy == "all" else 0)
     assert s3_logged.gets("src", "in/") == {f"in/{k}": 2 for k in objects}
+
+
+def test_a_branchs_quality_check_holds_the_file_back_in_every_branch(
+        spark: object, tmp_path: Path) -> None:
+    """A job of two branches, only the lake one checking its gunzipped output is Parquet:
+    the file that fails there is published in neither branch (--fork-policy all), named
+    with the check and the branch; the file that passes is in both."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from distcp.cli import job_keys
+    from distcp.fork.jobs import fork_job
+    from distcp.jobs import load_job
+
+    src = tmp_path / "in"
+    src.mkdir()
+    table = io.BytesIO()
+    pq.write_table(pa.table({"id": [1, 2, 3]}), table)
+    (src / "good.parquet.gz").write_bytes(gzip.compress(table.getvalue()))
+    (src / "bad.parquet.gz").write_bytes(gzip.compress(b"not parquet at all"))
+    job = tmp_path / "job.toml"
+    job.write_text(textwrap.dedent("""\
+        [[datasets]]
+        source = "in"
+
+        [[branches]]
+        name = "raw"
+        destination = "raw"
+
+        [[branches]]
+        name = "lake"
+        destination = "lake"
+        convert = ["gunzip"]
+        check = ["parquet"]
+        """))
+    summary = fork_job(load_job(str(job), job_keys()), progress=False)
+    assert not summary.ok
+    assert files_under(tmp_path / "raw") == {"good.parquet.gz": (src / "good.parquet.gz")
+                                             .read_bytes()}
+    assert files_under(tmp_path / "lake") == {"good.parquet": table.getvalue()}
+    errors = " ".join(f.error for f in summary.failures)
+    assert "quality check 'parquet' failed" in errors and "fork branch 'lake'" in errors
+    assert "not published in any branch (--fork-policy all): branch 'lake'" in errors
