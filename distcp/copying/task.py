@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from distcp import request_count
 from distcp.checks.base import StagedOutput
@@ -40,6 +40,8 @@ from distcp.storage import Storage, parse_staged, s3, storage_for
 from distcp.storage import filesystems as fsutil
 from distcp.storage.local import os_path
 from distcp.storage.staging import StagedStream
+
+U = TypeVar("U")
 
 __all__ = ["JOURNAL", "copy_file", "run_work_unit", "stream_work_unit", "unit_runner"]
 
@@ -403,12 +405,19 @@ def unit_runner(spec: TaskSpec, attempt: str
     """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
     WorkUnits with the client's task environment, the results of each unit as they
     come (read each unit's to the end before asking for the next unit's)."""
+    return runner_of(spec, lambda unit: stream_work_unit(unit, spec, attempt))
+
+
+def runner_of(spec: TaskSpec, per_unit: Callable[[U], Iterator[TaskResult]]
+              ) -> Callable[[list[U]], Iterator[Iterator[TaskResult]]]:
+    """A task attempt's runner: ``per_unit`` over each unit of a batch, inside the
+    client's task environment and S3 bound (shared by plain and fork runs)."""
     _new_job(spec.job_id)
 
-    def run(units: list[WorkUnit]) -> Iterator[Iterator[TaskResult]]:
+    def run(units: list[U]) -> Iterator[Iterator[TaskResult]]:
         with applied_environment(spec.env), s3.bounded_by(spec.s3_timeout):
             for unit in units:
-                yield stream_work_unit(unit, spec, attempt)
+                yield per_unit(unit)
 
     return run
 

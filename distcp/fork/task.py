@@ -21,14 +21,12 @@ from distcp.copying.outputs import Outputs
 from distcp.copying.progress import Progress
 from distcp.copying.results import ResultKey, failed
 from distcp.copying.sources import check_unchanged, open_source
-from distcp.copying.task import _new_job, discard_outputs, spill_dir, stage_outputs
-from distcp.copying.taskenv import applied_environment
+from distcp.copying.task import discard_outputs, runner_of, spill_dir, stage_outputs
 from distcp.copying.taskspec import TaskSpec
 from distcp.faults import delay_at, fail_point
 from distcp.fork.tee import Tee
 from distcp.model import CopyableFile, TaskResult
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3
 
 #: The tee's read size: the queues hold chunks of this many bytes at most.
 CHUNK = 1 << 20
@@ -67,15 +65,7 @@ class ForkSpec:
 def fork_runner(fork: ForkSpec, attempt: str
                 ) -> Callable[[list[ForkUnit]], Iterator[Iterator[TaskResult]]]:
     """What a Spark task attempt of a fork run runs (``distcp.spark.arrow``)."""
-    lead = fork.specs[0]
-    _new_job(lead.job_id)
-
-    def run(units: list[ForkUnit]) -> Iterator[Iterator[TaskResult]]:
-        with applied_environment(lead.env), s3.bounded_by(lead.s3_timeout):
-            for unit in units:
-                yield fork_unit(unit, fork, attempt)
-
-    return run
+    return runner_of(fork.specs[0], lambda unit: fork_unit(unit, fork, attempt))
 
 
 def fork_unit(unit: ForkUnit, fork: ForkSpec, attempt: str) -> Iterator[TaskResult]:
