@@ -11,12 +11,13 @@ copies it), nor one whose destination is missing or of another size.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import ClassVar
 
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.errors import PublishError
-from distcp.faults import crash_point
+from distcp.faults import crash_point, delay_at
 from distcp.mtimes import same_mtime
 from distcp.storage import filesystems as fsutil
 
@@ -42,6 +43,7 @@ class DeleteSources(CommitStep):
                 _check_destination(ctx, src, dst, want)
             ctx.source_storage(src).remove(src)
             crash_point("mid_move")
+            time.sleep(delay_at("mid_move"))  # lets a test kill the run mid-deletion
 
 
 def _still_there(ctx: CommitContext, src: str, size: int, mtime: float) -> bool:
