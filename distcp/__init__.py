@@ -336,15 +336,17 @@ def status(destination: str | None = None, *, state_dir: str | None = None,
 
 
 def recover(destination: str | None = None, *, state_dir: str | None = None,
-            dst_options: Mapping[str, Any] | None = None, max_replays: int = 3) -> Summary:
-    """Finish earlier runs' pending commits, copying nothing new (``pydistcp recover``)."""
+            dst_options: Mapping[str, Any] | None = None, max_replays: int = 3,
+            src_options: Mapping[str, Any] | None = None) -> Summary:
+    """Finish earlier runs' pending commits, copying nothing new (``pydistcp recover``).
+    ``src_options``: the sources' storage options, for a pending move's deletions."""
     from distcp.commit.status import existing_state_root, recover_only
     from distcp.driver_errors import driver_errors
 
     options = dict(dst_options or {})
     with driver_errors(_display(state_dir or destination)):
         return recover_only(existing_state_root(destination, state_dir, options)[0], options,
-                            max_replays)
+                            max_replays, dict(src_options or {}))
 
 
 def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str | None = None,

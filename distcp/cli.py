@@ -574,14 +574,21 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
 @click.option("--max-replays", type=int, default=3, show_default=True)
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
 @_DST_OPTIONS_FILE
+@click.option("--src-option", multiple=True, metavar="KEY=VALUE",
+              help="fsspec storage option of the sources: a pending move deletes the sources "
+                   "it published with them.")
+@click.option("--src-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
+              help="The sources' storage options, one key=value a line; --src-option wins.")
 def recover_command(destination: str | None, state_dir: str | None, max_replays: int,
-                    dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
+                    dst_option: tuple[str, ...], dst_options_file: str | None,
+                    src_option: tuple[str, ...], src_options_file: str | None) -> None:
     """Finish unfinished commits of earlier runs without copying anything new."""
     def action() -> int:
         from distcp import recover
 
         summary = recover(destination, state_dir=state_dir, max_replays=max_replays,
-                          dst_options=_state_options(dst_option, dst_options_file))
+                          dst_options=_state_options(dst_option, dst_options_file),
+                          src_options=_side_options(src_option, src_options_file, "src"))
         for failure in summary.failures:
             click.echo(f"pydistcp: FAILED {failure.error}", err=True)
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "

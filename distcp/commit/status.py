@@ -153,8 +153,12 @@ def render_status(report: StatusReport) -> str:
     return "\n".join(lines)
 
 
-def recover_only(root: str, options: dict[str, Any], max_replays: int = 3) -> Summary:
+def recover_only(root: str, options: dict[str, Any], max_replays: int = 3,
+                 src_options: dict[str, Any] | None = None) -> Summary:
     """Replay pending commits and keep interrupted runs' verified copies; copy nothing.
+
+    ``src_options``: the sources' storage options, which a pending ``move`` needs to
+    delete the sources it published (they are never in the commit log).
 
     Pending commits are published here. Journaled copies are moved to the recovery
     area, not published: a copy is published with its whole file set, and which
@@ -165,7 +169,8 @@ def recover_only(root: str, options: dict[str, Any], max_replays: int = 3) -> Su
     start = time.monotonic()
     with DestinationLock(root, options, summary.job_id, command="recover"):
         store = CommitStepStore(root, options)
-        summary.add(replay_pending(store, CommitContext(dict(options), root), max_replays)[1])
+        ctx = CommitContext(dict(options), root, src_options=dict(src_options or {}))
+        summary.add(replay_pending(store, ctx, max_replays)[1])
         keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
         recovery = RecoveryArea(root, options)
         kept = sweep_dead_jobs(root, options, "", recovery, keep)

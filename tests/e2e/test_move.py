@@ -106,6 +106,36 @@ def test_move_from_s3_deletes_the_objects_with_the_source_options(
     assert s3.objects("src", "in/") == {}
 
 
+def test_recover_finishes_a_pending_move_with_the_source_options(
+        tmp_path: Path, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A move killed after publishing leaves its deletions pending; ``recover`` has no
+    run's options, so it takes the sources' own (never kept in the commit log). No
+    AWS_* variables: only the options can reach moto."""
+    for key in s3.env:
+        monkeypatch.delenv(key)
+    from distcp.commit.log import CommitStepStore
+    from distcp.commit.move_steps import DeleteSources
+    from distcp.commit.steps import CommitSequence
+    from distcp.storage import filesystems as fsutil
+
+    s3.client().put_object(Bucket="src", Key="recover-move/a.txt", Body=b"moved")
+    fs, path = fsutil.filesystem("s3://src/recover-move/a.txt", s3.options)
+    origin = fsutil.status(fs, fs.info(path))
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    (dst / "a.txt").write_bytes(b"moved")
+    root = str(dst / ".pydistcp")
+    entry = ("s3://src/recover-move/a.txt", origin.size, origin.mtime, ((str(dst / "a.txt"), 5),))
+    CommitStepStore(root, {}).persist(
+        CommitSequence("urn", "fs", (DeleteSources((entry,)),), "job-1:fs"), "job-1")
+    assert "endpoint_url" not in (dst / ".pydistcp" / "commits").joinpath(
+        "job-1:fs.json").read_text()
+    s = distcp.recover(str(dst), src_options=s3.options)
+    assert s.ok and s.sequences_replayed == 1, s.failures
+    assert s3.objects("src", "recover-move/") == {}
+    assert _files(dst) == {"a.txt": b"moved"}
+
+
 def test_delete_empty_src_dirs_removes_the_folders_left_empty(spark: Any,
                                                                tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
