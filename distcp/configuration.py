@@ -28,7 +28,8 @@ PRESERVE_LETTERS = "ugptb"
 LOG_LEVELS = ("error", "notice", "info", "debug")
 FORK_POLICIES = ("all", "independent")
 Verify = Literal["digest", "size"]
-_CREDENTIALS_IN_URL = re.compile(r"^[a-zA-Z][\w+.-]*://[^/@]*:[^/@]*@")
+#: A URL with user:password@ in it: refused, the secret would be in argv, logs and state.
+CREDENTIALS_IN_URL = re.compile(r"^[a-zA-Z][\w+.-]*://[^/@]*:[^/@]*@")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)?\s*$", re.IGNORECASE)
 
 
@@ -351,7 +352,7 @@ def _credentials_problem(urls: tuple[str, ...]) -> str | None:
     """A secret in a URL would show in logs and process lists: refuse it and say where
     that kind of storage takes its secrets instead."""
     for url in urls:
-        if _CREDENTIALS_IN_URL.match(url):
+        if CREDENTIALS_IN_URL.match(url):
             scheme = url.split("://", 1)[0]
             return (f"a {scheme}:// URL with credentials in it is refused (they would show "
                     f"in logs and process lists); {_where_secrets_go(scheme)}")

@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from distcp.configuration import _CREDENTIALS_IN_URL
+from distcp.configuration import CREDENTIALS_IN_URL
 from distcp.errors import ConfigurationError
 from distcp.jobs.keys import NOT_IN_FILE, KeySpec
 from distcp.jobs.lines import Path, key_lines, line_of
@@ -81,7 +81,7 @@ def load_job(path: str, keys: Sequence[KeySpec]) -> Job:
 def refuse_inline_secrets(value: Any, at: Path, where: Where) -> None:
     """A secret-named key whose value is not a reference, or a URL with credentials,
     anywhere in the document (a storage table's name is a URL, not a key)."""
-    if isinstance(value, str) and _CREDENTIALS_IN_URL.match(value):
+    if isinstance(value, str) and CREDENTIALS_IN_URL.match(value):
         raise where.error(at, "a URL with credentials in it is an inline secret, refused; "
                               "give them in [storage] by reference")
     items = (value.items() if isinstance(value, Mapping) else

@@ -147,6 +147,6 @@ def _link(path: str, url: str, links: str) -> tuple[FileStatus | None, fsutil.Sk
     if links == "skip":
         return None, fsutil.Skipped(url, "symbolic link (--links skip)")
     problems: list[fsutil.Skipped] = []
-    status = fsutil._link_status(path, problems)  # the walk's own reading of a link
+    status = fsutil.link_status(path, problems)  # the walk's own reading of a link
     return status, (problems[0] if problems else None)
 

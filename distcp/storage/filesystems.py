@@ -291,7 +291,7 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
         root = root.rstrip("/") or "/"
         top = os.stat(root)
         skipped = [] if skipped is None else skipped
-        yield from _walk_local(_listdir(root, skipped), links, skipped,
+        yield from walk_local(scandir_entries(root, skipped), links, skipped,
                                frozenset({(top.st_dev, top.st_ino)}))
         return
     listing = fs.find(root, withdirs=True, detail=True)
@@ -362,7 +362,7 @@ def special_kind(mode: int) -> str | None:
     return next((name for test, name in _SPECIAL if test(mode)), None)
 
 
-def _listdir(path: str, skipped: list[Skipped]) -> list[os.DirEntry[str]] | None:
+def scandir_entries(path: str, skipped: list[Skipped]) -> list[os.DirEntry[str]] | None:
     """The directory's entries by name; None (and reported) when it cannot be listed."""
     try:
         with os.scandir(path) as it:
@@ -372,7 +372,7 @@ def _listdir(path: str, skipped: list[Skipped]) -> list[os.DirEntry[str]] | None
         return None
 
 
-def _walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
+def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
                 ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, FileStatus]]:
     """``ancestors``: (st_dev, st_ino) of the directories on the walk path, so that a
     followed link back to one of them is reported as a loop instead of recursing. A
@@ -382,11 +382,11 @@ def _walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: lis
             continue
         path = entry.path
         if links == "copy" and entry.is_symlink():
-            link = _link_status(path, skipped)
+            link = link_status(path, skipped)
             if link is not None:
                 yield path, link
             continue
-        st = _entry_stat(entry, links, skipped)
+        st = entry_stat(entry, links, skipped)
         if st is None:
             continue
         kind = special_kind(st.st_mode)
@@ -399,15 +399,15 @@ def _walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: lis
                 skipped.append(Skipped(path, "symbolic link loop (points to a directory "
                                              "above it)", True))
                 continue
-            children = _listdir(path, skipped)
+            children = scandir_entries(path, skipped)
             if children is not None:
                 yield path, local_status(path, st)
-                yield from _walk_local(children, links, skipped, ancestors | {key})
+                yield from walk_local(children, links, skipped, ancestors | {key})
         else:
             yield path, local_status(path, st)
 
 
-def _link_status(path: str, skipped: list[Skipped]) -> FileStatus | None:
+def link_status(path: str, skipped: list[Skipped]) -> FileStatus | None:
     """A symbolic link as itself: lstat's size (its target text's length), mtime and
     owner, and the target text; None (and reported) when it vanished while listing."""
     try:
@@ -421,7 +421,7 @@ def _link_status(path: str, skipped: list[Skipped]) -> FileStatus | None:
                       mtime_ns=st.st_mtime_ns, link_target=target)
 
 
-def _entry_stat(entry: os.DirEntry[str], links: str,
+def entry_stat(entry: os.DirEntry[str], links: str,
                 skipped: list[Skipped]) -> os.stat_result | None:
     """The entry's stat (its target's for a followed link); None when reported instead."""
     target = None

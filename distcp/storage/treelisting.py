@@ -99,10 +99,10 @@ class Subtree:
 def local_level(path: str, links: str, skipped: list[Skipped],
                 ancestors: frozenset[tuple[int, int]]
                 ) -> list[tuple[str, FileStatus] | Subtree] | None:
-    """One directory's entries as ``_walk_local`` treats them, except that a directory
+    """One directory's entries as ``walk_local`` treats them, except that a directory
     is not descended into but returned as a ``Subtree``; None (reported) when the
     directory cannot be listed: the walk then yields neither it nor anything below."""
-    entries = fsutil._listdir(path, skipped)
+    entries = fsutil.scandir_entries(path, skipped)
     if entries is None:
         return None
     out: list[tuple[str, FileStatus] | Subtree] = []
@@ -110,11 +110,11 @@ def local_level(path: str, links: str, skipped: list[Skipped],
         if entry.name == fsutil.STATE_DIR_NAME:
             continue
         if links == "copy" and entry.is_symlink():
-            link = fsutil._link_status(entry.path, skipped)
+            link = fsutil.link_status(entry.path, skipped)
             if link is not None:
                 out.append((entry.path, link))
             continue
-        st = fsutil._entry_stat(entry, links, skipped)
+        st = fsutil.entry_stat(entry, links, skipped)
         if st is not None:
             out.extend(_classified(entry.path, st, skipped, ancestors))
     return out
@@ -140,11 +140,11 @@ def _classified(path: str, st: os.stat_result, skipped: list[Skipped],
 def _tree_entries(task: ListingTask, skipped: list[Skipped]
                   ) -> Iterator[tuple[str, FileStatus]]:
     assert task.start is not None
-    children = fsutil._listdir(task.start, skipped)
+    children = fsutil.scandir_entries(task.start, skipped)
     if children is None:
         return
     yield task.start, fsutil.local_status(task.start, os.stat(task.start))
-    yield from fsutil._walk_local(children, task.links, skipped, frozenset(task.ancestors))
+    yield from fsutil.walk_local(children, task.links, skipped, frozenset(task.ancestors))
 
 
 # --- object stores -----------------------------------------------------------------
