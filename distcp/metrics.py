@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Gauge, write_to_textfile
 from prometheus_client.parser import text_string_to_metric_families
 
+from distcp.summary import Summary
+
 LAST_SUCCESS = "pydistcp_last_success_timestamp_seconds"
 
 
@@ -91,3 +93,15 @@ def write_metrics_file(path: str, metrics: RunMetrics) -> None:
     registry = build_registry(metrics, previous_last_success(path))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_to_textfile(path, registry)
+
+
+def metrics_of_summary(summary: Summary, started: float, now: float) -> RunMetrics:
+    """A finished run's metrics from its ``Summary`` (whole-run numbers, dataset ``""``:
+    the summary holds no per-dataset counts)."""
+    tally = DatasetTally(files_transferred=summary.files_copied,
+                         bytes_transferred=summary.bytes_copied,
+                         files_skipped=summary.files_skipped,
+                         files_deleted=summary.files_deleted,
+                         errors=summary.files_failed)
+    return RunMetrics(started=started, now=now, datasets={"": tally},
+                      finished=True, success=summary.ok)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from distcp.metrics import DatasetTally, RunMetrics, write_metrics_file
+from distcp.metrics import DatasetTally, RunMetrics, metrics_of_summary, write_metrics_file
+from distcp.summary import Summary
 
 
 def _samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -53,3 +54,18 @@ def test_no_success_yet_writes_no_last_success(tmp_path: Path) -> None:
     path = tmp_path / "pydistcp.prom"
     write_metrics_file(str(path), RunMetrics(started=0.0, now=5.0, finished=True, success=False))
     assert not any(name == "pydistcp_last_success_timestamp_seconds" for name, _ in _samples(path))
+
+
+def test_summary_of_a_failed_run_counts_errors_and_keeps_no_success(tmp_path: Path) -> None:
+    path = tmp_path / "pydistcp.prom"
+    summary = Summary(files_copied=2, bytes_copied=20, files_skipped=5, files_deleted=1,
+                      files_failed=3)
+    write_metrics_file(str(path), metrics_of_summary(summary, started=1.0, now=4.0))
+    got = _samples(path)
+    assert got[("pydistcp_files_transferred_total", (("dataset", ""),))] == 2
+    assert got[("pydistcp_bytes_transferred_total", (("dataset", ""),))] == 20
+    assert got[("pydistcp_files_skipped_total", (("dataset", ""),))] == 5
+    assert got[("pydistcp_errors_total", (("dataset", ""),))] == 3
+    assert ("pydistcp_last_success_timestamp_seconds", ()) not in got
+    write_metrics_file(str(path), metrics_of_summary(Summary(files_copied=1), 5.0, 9.0))
+    assert _samples(path)[("pydistcp_last_success_timestamp_seconds", ())] == 9.0
