@@ -132,6 +132,7 @@ def copy(
     # output
     progress: bool = True,
     summary_json: str | None = None,
+    metrics_file: str | None = None,
     log_dir: str | None = None,
     log_file: str | None = None,
     log_level: Literal["error", "notice", "info", "debug"] | None = None,
@@ -151,7 +152,8 @@ def copy(
     Sizes take bytes or ``"256M"``, durations seconds or ``"24h"``. ``None`` means
     unset: the ``PYDISTCP_*`` variable (``master``, ``engine``, ``parallelism``,
     ``buffer_size``, ``verify``, ``preserve``) or the CLI's default applies.
-    ``summary_json`` writes the Summary as JSON to that file (``"-"``: stdout).
+    ``summary_json`` writes the Summary as JSON to that file (``"-"``: stdout);
+    ``metrics_file`` writes Prometheus text-format metrics there, on ticks and at the end.
 
     An active SparkSession is used and left running; otherwise one is started with
     ``master`` and stopped at the end. Raises ``DistcpError`` subclasses: a bad value

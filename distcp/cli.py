@@ -279,6 +279,11 @@ def main() -> None:
               help="Append one JSON line per decision and outcome (copied, skipped, deleted, "
                    "failed, not-published, not-copied) with its reason.")
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="Write the run's summary as JSON to this file; '-': to stdout (the human summary then goes to stderr).")
+@click.option("--metrics-file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write Prometheus text-format metrics to FILE (for node_exporter's textfile "
+                   "collector) every few seconds while copying and at the end: the run's "
+                   "totals, per dataset and per branch, watermarks, duration, success and "
+                   "the last success time (kept across runs).")
 @click.option("--log-dir", type=click.Path(file_okay=False),
               help="Where Spark's log goes [default: ~/.cache/pydistcp/logs].")
 def copy_command(paths: tuple[str, ...], **flags: Any) -> None:

@@ -56,6 +56,8 @@ class CopyConfiguration:
     verify: Verify = "digest"
     progress: bool = True
     summary_json: str | None = None
+    #: Prometheus text-format file written on progress ticks and at the end (``--metrics-file``).
+    metrics_file: str | None = None
     src_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     dst_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     log_dir: str | None = None

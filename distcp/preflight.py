@@ -202,6 +202,7 @@ def check_run(cfg: Any) -> None:
         check_master(cfg.master)
     check_output_file(cfg.summary_json)
     check_output_file(cfg.log_file, "--log-file")
+    check_output_file(cfg.metrics_file, "--metrics-file")
     for source in cfg.sources:
         check_s3(source, cfg.src_options, "src")
     check_s3(cfg.destination, cfg.dst_options, "dst")

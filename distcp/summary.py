@@ -117,6 +117,10 @@ class Summary:
     #: its queue statistics (size, fill ratio, put/get counts and rates); the run's
     #: counts above are the branches' added up, bytes_read the one read of each source.
     branches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per dataset (URN): files and bytes this run published, files skipped and failed,
+    #: and a stream dataset's watermarks after the run (epoch seconds); the metrics file's
+    #: per-dataset series.
+    per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

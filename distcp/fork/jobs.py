@@ -10,6 +10,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.fork.branches import Branch, Route, settings_of
 from distcp.jobs.model import Job
+from distcp.metrics import reporting
 from distcp.options import configuration_options
 from distcp.summary import Summary
 
@@ -24,8 +25,9 @@ def fork_job(job: Job, *_: Any, callback: Callback = DEFAULT_CALLBACK,
     from distcp.fork.run import run_fork
 
     branches = tuple(_branch(job, n) for n in range(len(job.branches)))
-    with driver_errors():
-        summary = run_fork(branches, settings_of(branches[0].cfg), callback)
+    with driver_errors(), reporting(branches[0].cfg.metrics_file, callback) as report:
+        summary = run_fork(branches, settings_of(branches[0].cfg), report)
+        report.finish(summary)
     _write_summary(summary, run_options.get("summary_json"))
     return summary
 

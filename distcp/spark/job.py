@@ -14,13 +14,14 @@ import os
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from distcp import preflight, request_count
+from distcp import metrics, preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.checks import check_list
 from distcp.commit.lock import DestinationLock
@@ -43,6 +44,7 @@ from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.listing import find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, unit_count
+from distcp.planning.plan import Plan
 from distcp.planning.splitting import (
     SplitFile,
     SplitStore,
@@ -65,7 +67,15 @@ def new_job_id() -> str:
 
 
 def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> Summary:
-    """One whole run: finish earlier runs' work, plan, copy on Spark, publish, summarise."""
+    """One whole run: finish earlier runs' work, plan, copy on Spark, publish, summarise;
+    the metrics file (``--metrics-file``) written on progress ticks and at the end."""
+    with metrics.reporting(cfg.metrics_file, callback) as report:
+        summary = _run_copy(cfg, report)
+        report.finish(summary)
+        return summary
+
+
+def _run_copy(cfg: CopyConfiguration, callback: Callback) -> Summary:
     if cfg.fork:  # several destinations from one read: distcp.fork
         from distcp.fork.branches import branches_of, settings_of
         from distcp.fork.run import run_fork
@@ -141,12 +151,35 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         summary.add(publish_plan(plan, results, pub))
     count_requests(summary, published.items(), len(files))
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
+    summary.per_dataset = per_dataset(plan, results, pub)
     if summary.job_id not in jobs_with_commits(pub.store):
         remove_job_folders(spec)  # else the pending commit still needs its staged copies
     # uploads of lost attempts and of failed files (stores that stage uploads)
     summary.uploads_aborted += abort_orphans(cfg.destination, root, spec.dst_options)
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary
+
+
+def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing) -> dict[str, dict[str, Any]]:
+    """What this run did to each dataset: published (from the run records its commits
+    wrote, so only what was published counts), skipped, failed, and a stream dataset's
+    watermarks."""
+    store = StateStore(pub.ctx.state_root, pub.ctx.dst_options, pub.ctx.state_cache)
+    failed = Counter(r.dataset_urn for r in results if not r.ok)
+    out: dict[str, dict[str, Any]] = {}
+    for d in plan.datasets:
+        state = store.load(d.urn)
+        runs = [r for r in state.runs if r.get("job_id") == pub.job_id]
+        counts: dict[str, Any] = {
+            "files_transferred": sum(r.get("files", 0) for r in runs),
+            "bytes_transferred": sum(r.get("bytes", 0) for r in runs),
+            "files_skipped": len(d.skip), "errors": failed[d.urn]}
+        marks = {"low": state.low_watermark, "expected_high": state.expected_high_watermark,
+                 "actual_high": state.actual_high_watermark}
+        if any(v is not None for v in marks.values()):
+            counts["watermarks"] = marks
+        out[d.urn] = counts
+    return out
 
 
 def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[str]:

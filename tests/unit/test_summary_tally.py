@@ -16,7 +16,8 @@ SUMMARY_KEYS = {
     "datasets", "duration_s", "failures", "entries_skipped", "phases", "dry_run", "plan",
     "log_file", "throughput_bytes_per_s", "ok",
     # issue 13 point 4 (--catalog-table): registrations, apart from file failures
-    "partitions_registered", "catalog_failures", "branches", "sources_deleted"}
+    "partitions_registered", "catalog_failures", "branches", "sources_deleted",
+    "per_dataset"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:
