@@ -133,6 +133,8 @@ def copy(
     progress: bool = True,
     summary_json: str | None = None,
     metrics_file: str | None = None,
+    events: str | None = None,
+    events_timeout: float | str | None = None,
     log_dir: str | None = None,
     log_file: str | None = None,
     log_level: Literal["error", "notice", "info", "debug"] | None = None,
@@ -153,7 +155,8 @@ def copy(
     unset: the ``PYDISTCP_*`` variable (``master``, ``engine``, ``parallelism``,
     ``buffer_size``, ``verify``, ``preserve``) or the CLI's default applies.
     ``summary_json`` writes the Summary as JSON to that file (``"-"``: stdout);
-    ``metrics_file`` writes Prometheus text-format metrics there, on ticks and at the end.
+    ``metrics_file`` writes Prometheus text-format metrics there, on ticks and at the end;
+    ``events`` sends OpenLineage events there (a path, an http(s) URL, ``"-"``).
 
     An active SparkSession is used and left running; otherwise one is started with
     ``master`` and stopped at the end. Raises ``DistcpError`` subclasses: a bad value
@@ -339,16 +342,24 @@ def status(destination: str | None = None, *, state_dir: str | None = None,
 
 def recover(destination: str | None = None, *, state_dir: str | None = None,
             dst_options: Mapping[str, Any] | None = None, max_replays: int = 3,
-            src_options: Mapping[str, Any] | None = None) -> Summary:
+            src_options: Mapping[str, Any] | None = None, events: str | None = None,
+            events_timeout: float | str = 10.0) -> Summary:
     """Finish earlier runs' pending commits, copying nothing new (``pydistcp recover``).
-    ``src_options``: the sources' storage options, for a pending move's deletions."""
+    ``src_options``: the sources' storage options, for a pending move's deletions;
+    ``events``: where the replayed commits' events go (as ``copy``'s ``events``)."""
     from distcp.commit.status import existing_state_root, recover_only
+    from distcp.configuration import parse_duration
     from distcp.driver_errors import driver_errors
+    from distcp.events.sinks import EventSink
+    from distcp.preflight import check_events
 
     options = dict(dst_options or {})
+    timeout = parse_duration(events_timeout)
+    check_events(events, timeout)
     with driver_errors(_display(state_dir or destination)):
-        return recover_only(existing_state_root(destination, state_dir, options)[0], options,
-                            max_replays, dict(src_options or {}))
+        root = existing_state_root(destination, state_dir, options)[0]
+        return recover_only(root, options, max_replays, dict(src_options or {}),
+                            EventSink(events, root, options, timeout))
 
 
 def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str | None = None,

@@ -279,6 +279,16 @@ def main() -> None:
               help="Append one JSON line per decision and outcome (copied, skipped, deleted, "
                    "failed, not-published, not-copied) with its reason.")
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="Write the run's summary as JSON to this file; '-': to stdout (the human summary then goes to stderr).")
+@click.option("--events", metavar="TARGET",
+              help="Where data-availability events go, as OpenLineage RunEvents (START, "
+                   "COMPLETE or FAIL of the run; COMPLETE of each published file set): a file "
+                   "of JSON lines, an http(s):// URL to POST them to (Authorization header from "
+                   "PYDISTCP_EVENTS_AUTH), or '-' for stdout. Default: "
+                   "STATE/events/events.jsonl. An event not delivered is re-sent by the next "
+                   "run, with the same idempotency key.")
+@click.option("--events-timeout", metavar="DURATION",
+              help="How long an HTTP endpoint gets for one event, retries included; an "
+                   "endpoint that fails is not tried again in the run  [default: 10s].")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write Prometheus text-format metrics to FILE (for node_exporter's textfile "
                    "collector) every few seconds while copying and at the end: the run's "
@@ -584,16 +594,23 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
                    "it published with them.")
 @click.option("--src-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
               help="The sources' storage options, one key=value a line; --src-option wins.")
+@click.option("--events", metavar="TARGET",
+              help="Where the replayed commits' events go, as copy's --events (default: "
+                   "STATE/events/events.jsonl); events earlier runs could not deliver go first.")
+@click.option("--events-timeout", metavar="DURATION", default="10s", show_default=True,
+              help="How long an HTTP endpoint gets for one event, retries included.")
 def recover_command(destination: str | None, state_dir: str | None, max_replays: int,
                     dst_option: tuple[str, ...], dst_options_file: str | None,
-                    src_option: tuple[str, ...], src_options_file: str | None) -> None:
+                    src_option: tuple[str, ...], src_options_file: str | None,
+                    events: str | None, events_timeout: str) -> None:
     """Finish unfinished commits of earlier runs without copying anything new."""
     def action() -> int:
         from distcp import recover
 
         summary = recover(destination, state_dir=state_dir, max_replays=max_replays,
                           dst_options=_state_options(dst_option, dst_options_file),
-                          src_options=_side_options(src_option, src_options_file, "src"))
+                          src_options=_side_options(src_option, src_options_file, "src"),
+                          events=events, events_timeout=events_timeout)
         for failure in summary.failures:
             click.echo(f"pydistcp: FAILED {failure.error}", err=True)
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "

@@ -58,6 +58,10 @@ class CopyConfiguration:
     summary_json: str | None = None
     #: Prometheus text-format file written on progress ticks and at the end (``--metrics-file``).
     metrics_file: str | None = None
+    #: Where data-availability events go (``--events``): a path, an http(s) URL, ``-``;
+    #: None: STATE/events/events.jsonl.
+    events: str | None = None
+    events_timeout: float = 10.0
     src_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     dst_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     log_dir: str | None = None

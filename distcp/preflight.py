@@ -203,6 +203,7 @@ def check_run(cfg: Any) -> None:
     check_output_file(cfg.summary_json)
     check_output_file(cfg.log_file, "--log-file")
     check_output_file(cfg.metrics_file, "--metrics-file")
+    check_events(cfg.events, cfg.events_timeout)
     for source in cfg.sources:
         check_s3(source, cfg.src_options, "src")
     check_s3(cfg.destination, cfg.dst_options, "dst")
@@ -210,3 +211,17 @@ def check_run(cfg: Any) -> None:
         for converter in build_chain(cfg.converters, cfg.converter_options):
             converter.preflight()
 
+
+
+def check_events(target: str | None, timeout: float) -> None:
+    """``--events``: a URL must be http(s); a file's folder must exist."""
+    if timeout <= 0:
+        raise ConfigurationError(f"--events-timeout: must be more than 0 (got {timeout:g})")
+    if not target or target == "-":
+        return
+    if "://" in target:
+        if not target.startswith(("http://", "https://")):
+            raise ConfigurationError(f"--events: {target.split('?', 1)[0]}: give a path, an "
+                                     "http:// or https:// URL, or '-'")
+        return
+    check_output_file(target, "--events")

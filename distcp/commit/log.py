@@ -14,7 +14,7 @@ from typing import Any
 
 import distcp.commit.move_steps
 import distcp.commit.state_steps
-import distcp.commit.upload_steps  # noqa: F401 - registers the upload step kinds for from_dict
+import distcp.commit.upload_steps
 import distcp.publishers.catalog  # noqa: F401 - registers the catalog step kind for from_dict
 from distcp.commit.state import read_json, write_atomic
 from distcp.commit.steps import CommitSequence

@@ -72,6 +72,9 @@ class Publishing:
     compare: str = "default"
     #: ``move --delete-empty-src-dirs``: source directories left empty go too.
     delete_empty_src_dirs: bool = False
+    #: The destination the run writes (its events' job) and the fork branch it is.
+    destination: str = ""
+    branch: str = "main"
 
 
 def _published(r: TaskResult) -> bool:
@@ -311,9 +314,11 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
         RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
                   "ok" if complete and outcome.ok else "partial", len(staged), nbytes,
                   pub.started),
-        EmitEvent(sid, outcome.dataset_urn, outcome.file_set, outcome.destination_root,
-                  len(staged), nbytes),
     ]
+    if staged or outcome.deletes:  # a set that changed nothing announces nothing
+        steps.append(EmitEvent(sid, outcome.dataset_urn, outcome.file_set,
+                               outcome.destination_root, len(staged), nbytes, pub.job_id,
+                               pub.destination, pub.branch))
     if pub.catalog is not None:
         partitions = partitions_of(pub.catalog, outcome.destination_root,
                                    (r.destination for r in staged if r.ok))

@@ -14,13 +14,16 @@ import logging
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from distcp.checksum import ALGORITHM
 from distcp.commit.manifest import COMPACT_AFTER, Entry
 from distcp.commit.state import DatasetState, StateStore, write_atomic
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.datasets.partitions import advance
-from distcp.storage import filesystems as fsutil
+from distcp.events import model
+from distcp.events.sinks import EventSink
+from distcp.faults import crash_point
 
 events_log = logging.getLogger("pydistcp.events")
 
@@ -157,9 +160,12 @@ class RecordRun(_StateChange):
 
 @dataclass(frozen=True)
 class EmitEvent(CommitStep):
-    """Data-availability event: a JSON document under ``events/`` and a log line.
+    """Data-availability event: an OpenLineage COMPLETE of the file set, sent to the
+    run's ``--events`` target (distcp.events), recorded under ``events/`` and logged.
 
-    The document is named after the sequence, so a replay emits it once.
+    The event waits in the outbox before it is sent and the record is written after,
+    so a crash anywhere replays the step or leaves the event for the next run's
+    flush: delivered at least once, always with the sequence id as its key.
     """
 
     kind: ClassVar[str] = "event"
@@ -169,21 +175,44 @@ class EmitEvent(CommitStep):
     destination_root: str
     files: int
     nbytes: int
+    #: The run that published the set (the event's parent run), the destination the run
+    #: wrote (its job's name) and the fork branch; empty in logs of older versions.
+    job_id: str = ""
+    run_destination: str = ""
+    branch: str = "main"
 
     def url(self, ctx: CommitContext) -> str:
-        return fsutil.join(ctx.state_root, "events", f"{self.sequence_id}.json")
+        return _sink(ctx).record_url(self.sequence_id)
 
     def verify(self, ctx: CommitContext) -> bool:
         fs, path = ctx.fs(self.url(ctx))
         return bool(fs.exists(path))
 
     def execute(self, ctx: CommitContext) -> None:
-        body: dict[str, Any] = {"event": "data_available", "dataset": self.urn,
-                                "file_set": self.file_set, "files": self.files,
-                                "bytes": self.nbytes, "destination": self.destination_root,
-                                "time": time.time()}
-        write_atomic(self.url(ctx), json.dumps(body).encode(), ctx.dst_options)
-        events_log.info("data available: %s", json.dumps(body, sort_keys=True))
+        state = _store(ctx).load(self.urn)
+        event = model.to_dict(model.file_set_event(
+            key=self.sequence_id, job_id=self.job_id or self.sequence_id.rsplit("-", 2)[0],
+            run_destination=self.run_destination or self.destination_root,
+            source=self.urn, destination=self.destination_root, file_set=self.file_set,
+            files=self.files, nbytes=self.nbytes, digest_algorithm=ALGORITHM,
+            branch=self.branch,
+            watermarks={"low": state.low_watermark,
+                        "expected_high": state.expected_high_watermark,
+                        "actual_high": state.actual_high_watermark}))
+        _sink(ctx).send(self.sequence_id, event)
+        crash_point("event_sent")  # sent, not recorded: the replay sends it again, same key
+        write_atomic(self.url(ctx), json.dumps(event, sort_keys=True).encode(), ctx.dst_options)
+        events_log.info("data available: %s", json.dumps(
+            {"dataset": self.urn, "file_set": self.file_set, "files": self.files,
+             "bytes": self.nbytes, "destination": self.destination_root,
+             "key": self.sequence_id}, sort_keys=True))
+
+
+def _sink(ctx: CommitContext) -> EventSink:
+    """The run's sink, or (``recover`` without ``--events``) the default one."""
+    if isinstance(ctx.events, EventSink):
+        return ctx.events
+    return EventSink(None, ctx.state_root, ctx.dst_options)
 
 
 def _store(ctx: CommitContext) -> StateStore:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import asdict
 from typing import Any
@@ -16,6 +17,7 @@ from distcp.commit.recovery import RecoveryArea
 from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
 from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.steps import CommitContext
+from distcp.events.sinks import EventSink
 from distcp.planning.listing import state_root_of
 from distcp.storage import filesystems as fsutil
 from distcp.summary import StatusReport, Summary
@@ -154,22 +156,28 @@ def render_status(report: StatusReport) -> str:
 
 
 def recover_only(root: str, options: dict[str, Any], max_replays: int = 3,
-                 src_options: dict[str, Any] | None = None) -> Summary:
+                 src_options: dict[str, Any] | None = None,
+                 events: EventSink | None = None) -> Summary:
     """Replay pending commits and keep interrupted runs' verified copies; copy nothing.
 
     ``src_options``: the sources' storage options, which a pending ``move`` needs to
-    delete the sources it published (they are never in the commit log).
+    delete the sources it published (they are never in the commit log). ``events``:
+    where replayed commits' events go (and what earlier runs left in the outbox).
 
     Pending commits are published here. Journaled copies are moved to the recovery
     area, not published: a copy is published with its whole file set, and which
     files make up a set is known only from the sources' listing, which the next
     ``copy`` makes (it then publishes the kept copies without reading them again).
     """
-    summary = Summary(job_id=f"recover-{int(time.time())}")
+    # unique: two recovers within a second must not take each other for the lock's holder
+    summary = Summary(job_id=f"recover-{int(time.time())}-{secrets.token_hex(3)}")
     start = time.monotonic()
     with DestinationLock(root, options, summary.job_id, command="recover"):
         store = CommitStepStore(root, options)
-        ctx = CommitContext(dict(options), root, src_options=dict(src_options or {}))
+        sink = events or EventSink(None, root, options)
+        sink.flush()
+        ctx = CommitContext(dict(options), root, src_options=dict(src_options or {}),
+                            events=sink)
         summary.add(replay_pending(store, ctx, max_replays)[1])
         keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
         recovery = RecoveryArea(root, options)

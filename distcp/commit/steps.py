@@ -36,6 +36,9 @@ class CommitContext:
     #: The run's Spark session, opened on first call (catalog steps); None where a
     #: command has no session to offer (``recover``): such steps then stay pending.
     spark: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    #: The run's event sink (``distcp.events.sinks.EventSink``: ``--events``); None: the
+    #: default target under the state root.
+    events: Any = field(default=None, repr=False, compare=False)
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)

@@ -28,6 +28,8 @@ from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import Publishing, publish_plan
 from distcp.commit.state import StateStore
 from distcp.copying.taskspec import TaskSpec
+from distcp.events.run import RunEvents
+from distcp.events.sinks import EventSink
 from distcp.fork.agree import agreed
 from distcp.fork.branches import Branch, ForkSettings, check_branches
 from distcp.fork.operators import decide, operator_for
@@ -43,6 +45,7 @@ from distcp.spark.job import (
     check_destination,
     count_requests,
     decisions,
+    event_sink,
     jobs_with_commits,
     new_job_id,
     prepare_staging,
@@ -102,20 +105,26 @@ def run_fork(branches: tuple[Branch, ...], settings: ForkSettings,
                         run.root, dict(run.branch.cfg.dst_options), summary.job_id))
             session = LazySession(partial(run_session, lead, summary, callback))
             stack.callback(session.close)
-            return _run_locked(runs, settings, callback, summary, start, log, session)
+            sink = event_sink(lead, runs[0].root)  # the run's own events: the lead's target
+            with RunEvents(sink, summary.job_id, lead.destination, lead.sources,
+                           enabled=not lead.dry_run) as events:
+                return events.end(_run_locked(runs, settings, callback, summary, start, log,
+                                              session, sink))
     finally:
         log.close()
 
 
 def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
-                summary: Summary, start: float, log: RunLog, session: LazySession) -> Summary:
+                summary: Summary, start: float, log: RunLog, session: LazySession,
+                sink: EventSink) -> Summary:
     """The run once it holds every branch's destination. The Spark session opens at the
     copy (or at a replayed catalog step) and stays open until the run ends."""
     lead = runs[0].branch.cfg
     for run in runs:
         cfg = run.branch.cfg
         run.summary = Summary(job_id=summary.job_id)
-        pub = replace(publishing(cfg, summary.job_id, run.root), log=log)
+        pub = replace(publishing(cfg, summary.job_id, run.root, run.name,
+                                 sink if run is runs[0] else None), log=log)
         run.pub = replace(pub, ctx=replace(pub.ctx, spark=session))
         datasets = run.datasets
         if not cfg.dry_run:

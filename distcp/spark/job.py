@@ -40,6 +40,8 @@ from distcp.copying.taskenv import task_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.errors import DestinationNotWritableError, PlanningError
+from distcp.events.run import RunEvents
+from distcp.events.sinks import EventSink
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.listing import find_datasets, plan_all, state_root
@@ -104,16 +106,20 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
 
     A Spark session that listing opened (``--listing``) stays open for the copy."""
     session = LazySession(partial(run_session, cfg, summary, callback))
+    sink = event_sink(cfg, root)
     try:
-        return _run_planned(cfg, callback, summary, datasets, root, start, log, session)
+        with RunEvents(sink, summary.job_id, cfg.destination, cfg.sources,
+                       enabled=not cfg.dry_run) as events:
+            return events.end(_run_planned(cfg, callback, summary, datasets, root, start, log,
+                                           session, sink))
     finally:
         session.close()
 
 
 def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                  datasets: list[Any], root: str, start: float, log: RunLog,
-                 session: LazySession) -> Summary:
-    pub = replace(publishing(cfg, summary.job_id, root), log=log)
+                 session: LazySession, sink: EventSink) -> Summary:
+    pub = replace(publishing(cfg, summary.job_id, root, sink=sink), log=log)
     pub = replace(pub, ctx=replace(pub.ctx, spark=session))  # catalog steps open it lazily
     dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
@@ -230,17 +236,26 @@ def jobs_with_commits(store: CommitStepStore) -> set[str]:
     return {p.job_id for p in store.pending() + store.pending(aside=True)}
 
 
-def publishing(cfg: CopyConfiguration, job_id: str, root: str) -> Publishing:
+def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "main",
+               sink: EventSink | None = None) -> Publishing:
+    """``sink``: the run's event sink, shared with its START/COMPLETE events (one
+    endpoint found dead is not tried again)."""
     options = dict(cfg.dst_options)
     ctx = CommitContext(dst_options=options, state_root=root,
-                        src_options=dict(cfg.src_options))
+                        src_options=dict(cfg.src_options),
+                        events=sink or event_sink(cfg, root))
     catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
                if cfg.catalog_table else None)
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
                       store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
                       policy=cfg.commit_policy,  # type: ignore[arg-type]
                       catalog=catalog, move=cfg.move, compare=cfg.compare,
-                      delete_empty_src_dirs=cfg.delete_empty_src_dirs)
+                      delete_empty_src_dirs=cfg.delete_empty_src_dirs,
+                      destination=cfg.destination, branch=branch)
+
+
+def event_sink(cfg: CopyConfiguration, root: str) -> EventSink:
+    return EventSink(cfg.events, root, dict(cfg.dst_options), cfg.events_timeout)
 
 
 def split_recovered(files: list[CopyableFile], recovery: RecoveryArea

@@ -1,11 +1,12 @@
 """``--finder stream`` over three scheduled runs, through the API on the shared Spark
 session: hourly partitions appear, one waits for its _SUCCESS, a late file arrives in a
-published partition. Files, watermarks, file sets and events are checked after each run."""
+published partition. Files, watermarks, file sets, the OpenLineage events a real HTTP
+server on 127.0.0.1 received (schema-checked) and the metrics file (parsed back with
+prometheus-client) are checked after each run."""
 
 from __future__ import annotations
 
 import calendar
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ from distcp.datasets.base import DatasetHistory
 from distcp.datasets.partitions import Watermarks
 from distcp.finders.stream import StreamDatasetsFinder
 from tests.conftest import run_cli
+from tests.fixtures.events_server import EventServer, event_server, validate  # noqa: F401
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
+from tests.unit.test_metrics_file import samples
 
 pytestmark = pytest.mark.e2e
 DAY = "2026/11/20"
@@ -49,13 +52,32 @@ def file_sets(report: Any, topic: str) -> list[tuple[str, int]]:
     return [(r["file_set"], r["files"]) for r in d["last_runs"]]
 
 
-def run(src: Path, dst: Path) -> Any:
+def run(src: Path, dst: Path, **kwargs: Any) -> Any:
     return distcp.copy(str(src), str(dst), finder="stream", ready_marker="_SUCCESS",
-                       lookback="2h", progress=False)
+                       lookback="2h", progress=False, **kwargs)
 
 
-def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path) -> None:
-    src, dst = tmp_path / "src", tmp_path / "dst"
+def announced(server: EventServer, job_id: str) -> list[tuple[str, int]]:
+    """The run's events, in the order received: START, its file sets (sorted: tasks
+    finish in any order), COMPLETE; each one valid OpenLineage."""
+    mine = [r for r in server.received if r.key.startswith(job_id)]
+    for r in mine:
+        validate(r.event)
+    assert [r.key for r in (mine[0], mine[-1])] == [f"{job_id}-start", f"{job_id}-complete"]
+    return sorted((f["file_set"], f["files"]) for f in
+                  (r.event["run"]["facets"].get("pydistcp_copy") for r in mine[1:-1]) if f)
+
+
+def gauges(prom: Path, topic: str) -> dict[str, float]:
+    return {dict(labels)["watermark"]: value for (name, labels), value in samples(prom).items()
+            if name == "pydistcp_watermark_timestamp_seconds"
+            and dict(labels)["dataset"].endswith("/" + topic)}
+
+
+def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path,
+                                          event_server: EventServer) -> None:  # noqa: F811
+    src, dst, prom = tmp_path / "src", tmp_path / "dst", tmp_path / "pydistcp.prom"
+    watch = {"events": event_server.url, "metrics_file": str(prom)}
     for h in (8, 9):
         put(src, f"clicks/{DAY}/{h:02d}/part-0.json")
         put(src, f"clicks/{DAY}/{h:02d}/_SUCCESS", b"-")
@@ -65,7 +87,7 @@ def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path) -> None:
     put(src, "clicks/_temporary/x.json")  # no partition: never copied
 
     # run 1: 08 and 09 of clicks, 08 of views; 10 waits for its _SUCCESS
-    s = run(src, dst)
+    s = run(src, dst, **watch)
     assert s.ok and s.datasets == 2 and s.files_copied == 6
     assert [e.path.rsplit("/", 4)[1:] for e in s.entries_skipped] == [["2026", "11", "20", "10"]]
     assert "not ready (no _SUCCESS yet)" in s.entries_skipped[0].error
@@ -76,6 +98,10 @@ def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path) -> None:
     assert marks(report, "clicks") == (None, "2026-11-20T09:00:00Z", "2026-11-20T09:00:00Z")
     assert marks(report, "views") == (None, "2026-11-20T08:00:00Z", "2026-11-20T08:00:00Z")
     assert file_sets(report, "clicks") == [(f"{DAY}/08", 2), (f"{DAY}/09", 2)]
+    assert announced(event_server, s.job_id) == [(f"{DAY}/08", 2), (f"{DAY}/08", 2),
+                                                 (f"{DAY}/09", 2)]
+    assert gauges(prom, "clicks") == {"expected_high": hour(9), "actual_high": hour(9)}
+    assert samples(prom)[("pydistcp_files_transferred_total", ())] == 6
 
     # run 2: 10 is ready, 11 appears; 05 appears but is older than low (09) - 2h: not listed
     put(src, f"clicks/{DAY}/10/_SUCCESS", b"-")
@@ -83,7 +109,7 @@ def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path) -> None:
     put(src, f"clicks/{DAY}/11/_SUCCESS", b"-")
     put(src, f"clicks/{DAY}/05/part-0.json")
     put(src, f"clicks/{DAY}/05/_SUCCESS", b"-")
-    s = run(src, dst)
+    s = run(src, dst, **watch)
     assert s.ok and s.files_copied == 4 and not s.entries_skipped
     assert f"clicks/{DAY}/05/part-0.json" not in files_under(dst)
     assert files_under(dst)[f"clicks/{DAY}/11/part-0.json"] == \
@@ -95,10 +121,13 @@ def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path) -> None:
     assert marks(report, "views") == ("2026-11-20T08:00:00Z", "2026-11-20T08:00:00Z",
                                       "2026-11-20T08:00:00Z")
     assert file_sets(report, "clicks")[-2:] == [(f"{DAY}/10", 2), (f"{DAY}/11", 2)]
+    assert announced(event_server, s.job_id) == [(f"{DAY}/10", 2), (f"{DAY}/11", 2)]
+    assert gauges(prom, "clicks") == {"low": hour(9), "expected_high": hour(11),
+                                      "actual_high": hour(11)}
 
     # run 3: a late file in 09, published already: its own file set, announced again
     put(src, f"clicks/{DAY}/09/part-1.json", b"late rows")
-    s = run(src, dst)
+    s = run(src, dst, **watch)
     # listed again: clicks 09, 10, 11 (from low 11 - 2h; not 08) and views 08, 2 files each
     assert s.ok and s.files_copied == 1 and s.files_skipped == 8
     assert files_under(dst)[f"clicks/{DAY}/09/part-1.json"] == b"late rows"
@@ -106,11 +135,18 @@ def test_three_scheduled_runs_of_a_stream(spark: Any, tmp_path: Path) -> None:
     assert marks(report, "clicks") == ("2026-11-20T11:00:00Z", "2026-11-20T11:00:00Z",
                                        "2026-11-20T11:00:00Z")  # late data moves no mark
     assert file_sets(report, "clicks")[-1] == (f"{DAY}/09+late", 1)
-    events = [json.loads(p.read_text()) for p in (dst / ".pydistcp" / "events").glob("*.json")]
-    announced = sorted((e["file_set"], e["files"]) for e in events
-                       if e["dataset"].endswith("/clicks") and e["files"])
-    assert announced == [(f"{DAY}/08", 2), (f"{DAY}/09", 2), (f"{DAY}/09+late", 1),
-                         (f"{DAY}/10", 2), (f"{DAY}/11", 2)]
+    assert announced(event_server, s.job_id) == [(f"{DAY}/09+late", 1)]  # announced again
+    got = samples(prom)
+    assert got[("pydistcp_files_transferred_total", ())] == 1
+    assert got[("pydistcp_files_skipped_total", ())] == 8
+    assert got[("pydistcp_run_success", ())] == 1
+    assert gauges(prom, "clicks") == {"low": hour(11), "expected_high": hour(11),
+                                      "actual_high": hour(11)}
+    # every published file set was announced exactly once, across the three runs
+    every = [(f["file_set"], f["files"]) for f in
+             (r.event["run"]["facets"].get("pydistcp_copy") for r in event_server.received) if f]
+    assert sorted(every) == [(f"{DAY}/08", 2), (f"{DAY}/08", 2), (f"{DAY}/09", 2),
+                             (f"{DAY}/09+late", 1), (f"{DAY}/10", 2), (f"{DAY}/11", 2)]
     assert files_under(dst) == {k: v for k, v in files_under(src).items()
                                 if "/05/" not in k and "_temporary" not in k}
 

@@ -28,6 +28,7 @@ from distcp.commit.move_steps import DeleteSources
 from distcp.commit.state import StateStore
 from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.errors import PublishError
+from distcp.events.naming import dataset_name
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
     DATED,
@@ -265,9 +266,13 @@ def _check_record_run(lay: LocalLayout | S3Layout) -> None:
 def _check_event(lay: LocalLayout | S3Layout) -> None:
     url = f"{lay.state}/events/{SEQ_ID}.json"
     fs, path = lay.ctx().fs(url)
-    body = json.loads(fs.cat_file(path))
-    assert (body["event"], body["dataset"]) == ("data_available", URN)
-    assert body["files"] == (len(FILES) + 1 if isinstance(lay, LocalLayout) else len(OBJECTS))
+    body = json.loads(fs.cat_file(path))  # the OpenLineage COMPLETE of the file set
+    assert body["eventType"] == "COMPLETE"
+    facet = body["run"]["facets"]["pydistcp_copy"]
+    assert facet["idempotency_key"] == SEQ_ID
+    assert (body["inputs"][0]["namespace"], body["inputs"][0]["name"]) == dataset_name(URN)
+    assert facet["files"] == (len(FILES) + 1 if isinstance(lay, LocalLayout) else len(OBJECTS))
+    assert not fs.exists(f"{path.rsplit('/', 1)[0]}/outbox/{SEQ_ID}.json")  # delivered
 
 
 def _check_complete(lay: S3Layout) -> None:

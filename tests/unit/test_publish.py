@@ -8,6 +8,7 @@ sequence in the commit log for the next run; the watermark moves only with data.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -109,8 +110,12 @@ def test_a_whole_file_set_is_published_with_its_state(world: World) -> None:
                                             ("a/1.txt", "b/2.txt", "b/empty"))
     assert CommitStepStore(world.state, {}).pending() == []
     assert os.listdir(Path(world.state) / "staging" / "job1") == []
-    assert os.listdir(Path(world.state) / "events") == [
-        f"{sequence_id('job1', 'urn:a', 'all')}.json"]
+    key = sequence_id('job1', 'urn:a', 'all')
+    events = Path(world.state) / "events"
+    assert sorted(os.listdir(events)) == ["events.jsonl", f"{key}.json", "outbox"]
+    assert os.listdir(events / "outbox") == []  # delivered: nothing waits
+    (line,) = (events / "events.jsonl").read_text().splitlines()
+    assert json.loads(line)["run"]["facets"]["pydistcp_copy"]["idempotency_key"] == key
 
 
 def test_a_failed_file_holds_back_its_whole_set_and_keeps_the_good_copies(world: World) -> None:

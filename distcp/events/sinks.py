@@ -1,0 +1,187 @@
+"""Where events go (``--events TARGET``) and how none is lost on the way.
+
+- a path: JSON lines appended to that file, one line per event, each written with one
+  ``write`` of a whole line (a crash leaves whole lines before it);
+- ``http://`` or ``https://``: POSTed as JSON, with the ``Idempotency-Key`` header,
+  retried with exponential backoff within ``timeout`` seconds; an endpoint that
+  fails once in a run is not tried again in that run, so a dead endpoint holds
+  publishing for one timeout at most;
+- ``-``: JSON lines on stdout;
+- nothing: the default, ``STATE/events/events.jsonl`` where the state is on a local
+  disk; where it is on an object store (which cannot append), each file set's event
+  is only in its record ``STATE/events/<key>.json``.
+
+At least once: an event that could not be delivered waits in ``STATE/events/outbox/``
+and the next run (``flush``) sends it first, with the same key. The ``Authorization``
+header comes from ``PYDISTCP_EVENTS_AUTH``, never from argv, logs or the state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+from distcp.storage.atomic import write_atomic
+
+log = logging.getLogger("pydistcp.events")
+AUTH_ENV = "PYDISTCP_EVENTS_AUTH"
+#: Seconds an HTTP endpoint gets for one event, retries included (--events-timeout).
+DEFAULT_TIMEOUT = 10.0
+
+
+class DeliveryError(OSError):
+    """The target did not take the event."""
+
+
+@dataclass
+class EventSink:
+    """One run's way of sending events: the target, and the state root holding the
+    records and the outbox. Lives on the driver, never in the commit log."""
+
+    target: str | None
+    state_root: str
+    options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+    #: An HTTP endpoint that failed in this run: later events go to the outbox at once.
+    dead: bool = False
+    undelivered: int = 0
+
+    @property
+    def outbox(self) -> str:
+        return fsutil.join(self.state_root, "events", "outbox")
+
+    def record_url(self, key: str) -> str:
+        """A file set's event as it was first sent: the commit step's proof it ran."""
+        return fsutil.join(self.state_root, "events", f"{key}.json")
+
+    def send(self, key: str, event: Mapping[str, Any]) -> bool:
+        """Deliver ``event`` at least once: kept in the outbox until the target took it.
+        False when it waits there for the next run."""
+        body = json.dumps(event, sort_keys=True)
+        parked = fsutil.join(self.outbox, f"{key}.json")
+        write_atomic(parked, json.dumps({"key": key, "event": event}).encode(),
+                     dict(self.options))
+        if not self._deliver(key, body):
+            return False
+        self._unpark(parked)
+        return True
+
+    def flush(self) -> int:
+        """Send what earlier runs could not deliver, oldest first; how many went."""
+        fs, path = fsutil.filesystem(self.outbox, dict(self.options))
+        try:
+            names = sorted(fs.ls(path, detail=False))
+        except FileNotFoundError:
+            return 0
+        sent = 0
+        for name in names:
+            url = fsutil.to_url(fs, name)
+            try:
+                parked = json.loads(storage_for(url, dict(self.options)).read_bytes(url, "event"))
+            except FileNotFoundError:
+                continue
+            except ValueError:
+                log.warning("events: %s is not an event document; left in the outbox",
+                            fsutil.display(url))
+                continue
+            if not self._deliver(parked["key"], json.dumps(parked["event"], sort_keys=True)):
+                break  # the target is down: the rest wait too, in order
+            self._unpark(url)
+            sent += 1
+        return sent
+
+    def _unpark(self, url: str) -> None:
+        fs, path = fsutil.filesystem(url, dict(self.options))
+        try:
+            fs.rm(path)
+        except FileNotFoundError:
+            pass
+
+    def _deliver(self, key: str, body: str) -> bool:
+        try:
+            deliver(self.target, self.state_root, key, body, self.timeout, self.dead)
+        except DeliveryError as exc:
+            self.dead = self.dead or is_http(self.target)
+            self.undelivered += 1
+            log.warning("events: %s; kept in %s for the next run", exc,
+                        fsutil.display(self.outbox))
+            return False
+        return True
+
+
+def is_http(target: str | None) -> bool:
+    return bool(target) and str(target).startswith(("http://", "https://"))
+
+
+def default_jsonl(state_root: str) -> str | None:
+    """``STATE/events/events.jsonl`` where the state is local (appendable), else None."""
+    local = fsutil.local_path(state_root)
+    return os.path.join(local, "events", "events.jsonl") if local is not None else None
+
+
+def deliver(target: str | None, state_root: str, key: str, body: str, timeout: float,
+            dead: bool = False) -> None:
+    """Send one event's JSON ``body`` to ``target``; DeliveryError when it did not go."""
+    if target == "-":
+        sys.stdout.write(body + "\n")
+        sys.stdout.flush()
+    elif is_http(target):
+        if dead:
+            raise DeliveryError(f"{_shown(str(target))} failed earlier in this run")
+        _post(str(target), key, body, timeout)
+    else:
+        path = target or default_jsonl(state_root)
+        if path is not None:
+            _append_line(path, body)
+
+
+def _append_line(path: str, body: str) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (body + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise DeliveryError(f"cannot append to {path}: {exc.strerror or exc}") from exc
+
+
+def _post(url: str, key: str, body: str, timeout: float) -> None:
+    """POST with backoff (0.25 s, doubling) until ``timeout`` seconds have passed."""
+    headers = {"Content-Type": "application/json", "Idempotency-Key": key}
+    if os.environ.get(AUTH_ENV):
+        headers["Authorization"] = os.environ[AUTH_ENV]
+    deadline, pause, cause = time.monotonic() + timeout, 0.25, "no attempt"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeliveryError(f"{_shown(url)} did not take event {key} within "
+                                f"{timeout:g}s ({cause})")
+        request = urllib.request.Request(url, data=body.encode(), headers=headers,
+                                         method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=max(0.1, left)) as answer:
+                if 200 <= answer.status < 300:
+                    return
+                cause = f"HTTP {answer.status}"
+        except urllib.error.HTTPError as exc:
+            cause = f"HTTP {exc.code}"
+        except (OSError, ValueError) as exc:  # refused, reset, timed out, bad URL
+            cause = str(getattr(exc, "reason", None) or exc)
+        time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+        pause *= 2
+
+
+def _shown(url: str) -> str:
+    """The endpoint without its query (a token may be there)."""
+    return url.split("?", 1)[0]

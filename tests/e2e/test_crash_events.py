@@ -1,0 +1,88 @@
+"""A scheduled stream run killed at every commit boundary: no event is ever lost, and
+none announces data that is not published.
+
+One ``pydistcp copy`` of two hourly partitions is killed (``os._exit(137)``) right
+after it logged the first partition's commit. Then ``pydistcp recover`` (no Spark: a
+fraction of a second each) replays that commit and is killed again before each of its
+steps in turn, once between sending the event and recording it, and once before the
+commit's removal. After every kill, each file-set event the HTTP server on 127.0.0.1
+received names a partition whose files are all published, byte-identical. A last run
+publishes the second partition; then every partition has its event, every event is
+valid OpenLineage, and an event sent twice carries the same key and run id.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import distcp
+from tests.conftest import PYDISTCP, cli_env, run_cli
+from tests.fixtures.events_server import EventServer, event_server, validate  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+DAY = "2026/11/20"
+
+
+def _published_as_announced(server: EventServer, src: Path, dst: Path) -> None:
+    for r in server.received:
+        facet = r.event["run"]["facets"].get("pydistcp_copy")
+        if not facet:
+            continue
+        part = facet["file_set"]
+        want = {p.name: p.read_bytes() for p in (src / "clicks" / part).iterdir()}
+        there = dst / "clicks" / part
+        got = {p.name: p.read_bytes() for p in there.iterdir()} if there.exists() else {}
+        assert got == want and facet["files"] == len(want), (r.key, part)
+
+
+def test_a_stream_run_killed_at_every_commit_boundary_loses_no_event(
+        spark: Any, tmp_path: Path, event_server: EventServer) -> None:  # noqa: F811
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for h in ("08", "09"):
+        for name, data in (("part-0.json", f"rows of {h}".encode()), ("_SUCCESS", b"-")):
+            (src / "clicks" / DAY / h).mkdir(parents=True, exist_ok=True)
+            (src / "clicks" / DAY / h / name).write_bytes(data)
+    killed = run_cli("copy", str(src), str(dst), "--finder", "stream", "--ready-marker",
+                     "_SUCCESS", "--events", event_server.url, "--no-progress",
+                     env={"DISTCP_CRASH_AT": "after_persist:1"})
+    assert killed.returncode == 137, killed.stderr
+    assert event_server.keys() == [event_server.received[0].key]  # START only
+    (pending,) = (dst / ".pydistcp" / "commits").glob("*.json")
+    kinds = [s["kind"] for s in json.loads(pending.read_text())["steps"]]
+    assert "event" in kinds and kinds.index("event") > kinds.index("publish")
+
+    points = []
+    for k, kind in enumerate(kinds, 1):
+        points.append(f"before_step:{k}")
+        if kind == "event":
+            points.append("event_sent:1")
+    points += ["before_remove:1", ""]  # the last recover runs to its end
+    for point in points:
+        out = subprocess.run([*PYDISTCP, "recover", str(dst), "--events", event_server.url,
+                              "--max-replays", "100"], check=False, capture_output=True,
+                             text=True,
+                             env=cli_env({"DISTCP_CRASH_AT": point} if point else None),
+                             stdin=subprocess.DEVNULL, timeout=120)
+        assert out.returncode == (0 if not point else 137), (point, out.stderr)
+        _published_as_announced(event_server, src, dst)
+    first = [r for r in event_server.received if r.event["run"]["facets"].get("pydistcp_copy")]
+    assert len(first) == 2, [r.key for r in first]  # sent, killed, sent again by the replay
+    assert first[0].key == first[1].key
+    assert first[0].event["run"]["runId"] == first[1].event["run"]["runId"]
+    assert not list((dst / ".pydistcp" / "commits").glob("*.json"))
+
+    s = distcp.copy(str(src), str(dst), finder="stream", ready_marker="_SUCCESS",
+                    events=event_server.url, progress=False)
+    assert s.ok
+    _published_as_announced(event_server, src, dst)
+    sets = {r.event["run"]["facets"]["pydistcp_copy"]["file_set"]
+            for r in event_server.received if r.event["run"]["facets"].get("pydistcp_copy")}
+    assert sets == {f"{DAY}/08", f"{DAY}/09"}
+    for r in event_server.received:
+        validate(r.event)
+    assert not list((dst / ".pydistcp" / "events" / "outbox").iterdir())
