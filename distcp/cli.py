@@ -291,7 +291,7 @@ def main() -> None:
                    "endpoint that fails is not tried again in the run  [default: 10s].")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write Prometheus text-format metrics to FILE (for node_exporter's textfile "
-                   "collector) every few seconds while copying and at the end: the run's "
+                   "collector) on every progress tick while copying and at the end: the run's "
                    "totals, per dataset and per branch, watermarks, duration, success and "
                    "the last success time (kept across runs).")
 @click.option("--log-dir", type=click.Path(file_okay=False),
