@@ -1,5 +1,5 @@
-"""A scheduled stream run killed at every commit boundary: no event is ever lost, and
-none announces data that is not published.
+"""A scheduled stream run killed at every commit boundary: no event or registration is
+ever lost, and none announces data that is not published.
 
 One ``pydistcp copy`` of two hourly partitions is killed (``os._exit(137)``) right
 after it logged the first partition's commit. Then ``pydistcp recover`` (no Spark: a
@@ -47,21 +47,23 @@ def test_a_stream_run_killed_at_every_commit_boundary_loses_no_event(
         for name, data in (("part-0.json", f"rows of {h}".encode()), ("_SUCCESS", b"-")):
             (src / "clicks" / DAY / h).mkdir(parents=True, exist_ok=True)
             (src / "clicks" / DAY / h / name).write_bytes(data)
+    table = ("--catalog-table", "crash_ev.clicks", "--catalog-partitions", "dt={0}-{1}-{2}/hr={3}")
     killed = run_cli("copy", str(src), str(dst), "--finder", "stream", "--ready-marker",
-                     "_SUCCESS", "--events", event_server.url, "--no-progress",
+                     "_SUCCESS", "--events", event_server.url, "--no-progress", *table,
                      env={"DISTCP_CRASH_AT": "after_persist:1"})
     assert killed.returncode == 137, killed.stderr
     assert event_server.keys() == [event_server.received[0].key]  # START only
     (pending,) = (dst / ".pydistcp" / "commits").glob("*.json")
     kinds = [s["kind"] for s in json.loads(pending.read_text())["steps"]]
     assert "event" in kinds and kinds.index("event") > kinds.index("publish")
+    assert kinds[-1] == "catalog-partitions"
 
     points = []
     for k, kind in enumerate(kinds, 1):
         points.append(f"before_step:{k}")
         if kind == "event":
             points.append("event_sent:1")
-    points += ["before_remove:1", ""]  # the last recover runs to its end
+    points.append("")  # the last recover runs to the registration, which needs Spark
     for point in points:
         out = subprocess.run([*PYDISTCP, "recover", str(dst), "--events", event_server.url,
                               "--max-replays", "100"], check=False, capture_output=True,
@@ -74,11 +76,20 @@ def test_a_stream_run_killed_at_every_commit_boundary_loses_no_event(
     assert len(first) == 2, [r.key for r in first]  # sent, killed, sent again by the replay
     assert first[0].key == first[1].key
     assert first[0].event["run"]["runId"] == first[1].event["run"]["runId"]
-    assert not list((dst / ".pydistcp" / "commits").glob("*.json"))
+    assert len(list((dst / ".pydistcp" / "commits").glob("*.json"))) == 1  # registration waits
 
+    spark.sql("CREATE DATABASE IF NOT EXISTS crash_ev")
+    spark.sql(f"CREATE TABLE crash_ev.clicks (line STRING, dt STRING, hr INT) USING text "
+              f"PARTITIONED BY (dt, hr) LOCATION '{dst / 'clicks'}'")
     s = distcp.copy(str(src), str(dst), finder="stream", ready_marker="_SUCCESS",
-                    events=event_server.url, progress=False)
-    assert s.ok
+                    events=event_server.url, progress=False, catalog_table="crash_ev.clicks",
+                    catalog_partitions="dt={0}-{1}-{2}/hr={3}")
+    assert s.ok and s.sequences_replayed == 1 and s.partitions_registered == 2
+    assert not list((dst / ".pydistcp" / "commits").glob("*.json"))
+    rows = spark.sql("SELECT line, dt, hr FROM crash_ev.clicks WHERE line LIKE 'rows%' "
+                     "ORDER BY hr").collect()
+    assert [tuple(r) for r in rows] == [("rows of 08", "2026-11-20", 8),
+                                        ("rows of 09", "2026-11-20", 9)]
     _published_as_announced(event_server, src, dst)
     sets = {r.event["run"]["facets"]["pydistcp_copy"]["file_set"]
             for r in event_server.received if r.event["run"]["facets"].get("pydistcp_copy")}
