@@ -55,6 +55,7 @@ class EventSink:
     #: An HTTP endpoint that failed in this run: later events go to the outbox at once.
     dead: bool = False
     undelivered: int = 0
+    _outbox_made: bool = field(default=False, repr=False)
 
     @property
     def outbox(self) -> str:
@@ -69,6 +70,7 @@ class EventSink:
         False when it waits there for the next run."""
         body = json.dumps(event, sort_keys=True)
         parked = fsutil.join(self.outbox, f"{key}.json")
+        self._make_outbox()
         write_atomic(parked, json.dumps({"key": key, "event": event}).encode(),
                      dict(self.options))
         if not self._deliver(key, body):
@@ -99,6 +101,14 @@ class EventSink:
             self._unpark(url)
             sent += 1
         return sent
+
+    def _make_outbox(self) -> None:
+        """The outbox folder, once per run: the run's START comes before the state's
+        folders are made, and some stores (FTP) write no file into a missing folder."""
+        if not self._outbox_made:
+            fs, path = fsutil.filesystem(self.outbox, dict(self.options))
+            fs.makedirs(path, exist_ok=True)
+            self._outbox_made = True
 
     def _unpark(self, url: str) -> None:
         fs, path = fsutil.filesystem(url, dict(self.options))
@@ -142,6 +152,8 @@ def deliver(target: str | None, state_root: str, key: str, body: str, timeout: f
     else:
         path = target or default_jsonl(state_root)
         if path is not None:
+            if not target:  # the state's own folder (the user's file's was checked first)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
             _append_line(path, body)
 
 
