@@ -613,6 +613,8 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
                           events=events, events_timeout=events_timeout)
         for failure in summary.failures:
             click.echo(f"pydistcp: FAILED {failure.error}", err=True)
+        for failure in summary.catalog_failures:
+            click.echo(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "
                    f"{summary.sequences_set_aside}")
         for note in summary.notes:
