@@ -163,9 +163,9 @@ class EmitEvent(CommitStep):
     """Data-availability event: an OpenLineage COMPLETE of the file set, sent to the
     run's ``--events`` target (distcp.events), recorded under ``events/`` and logged.
 
-    The event waits in the outbox before it is sent and the record is written after,
-    so a crash anywhere replays the step or leaves the event for the next run's
-    flush: delivered at least once, always with the sequence id as its key.
+    The record is written after the event went (or, undelivered, waits in the outbox
+    for the next run's flush), so a crash before it replays the step: delivered at
+    least once, always with the sequence id as its key.
     """
 
     kind: ClassVar[str] = "event"

@@ -9,10 +9,15 @@
 - ``-``: JSON lines on stdout;
 - nothing: the default, ``STATE/events/events.jsonl`` where the state is on a local
   disk; where it is on an object store (which cannot append), each file set's event
-  is only in its record ``STATE/events/<key>.json``.
+  is only in its record ``STATE/events/<key>.json``. The default file is the
+  destination's own log: a run that never made the state (nothing matched, a refusal)
+  writes nothing there, so it leaves no folder behind.
 
 At least once: an event that could not be delivered waits in ``STATE/events/outbox/``
-and the next run (``flush``) sends it first, with the same key. The ``Authorization``
+and the next run (``flush``) sends it first, with the same key. An event is parked only
+when delivery failed (no write before each send: that would cost an object store two
+requests per event); a file set's event killed mid-send is sent again because its commit
+step replays until its record exists. The ``Authorization``
 header comes from ``PYDISTCP_EVENTS_AUTH``, never from argv, logs or the state.
 """
 
@@ -29,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from distcp.commit.lock import LOCK_NAME
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
@@ -56,6 +62,8 @@ class EventSink:
     dead: bool = False
     undelivered: int = 0
     _outbox_made: bool = field(default=False, repr=False)
+    #: Default-log events held until the state exists (see ``_held``).
+    _waiting: list[tuple[str, str]] = field(default_factory=list, repr=False)
 
     @property
     def outbox(self) -> str:
@@ -69,13 +77,22 @@ class EventSink:
         """Deliver ``event`` at least once: kept in the outbox until the target took it.
         False when it waits there for the next run."""
         body = json.dumps(event, sort_keys=True)
-        parked = fsutil.join(self.outbox, f"{key}.json")
-        self._make_outbox()
-        write_atomic(parked, json.dumps({"key": key, "event": event}).encode(),
-                     dict(self.options))
-        if not self._deliver(key, body):
+        if self._held(key, body):
+            return True
+        return self._deliver(key, body)
+
+    def _held(self, key: str, body: str) -> bool:
+        """The default log is the state's: until a run has made the state folder its
+        events wait in memory, and a run that never makes it (nothing to copy, a
+        refusal) leaves no trace in the destination."""
+        if self.target is not None or default_jsonl(self.state_root) is None:
             return False
-        self._unpark(parked)
+        self._waiting.append((key, body))
+        if not _state_made(str(fsutil.local_path(self.state_root))):
+            return True
+        waiting, self._waiting = self._waiting, []
+        for k, b in waiting:
+            self._deliver(k, b)
         return True
 
     def flush(self) -> int:
@@ -96,7 +113,8 @@ class EventSink:
                 log.warning("events: %s is not an event document; left in the outbox",
                             fsutil.display(url))
                 continue
-            if not self._deliver(parked["key"], json.dumps(parked["event"], sort_keys=True)):
+            if not self._deliver(parked["key"], json.dumps(parked["event"], sort_keys=True),
+                                 park=False):
                 break  # the target is down: the rest wait too, in order
             self._unpark(url)
             sent += 1
@@ -117,16 +135,33 @@ class EventSink:
         except FileNotFoundError:
             pass
 
-    def _deliver(self, key: str, body: str) -> bool:
+    def _deliver(self, key: str, body: str, park: bool = True) -> bool:
         try:
             deliver(self.target, self.state_root, key, body, self.timeout, self.dead)
         except DeliveryError as exc:
             self.dead = self.dead or is_http(self.target)
             self.undelivered += 1
+            if park:
+                self._park(key, body)
             log.warning("events: %s; kept in %s for the next run", exc,
                         fsutil.display(self.outbox))
             return False
         return True
+
+    def _park(self, key: str, body: str) -> None:
+        self._make_outbox()
+        write_atomic(fsutil.join(self.outbox, f"{key}.json"),
+                     json.dumps({"key": key, "event": json.loads(body)}).encode(),
+                     dict(self.options))
+
+
+def _state_made(folder: str) -> bool:
+    """The state holds more than this run's lock (which goes again, with the folders
+    it made, when a run leaves nothing)."""
+    try:
+        return any(name not in (LOCK_NAME, "events") for name in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def is_http(target: str | None) -> bool:

@@ -112,8 +112,7 @@ def test_a_whole_file_set_is_published_with_its_state(world: World) -> None:
     assert os.listdir(Path(world.state) / "staging" / "job1") == []
     key = sequence_id('job1', 'urn:a', 'all')
     events = Path(world.state) / "events"
-    assert sorted(os.listdir(events)) == ["events.jsonl", f"{key}.json", "outbox"]
-    assert os.listdir(events / "outbox") == []  # delivered: nothing waits
+    assert sorted(os.listdir(events)) == ["events.jsonl", f"{key}.json"]  # no outbox: delivered
     (line,) = (events / "events.jsonl").read_text().splitlines()
     assert json.loads(line)["run"]["facets"]["pydistcp_copy"]["idempotency_key"] == key
 
