@@ -102,6 +102,7 @@ def copy(
     master: str | None = None,
     engine: Literal["auto", "warm", "cold"] | None = None,
     listing: Literal["auto", "driver", "spark"] = "driver",
+    publishing: Literal["auto", "driver", "spark"] = "auto",
     parallelism: int | None = None,
     tasks: int | None = None,
     conf: Mapping[str, str] | None = None,

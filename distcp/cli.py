@@ -186,6 +186,13 @@ def main() -> None:
                    "spark (the driver lists the top, Spark tasks list subtrees or S3 key "
                    "ranges in parallel) or auto (spark for an S3 prefix of more than 1,000 "
                    "keys, else driver; not the default until it is measured faster).")
+@click.option("--publishing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
+              show_default=True,
+              help="Who carries out the per-file steps of publishing (renames, multipart "
+                   "completes, move's source deletes): driver (this process), spark (Spark "
+                   "tasks, in pieces; the commit log still records each file set first) or "
+                   "auto (spark for a step of 2,000 objects or 200,000 local files when "
+                   "Spark already runs, else driver).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: about 2 tasks per core (default: Spark's "
                                 "cores); --parallelism is its old name.")

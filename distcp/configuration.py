@@ -84,6 +84,10 @@ class CopyConfiguration:
     #: "driver" by default: Spark listed 3,000 keys no faster here, and a no-op run that
     #: lists on Spark starts Spark for nothing.
     listing: str = "driver"
+    #: Who carries out per-file commit steps (renames, completes, source deletes):
+    #: "driver", "spark" (executors, in pieces) or "auto" (spark for a large step when
+    #: Spark is already running). distcp.commit.fanout.
+    publishing: str = "auto"
     #: Symbolic links in a local source tree: skipped and reported, followed, or copied
     #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
@@ -246,6 +250,8 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _not_one_of(c.links, LINK_MODES, "--links must be skip, follow or copy, not {!r}")
     yield _not_one_of(c.listing, LISTING_MODES,
                       "--listing must be auto, driver or spark, not {!r}")
+    yield _not_one_of(c.publishing, LISTING_MODES,
+                      "--publishing must be auto, driver or spark, not {!r}")
     yield from (_below(getattr(c, name), 0, f"--{name.replace('_', '-')} must not be negative")
                 for name in _FILTER_BOUNDS)
     yield _empty_range(c.min_size, c.max_size,

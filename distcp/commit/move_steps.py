@@ -19,6 +19,7 @@ from distcp.commit.steps import CommitContext, CommitStep
 from distcp.errors import PublishError
 from distcp.faults import crash_point, delay_at
 from distcp.mtimes import same_mtime
+from distcp.storage import Storage
 from distcp.storage import filesystems as fsutil
 
 #: (source URL, its listed size, its listed mtime, ((destination URL, size), ...)).
@@ -30,7 +31,11 @@ class DeleteSources(CommitStep):
     """Remove moved sources; done when no entry's listed version is still there."""
 
     kind: ClassVar[str] = "delete-source"
+    per_file: ClassVar[str] = "entries"
     entries: tuple[SourceEntry, ...]
+
+    def works_on(self, ctx: CommitContext) -> Storage:
+        return ctx.source_storage(self.entries[0][0])
 
     def verify(self, ctx: CommitContext) -> bool:
         return not any(_still_there(ctx, src, size, mtime) for src, size, mtime, _ in self.entries)

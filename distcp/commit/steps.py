@@ -39,6 +39,11 @@ class CommitContext:
     #: The run's event sink (``distcp.events.sinks.EventSink``: ``--events``); None: the
     #: default target under the state root.
     events: Any = field(default=None, repr=False, compare=False)
+    #: ``--publishing``: carries out a per-file step on the executors and says True, or
+    #: says False and leaves it to this process (``distcp.spark.publish``); None: this
+    #: process does every step (``recover``, which has no Spark).
+    fan_out: Callable[[CommitStep, CommitContext], bool] | None = field(
+        default=None, repr=False, compare=False)
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)
@@ -59,6 +64,9 @@ class CommitStep(ABC):
     """One idempotent action of a publish; serialisable by its ``kind``."""
 
     kind: ClassVar[str] = ""
+    #: The field holding one independent entry per file, for a step that executors may
+    #: carry out in pieces (``distcp.commit.fanout``); "" for a step done as a whole.
+    per_file: ClassVar[str] = ""
     _kinds: ClassVar[dict[str, type[CommitStep]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -73,6 +81,11 @@ class CommitStep(ABC):
     @abstractmethod
     def execute(self, ctx: CommitContext) -> None:
         """Make the effect happen; safe to call again after a partial run."""
+
+    def works_on(self, ctx: CommitContext) -> Storage:
+        """The storage a per-file step changes (its capabilities say whether executors
+        should carry it out): by default that of the first entry's final URL."""
+        return ctx.storage(str(getattr(self, self.per_file)[0][1]))
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **asdict(self)}  # type: ignore[call-overload]
@@ -106,12 +119,15 @@ class CommitSequence:
         """Run every step not yet verified done; a failing step raises PublishError.
 
         The crash points ``before_step`` and ``after_step`` (see ``faults``) bracket
-        each step so the tests can kill the process at every commit boundary.
+        each step so the tests can kill the process at every commit boundary. A
+        per-file step may be carried out by the executors (``ctx.fan_out``).
         """
         for step in self.steps:
             crash_point("before_step")
             try:
-                if not step.verify(ctx):
+                if ctx.fan_out is not None and ctx.fan_out(step, ctx):
+                    pass  # the executors verified and executed it, piece by piece
+                elif not step.verify(ctx):
                     step.execute(ctx)
             except (PublishError, StateError):
                 raise
@@ -155,6 +171,7 @@ class PublishFiles(CommitStep):
     """
 
     kind: ClassVar[str] = "publish"
+    per_file: ClassVar[str] = "moves"
     moves: tuple[tuple[str, str, int], ...]
 
     def verify(self, ctx: CommitContext) -> bool:

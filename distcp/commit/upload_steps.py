@@ -33,6 +33,7 @@ class CompleteUploads(CommitStep):
     """
 
     kind: ClassVar[str] = "s3-complete"
+    per_file: ClassVar[str] = "uploads"
     uploads: tuple[Upload, ...]
 
     def verify(self, ctx: CommitContext) -> bool:
@@ -60,6 +61,7 @@ class CheckDigests(CommitStep):
     """
 
     kind: ClassVar[str] = "check-digest"
+    per_file: ClassVar[str] = "entries"
     entries: tuple[tuple[str, str, int, str], ...]
 
     def verify(self, ctx: CommitContext) -> bool:

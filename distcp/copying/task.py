@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -34,7 +35,7 @@ from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, QualityCheckError
-from distcp.faults import crash_point
+from distcp.faults import crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.storage import Storage, parse_staged, s3, storage_for
 from distcp.storage import filesystems as fsutil
@@ -82,6 +83,7 @@ def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResu
         for file, done in _copy_files(unit, attempt, staging_dir, spec):
             progress.advance(file, done)
             crash_point("after_stage")
+            time.sleep(delay_at("after_stage"))  # lets a test kill a worker mid-copy
             if attempt.endswith("a0"):
                 crash_point("first_attempt_after_stage")  # lets tests force a Spark retry
             yield from done

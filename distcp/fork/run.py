@@ -48,6 +48,7 @@ from distcp.spark.job import (
     event_sink,
     jobs_with_commits,
     new_job_id,
+    on_session,
     prepare_staging,
     prepare_state_dirs,
     publishing,
@@ -125,7 +126,7 @@ def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
         run.summary = Summary(job_id=summary.job_id)
         pub = replace(publishing(cfg, summary.job_id, run.root, run.name,
                                  sink if run is runs[0] else None), log=log)
-        run.pub = replace(pub, ctx=replace(pub.ctx, spark=session))
+        run.pub = on_session(pub, session, cfg.publishing)
         datasets = run.datasets
         if not cfg.dry_run:
             blocked = recover(run.pub, cfg, run.summary)

@@ -58,6 +58,7 @@ from distcp.publishers.catalog import CatalogTarget
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
 from distcp.spark.listing import LazySession, Lister
+from distcp.spark.publish import fan_out_with
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
 from distcp.storage import filesystems as fsutil
@@ -119,8 +120,8 @@ def _run_locked(cfg: CopyConfiguration, callback: Callback, summary: Summary,
 def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                  datasets: list[Any], root: str, start: float, log: RunLog,
                  session: LazySession, sink: EventSink) -> Summary:
-    pub = replace(publishing(cfg, summary.job_id, root, sink=sink), log=log)
-    pub = replace(pub, ctx=replace(pub.ctx, spark=session))  # catalog steps open it lazily
+    pub = on_session(replace(publishing(cfg, summary.job_id, root, sink=sink), log=log),
+                     session, cfg.publishing)
     dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
@@ -252,6 +253,13 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
                       catalog=catalog, move=cfg.move, compare=cfg.compare,
                       delete_empty_src_dirs=cfg.delete_empty_src_dirs,
                       destination=cfg.destination, branch=branch)
+
+
+def on_session(pub: Publishing, session: LazySession, mode: str) -> Publishing:
+    """``pub`` with the run's Spark session: catalog steps open it lazily, per-file
+    steps go to the executors as ``--publishing`` says (``distcp.spark.publish``)."""
+    return replace(pub, ctx=replace(pub.ctx, spark=session,
+                                    fan_out=fan_out_with(session, mode)))
 
 
 def event_sink(cfg: CopyConfiguration, root: str) -> EventSink:

@@ -62,6 +62,9 @@ class Capabilities:
     exclusive_create: bool = False
     #: Remote operations of one commit step worth running concurrently.
     parallel_ops: int = 16
+    #: Per-file entries of a commit step from which ``--publishing auto`` has the
+    #: executors carry it out (a Spark job costs about a second; a request each here).
+    fan_out_from: int = 2_000
 
     @property
     def joins_parts(self) -> bool:

@@ -60,7 +60,8 @@ class LocalStorage(Storage):
     name = "local"
     capabilities = Capabilities(local_paths=True, offset_writes=True, directories=True,
                                 mtimes=True, symlinks=True, atomic_rename=True,
-                                exclusive_create=True, parallel_ops=1)
+                                exclusive_create=True, parallel_ops=1,
+                                fan_out_from=200_000)  # a rename: microseconds
 
     def exists(self, url: str) -> bool:
         return os.path.lexists(os_path(url))

@@ -1,1 +1,5 @@
-from tests.fixtures.spark_cluster import spark_connect_server, spark_standalone  # noqa: F401
+from tests.fixtures.spark_cluster import (  # noqa: F401
+    spark_connect_server,
+    spark_standalone,
+    spark_two_workers,
+)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, tree
-from tests.fixtures.spark_cluster import MASTER, SparkConnectUrl, SparkMaster
+from tests.conftest import PYDISTCP, cli_env, run_cli, tree
+from tests.fixtures.spark_cluster import MASTER, SparkConnectUrl, SparkMaster, TwoWorkers
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
 
@@ -121,3 +123,52 @@ def test_copy_on_spark_connect_server(tmp_path: Path,
     assert s["phases"]["copy_s"] > 0
     # The client's spark.stop() ends its session only, never the shared server.
     assert spark_connect_server.alive()
+
+
+def test_a_worker_killed_mid_copy_is_a_lost_node_and_the_job_finishes(
+        tmp_path: Path, spark_two_workers: TwoWorkers) -> None:
+    """Two workers of one core; once worker 1's executor runs a task, worker 1 and all
+    it launched are SIGKILLed. Spark gives its tasks to worker 2; the run ends 0 with
+    the destination identical, and no file is published twice or missing."""
+    src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "summary.json"
+    for i in range(32):
+        (src / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+        (src / f"d{i % 4}" / f"f{i:02}.bin").write_bytes(os.urandom(64 << 10))
+    props = tmp_path / "executor-log4j2.properties"
+    props.write_text(EXECUTOR_LOG4J)
+    env = cli_env({"DISTCP_SLOW_AT": "after_stage=0.5"})  # 4 files a task: 2 s each
+    run = subprocess.Popen(
+        [*PYDISTCP, "copy", str(src), str(dst), "--master", spark_two_workers, "--tasks", "8",
+         "--no-progress", "--summary-json", str(sj), "--log-dir", str(tmp_path / "logs"),
+         "--conf", f"spark.executor.extraJavaOptions=-Dlog4j.configurationFile=file:{props}"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        deadline = time.monotonic() + CLI_TIMEOUT
+        while not _running_task(spark_two_workers.work_dirs[1]):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "worker 1 never ran a task"
+            time.sleep(0.2)
+        spark_two_workers.kill_worker(1)
+        out, err = run.communicate(timeout=CLI_TIMEOUT)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, (out, err, _driver_log(tmp_path))
+    assert tree(dst) == tree(src)
+    s = json.loads(sj.read_text())
+    assert (s["ok"], s["files_copied"], s["files_failed"]) == (True, 32, 0), s
+    # Worker 1 died inside a task (started, never finished); worker 2 ran what it lost,
+    # and no attempt left a staged file behind.
+    lost = "\n".join(p.read_text(errors="replace")
+                     for p in spark_two_workers.work_dirs[1].glob("*/*/stderr"))
+    started = set(re.findall(r"Executor: Running task .*\(TID (\d+)\)", lost))
+    finished = set(re.findall(r"Executor: Finished task .*\(TID (\d+)\)", lost))
+    assert started - finished, lost[-3000:]
+    assert _running_task(spark_two_workers.work_dirs[2])
+    assert list((dst / ".pydistcp" / "staging").rglob("*.bin")) == []
+
+
+def _running_task(work: Path) -> bool:
+    return any("Executor: Running task" in p.read_text(errors="replace")
+               for p in work.glob("*/*/stderr"))
