@@ -231,6 +231,8 @@ def run_all(args: argparse.Namespace, spark: Any) -> None:
         print(name, json.dumps(results[name]), flush=True)
     out = HERE / "results"
     out.mkdir(exist_ok=True)
+    if args.only and (out / "commit.json").exists():  # keep the parts not run again
+        results = {**json.loads((out / "commit.json").read_text()), **results}
     (out / "commit.json").write_text(json.dumps(results, indent=2))
     (out / "commit.md").write_text(render(results))
     print(render(results))

@@ -85,8 +85,8 @@ class CopyConfiguration:
     #: lists on Spark starts Spark for nothing.
     listing: str = "driver"
     #: Who carries out per-file commit steps (renames, completes, source deletes):
-    #: "driver", "spark" (executors, in pieces) or "auto" (spark for a large step when
-    #: Spark is already running). distcp.commit.fanout.
+    #: "driver", "spark" (executors, in pieces) or "auto" (spark for a large step on a
+    #: cluster whose session already runs). distcp.commit.fanout.
     publishing: str = "auto"
     #: Symbolic links in a local source tree: skipped and reported, followed, or copied
     #: as links (the destination must hold links: see ``preflight.check_links``).

@@ -26,7 +26,6 @@ from distcp.copying.taskenv import applied_environment
 from distcp.errors import PublishError, StateError
 from distcp.storage import Capabilities
 
-PUBLISHING_MODES = ("auto", "driver", "spark")
 #: Entries a piece holds at least: below that a task costs more than it saves.
 MIN_PIECE = 256
 
@@ -57,18 +56,20 @@ def entries_of(step: CommitStep) -> int:
 
 
 def worth_fanning(mode: str, entries: int, capabilities: Capabilities,
-                  session_open: bool) -> bool:
+                  session_open: bool, cluster: bool) -> bool:
     """Whether executors should carry out a step of ``entries`` per-file entries.
 
-    ``driver`` never; ``spark`` whenever the step can be cut; ``auto`` when a Spark
-    session is already open (publishing never starts Spark for itself) and the step
-    is large for its storage (``Capabilities.fan_out_from``: a local rename takes
-    microseconds, a multipart complete a request)."""
+    ``driver`` never; ``spark`` whenever the step can be cut; ``auto`` on a cluster
+    (executors on a local master share the driver's cores: measured slower there, see
+    benchmarks/bench_commit.py), when a Spark session is already open (publishing
+    never starts Spark for itself) and the step is large for its storage
+    (``Capabilities.fan_out_from``: a local rename takes microseconds, a multipart
+    complete a request)."""
     if mode == "driver" or entries == 0:
         return False
     if mode == "spark":
         return True
-    return session_open and entries >= capabilities.fan_out_from
+    return cluster and session_open and entries >= capabilities.fan_out_from
 
 
 def pieces(step: CommitStep, tasks: int, min_piece: int = MIN_PIECE) -> list[CommitStep]:

@@ -126,7 +126,7 @@ def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
         run.summary = Summary(job_id=summary.job_id)
         pub = replace(publishing(cfg, summary.job_id, run.root, run.name,
                                  sink if run is runs[0] else None), log=log)
-        run.pub = on_session(pub, session, cfg.publishing)
+        run.pub = on_session(pub, session, cfg)
         datasets = run.datasets
         if not cfg.dry_run:
             blocked = recover(run.pub, cfg, run.summary)

@@ -121,7 +121,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                  datasets: list[Any], root: str, start: float, log: RunLog,
                  session: LazySession, sink: EventSink) -> Summary:
     pub = on_session(replace(publishing(cfg, summary.job_id, root, sink=sink), log=log),
-                     session, cfg.publishing)
+                     session, cfg)
     dst = spec_for(cfg.destination, dict(cfg.dst_options))  # resolved once per run
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
@@ -255,11 +255,11 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
                       destination=cfg.destination, branch=branch)
 
 
-def on_session(pub: Publishing, session: LazySession, mode: str) -> Publishing:
+def on_session(pub: Publishing, session: LazySession, cfg: CopyConfiguration) -> Publishing:
     """``pub`` with the run's Spark session: catalog steps open it lazily, per-file
     steps go to the executors as ``--publishing`` says (``distcp.spark.publish``)."""
-    return replace(pub, ctx=replace(pub.ctx, spark=session,
-                                    fan_out=fan_out_with(session, mode)))
+    return replace(pub, ctx=replace(pub.ctx, spark=session, fan_out=fan_out_with(
+        session, cfg.publishing, cfg.master)))
 
 
 def event_sink(cfg: CopyConfiguration, root: str) -> EventSink:

@@ -24,24 +24,26 @@ from distcp.commit.steps import CommitContext, CommitStep
 from distcp.copying.taskenv import task_environment
 from distcp.errors import PublishError
 from distcp.spark.arrow import run_pickled
+from distcp.spark.jvm import is_local_master
 from distcp.spark.listing import LazySession
 
 #: Pieces per core: a few, so one slow piece does not hold the step.
 PIECES_PER_CORE = 2
 
 
-def fan_out_with(session: LazySession, mode: str
+def fan_out_with(session: LazySession, mode: str, master: str
                  ) -> Callable[[CommitStep, CommitContext], bool] | None:
     """The run's ``CommitContext.fan_out`` for ``--publishing MODE`` (None: driver)."""
     if mode == "driver":
         return None
+    cluster = not is_local_master(master)
 
     def fan_out(step: CommitStep, ctx: CommitContext) -> bool:
         entries = entries_of(step)
         if not entries:
             return False
         if not worth_fanning(mode, entries, step.works_on(ctx).capabilities,
-                             session.started):
+                             session.started, cluster):
             return False
         run_on_spark(session(), step, ctx)
         return True

@@ -58,19 +58,21 @@ def test_only_steps_of_independent_per_file_entries_can_be_cut() -> None:
     assert entries_of(MakeDirectories(("file:///d/a", "file:///d/a/b"))) == 0
 
 
-@pytest.mark.parametrize(("mode", "entries", "caps", "open_", "want"), [
-    ("driver", 10**6, ObjectStorage.capabilities, True, False),
-    ("spark", 1, LocalStorage.capabilities, False, True),
-    ("spark", 0, LocalStorage.capabilities, True, False),      # nothing to cut
-    ("auto", 1999, ObjectStorage.capabilities, True, False),
-    ("auto", 2000, ObjectStorage.capabilities, True, True),
-    ("auto", 2000, ObjectStorage.capabilities, False, False),  # never starts Spark
-    ("auto", 199_999, LocalStorage.capabilities, True, False),  # renames take µs
-    ("auto", 200_000, LocalStorage.capabilities, True, True),
+@pytest.mark.parametrize(("mode", "entries", "caps", "open_", "cluster", "want"), [
+    ("driver", 10**6, ObjectStorage.capabilities, True, True, False),
+    ("spark", 1, LocalStorage.capabilities, False, False, True),
+    ("spark", 0, LocalStorage.capabilities, True, True, False),      # nothing to cut
+    ("auto", 1999, ObjectStorage.capabilities, True, True, False),
+    ("auto", 2000, ObjectStorage.capabilities, True, True, True),
+    ("auto", 2000, ObjectStorage.capabilities, False, True, False),  # never starts Spark
+    ("auto", 10**6, ObjectStorage.capabilities, True, False, False),  # the driver's cores
+    ("auto", 199_999, LocalStorage.capabilities, True, True, False),  # renames take µs
+    ("auto", 200_000, LocalStorage.capabilities, True, True, True),
 ])
-def test_auto_fans_out_large_steps_only_when_spark_runs(
-        mode: str, entries: int, caps: Capabilities, open_: bool, want: bool) -> None:
-    assert worth_fanning(mode, entries, caps, open_) is want
+def test_auto_fans_out_large_steps_only_on_a_cluster_already_running(
+        mode: str, entries: int, caps: Capabilities, open_: bool, cluster: bool,
+        want: bool) -> None:
+    assert worth_fanning(mode, entries, caps, open_, cluster) is want
 
 
 def _staged(tmp_path: Path, n: int) -> PublishFiles:
