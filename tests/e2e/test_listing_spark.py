@@ -128,6 +128,21 @@ def test_s3_prefix_listed_by_key_ranges_is_the_walk(spark: Any, s3: S3Server,  #
     assert any(s[0] == "s3://src/t/bad/" for s in expected[1])
 
 
+def test_s3_walk_lists_the_keys_once_and_derives_the_directories_s3fs_derives(
+        s3: S3Server) -> None:  # noqa: F811
+    """The driver's S3 walk reads the keys in one pass (it used to list them twice to
+    find keys shadowed by directories) and derives exactly s3fs's directories."""
+    _put_keys(s3, S3_KEYS)
+    fs, root = fsutil.filesystem("s3://src/t", s3.options)
+    fs.invalidate_cache()
+    theirs = fs.find(root, withdirs=True, detail=True)
+    fs.invalidate_cache()
+    skipped: list[fsutil.Skipped] = []
+    ours = fsutil._keys_and_prefixes(fs, root, skipped)
+    assert ours == theirs
+    assert [s.path for s in skipped] == ["s3://src/t/shadow", "s3://src/t/x"]
+
+
 def test_s3_key_ranges_are_several_tasks_covering_each_key_once(s3: S3Server  # noqa: F811
                                                                  ) -> None:
     _put_keys(s3, S3_KEYS)
