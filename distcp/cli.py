@@ -184,8 +184,10 @@ def main() -> None:
               show_default=True,
               help="Who lists the trees: driver (this process, one listing after another), "
                    "spark (the driver lists the top, Spark tasks list subtrees or S3 key "
-                   "ranges in parallel) or auto (spark for an S3 prefix of more than 1,000 "
-                   "keys, else driver; not the default until it is measured faster).")
+                   "ranges in parallel; a plain tree is then planned on Spark too, only "
+                   "what is acted on collected) or auto (spark for an S3 prefix of more "
+                   "than 1,000 keys, else driver; not the default until it is measured "
+                   "faster).")
 @click.option("--publishing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True,
               help="Who carries out the per-file steps of publishing (renames, multipart "

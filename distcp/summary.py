@@ -79,6 +79,9 @@ class Summary:
     sequences_set_aside: int = 0
     recovery_expired: int = 0
     destination_listings: int = 0
+    #: Rows the driver collected from planning on Spark (``--listing spark``): files to
+    #: copy, directories, deletions, entries not copied, a count per task; 0 otherwise.
+    plan_rows_collected: int = 0
     bytes_copied: int = 0
     #: Of ``files_copied``: symbolic links copied as links (``--links copy``).
     links_copied: int = 0

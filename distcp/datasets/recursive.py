@@ -61,9 +61,7 @@ class RecursiveCopyableDataset(CopyableDataset):
                 (self._file(origin, self.destination_root, chain, cfg, name),), ())
         files: list[CopyableFile] = []
         seen = 0
-        # The root too, so that its mode and mtime are kept, as cp -a and rsync -a do.
-        root_status = fsutil.status(fs, fs.info(root))
-        dirs = [self._directory(root_status, self.destination_root, cfg)]
+        dirs = [self.root_directory(cfg)]
         skipped: list[fsutil.Skipped] = []
         wanted = cfg.file_filter
         found = entries(fs, root, skipped) if entries is not None else \
@@ -80,6 +78,22 @@ class RecursiveCopyableDataset(CopyableDataset):
         if cfg.include:
             dirs = _dirs_holding(dirs, files)
         return DatasetListing(tuple(files), tuple(dirs), tuple(skipped), seen)
+
+    def root_directory(self, cfg: CopyConfiguration) -> CopyableDirectory:
+        """The root, so that its mode and mtime are kept, as cp -a and rsync -a do."""
+        fs, root = fsutil.filesystem(self.root, cfg.src_options)
+        return self._directory(fsutil.status(fs, fs.info(root)), self.destination_root, cfg)
+
+    def planned_file(self, origin: FileStatus, rel: str, cfg: CopyConfiguration
+                     ) -> CopyableFile:
+        """The file at ``rel`` as ``listing`` makes it, for a run without converters
+        (planning on the executors, ``distcp.planning.joined``)."""
+        return self._file(origin, fsutil.join(self.destination_root, rel), [], cfg, rel)
+
+    def planned_directory(self, origin: FileStatus, rel: str, cfg: CopyConfiguration
+                          ) -> CopyableDirectory:
+        """The directory at ``rel`` as ``listing`` makes it."""
+        return self._directory(origin, fsutil.join(self.destination_root, rel), cfg)
 
     def _file(self, origin: FileStatus, dest: str, chain: list[Converter],
               cfg: CopyConfiguration, rel: str) -> CopyableFile:

@@ -143,7 +143,7 @@ def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
                              "chose none for them)")
     for run in runs:
         log.plan(run.plan)
-        run.summary.files_skipped = sum(len(d.skip) for d in run.plan.datasets)
+        run.summary.files_skipped = sum(d.files_skipped for d in run.plan.datasets)
     summary.phases["plan_s"] = round(time.monotonic() - start, 3)
     summary.datasets = len({d.urn for run in runs for d in run.plan.datasets})
     if lead.dry_run or lead.log_level in ("info", "debug"):

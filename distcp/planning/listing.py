@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from distcp.commit.state import DatasetState, StateStore
 from distcp.configuration import CopyConfiguration
@@ -41,6 +41,8 @@ class Planned:
     datasets: tuple[CopyableDataset, ...]
     destination_listings: int = 0
     skipped: tuple[fsutil.Skipped, ...] = ()
+    #: Rows the driver collected from planning on Spark (0: planned here).
+    rows_collected: int = 0
 
 
 def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
@@ -61,48 +63,72 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
     (``x.gz`` -> ``x``, ``logs.tar`` -> ``logs/``), which is what a rerun must find.
     """
     url = renamed.rstrip("/") if renamed else dataset.destination_root
-    fs, root = fsutil.filesystem(url, cfg.dst_options)
-    try:
-        info = fs.info(root)
-    except FileNotFoundError:
+    found = target_root(dataset, cfg, url)
+    if found is None:
         return {}
-    except OSError as exc:
-        raise PlanningError(f"cannot list destination {dataset.destination_root}: {exc}") from exc
-    if info["type"] != "directory":
-        if dataset.is_file:
-            st = fsutil.status(fs, info)
-            return {url: st}
-        raise PlanningError(
-            f"cannot copy directory {fsutil.display(dataset.root)} onto file "
-            f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
+    fs, root, info = found
     if dataset.is_file:
         return {url: fsutil.status(fs, info)}
     # Under --links copy the destination's links are entries of their own (compared by
     # their text, replaced as links), never followed into what they point to.
     links = "copy" if cfg.links == "copy" else "follow"
-    found = lister(fs, root, links, dict(cfg.dst_options), []) if lister is not None \
+    entries = lister(fs, root, links, dict(cfg.dst_options), []) if lister is not None \
         else fsutil.walk(fs, root, links)
-    return {fsutil.to_url(fs, p): st for p, st in found}
+    return {fsutil.to_url(fs, p): st for p, st in entries}
+
+
+def target_root(dataset: CopyableDataset, cfg: CopyConfiguration, url: str
+                ) -> tuple[Any, str, dict[str, Any]] | None:
+    """``(fs, path, info)`` of what the destination has at ``url``, None if nothing; a
+    file where a directory tree would go is refused."""
+    fs, root = fsutil.filesystem(url, cfg.dst_options)
+    try:
+        info = fs.info(root)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PlanningError(f"cannot list destination {dataset.destination_root}: {exc}") from exc
+    if info["type"] != "directory" and not dataset.is_file:
+        raise PlanningError(
+            f"cannot copy directory {fsutil.display(dataset.root)} onto file "
+            f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
+    return fs, root, info
+
+
+class JoinedPlanner(Protocol):
+    """Plans a dataset from its listings joined on Spark (``distcp.spark.planning``)."""
+
+    def plans(self, ds: CopyableDataset, cfg: CopyConfiguration) -> bool: ...
+
+    def __call__(self, ds: Any, cfg: CopyConfiguration) -> Any: ...
 
 
 def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
              datasets: list[CopyableDataset] | None = None,
-             state: StateStore | None = None, lister: Lister | None = None) -> Planned:
+             state: StateStore | None = None, lister: Lister | None = None,
+             joined: JoinedPlanner | None = None) -> Planned:
     """List and plan every dataset of the run (found here unless given).
 
     ``lister`` lists trees in place of ``fsutil.walk`` (``--listing spark``: on the
-    executors); it must give what the walk gives.
+    executors); it must give what the walk gives. ``joined`` plans the datasets it
+    takes from both listings joined on Spark, collecting only what is acted on.
 
     With ``--incremental`` (and a state store) the target is what the dataset's
     manifest says was published, so the destination is not listed at all.
     """
     datasets = find_datasets(cfg) if datasets is None else datasets
     plans: list[DatasetPlan] = []
-    listings = seen = selected = 0
+    listings = seen = selected = collected = 0
     skipped: list[fsutil.Skipped] = []
     datasets = [with_history(ds, state) for ds in datasets]
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
+        if joined is not None and joined.plans(ds, cfg):
+            done = joined(ds, cfg)
+            plans.append(done.plan)
+            skipped.extend(done.skipped)
+            seen, listings, collected = seen + done.seen, listings + 1, collected + done.rows
+            continue
         listing = source_listing(ds, cfg, lister)
         skipped.extend(listing.skipped)
         seen, selected = seen + listing.seen, selected + len(listing.files)
@@ -132,7 +158,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         check_max_move(plans, cfg.max_delete, cfg.compare)
     else:
         check_max_delete(plans, cfg.max_delete)
-    return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped))
+    return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped), collected)
 
 
 def with_history(ds: CopyableDataset, state: StateStore | None) -> CopyableDataset:

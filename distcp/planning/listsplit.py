@@ -118,6 +118,14 @@ def ranges_between(stems: Sequence[str]) -> list[KeyRange]:
             for i in range(len(stems))]
 
 
+def grouped(items: Sequence[T], groups: int) -> list[tuple[T, ...]]:
+    """``items`` dealt round-robin into at most ``groups`` tasks. A tree whose top holds
+    a thousand directories is listed by a few tasks per core, not a thousand: each
+    Spark task costs tens of milliseconds, more than listing a small directory."""
+    n = min(max(1, groups), len(items))
+    return [tuple(items[i::n]) for i in range(n)]
+
+
 def task_target(parallelism: int, per_core: int = 4) -> int:
     """How many listing tasks to aim for: a few per core, so that one big subtree
     or dense range does not leave the other cores idle."""

@@ -37,10 +37,17 @@ class DatasetPlan:
     directories: tuple[CopyableDirectory, ...]
     #: A stream dataset's watermarks and partitions, for the commit steps that move them.
     marks: StreamMarks | None = None
+    #: Files skipped, when they were counted where they were decided (planning on
+    #: Spark: ``skip`` then holds their decisions only when asked); None: ``len(skip)``.
+    skips_counted: int | None = None
 
     @property
     def bytes_to_copy(self) -> int:
         return sum(a.file.origin.size for a in self.copy)
+
+    @property
+    def files_skipped(self) -> int:
+        return len(self.skip) if self.skips_counted is None else self.skips_counted
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from distcp.publishers.catalog import CatalogTarget
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
 from distcp.spark.listing import LazySession, Lister
+from distcp.spark.planning import JoinPlanner
 from distcp.spark.publish import fan_out_with
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
@@ -126,16 +127,18 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
+    lister = Lister(cfg.listing, session) if cfg.listing != "driver" else None
     planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)),
-                       Lister(cfg.listing, session) if cfg.listing != "driver" else None)
+                       lister, JoinPlanner(lister, every_decision(cfg)) if lister else None)
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
+    summary.plan_rows_collected = planned.rows_collected
     summary.add_skipped(planned.skipped)
     log.not_copied(planned.skipped)
     log.plan(plan)
     summary.phases["plan_s"] = round(time.monotonic() - start, 3)
     summary.datasets = len(plan.datasets)
-    summary.files_skipped = sum(len(d.skip) for d in plan.datasets)
+    summary.files_skipped = sum(d.files_skipped for d in plan.datasets)
     if cfg.dry_run or cfg.log_level in ("info", "debug"):
         summary.plan = decisions(plan)  # -v: every decision, as a dry run shows them
     if cfg.dry_run:
@@ -167,6 +170,12 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     return summary
 
 
+def every_decision(cfg: CopyConfiguration) -> bool:
+    """Whether the run shows or logs every decision (``--dry-run``, ``-v``,
+    ``--log-file``), skipped files' included; else those are only counted."""
+    return cfg.dry_run or cfg.log_level in ("info", "debug") or cfg.log_file is not None
+
+
 def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing) -> dict[str, dict[str, Any]]:
     """What this run did to each dataset: published (from the run records its commits
     wrote, so only what was published counts), skipped, failed, and a stream dataset's
@@ -180,7 +189,7 @@ def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing) -> dict[
         counts: dict[str, Any] = {
             "files_transferred": sum(r.get("files", 0) for r in runs),
             "bytes_transferred": sum(r.get("bytes", 0) for r in runs),
-            "files_skipped": len(d.skip), "errors": failed[d.urn]}
+            "files_skipped": d.files_skipped, "errors": failed[d.urn]}
         marks = {"low": state.low_watermark, "expected_high": state.expected_high_watermark,
                  "actual_high": state.actual_high_watermark}
         if any(v is not None for v in marks.values()):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from distcp.copying.taskenv import applied_environment, task_environment
-from distcp.planning.listsplit import balance, key_ranges, task_target
+from distcp.planning.listsplit import balance, grouped, key_ranges, task_target
 from distcp.spark.arrow import frame_of
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
@@ -40,6 +40,8 @@ class Found:
     kind: str
     entries: list[tuple[str, Any]] = field(default_factory=list)
     tasks: list[tl.ListingTask] = field(default_factory=list)
+    #: Spark tasks to run them in (``listing_frame``'s width; 0: one each).
+    width: int = 0
 
 
 def tree_tasks(url: str, root: str, links: str, options: Mapping[str, Any], target: int,
@@ -90,16 +92,20 @@ def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: 
     return found
 
 
-def listing_frame(spark: Any, tasks: list[tl.ListingTask]) -> Any:
-    """The rows of every task, one Spark task each: a DataFrame of ``ROW_SCHEMA``."""
+def listing_frame(spark: Any, tasks: list[tl.ListingTask], width: int | None = None) -> Any:
+    """The rows of every task, a DataFrame of ``ROW_SCHEMA``: one Spark task per listing
+    task, or per group of them when there are more than ``width``."""
     env = task_environment()
-    return frame_of(spark, [replace(t, env=env) for t in tasks], run_listing, tl.ROW_SCHEMA)
+    groups = grouped([replace(t, env=env) for t in tasks], width or len(tasks))
+    return frame_of(spark, groups, run_listings, tl.ROW_SCHEMA)
 
 
-def run_listing(task: tl.ListingTask) -> Iterator[Any]:
-    """One listing task on an executor, with the client's task variables applied."""
-    with applied_environment(task.env):
-        yield from tl.arrow_batches(task)
+def run_listings(tasks: tuple[tl.ListingTask, ...]) -> Iterator[Any]:
+    """Listing tasks, one after another, on an executor, with the client's task
+    variables applied."""
+    for task in tasks:
+        with applied_environment(task.env):
+            yield from tl.arrow_batches(task)
 
 
 class Lister:
@@ -132,15 +138,44 @@ class Lister:
                   first: Mapping[str, Any] | None, skipped: list[Skipped]
                   ) -> Iterator[tuple[str, Any]]:
         spark = self.session()
+        found = self.found(spark, fs, root, kind, links, options, first, skipped)
+        rows = listing_frame(spark, found.tasks, found.width).collect() if found.tasks else []
+        yield from entries(found, rows, skipped)
+
+    def found(self, spark: Any, fs: Any, root: str, kind: str, links: str,
+              options: Mapping[str, Any], first: Mapping[str, Any] | None,
+              skipped: list[Skipped]) -> Found:
+        """The top of the tree listed here, the listing tasks for the rest."""
         from distcp.spark.session import default_parallelism
 
         target = self.target or task_target(default_parallelism(spark))
         url = fsutil.to_url(fs, root)
-        found = tree_tasks(url, root.rstrip("/") or "/", links, options, target,
-                           skipped) if kind == tl.TREE else \
-            key_tasks(fs, url, root, options, target, first, self.page)
-        rows = listing_frame(spark, found.tasks).collect() if found.tasks else []
-        yield from entries(found, rows, skipped)
+        found = tree_tasks(url, root.rstrip("/") or "/", links, options, target, skipped) \
+            if kind == tl.TREE else key_tasks(fs, url, root, options, target, first, self.page)
+        return replace(found, width=target)
+
+    def frame(self, fs: Any, root: str, links: str, options: Mapping[str, Any],
+              skipped: list[Skipped]) -> tuple[Any, str]:
+        """The whole tree as one DataFrame of ``ROW_SCHEMA`` (the driver's top entries
+        and every task's rows), never collected, and its listing kind; entries the
+        driver itself could not list go to ``skipped``, the tasks' stay rows."""
+        kind = tl.listing_kind(fs)
+        assert kind is not None, "frame() of a filesystem that cannot be cut"
+        spark = self.session()
+        found = self.found(spark, fs, root, kind, links, options, None, skipped)
+        top = spark.createDataFrame(
+            [tuple(tl.row_of(p, st)[name] for name, _ in tl.ROW_COLUMNS)
+             for p, st in found.entries], tl.ROW_SCHEMA)
+        if not found.tasks:
+            return top, kind
+        return listing_frame(spark, found.tasks, found.width).unionByName(top), kind
+
+    def joins(self, fs: Any, root: str) -> bool:
+        """Whether a tree on ``fs`` is listed on Spark (hence planned there too)."""
+        kind = tl.listing_kind(fs) if self.mode != "driver" else None
+        if kind is None or self.mode != "auto":
+            return kind is not None
+        return _worth_spark(kind, tl.list_page(fs, root, None, self.page))
 
 
 def _worth_spark(kind: str, first: Mapping[str, Any] | None) -> bool:

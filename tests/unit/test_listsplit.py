@@ -7,7 +7,14 @@ import pickle
 import random
 from collections.abc import Callable
 
-from distcp.planning.listsplit import HIGH, KeyRange, balance, key_ranges, ranges_between
+from distcp.planning.listsplit import (
+    HIGH,
+    KeyRange,
+    balance,
+    grouped,
+    key_ranges,
+    ranges_between,
+)
 
 
 def _prober(keys: list[str]) -> tuple[list[str], list[str], Callable[[str], str | None]]:
@@ -104,3 +111,12 @@ def test_balance_stops_at_the_budget_and_drops_unreadable() -> None:
 
 def test_balance_of_a_tree_listed_whole_on_the_driver_is_empty() -> None:
     assert balance(["/"], lambda n: TREE[n], target=100, budget=100) == []
+
+
+def test_many_subtrees_are_dealt_into_a_few_tasks_each_listed_once() -> None:
+    subtrees = [f"d{n:03d}" for n in range(200)]
+    groups = grouped(subtrees, 8)
+    assert len(groups) == 8 and {len(g) for g in groups} == {25}
+    assert sorted(s for g in groups for s in g) == subtrees
+    assert grouped(["a", "b"], 8) == [("a",), ("b",)]
+    assert grouped([], 8) == []

@@ -17,7 +17,9 @@ SUMMARY_KEYS = {
     "log_file", "throughput_bytes_per_s", "ok",
     # issue 13 point 4 (--catalog-table): registrations, apart from file failures
     "partitions_registered", "catalog_failures", "branches", "sources_deleted",
-    "per_dataset"}
+    "per_dataset",
+    # issue 11 point 2: rows collected from planning on Spark
+    "plan_rows_collected"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:

@@ -1,0 +1,135 @@
+"""EXECUTOR: the plan of one dataset from its source listing joined with its target's.
+
+``--listing spark`` leaves both listings distributed (``distcp.spark.listing``);
+``distcp.spark.planning`` joins them on the path relative to each root and runs
+``plan_rows`` over the joined rows in Spark tasks. Each row is decided by the very
+functions the driver's planner uses (``plan.decide``, the dataset's own ``_file`` and
+``_directory``), so both planners give the same plan; what reaches the driver is only
+what it must act on: files to copy, directories, deletions, entries not copied, errors,
+and per task the number of files skipped (their decisions only when asked: ``--dry-run``
+and ``-v`` show every decision).
+
+A plain recursive dataset without converters and without filters is planned here; any
+other (archives whose expansion the state decides, ``--include`` pruning directories,
+stream datasets and lists of files) keeps the driver's planner.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from distcp.configuration import CopyConfiguration
+from distcp.datasets.recursive import RecursiveCopyableDataset
+from distcp.model import FileStatus
+from distcp.planning.plan import Action, decide
+from distcp.storage import filesystems as fsutil
+from distcp.storage import treelisting as tl
+
+#: What a planning task sends to the driver, one row each (``kind``), with the walk's
+#: sort key of its entry and its value pickled in ``payload``.
+COPY, SKIP, DIRECTORY, DELETE, NOT_COPIED, ERROR, COUNT = (
+    "copy", "skip", "dir", "delete", "skipped", "error", "count")
+OUT_SCHEMA = "kind string, sort string, payload binary"
+
+
+@dataclass(frozen=True)
+class JoinRule:
+    """Everything a planning task needs: the dataset, the run's settings, the listing
+    kind of each side (for the walk's order) and whether skips travel back whole."""
+
+    dataset: RecursiveCopyableDataset
+    cfg: CopyConfiguration
+    source_kind: str
+    target_kind: str
+    keep_skips: bool = False
+
+
+def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
+    """Whether a dataset is planned from joined listings: a tree of a plain recursive
+    dataset, copied without converters, filters, a list of files or the manifest."""
+    return (type(ds) is RecursiveCopyableDataset and not ds.is_file
+            and not (ds.converters if ds.converters is not None else cfg.converters)
+            and not cfg.file_filter.active and not cfg.incremental and not cfg.move
+            and not (cfg.files_from or cfg.files_from_manifest))
+
+
+def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
+                                                    Mapping[str, Any] | None]]
+              ) -> Iterator[tuple[str, str, bytes | None]]:
+    """``(kind, sort key, payload)`` for each joined ``(source row, target row)``, and a
+    last ``count`` row whose payload is the pickled ``(files seen, files skipped)``.
+
+    An ``error`` (a file where the target has a directory, or the reverse) carries
+    ``(directory?, message, path)``: the driver raises the first, files before
+    directories, as ``plan.plan_dataset`` does."""
+    ds, cfg = rule.dataset, rule.cfg
+    fs_root = fsutil.filesystem(ds.root, cfg.src_options)[1].rstrip("/") or "/"
+    files = skips = 0
+    for s, t in rows:
+        source = tl.entry_of(s) if s is not None else None
+        if isinstance(source, fsutil.Skipped):
+            yield NOT_COPIED, tl.sort_key(rule.source_kind, source.path), pickle.dumps(source)
+            continue
+        target = _target(t)
+        if source is None:
+            if cfg.delete and target is not None:
+                yield DELETE, "", pickle.dumps(target.url)
+            continue
+        path, origin = source
+        order = tl.sort_key(rule.source_kind, path)
+        rel = fsutil.relpath(path, fs_root)
+        if origin.is_dir:
+            d = ds.planned_directory(origin, rel, cfg)
+            if target is not None and not target.is_dir:
+                yield ERROR, order, pickle.dumps((True, (
+                    f"cannot replace file {fsutil.display(d.destination)} with directory "
+                    f"{fsutil.display(origin.url)}"), d.destination))
+            yield DIRECTORY, order, pickle.dumps(d)
+            continue
+        files += 1
+        f = ds.planned_file(origin, rel, cfg)
+        if target is not None and target.is_dir:
+            yield ERROR, order, pickle.dumps((False, (
+                f"cannot replace directory {fsutil.display(f.destination)} with file "
+                f"{fsutil.display(origin.url)}"), f.destination))
+            continue
+        reason, wanted = decide(f, target, cfg.overwrite, cfg.compare)
+        if wanted:
+            yield COPY, order, pickle.dumps(Action(f, reason))
+        else:
+            skips += 1
+            if rule.keep_skips:
+                yield SKIP, order, pickle.dumps(Action(f, reason))
+    yield COUNT, "", pickle.dumps((files, skips))
+
+
+def _target(row: Mapping[str, Any] | None) -> FileStatus | None:
+    """The target's entry; one its listing could not read counts as absent, as in the
+    driver's target listing (which keeps no skipped entries)."""
+    if row is None:
+        return None
+    entry = tl.entry_of(row)
+    return None if isinstance(entry, fsutil.Skipped) else entry[1]
+
+
+def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function: joined batches (columns ``s`` and ``t``, structs of
+    listing rows) in, ``OUT_SCHEMA`` batches out, one per batch in."""
+    import pyarrow as pa
+
+    def rows() -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+        for batch in batches:
+            yield from zip(batch.column("s").to_pylist(), batch.column("t").to_pylist())
+
+    out: list[tuple[str, str, bytes | None]] = []
+    for record in plan_rows(rule, rows()):
+        out.append(record)
+        if len(out) >= tl.BATCH_ROWS or record[0] == COUNT:
+            kinds, sorts, payloads = zip(*out)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(kinds, pa.string()), pa.array(sorts, pa.string()),
+                 pa.array(payloads, pa.binary())], names=["kind", "sort", "payload"])
+            out = []

@@ -1,0 +1,125 @@
+"""DRIVER: plan a dataset by joining its two listings on Spark (``--listing spark``).
+
+The source and the target are listed as DataFrames (``Lister.frame``: the driver lists
+the top of each tree, tasks the rest), joined on the path relative to each root, and
+each joined row is decided on an executor by ``distcp.planning.joined.plan_rows`` with
+the driver planner's own functions. The driver collects only what it acts on: files
+to copy, directories, deletions, entries not copied, and each task's count of files
+skipped. An up-to-date tree of a million files therefore costs the driver its
+directories, not its files (``Summary.plan_rows_collected`` says how many rows came).
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from distcp.configuration import CopyConfiguration
+from distcp.datasets.recursive import RecursiveCopyableDataset
+from distcp.errors import PlanningError
+from distcp.model import CopyableDirectory
+from distcp.planning import joined as jp
+from distcp.planning.listing import target_root
+from distcp.planning.plan import Action, DatasetPlan
+from distcp.spark.listing import Lister
+from distcp.storage import filesystems as fsutil
+from distcp.storage import treelisting as tl
+
+
+@dataclass(frozen=True)
+class JoinedPlan:
+    """A dataset planned on Spark: its plan (skips counted, kept only when asked), the
+    entries not copied, files seen at the source, and rows the driver collected."""
+
+    plan: DatasetPlan
+    skipped: tuple[fsutil.Skipped, ...]
+    seen: int
+    rows: int
+
+
+class JoinPlanner:
+    """``plan_all``'s planner for the datasets ``plannable`` accepts, when ``--listing``
+    puts their source tree on Spark. ``keep_skips``: every skipped file's decision
+    travels back too (``--dry-run``, ``-v``)."""
+
+    def __init__(self, lister: Lister, keep_skips: bool = False) -> None:
+        self.lister, self.keep_skips = lister, keep_skips
+
+    def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
+        if not jp.plannable(ds, cfg):
+            return False
+        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
+        dst_fs, _ = fsutil.filesystem(ds.destination_root, cfg.dst_options)
+        return tl.listing_kind(dst_fs) is not None and self.lister.joins(src_fs, src_root)
+
+    def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration) -> JoinedPlan:
+        root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
+        skipped: list[fsutil.Skipped] = []
+        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
+        source, kind = self.lister.frame(src_fs, src_root, cfg.links, cfg.src_options,
+                                         skipped)
+        target, target_kind = self._target(ds, cfg, source)
+        rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips)
+        rows = _joined(source, src_root, target).mapInArrow(
+            partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
+        return _assembled(ds, cfg, rule, root_dir, rows, skipped)
+
+    def _target(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source: Any
+                ) -> tuple[tuple[Any, str] | None, str | None]:
+        """The target's frame and root (None: no target yet), as ``target_listing``
+        would list it (links kept as links under ``--links copy``, else followed)."""
+        found = target_root(ds, cfg, ds.destination_root)
+        if found is None:
+            return None, None
+        fs, root, _ = found
+        links = "copy" if cfg.links == "copy" else "follow"
+        frame, kind = self.lister.frame(fs, root, links, cfg.dst_options, [])
+        return (frame, root), kind
+
+
+def _joined(source: Any, src_root: str, target: tuple[Any, str] | None) -> Any:
+    """``(s, t)`` rows: each source entry with the target entry at the same relative
+    path; target entries alone; an entry the source could not read alone (key null)."""
+    from pyspark.sql import functions as F
+
+    def keyed(frame: Any, root: str, name: str) -> Any:
+        start = len(root.rstrip("/")) + 2  # 1-based, past "root/"
+        key = F.when(F.col("skipped").isNull(), F.substring("path", start, 1 << 30))
+        return frame.select(key.alias("rel"),
+                            F.struct(*[F.col(c) for c, _ in tl.ROW_COLUMNS]).alias(name))
+
+    left = keyed(source, src_root, "s")
+    if target is None:
+        return left.select("s", F.lit(None).cast(left.schema["s"].dataType).alias("t"))
+    right = keyed(target[0].where(F.col("skipped").isNull()), target[1], "t")
+    return left.join(right, "rel", "full_outer").select("s", "t")
+
+
+def _assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.JoinRule,
+               root_dir: CopyableDirectory, rows: list[Any], skipped: list[fsutil.Skipped]
+               ) -> JoinedPlan:
+    """The collected rows as the driver planner's DatasetPlan (its order: the walk's
+    for entries, deepest first for deletions); the first conflict raised as it would."""
+    by_kind: dict[str, list[tuple[str, Any]]] = {}
+    for row in rows:
+        by_kind.setdefault(row["kind"], []).append((row["sort"], pickle.loads(row["payload"])))
+
+    def ordered(kind: str) -> list[Any]:
+        return [value for _, value in sorted(by_kind.get(kind, []), key=lambda e: e[0])]
+
+    errors = sorted(by_kind.get(jp.ERROR, []), key=lambda e: (e[1][0], e[0]))
+    if errors:
+        _, (_, message, path) = errors[0]
+        raise PlanningError(message, path=path)
+    counts = [value for _, value in by_kind.get(jp.COUNT, [])]
+    copy: list[Action] = ordered(jp.COPY)
+    doomed = sorted((u for _, u in by_kind.get(jp.DELETE, [])),
+                    key=lambda u: (-u.count("/"), u))
+    plan = DatasetPlan(ds.urn, ds.destination_root, tuple(copy), tuple(ordered(jp.SKIP)),
+                       tuple(doomed), (root_dir, *ordered(jp.DIRECTORY)),
+                       skips_counted=sum(s for _, s in counts))
+    return JoinedPlan(plan, (*skipped, *ordered(jp.NOT_COPIED)),
+                      sum(f for f, _ in counts), len(rows))
+

@@ -1,0 +1,204 @@
+"""Planning as a Spark join gives exactly the driver's plan (issue 11, point 2).
+
+The same literal trees planned both ways on the real local Spark session (and the real
+moto S3 server): the driver's planner over its walk, and ``JoinPlanner`` joining both
+listings on Spark with every decision kept. Same files to copy with the same reasons,
+same skips, deletions, directories and entries not copied; the same refusal of a file
+where a directory is. A CLI run proves the driver collects the directories, not the
+files, of an up-to-date tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distcp.configuration import CopyConfiguration
+from distcp.errors import PlanningError
+from distcp.planning.listing import Planned, plan_all
+from distcp.spark.listing import Lister
+from distcp.spark.planning import JoinPlanner
+from tests.conftest import cli_env
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.e2e
+
+OLD, NEW = 1_600_000_000, 1_700_000_000
+
+
+def _file(path: Path, data: str, mtime: int = OLD) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data)
+    os.utime(path, (mtime, mtime))
+
+
+def trees(base: Path) -> tuple[Path, Path]:
+    """A source and a destination that differ in every way a decision can see."""
+    src, dst = base / "src", base / "dst"
+    for rel, data in {"new.txt": "n", "same.txt": "same", "size.txt": "longer",
+                      "older.txt": "o", "sub/deep/x.txt": "x", "é/名前.txt": "u",
+                      "newer.txt": "w"}.items():
+        _file(src / rel, data, NEW if rel == "older.txt" else OLD)
+    (src / "empty").mkdir()
+    (src / "lsame").symlink_to("same.txt")
+    (src / "ldiff").symlink_to("new.txt")
+    (src / "dang").symlink_to("nowhere")
+    for rel, data in {"same.txt": "same", "size.txt": "short", "older.txt": "o",
+                      "sub/deep/x.txt": "x", "newer.txt": "w", "extra.txt": "e",
+                      "gone/deeper/y.txt": "y"}.items():
+        _file(dst / rel, data, NEW if rel == "newer.txt" else OLD)
+    (dst / "lsame").symlink_to("same.txt")
+    (dst / "ldiff").symlink_to("size.txt")
+    return src, dst
+
+
+def both(spark: Any, cfg: CopyConfiguration, target: int = 3) -> tuple[Planned, Planned]:
+    """The driver's plan and the joined plan (every decision kept) of one run."""
+    lister = Lister("spark", lambda: spark, target=target, page=2)
+    driver = plan_all(cfg, lambda _m: None)
+    joined = plan_all(cfg, lambda _m: None, lister=lister,
+                      joined=JoinPlanner(lister, keep_skips=True))
+    return driver, joined
+
+
+def assert_same(driver: Planned, joined: Planned) -> None:
+    for d, j in zip(driver.plan.datasets, joined.plan.datasets, strict=True):
+        assert j.copy == d.copy
+        assert j.skip == d.skip
+        assert j.delete == d.delete
+        assert j.directories == d.directories
+        assert j.files_skipped == d.files_skipped
+    assert sorted(map(repr, joined.skipped)) == sorted(map(repr, driver.skipped))
+    assert joined.skipped == driver.skipped
+    assert joined.rows_collected > 0 and driver.rows_collected == 0
+
+
+@pytest.mark.parametrize("settings", [
+    {}, {"overwrite": True}, {"delete": True}, {"compare": "size-only"},
+    {"compare": "checksum"}, {"compare": "ignore-existing"}, {"preserve": ""},
+    {"links": "copy", "delete": True}, {"links": "skip"}, {"links": "follow"}])
+def test_joined_plan_is_the_driver_plan(spark: Any, tmp_path: Path,
+                                        settings: dict[str, Any]) -> None:
+    src, dst = trees(tmp_path)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst), **settings)
+    driver, joined = both(spark, cfg)
+    assert_same(driver, joined)
+    plan = driver.plan.datasets[0]
+    assert {a.file.destination.rsplit("/", 1)[-1] for a in plan.copy} >= {"new.txt", "名前.txt"}
+    if settings.get("delete"):
+        gone = [u.rsplit("/dst/", 1)[1] for u in plan.delete]
+        assert gone[:2] == ["gone/deeper/y.txt", "gone/deeper"]
+        assert {"extra.txt", "gone"} <= set(gone)
+
+
+def test_an_empty_destination_plans_every_file_both_ways(spark: Any, tmp_path: Path) -> None:
+    src, _ = trees(tmp_path)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(tmp_path / "none"),
+                            links="copy")
+    driver, joined = both(spark, cfg, target=1)
+    assert_same(driver, joined)
+    assert len(joined.plan.datasets[0].copy) >= 7
+
+
+@pytest.mark.parametrize(("src_rel", "dst_kind", "message"), [
+    ("sub", "file", "cannot replace file {dst}/sub with directory {src}/sub"),
+    ("same.txt", "dir", "cannot replace directory {dst}/same.txt with file {src}/same.txt"),
+])
+def test_a_file_where_a_directory_is_refused_both_ways(spark: Any, tmp_path: Path,
+                                                       src_rel: str, dst_kind: str,
+                                                       message: str) -> None:
+    src, dst = trees(tmp_path)
+    there = dst / src_rel
+    shutil.rmtree(there) if there.is_dir() else there.unlink()
+    if dst_kind == "file":
+        there.write_text("a file")
+    else:
+        (there / "inside").mkdir(parents=True)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst))
+    errors = []
+    for joined in (False, True):
+        lister = Lister("spark", lambda: spark, target=3)
+        with pytest.raises(PlanningError) as caught:
+            plan_all(cfg, lambda _m: None, lister=lister if joined else None,
+                     joined=JoinPlanner(lister) if joined else None)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] == message.format(src=src, dst=dst)
+
+
+def test_an_s3_source_plans_the_same_on_spark(spark: Any, s3: S3Server,  # noqa: F811
+                                              tmp_path: Path) -> None:
+    client = s3.client()
+    for n in range(30):
+        client.put_object(Bucket="src", Key=f"p/d{n % 4}/f{n:02d}", Body=b"x" * n)
+    dst = tmp_path / "dst"
+    for n in range(0, 30, 3):  # a third there already, same size; one of the wrong size
+        _file(dst / f"d{n % 4}" / f"f{n:02d}", "x" * (n + (n == 9)), NEW)
+    _file(dst / "stale", "s")
+    cfg = CopyConfiguration(sources=("s3://src/p",), destination=str(dst), delete=True,
+                            compare="size-only", src_options=s3.options)
+    driver, joined = both(spark, cfg)
+    assert_same(driver, joined)
+    plan = joined.plan.datasets[0]
+    assert (len(plan.copy), plan.files_skipped) == (21, 9)
+    assert plan.delete == (str(dst / "stale"),)
+
+
+def test_skips_are_counted_not_collected(spark: Any, tmp_path: Path) -> None:
+    src, dst = trees(tmp_path)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst))
+    lister = Lister("spark", lambda: spark, target=3)
+    counted = plan_all(cfg, lambda _m: None, lister=lister, joined=JoinPlanner(lister))
+    plan = counted.plan.datasets[0]
+    driver = plan_all(cfg, lambda _m: None).plan.datasets[0]
+    assert plan.skip == () and plan.files_skipped == driver.files_skipped > 0
+    assert plan.copy == driver.copy
+
+
+def contents(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".pydistcp" not in p.parts}
+
+
+def _copy(src: Path, dst: Path, *args: str) -> dict[str, Any]:
+    out = dst.parent / "summary.json"
+    r = subprocess.run([sys.executable, "-m", "distcp", "copy", str(src), str(dst),
+                        "--no-progress", "--listing", "spark", "--summary-json", str(out),
+                        *args], check=False, capture_output=True, text=True, env=cli_env(),
+                       timeout=600, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    summary: dict[str, Any] = json.loads(out.read_text())
+    return summary
+
+
+def test_an_up_to_date_tree_costs_the_driver_its_directories_not_its_files(
+        tmp_path: Path) -> None:
+    """20,000 files in 200 directories already at the destination: the plan on Spark
+    sends the driver one row per directory and per task, none per file; a rerun after
+    changes (one file rewritten, one added, one removed, --delete) mirrors the source."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for d in range(200):
+        folder = src / f"d{d:03d}"
+        folder.mkdir(parents=True)
+        for n in range(100):
+            (folder / f"f{n:02d}").write_bytes(b"%d" % n)
+    shutil.copytree(src, dst, copy_function=shutil.copy2)
+    quiet = _copy(src, dst)
+    assert (quiet["files_copied"], quiet["files_skipped"]) == (0, 20_000)
+    assert 201 <= quiet["plan_rows_collected"] <= 201 + 64
+    (src / "d007" / "f03").write_bytes(b"changed")
+    (src / "d199" / "new").write_bytes(b"new")
+    (src / "d100" / "f50").unlink()
+    changed = _copy(src, dst, "--delete")
+    assert (changed["files_copied"], changed["files_deleted"]) == (2, 1)
+    assert changed["files_skipped"] == 19_998
+    assert changed["plan_rows_collected"] <= 201 + 64 + 3
+    assert contents(dst) == contents(src)
+    assert (dst / "d007" / "f03").read_bytes() == b"changed"
+    assert not (dst / "d100" / "f50").exists()
