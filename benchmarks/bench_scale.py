@@ -1,7 +1,17 @@
 #!/usr/bin/env python
-"""Scale benchmarks (issue 11). Part ``listing``: 100,000 keys on ``rclone serve s3``.
+"""Scale benchmarks (issue 11). Part ``listing``: 100,000 keys on ``rclone serve s3``;
+part ``local``: trees of tiny files copied local to local.
 
-    python benchmarks/bench_scale.py [--only listing] [--keys N] [--rounds R] [--workdir DIR]
+    python benchmarks/bench_scale.py [--only listing,local] [--keys N] [--rounds R]
+                                     [--files 100000,1000000] [--workdir DIR]
+
+Part ``local``: ``--files`` files of 64 bytes, 100 per directory, copied by
+``rclone copy --transfers 4`` and by ``pydistcp copy`` (``local[2]``, cold: its own JVM),
+then copied again with nothing to do (the no-op rerun), pydistcp both with
+``--listing driver`` (the default) and ``--listing spark`` (listed and planned on
+Spark). For each: wall time and peak RSS (rclone's process; pydistcp's driver, the
+Python process, read from its own ``getrusage`` at exit: the JVM is apart) and, for
+pydistcp, the rows its planning collected. The destination is checked identical.
 
 The keys are written straight into the directory ``rclone serve s3`` serves (a flat
 prefix ``flat/k000000...``, and ``nested/d000/k0000...``: 100 directories), then listed,
@@ -202,6 +212,95 @@ def bench_listing(keys: int, rounds: int, work: Path,
         proc.wait(timeout=30)
 
 
+#: Runs pydistcp's CLI and writes the process's own peak RSS (KiB) to $RSS_OUT at exit.
+WITH_RSS = """
+import atexit, os, resource, sys
+atexit.register(lambda: open(os.environ["RSS_OUT"], "w").write(
+    str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+from distcp.cli import main
+sys.argv[0] = "pydistcp"
+main()
+"""
+
+
+def make_tree(root: Path, files: int) -> None:
+    data = b"x" * 64
+    for n in range(files):
+        folder = root / f"d{n // 100:05d}"
+        if n % 100 == 0:
+            folder.mkdir(parents=True)
+        (folder / f"f{n % 100:02d}").write_bytes(data)
+
+
+def rclone_local(src: Path, dst: Path) -> dict[str, Any]:
+    exe = shutil.which("rclone", path=os.path.dirname(sys.executable)) or "rclone"
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", exe, "copy", "--transfers", "4",
+                        str(src), str(dst)], capture_output=True, text=True, check=False,
+                       timeout=7200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    wall, rss = r.stderr.strip().splitlines()[-1].split()
+    return {"wall_s": round(float(wall), 2), "rss_mib": round(int(rss) / 1024)}
+
+
+def pydistcp_local(src: Path, dst: Path, listing: str, work: Path) -> dict[str, Any]:
+    out, rss = work / "summary.json", work / "rss"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RSS_OUT": str(rss),
+           "PYDISTCP_ENGINE": "cold", "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs"}
+    took, r = timed([sys.executable, "-c", WITH_RSS, "copy", str(src), str(dst),
+                     "--no-progress", "--master", "local[2]", "--listing", listing,
+                     "--summary-json", str(out)], env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads(out.read_text())
+    return {"wall_s": round(took, 2), "rss_mib": round(int(rss.read_text()) / 1024),
+            "copied": s["files_copied"], "skipped": s["files_skipped"],
+            "plan_rows": s.get("plan_rows_collected", 0), "phases": s["phases"]}
+
+
+def same_tree(a: Path, b: Path) -> bool:
+    def names(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*")
+                if ".pydistcp" not in p.parts}
+    return names(a) == names(b)
+
+
+def bench_local(sizes: list[int], work: Path) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    for files in sizes:
+        base = work / f"local-{files}"
+        src = base / "src"
+        print(f"[local] writing {files:,} files", flush=True)
+        make_tree(src, files)
+        row: dict[str, Any] = {}
+        row["rclone_first"] = rclone_local(src, base / "rclone")
+        row["rclone_noop"] = rclone_local(src, base / "rclone")
+        shutil.rmtree(base / "rclone")
+        row["pydistcp_first"] = pydistcp_local(src, base / "dst", "driver", base)
+        assert same_tree(src, base / "dst")
+        for listing in ("driver", "spark"):
+            row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / "dst", listing, base)
+            assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
+        print(f"[local] {files:,}: {row}", flush=True)
+        res[str(files)] = row
+        shutil.rmtree(base)
+    return res
+
+
+def render_local(res: dict[str, Any]) -> list[str]:
+    lines = ["", "## Local to local, 64-byte files, 100 per directory (one round)", "",
+             "| files | rclone copy | rclone no-op | pydistcp copy | pydistcp no-op, "
+             "listing driver | pydistcp no-op, listing spark |", "|---|---|---|---|---|---|"]
+    for files, r in res.items():
+        def cell(m: dict[str, Any]) -> str:
+            rows = f", {m['plan_rows']:,} rows" if m.get("plan_rows") else ""
+            return f"{m['wall_s']} s, {m['rss_mib']} MiB{rows}"
+        lines.append(f"| {int(files):,} | {cell(r['rclone_first'])} | {cell(r['rclone_noop'])} "
+                     f"| {cell(r['pydistcp_first'])} | {cell(r['pydistcp_noop_driver'])} | "
+                     f"{cell(r['pydistcp_noop_spark'])} |")
+    lines += ["", "RSS: rclone's process; pydistcp's driver (the Python process, its JVM "
+              "apart); rows: what planning on Spark sent the driver."]
+    return lines
+
+
 def render(res: dict[str, Any]) -> str:
     m = res["machine"]
     head = (f"{m['when']}, {m['cpus']} cores, {m['python']}, {m['platform']}; medians of "
@@ -219,6 +318,9 @@ def render(res: dict[str, Any]) -> str:
                      f"{r['listing_driver_s']} | {r['listing_spark_s']} | "
                      f"{r['dry_run_driver_cold_s']} | {r['dry_run_spark_cold_s']} | "
                      f"{r['dry_run_driver_warm_s']} | {r['dry_run_spark_warm_s']} |")
+    if "local" in res:
+        lines += render_local(res["local"])
+        lines.append(f"\nLocal part: {res['local_machine']['when']}.")
     return "\n".join(lines) + "\n"
 
 
@@ -229,15 +331,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir")
     ap.add_argument("--prefixes", default="flat,nested", help="flat, nested or both")
+    ap.add_argument("--files", default="100000,1000000", help="part local: tree sizes")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="pydistcp-scale-"))
-    res: dict[str, Any] = {"machine": {
-        "when": dt.datetime.now().isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-        "python": platform.python_version(), "platform": platform.platform()}}
+    machine = {"when": dt.datetime.now().isoformat(timespec="seconds"), "cpus": os.cpu_count(),
+               "python": platform.python_version(), "platform": platform.platform()}
+    kept = RESULTS / "scale.json"  # the parts not rerun keep their last figures
+    res: dict[str, Any] = json.loads(kept.read_text()) if kept.exists() else {}
     try:
         if "listing" in args.only:
+            res["machine"] = machine
             res["listing"] = bench_listing(args.keys, args.rounds, work,
                                            tuple(args.prefixes.split(",")))
+        if "local" in args.only:
+            res["local_machine"] = machine
+            res["local"] = bench_local([int(n) for n in args.files.split(",")], work)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)

@@ -199,8 +199,8 @@ def main() -> None:
               metavar="N", help="Cores to plan for: about 2 tasks per core (default: Spark's "
                                 "cores); --parallelism is its old name.")
 @click.option("--tasks", type=int, metavar="N",
-              help="Exactly N tasks copy whole files (fewer only when there are fewer files); "
-                   "wins over --cores.")
+              help="Exactly N tasks copy whole files (fewer only when there are fewer files, "
+                   "more when a task would hold over 10,000 files); wins over --cores.")
 @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark setting (repeatable).")
 @click.option("--bwlimit", metavar="SIZE",
               help="rclone: bytes per second for the whole run (e.g. 10M), shared by the "

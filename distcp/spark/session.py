@@ -88,21 +88,63 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
                 raise SparkUnavailableError(
                     f"Spark did not start ({master}): {_cause(again)}; details in {log_file}",
                     path=log_file) from None
-    interrupted, jvm = False, _jvm_process()  # kept now: PySpark drops it on interrupt
+    interrupted, lost, jvm = False, False, _jvm_process()  # PySpark drops it on interrupt
     try:
         with plain_interrupts():
             yield spark
     except KeyboardInterrupt:
         interrupted = True
         raise
+    except Exception as exc:
+        failure = _lost_jvm(exc, log_file)
+        if failure is exc:
+            raise
+        lost = True
+        raise failure from exc
     finally:
         with _stderr_to(log_file):
-            if interrupted:
+            if interrupted or lost:
                 _end_jvm(jvm)
             else:
-                spark.stop()
-        if is_local_master(master) and not interrupted:
+                _stop(spark, log_file)
+        if is_local_master(master) and not (interrupted or lost):
             cds.after_run(check_java(), log_file)
+
+
+def jvm_lost(log_file: str, tail: int = 1 << 20) -> str | None:
+    """Why Spark's JVM died, from the end of its log (an ``OutOfMemoryError`` makes
+    Spark exit), or None when the log shows no such end."""
+    try:
+        with open(log_file, "rb") as f:
+            f.seek(max(0, os.path.getsize(log_file) - tail))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = [line.strip() for line in text.splitlines() if "java.lang.OutOfMemoryError" in line]
+    return found[-1] if found else None
+
+
+def _lost_jvm(exc: Exception, log_file: str) -> Exception:
+    """``exc`` as the user should see it: a JVM that ran out of memory is named, with
+    the setting that gives it more (py4j's own error would say only "Connection
+    refused", which reads like a storage failure)."""
+    cause = jvm_lost(log_file)
+    if cause is None:
+        return exc
+    return SparkUnavailableError(
+        f"Spark's JVM died during the run ({cause}; details in {log_file}): give it more "
+        "memory, e.g. --conf spark.driver.memory=4g (spark.executor.memory on a cluster), "
+        "and rerun; nothing unverified was published", path=log_file)
+
+
+def _stop(spark: Any, log_file: str) -> None:
+    try:
+        spark.stop()
+    except Exception as exc:
+        failure = _lost_jvm(exc, log_file)
+        if failure is exc:
+            raise
+        raise failure from exc
 
 
 def engine_settings(master: str, conf: Mapping[str, str]) -> tuple[Engine, dict[str, Any]]:

@@ -85,6 +85,9 @@ def test_packing_balances_bytes_plus_per_file_cost() -> None:
 def test_task_count_follows_cores_not_files() -> None:
     assert unit_count(20000, cores=2) == 4
     assert unit_count(3, cores=8) == 3
+    # a unit is one pickled row: at most 10,000 files each, whatever the cores or --tasks
+    assert unit_count(1_000_000, cores=2) == 100
+    assert unit_count(1_000_001, cores=2, per_core=1) == 101
     assert pack([], 4, 1) == []
 
 
