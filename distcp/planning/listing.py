@@ -69,12 +69,16 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
     fs, root, info = found
     if dataset.is_file:
         return {url: fsutil.status(fs, info)}
-    # Under --links copy the destination's links are entries of their own (compared by
-    # their text, replaced as links), never followed into what they point to.
-    links = "copy" if cfg.links == "copy" else "follow"
+    links = target_links(cfg)
     entries = lister(fs, root, links, dict(cfg.dst_options), []) if lister is not None \
         else fsutil.walk(fs, root, links)
     return {fsutil.to_url(fs, p): st for p, st in entries}
+
+
+def target_links(cfg: CopyConfiguration) -> str:
+    """How the destination's links are listed: under ``--links copy`` as entries of their
+    own (compared by their text, replaced as links), else followed."""
+    return "copy" if cfg.links == "copy" else "follow"
 
 
 def target_root(dataset: CopyableDataset, cfg: CopyConfiguration, url: str

@@ -21,7 +21,7 @@ from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory
 from distcp.planning import joined as jp
-from distcp.planning.listing import target_root
+from distcp.planning.listing import target_links, target_root
 from distcp.planning.plan import Action, DatasetPlan
 from distcp.spark.listing import Lister
 from distcp.storage import filesystems as fsutil
@@ -69,13 +69,12 @@ class JoinPlanner:
     def _target(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source: Any
                 ) -> tuple[tuple[Any, str] | None, str | None]:
         """The target's frame and root (None: no target yet), as ``target_listing``
-        would list it (links kept as links under ``--links copy``, else followed)."""
+        would list it (``target_links``)."""
         found = target_root(ds, cfg, ds.destination_root)
         if found is None:
             return None, None
         fs, root, _ = found
-        links = "copy" if cfg.links == "copy" else "follow"
-        frame, kind = self.lister.frame(fs, root, links, cfg.dst_options, [])
+        frame, kind = self.lister.frame(fs, root, target_links(cfg), cfg.dst_options, [])
         return (frame, root), kind
 
 
