@@ -123,16 +123,30 @@ class Lister:
         #: Tasks to aim for (default: a few per core) and keys per listing page; tests
         #: set them small so that small trees are cut as big ones are.
         self.target, self.page = target, page
+        #: First pages ``joins`` probed, by tree URL, for the listing that follows.
+        self._pages: dict[str, Mapping[str, Any]] = {}
 
     def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
                  skipped: list[Skipped]) -> Iterable[tuple[str, Any]]:
-        kind = tl.listing_kind(fs) if self.mode != "driver" else None
-        # auto needs a whole page to tell a small prefix; spark only the first key
-        probe = self.page if self.mode == "auto" else 1
-        first = tl.list_page(fs, root, None, probe) if kind == tl.KEYS else None
-        if kind is None or (self.mode == "auto" and not _worth_spark(kind, first)):
+        kind, first = self._placed(fs, root)
+        if kind is None:
             return fsutil.walk(fs, root, links, skipped)
         return self._on_spark(fs, root, kind, links, options, first, skipped)
+
+    def _placed(self, fs: Any, root: str) -> tuple[str | None, Mapping[str, Any] | None]:
+        """Where a tree is listed: its listing kind when on Spark, None for the driver's
+        walk; and an object store's first page, which the tasks' key ranges start from
+        (a probe ``joins`` made is taken, not listed again)."""
+        kind = tl.listing_kind(fs) if self.mode != "driver" else None
+        if kind != tl.KEYS:
+            return kind, None
+        first = self._pages.pop(fsutil.to_url(fs, root), None)
+        if first is None:
+            # auto needs a whole page to tell a small prefix; spark only the first key
+            first = tl.list_page(fs, root, None, self.page if self.mode == "auto" else 1)
+        if self.mode == "auto" and not _worth_spark(kind, first):
+            return None, None
+        return kind, first
 
     def _on_spark(self, fs: Any, root: str, kind: str, links: str, options: dict[str, Any],
                   first: Mapping[str, Any] | None, skipped: list[Skipped]
@@ -162,7 +176,8 @@ class Lister:
         kind = tl.listing_kind(fs)
         assert kind is not None, "frame() of a filesystem that cannot be cut"
         spark = self.session()
-        found = self.found(spark, fs, root, kind, links, options, None, skipped)
+        first = self._pages.pop(fsutil.to_url(fs, root), None)
+        found = self.found(spark, fs, root, kind, links, options, first, skipped)
         top = spark.createDataFrame(
             [tuple(tl.row_of(p, st)[name] for name, _ in tl.ROW_COLUMNS)
              for p, st in found.entries], tl.ROW_SCHEMA)
@@ -171,11 +186,12 @@ class Lister:
         return listing_frame(spark, found.tasks, found.width).unionByName(top), kind
 
     def joins(self, fs: Any, root: str) -> bool:
-        """Whether a tree on ``fs`` is listed on Spark (hence planned there too)."""
-        kind = tl.listing_kind(fs) if self.mode != "driver" else None
-        if kind is None or self.mode != "auto":
-            return kind is not None
-        return _worth_spark(kind, tl.list_page(fs, root, None, self.page))
+        """Whether a tree on ``fs`` is listed on Spark (hence planned there too); its
+        first page, if probed, is kept for ``frame``."""
+        kind, first = self._placed(fs, root)
+        if first is not None:
+            self._pages[fsutil.to_url(fs, root)] = first
+        return kind is not None
 
 
 def _worth_spark(kind: str, first: Mapping[str, Any] | None) -> bool:

@@ -220,3 +220,26 @@ def test_auto_lists_one_page_on_the_driver_and_more_on_spark(spark: Any,
                                                               skipped))
         assert got == walked(fs, root, "follow")[0]
         assert opened == pages, prefix
+
+
+def test_auto_probe_of_joins_is_the_first_page_of_the_listing(
+        spark: Any, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """``joins`` (is this tree planned on Spark?) probes one page under ``auto``; the
+    listing that follows starts from that page instead of asking for it again."""
+    _put_keys(s3, {f"big/{n:02d}": b"b" for n in range(12)})
+    firsts: list[str] = []
+    real = tl.list_page
+
+    def counted(fs: Any, root: str, after: str | None = None, *args: Any, **kw: Any) -> Any:
+        if after is None:
+            firsts.append(root)
+        return real(fs, root, after, *args, **kw)
+
+    monkeypatch.setattr(tl, "list_page", counted)
+    fs, root = fsutil.filesystem("s3://src/big", s3.options)
+    lister = Lister("auto", lambda: spark, target=4, page=5)
+    assert lister.joins(fs, root)
+    frame, kind = lister.frame(fs, root, "follow", s3.options, [])
+    assert kind == tl.KEYS
+    assert sorted(r["path"] for r in frame.collect()) == [f"src/big/{n:02d}" for n in range(12)]
+    assert firsts == [root]
