@@ -43,8 +43,8 @@ class CommitStepStore:
 
     def persist(self, sequence: CommitSequence, job_id: str, replays: int = 0) -> None:
         crash_point("before_persist")
-        body = {"version": 1, "job_id": job_id, "replays": replays, **sequence.to_dict()}
-        write_atomic(self.url_of(sequence.id), json.dumps(body).encode(), self.options)
+        write_atomic(self.url_of(sequence.id), _document(sequence, job_id, replays),
+                     self.options)
         crash_point("after_persist")
 
     def remove(self, sequence_id: str) -> None:
@@ -56,10 +56,8 @@ class CommitStepStore:
             pass
 
     def set_aside(self, pending: PendingSequence) -> None:
-        body = {"version": 1, "job_id": pending.job_id, "replays": pending.replays,
-                **pending.sequence.to_dict()}
-        write_atomic(self.url_of(pending.sequence.id, aside=True), json.dumps(body).encode(),
-                     self.options)
+        write_atomic(self.url_of(pending.sequence.id, aside=True),
+                     _document(pending.sequence, pending.job_id, pending.replays), self.options)
         self.remove(pending.sequence.id)
 
     def pending(self, aside: bool = False) -> list[PendingSequence]:
@@ -82,3 +80,9 @@ class CommitStepStore:
                 f"corrupt commit log entry {fsutil.display(url)}: {exc}; no data was changed. "
                 "Inspect it, then move it out of the state directory and run again",
                 path=url) from exc
+
+
+def _document(sequence: CommitSequence, job_id: str, replays: int) -> bytes:
+    """A sequence's log entry: compact JSON (a file set's entries are most of it)."""
+    body = {"version": 1, "job_id": job_id, "replays": replays, **sequence.to_dict()}
+    return json.dumps(body, separators=(",", ":")).encode()

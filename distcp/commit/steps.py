@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from distcp.errors import PublishError, StateError
@@ -88,7 +88,10 @@ class CommitStep(ABC):
         return ctx.storage(str(getattr(self, self.per_file)[0][1]))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **asdict(self)}  # type: ignore[call-overload]
+        """The step's fields as they are (tuples of plain values, which ``json`` writes
+        as lists): no deep copy, so a file set of a million files is not held twice."""
+        return {"kind": self.kind, **{f.name: getattr(self, f.name)
+                                      for f in fields(self)}}  # type: ignore[arg-type]
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> CommitStep:
