@@ -678,8 +678,9 @@ def engine_group() -> None:
 @click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="Spark setting (repeatable); runs with the same --conf use this engine.")
 def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, ...]) -> None:
-    """Start the warm engine now (runs with --engine auto then use it), and build the
-    class-data-sharing archive if it is missing (PYDISTCP_CDS=0: no archive)."""
+    """Start the warm engine now (runs with --engine auto then use it) with its Python
+    workers ready, and build the class-data-sharing archive if it is missing
+    (PYDISTCP_CDS=0: no archive)."""
     def action() -> int:
         from distcp.spark import cds
         from distcp.spark.engine import idle_timeout as parse_idle
@@ -700,6 +701,7 @@ def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, .
             click.echo(f"class-data-sharing archive: {shown}")
         click.echo(f"pydistcp: starting the warm engine for {master} ...", err=True)
         started = start_engine(eng, master, conf, inputs, idle)
+        _warm_up(master, conf, eng.log_dir / "warm-up.log")
         info = eng.info()
         verb = "started" if started else "already running"
         click.echo(f"warm engine {verb}: pid {info.pid}, {info.url}, stops after "
@@ -707,6 +709,20 @@ def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, .
         return 0
 
     _run(action)
+
+
+def _warm_up(master: str, conf: dict[str, str], log_file: Path) -> None:
+    """Start the engine's Python workers ahead of the first run; a failure only means
+    that run starts them (said in one line, never an error of ``engine start``)."""
+    from distcp.spark.session import warm_workers
+
+    click.echo("pydistcp: starting the engine's Python workers ...", err=True)
+    try:
+        warm_workers(master, conf, str(log_file))
+    except Exception as exc:  # noqa: BLE001 - Spark raises many types; the engine still runs
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        click.echo(f"pydistcp: warning: the Python workers did not start ({reason}); the "
+                   "next run starts them", err=True)
 
 
 @engine_group.command("stop")

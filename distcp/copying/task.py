@@ -405,6 +405,13 @@ def _discard_results(results: Iterable[TaskResult], spec: TaskSpec) -> None:
                 storage.discard(parse_staged(r.staging))
 
 
+def idle_runner(attempt: str) -> Callable[[list[Any]], Iterator[Iterator[TaskResult]]]:
+    """A runner that copies nothing (``pydistcp engine start``'s warm-up job): loading it
+    on an executor imports this module and what a copy task needs, so the warm engine's
+    Python workers are started and ready before a user's first run."""
+    return lambda items: (iter(()) for _ in items)
+
+
 def unit_runner(spec: TaskSpec, attempt: str
                 ) -> Callable[[list[WorkUnit]], Iterator[Iterator[TaskResult]]]:
     """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of

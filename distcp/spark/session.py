@@ -195,6 +195,21 @@ def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: boo
     return session()
 
 
+def warm_workers(master: str, conf: Mapping[str, str], log_file: str) -> int:
+    """Run a job that copies nothing on the warm engine's first free pooled session, one
+    task per core: the session's Python worker daemon and its workers start and import
+    the copy task now, not in the user's next run (measured on 2 cores: the first copy
+    of 5 small files after ``engine start`` took 3.8-4.6 s, later ones 1.4 s). Returns
+    the tasks run."""
+    from distcp.copying.task import idle_runner
+    from distcp.spark.arrow import run_pickled
+
+    with spark_session(master, conf, log_file, engine="warm") as spark:
+        tasks = default_parallelism(spark)
+        run_pickled(spark, [(n, None) for n in range(tasks)], idle_runner)
+    return tasks
+
+
 def _attach(eng: Engine, slot: Any) -> Any:
     """A client on the slot's server-side session; a session the server no longer has
     (expired, or the engine restarted) is replaced by a new one under the same slot."""

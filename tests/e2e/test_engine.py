@@ -87,6 +87,41 @@ def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path) -> None:
     assert "no warm engine was running" in run_cli("engine", "stop", env=env).stdout
 
 
+def python_daemons(jvm: int) -> set[int]:
+    """The Python worker daemons (``pyspark.daemon``) the engine's JVM started."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == jvm and b"pyspark.daemon" in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+def test_start_readies_the_python_workers_the_first_run_uses(tmp_path: Path) -> None:
+    """``engine start`` runs a job that copies nothing, so the Python worker daemon is up
+    before the first run; that run is served by it instead of starting its own."""
+    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    start = run_cli("engine", "start", env=env)
+    assert start.returncode == 0, start.stderr
+    assert "starting the engine's Python workers" in start.stderr
+    assert "warning" not in start.stderr
+    [running] = engines(tmp_path / "engines")
+    daemons = python_daemons(running["pid"])
+    assert len(daemons) == 1
+    src = tmp_path / "src"
+    make_files(src, 3, 100)
+    run = run_cli("copy", str(src), str(tmp_path / "dst"), "--engine", "warm", "--no-progress",
+                  env=env)
+    assert run.returncode == 0, run.stderr
+    assert tree(tmp_path / "dst") == tree(src)
+    assert python_daemons(running["pid"]) == daemons
+    run_cli("engine", "stop", env=env)
+
+
 def test_engine_stops_itself_when_idle(tmp_path: Path) -> None:
     env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     start = run_cli("engine", "start", "--idle-timeout", "2s", env=env)
