@@ -82,8 +82,10 @@ class Outputs:
         return next(iter(self))
 
     def __iter__(self) -> Iterator[TaskResult]:
-        if self._first and self._head:  # amended once, not on every read (a task reads
-            self._head[0] = replace(self._head[0], **self._first)  # each file's 3 times)
+        if self._first and self._head:
+            # amended once here, not on every read: a task reads each file's results
+            # three times (journal, stream, publish-now), and replace() is not cheap
+            self._head[0] = replace(self._head[0], **self._first)
             self._first = {}
         for n, r in enumerate(self._stored()):
             yield replace(r, **self._first) if n == 0 and self._first else r
