@@ -49,6 +49,9 @@ class FileFilter:
     def admits_name(self, rel: str) -> bool:
         """rclone-like patterns: a pattern with "/" matches the relative path, else the
         name. Exclude wins over include; with any include pattern, a file must match one."""
+        if not self.include and not self.exclude:  # asked of every file listed
+            return True
+
         def hit(pattern: str) -> bool:
             target = rel if "/" in pattern else posixpath.basename(rel)
             return fnmatch.fnmatchcase(target, pattern.strip("/"))
