@@ -84,7 +84,10 @@ def main() -> None:
     """pydistcp: distcp-style file replication between any fsspec filesystems, on Spark."""
 
 
-@main.command("copy", help=COPY_HELP + EXIT_HELP, no_args_is_help=True)
+# Commands whose help starts "SRC... " name their summary: click 8.4 ends the summary at
+# the first "." followed by a space, which cut it to "Copy SRC...".
+@main.command("copy", help=COPY_HELP + EXIT_HELP, no_args_is_help=True,
+              short_help="Copy SRC... to DST as a Spark job, verified, published per file set.")
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--dataset-glob", metavar="GLOB", help="Each directory matching SRC/GLOB is a dataset.")
 @click.option("--finder", type=click.Choice(["single", "glob", "stream"]),
@@ -364,7 +367,8 @@ empty go too, the SRC root excepted). --max-delete N refuses the run
 """
 
 
-@main.command("move", help=MOVE_HELP + EXIT_HELP, no_args_is_help=True)
+@main.command("move", help=MOVE_HELP + EXIT_HELP, no_args_is_help=True,
+              short_help="Move SRC... to DST: copy them, then delete each source once published.")
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--delete-empty-src-dirs", is_flag=True,
               help="rclone: remove the source directories the move left empty.")
@@ -838,7 +842,8 @@ _CHECK_REPORTS = {
 }
 
 
-@main.command("check", help=CHECK_HELP, no_args_is_help=True)
+@main.command("check", help=CHECK_HELP, no_args_is_help=True,
+              short_help="Compare SRC... with their copy at DST, like rclone check.")
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--one-way", is_flag=True,
               help="Only check that every source file is at DST and equal; files only in "
