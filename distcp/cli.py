@@ -894,6 +894,7 @@ def _add_check_flags() -> None:
     by_name = {p.name: p for p in copy_command.params}
     for name in _CHECK_SHARED:
         option = copying.copy(by_name[name])
+        assert isinstance(option, click.Option)  # every shared parameter is an option
         option.help = _CHECK_HELP_TEXTS.get(name, option.help)
         if option.help:
             option.help = (option.help.replace("copy only", "check only")

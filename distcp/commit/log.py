@@ -9,6 +9,7 @@ publisher). One document per file set: the log stays O(file sets), not O(files).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +17,12 @@ import distcp.commit.move_steps
 import distcp.commit.state_steps
 import distcp.commit.upload_steps
 import distcp.publishers.catalog  # noqa: F401 - registers the catalog step kind for from_dict
-from distcp.commit.state import read_json, write_atomic
+from distcp.commit.state import read_json
 from distcp.commit.steps import CommitSequence
 from distcp.errors import StateError
 from distcp.faults import crash_point
 from distcp.storage import filesystems as fsutil
+from distcp.storage.atomic import write_atomic_pieces
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,8 @@ class CommitStepStore:
 
     def persist(self, sequence: CommitSequence, job_id: str, replays: int = 0) -> None:
         crash_point("before_persist")
-        write_atomic(self.url_of(sequence.id), _document(sequence, job_id, replays),
-                     self.options)
+        write_atomic_pieces(self.url_of(sequence.id), _document(sequence, job_id, replays),
+                            self.options)
         crash_point("after_persist")
 
     def remove(self, sequence_id: str) -> None:
@@ -56,8 +58,9 @@ class CommitStepStore:
             pass
 
     def set_aside(self, pending: PendingSequence) -> None:
-        write_atomic(self.url_of(pending.sequence.id, aside=True),
-                     _document(pending.sequence, pending.job_id, pending.replays), self.options)
+        write_atomic_pieces(self.url_of(pending.sequence.id, aside=True),
+                            _document(pending.sequence, pending.job_id, pending.replays),
+                            self.options)
         self.remove(pending.sequence.id)
 
     def pending(self, aside: bool = False) -> list[PendingSequence]:
@@ -82,7 +85,31 @@ class CommitStepStore:
                 path=url) from exc
 
 
-def _document(sequence: CommitSequence, job_id: str, replays: int) -> bytes:
-    """A sequence's log entry: compact JSON (a file set's entries are most of it)."""
+def _document(sequence: CommitSequence, job_id: str, replays: int) -> Iterator[bytes]:
+    """A sequence's log entry, compact JSON, in pieces: a file set's entries are most of
+    it, and a set of a million files makes hundreds of MiB that are never held whole."""
     body = {"version": 1, "job_id": job_id, "replays": replays, **sequence.to_dict()}
-    return json.dumps(body, separators=(",", ":")).encode()
+    return (piece.encode() for piece in json_pieces(body))
+
+
+#: Entries of a long list encoded at once (a slice's JSON is about a MiB).
+SLICE = 4096
+
+
+def json_pieces(value: Any) -> Iterator[str]:
+    """``json.dumps(value, separators=(",", ":"))`` in pieces: a list longer than SLICE
+    is encoded a slice at a time, anything else at once (json's C encoder)."""
+    if isinstance(value, dict):
+        yield "{"
+        for n, (key, item) in enumerate(value.items()):
+            yield ("," if n else "") + json.dumps(str(key)) + ":"
+            yield from json_pieces(item)
+        yield "}"
+    elif isinstance(value, (list, tuple)) and len(value) > SLICE:
+        yield "["
+        for n in range(0, len(value), SLICE):
+            part = json.dumps(value[n:n + SLICE], separators=(",", ":"))
+            yield ("," if n else "") + part[1:-1]
+        yield "]"
+    else:
+        yield json.dumps(value, separators=(",", ":"))

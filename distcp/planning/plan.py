@@ -19,9 +19,10 @@ from distcp.mtimes import same_mtime
 from distcp.storage.filesystems import display
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
-    """One planned decision about a file, with the reason shown by --dry-run."""
+    """One planned decision about a file, with the reason shown by --dry-run (one per
+    file of a plan: slots, no per-instance dict)."""
 
     file: CopyableFile
     reason: str

@@ -8,6 +8,7 @@ because both sides write such documents: the driver's state and commit log
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from distcp.storage import storage_for
@@ -23,3 +24,9 @@ def write_atomic(url: str, data: bytes, options: dict[str, Any], durable: bool =
     big staging file next to it.
     """
     storage_for(url, options).write_atomic(url, data, durable)
+
+
+def write_atomic_pieces(url: str, pieces: Iterable[bytes], options: dict[str, Any]) -> None:
+    """``write_atomic`` of a document made piece by piece, never whole in memory where
+    the storage writes a temp file (a commit log entry of a million files)."""
+    storage_for(url, options).write_atomic_pieces(url, pieces)

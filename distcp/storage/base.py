@@ -183,6 +183,13 @@ class Storage(ABC):
         """Replace ``url`` with ``data`` so that readers see the old or the new, never half.
         ``durable=False`` may skip a local fsync (records that vouch for unsynced data)."""
 
+    def write_atomic_pieces(self, url: str, pieces: Iterable[bytes], durable: bool = True
+                            ) -> None:
+        """``write_atomic`` of a document made piece by piece (the commit log entry of a
+        file set of a million files is hundreds of MiB): storages that write a temp file
+        take the pieces as they come; here they are joined into one body."""
+        self.write_atomic(url, b"".join(pieces), durable)
+
     def read_bytes(self, url: str, what: str) -> bytes:
         """The whole document at ``url``; FileNotFoundError when there is none."""
         fs, path = self.fs(url)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from typing import BinaryIO
 
 from distcp.checksum import Digest
@@ -79,14 +81,23 @@ class LocalStorage(Storage):
         """Nothing: ``write_atomic`` makes its folder itself."""
 
     def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
+        self.write_atomic_pieces(url, (data,), durable)
+
+    def write_atomic_pieces(self, url: str, pieces: Iterable[bytes], durable: bool = True
+                            ) -> None:
         path = os_path(url)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp-{secrets.token_hex(4)}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.writelines(pieces)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException:  # a full disk, or the pieces' maker failed: no half file left
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
         os.replace(tmp, path)
 
     def read_bytes(self, url: str, what: str) -> bytes:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import fsspec
 import pytest
 
-from distcp.commit.log import CommitStepStore
+from distcp.commit.log import SLICE, CommitStepStore, json_pieces
 from distcp.commit.state import (
     MAX_APPLIED,
     MAX_RUNS,
@@ -30,6 +30,7 @@ from distcp.commit.state import (
 from distcp.commit.state_steps import AdvanceWatermark
 from distcp.commit.steps import CommitSequence, CommitStep, MakeDirectories, PublishFiles
 from distcp.errors import StateError
+from distcp.storage.atomic import write_atomic_pieces
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 
@@ -56,6 +57,44 @@ def test_persisted_sequence_comes_back_equal(tmp_path: Path) -> None:
     assert (pending.job_id, pending.replays) == ("job7", 0)
     assert pending.url == str(tmp_path / "commits" / "job7-aaaa-bbbb.json")
     assert _files(tmp_path) == ["commits/job7-aaaa-bbbb.json"]  # one document, no temp
+
+
+def test_a_file_set_longer_than_a_slice_is_written_in_pieces_and_read_back_equal(
+        tmp_path: Path) -> None:
+    n = 2 * SLICE + 5  # three slices of the long lists, the last one short
+    seq = CommitSequence("urn:a", "set-1", (
+        PublishFiles(tuple((f"/s/{i}", f"/d/{i}", i) for i in range(n))),
+        AdvanceWatermark("sid", "urn:a", 1.5, tuple(
+            (f"/d/{i}", i, 1.5, "xxh3:00", f"g{i}") for i in range(n))),
+    ), "job7-long")
+    store = CommitStepStore(str(tmp_path), {})
+    store.persist(seq, "job7")
+    text = (tmp_path / "commits" / "job7-long.json").read_text()
+    body = {"version": 1, "job_id": "job7", "replays": 0, **seq.to_dict()}
+    assert text == json.dumps(body, separators=(",", ":"))  # the one-shot encoding
+    [pending] = store.pending()
+    assert pending.sequence == seq
+
+
+@pytest.mark.parametrize("value", [
+    [], {}, [1] * SLICE, [1] * (SLICE + 1), {"a": [[i, "x"] for i in range(SLICE * 2)], "b": {}},
+    ("t", 1.5, None, True), {"k": ("é", "\n")}])
+def test_json_pieces_join_to_what_json_dumps_writes(value: Any) -> None:
+    assert "".join(json_pieces(value)) == json.dumps(value, separators=(",", ":"))
+
+
+def test_a_document_whose_pieces_fail_leaves_the_old_one_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "doc.json"
+    write_atomic(str(target), b"old", {})
+
+    def pieces() -> Iterator[bytes]:
+        yield b"new, half"
+        raise RuntimeError("the maker failed")
+
+    with pytest.raises(RuntimeError):
+        write_atomic_pieces(str(target), pieces(), {})
+    assert target.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["doc.json"]
 
 
 def test_pending_lists_oldest_job_first(tmp_path: Path) -> None:
