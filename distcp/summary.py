@@ -82,6 +82,9 @@ class Summary:
     #: Rows the driver collected from planning on Spark (``--listing spark``): files to
     #: copy, directories, deletions, entries not copied, a count per task; 0 otherwise.
     plan_rows_collected: int = 0
+    #: Per-file results the driver received from the copy tasks (0 where they stayed in
+    #: the tasks' results files: a plain copy planned on Spark).
+    results_collected: int = 0
     bytes_copied: int = 0
     #: Of ``files_copied``: symbolic links copied as links (``--links copy``).
     links_copied: int = 0

@@ -51,8 +51,8 @@ class PieceOutcome:
 
 
 def entries_of(step: CommitStep) -> int:
-    """The per-file entries of ``step``; 0 for a step that cannot be cut."""
-    return len(getattr(step, step.per_file)) if step.per_file else 0
+    """The files of ``step``'s per-file entries; 0 for a step that cannot be cut."""
+    return step.file_count()
 
 
 def worth_fanning(mode: str, entries: int, capabilities: Capabilities,
@@ -76,7 +76,7 @@ def pieces(step: CommitStep, tasks: int, min_piece: int = MIN_PIECE) -> list[Com
     """``step`` cut into at most ``tasks`` contiguous pieces of at least ``min_piece``
     entries (one piece when it is small), each a step of the same kind."""
     entries = tuple(getattr(step, step.per_file))
-    count = max(1, min(tasks, len(entries) // max(1, min_piece)))
+    count = max(1, min(tasks, len(entries) // max(1, step.min_piece or min_piece)))
     size, extra = divmod(len(entries), count)
     out: list[CommitStep] = []
     start = 0

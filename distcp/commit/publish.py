@@ -224,7 +224,7 @@ def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetO
             if pub.delete_empty_src_dirs:
                 sequence = with_empty_dirs_removed(sequence, wanted, pub.ctx)
             sequence = _registrations_last(sequence)
-        _run_logged(sequence, pub)
+        run_logged(sequence, pub)
         registered = Tally(partitions_registered=registered_in(sequence.steps))
     except CatalogError as exc:  # the last step: everything before it is published
         pub.store.persist(registrations_left(sequence), pub.job_id)
@@ -247,7 +247,7 @@ def _registrations_last(sequence: CommitSequence) -> CommitSequence:
     return replace(sequence, steps=tuple(steps))
 
 
-def _run_logged(sequence: CommitSequence, pub: Publishing) -> None:
+def run_logged(sequence: CommitSequence, pub: Publishing) -> None:
     """Persisted before its first step, removed after its last: a crash in between
     leaves it for the next run to replay."""
     pub.store.persist(sequence, pub.job_id)

@@ -20,12 +20,14 @@ field kept, and is written as version 3 by its next save.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.commit import manifest as mf
+from distcp.copying.resultfiles import GROUP, staged_rows
 from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
@@ -220,6 +222,47 @@ class StateStore:
                 state._manifest.pop(dest, None)
             for dest, size, mtime, digest, guid in entries:
                 state._manifest[dest] = [size, mtime, digest or "", guid]
+
+    def append_listed(self, state: DatasetState, sequence_id: str, results: Sequence[str],
+                      removed: Iterable[str]) -> None:
+        """``append_segment`` of the outputs that copy tasks' results files list
+        (``distcp.copying.resultfiles``), read and written a row group at a time: the
+        segment's rows are never all in memory as values (its compressed bytes are).
+        Tombstones come first, so an entry of the same destination, later in the
+        segment, beats them."""
+        import pyarrow.parquet as pq
+
+        seq = state.next_seq
+        name = mf.segment_name(seq, sequence_id)
+        buffer = io.BytesIO()
+        rows = 0
+        with pq.ParquetWriter(buffer, mf.segment_table((), (), seq).schema) as writer:
+            for table in self._listed_tables(results, tuple(removed), seq):
+                writer.write_table(table)
+                rows += table.num_rows
+        if not rows:
+            return
+        storage = storage_for(self.folder_of(state.urn), self.options)
+        storage.prepare_folder(self.folder_of(state.urn))
+        storage.write_atomic(self.segment_url(state.urn, name), buffer.getvalue())
+        crash_point("segment_written")
+        state.segments.append(mf.Segment(name, rows, seq))
+        state.next_seq = seq + 1
+        state._manifest = None  # one read before is stale: read again when asked
+
+    def _listed_tables(self, results: Sequence[str], removed: tuple[str, ...], seq: int
+                       ) -> Iterator[Any]:
+        if removed:
+            yield mf.segment_table((), removed, seq)
+        for url in results:
+            entries: list[mf.Entry] = []
+            for _, dest, size, mtime, digest, guid in staged_rows(url, self.options):
+                entries.append((dest, size, mtime, digest, guid))
+                if len(entries) >= GROUP:
+                    yield mf.segment_table(entries, (), seq)
+                    entries = []
+            if entries:
+                yield mf.segment_table(entries, (), seq)
 
     def _write_segment(self, urn: str, name: str, table: Any) -> int:
         storage = storage_for(self.folder_of(urn), self.options)

@@ -67,6 +67,9 @@ class CommitStep(ABC):
     #: The field holding one independent entry per file, for a step that executors may
     #: carry out in pieces (``distcp.commit.fanout``); "" for a step done as a whole.
     per_file: ClassVar[str] = ""
+    #: Entries a piece holds at least (0: ``distcp.commit.fanout.MIN_PIECE``); a step
+    #: whose entry stands for many files sets 1.
+    min_piece: ClassVar[int] = 0
     _kinds: ClassVar[dict[str, type[CommitStep]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -81,6 +84,10 @@ class CommitStep(ABC):
     @abstractmethod
     def execute(self, ctx: CommitContext) -> None:
         """Make the effect happen; safe to call again after a partial run."""
+
+    def file_count(self) -> int:
+        """The files the step's per-file entries stand for (0: a step done as a whole)."""
+        return len(getattr(self, self.per_file)) if self.per_file else 0
 
     def works_on(self, ctx: CommitContext) -> Storage:
         """The storage a per-file step changes (its capabilities say whether executors

@@ -43,6 +43,7 @@ from distcp.storage.local import os_path
 from distcp.storage.staging import StagedStream
 
 U = TypeVar("U")
+R = TypeVar("R")
 
 __all__ = ["JOURNAL", "copy_file", "run_work_unit", "stream_work_unit", "unit_runner"]
 
@@ -420,13 +421,13 @@ def unit_runner(spec: TaskSpec, attempt: str
     return runner_of(spec, lambda unit: stream_work_unit(unit, spec, attempt))
 
 
-def runner_of(spec: TaskSpec, per_unit: Callable[[U], Iterator[TaskResult]]
-              ) -> Callable[[list[U]], Iterator[Iterator[TaskResult]]]:
+def runner_of(spec: TaskSpec, per_unit: Callable[[U], Iterator[R]]
+              ) -> Callable[[list[U]], Iterator[Iterator[R]]]:
     """A task attempt's runner: ``per_unit`` over each unit of a batch, inside the
     client's task environment and S3 bound (shared by plain and fork runs)."""
     _new_job(spec.job_id)
 
-    def run(units: list[U]) -> Iterator[Iterator[TaskResult]]:
+    def run(units: list[U]) -> Iterator[Iterator[R]]:
         with applied_environment(spec.env), s3.bounded_by(spec.s3_timeout):
             for unit in units:
                 yield per_unit(unit)

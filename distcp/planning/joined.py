@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distcp.configuration import CopyConfiguration
+from distcp.copying.copyrows import CopyRowsWriter
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import FileStatus
 from distcp.planning.plan import Action, decide
@@ -32,6 +33,8 @@ from distcp.storage import treelisting as tl
 #: sort key of its entry and its value pickled in ``payload``.
 COPY, SKIP, DIRECTORY, DELETE, NOT_COPIED, ERROR, COUNT = (
     "copy", "skip", "dir", "delete", "skipped", "error", "count")
+#: A file of files to copy that a task wrote (``JoinRule.copies_to``): its CopyRows.
+LISTED = "listed"
 OUT_SCHEMA = "kind string, sort string, payload binary"
 
 
@@ -45,6 +48,9 @@ class JoinRule:
     source_kind: str
     target_kind: str
     keep_skips: bool = False
+    #: A folder (URL, the destination's options) where each task writes its files to
+    #: copy instead of sending them (``distcp.copying.copyrows``); "": send them.
+    copies_to: str = ""
 
 
 def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
@@ -58,9 +64,10 @@ def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
 
 def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
                                                     Mapping[str, Any] | None]]
-              ) -> Iterator[tuple[str, str, bytes | None]]:
-    """``(kind, sort key, payload)`` for each joined ``(source row, target row)``, and a
-    last ``count`` row whose payload is the pickled ``(files seen, files skipped)``.
+              ) -> Iterator[tuple[str, str, Any, int]]:
+    """``(kind, sort key, value, size)`` for each joined ``(source row, target row)``
+    (size: a file to copy's, else 0), and a last ``count`` row whose value is
+    ``(files seen, files skipped)``; ``arrow_plan`` pickles the values.
 
     An ``error`` (a file where the target has a directory, or the reverse) carries
     ``(directory?, message, path)``: the driver raises the first, files before
@@ -71,12 +78,12 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
     for s, t in rows:
         source = tl.entry_of(s) if s is not None else None
         if isinstance(source, fsutil.Skipped):
-            yield NOT_COPIED, tl.sort_key(rule.source_kind, source.path), pickle.dumps(source)
+            yield NOT_COPIED, tl.sort_key(rule.source_kind, source.path), source, 0
             continue
         target = _target(t)
         if source is None:
             if cfg.delete and target is not None:
-                yield DELETE, "", pickle.dumps(target.url)
+                yield DELETE, "", target.url, 0
             continue
         path, origin = source
         order = tl.sort_key(rule.source_kind, path)
@@ -84,26 +91,26 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
         if origin.is_dir:
             d = ds.planned_directory(origin, rel, cfg)
             if target is not None and not target.is_dir:
-                yield ERROR, order, pickle.dumps((True, (
+                yield ERROR, order, (True, (
                     f"cannot replace file {fsutil.display(d.destination)} with directory "
-                    f"{fsutil.display(origin.url)}"), d.destination))
-            yield DIRECTORY, order, pickle.dumps(d)
+                    f"{fsutil.display(origin.url)}"), d.destination), 0
+            yield DIRECTORY, order, d, 0
             continue
         files += 1
         f = ds.planned_file(origin, rel, cfg)
         if target is not None and target.is_dir:
-            yield ERROR, order, pickle.dumps((False, (
+            yield ERROR, order, (False, (
                 f"cannot replace directory {fsutil.display(f.destination)} with file "
-                f"{fsutil.display(origin.url)}"), f.destination))
+                f"{fsutil.display(origin.url)}"), f.destination), 0
             continue
         reason, wanted = decide(f, target, cfg.overwrite, cfg.compare)
         if wanted:
-            yield COPY, order, pickle.dumps(Action(f, reason))
+            yield COPY, order, Action(f, reason), origin.size
         else:
             skips += 1
             if rule.keep_skips:
-                yield SKIP, order, pickle.dumps(Action(f, reason))
-    yield COUNT, "", pickle.dumps((files, skips))
+                yield SKIP, order, Action(f, reason), 0
+    yield COUNT, "", (files, skips), 0
 
 
 def _target(row: Mapping[str, Any] | None) -> FileStatus | None:
@@ -117,19 +124,42 @@ def _target(row: Mapping[str, Any] | None) -> FileStatus | None:
 
 def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: joined batches (columns ``s`` and ``t``, structs of
-    listing rows) in, ``OUT_SCHEMA`` batches out, one per batch in."""
+    listing rows) in, ``OUT_SCHEMA`` batches out, one per BATCH_ROWS rows. With
+    ``rule.copies_to`` the files to copy go to this task's copy-rows file instead, and
+    one ``listed`` row names it."""
     import pyarrow as pa
 
     def rows() -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
         for batch in batches:
             yield from zip(batch.column("s").to_pylist(), batch.column("t").to_pylist())
 
+    def batch_of(out: list[tuple[str, str, bytes | None]]) -> Any:
+        kinds, sorts, payloads = zip(*out)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(kinds, pa.string()), pa.array(sorts, pa.string()),
+             pa.array(payloads, pa.binary())], names=["kind", "sort", "payload"])
+
+    writer = _copies_writer(rule)
     out: list[tuple[str, str, bytes | None]] = []
-    for record in plan_rows(rule, rows()):
-        out.append(record)
-        if len(out) >= tl.BATCH_ROWS or record[0] == COUNT:
-            kinds, sorts, payloads = zip(*out)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(kinds, pa.string()), pa.array(sorts, pa.string()),
-                 pa.array(payloads, pa.binary())], names=["kind", "sort", "payload"])
+    for kind, sort, value, size in plan_rows(rule, rows()):
+        if writer is not None and kind == COPY:
+            writer.add(sort, size, pickle.dumps(value.file))  # copy tasks read files
+            continue
+        if kind == COUNT and writer is not None:
+            written = writer.close()
+            if written is not None:
+                out.append((LISTED, "", pickle.dumps(written)))
+        out.append((kind, sort, pickle.dumps(value)))
+        if len(out) >= tl.BATCH_ROWS or kind == COUNT:
+            yield batch_of(out)
             out = []
+
+
+def _copies_writer(rule: JoinRule) -> CopyRowsWriter | None:
+    """This task attempt's copy-rows file (None: files to copy are sent as rows)."""
+    if not rule.copies_to:
+        return None
+    from distcp.spark.arrow import attempt_id
+
+    url = fsutil.join(rule.copies_to, f"{attempt_id()}.parquet")
+    return CopyRowsWriter(url, dict(rule.cfg.dst_options))

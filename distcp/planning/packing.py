@@ -12,8 +12,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
+from distcp.copying.copyrows import Chunk
 from distcp.model import CopyableFile, WorkUnit
-
 
 #: Files one WorkUnit holds at most. A unit travels to its task as one pickled row
 #: (about 300 bytes a file): 1,000,000 files in 4 units made tasks of 77 MiB that ran a
@@ -42,3 +42,31 @@ def pack(files: Sequence[CopyableFile], units: int, file_cost: int) -> list[Work
         bins[i].append(f)
         heapq.heappush(heap, (load + f.origin.size + file_cost, i))
     return [WorkUnit(i, tuple(b)) for i, b in enumerate(bins) if b]
+
+
+def pack_chunks(chunks: Sequence[Chunk], units: int, file_cost: int,
+                max_files: int = MAX_UNIT_FILES) -> list[tuple[Chunk, ...]]:
+    """``pack`` for chunks of files kept on the executors (``distcp.copying.copyrows``):
+    largest cost first onto the least-loaded unit that has room for its files; a new
+    unit when none has (a chunk holds at most ``copyrows.CHUNK`` files)."""
+    if not chunks:
+        return []
+    bins: list[list[Chunk]] = [[] for _ in range(max(1, min(units, len(chunks))))]
+    files = [0] * len(bins)
+    heap: list[tuple[int, int]] = [(0, i) for i in range(len(bins))]
+    for c in sorted(chunks, key=lambda c: (-(c.bytes + c.files * file_cost), c.url, c.index)):
+        full: list[tuple[int, int]] = []
+        while heap and files[heap[0][1]] + c.files > max_files:
+            full.append(heapq.heappop(heap))
+        if heap:
+            load, i = heapq.heappop(heap)
+        else:
+            load, i = 0, len(bins)
+            bins.append([])
+            files.append(0)
+        bins[i].append(c)
+        files[i] += c.files
+        heapq.heappush(heap, (load + c.bytes + c.files * file_cost, i))
+        for entry in full:
+            heapq.heappush(heap, entry)
+    return [tuple(b) for b in bins if b]

@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from distcp.copying.copyrows import CopyRows
 from distcp.datasets.partitions import StreamMarks
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
@@ -41,10 +42,17 @@ class DatasetPlan:
     #: Files skipped, when they were counted where they were decided (planning on
     #: Spark: ``skip`` then holds their decisions only when asked); None: ``len(skip)``.
     skips_counted: int | None = None
+    #: Files to copy that planning tasks kept in files of their own instead of sending
+    #: them (``distcp.copying.copyrows``): copied and published without passing here.
+    listed: tuple[CopyRows, ...] = ()
 
     @property
     def bytes_to_copy(self) -> int:
-        return sum(a.file.origin.size for a in self.copy)
+        return sum(a.file.origin.size for a in self.copy) + sum(r.bytes for r in self.listed)
+
+    @property
+    def files_listed(self) -> int:
+        return sum(r.files for r in self.listed)
 
     @property
     def files_skipped(self) -> int:

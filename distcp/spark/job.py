@@ -46,7 +46,7 @@ from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.listing import find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, unit_count
-from distcp.planning.plan import Plan
+from distcp.planning.plan import DatasetPlan, Plan
 from distcp.planning.splitting import (
     SplitFile,
     SplitStore,
@@ -56,7 +56,14 @@ from distcp.planning.splitting import (
 )
 from distcp.publishers.catalog import CatalogTarget
 from distcp.runlog import RunLog
-from distcp.spark.arrow import run_pickled
+from distcp.spark.arrow import RunnerFactory, run_pickled
+from distcp.spark.listedcopy import (
+    ListedCopy,
+    copy_listed,
+    publish_all_listed,
+    requests_of,
+    split_listed,
+)
 from distcp.spark.listing import LazySession, Lister
 from distcp.spark.planning import JoinPlanner
 from distcp.spark.publish import fan_out_with
@@ -128,8 +135,11 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
     lister = Lister(cfg.listing, session) if cfg.listing != "driver" else None
+    copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
+                 if lister and keeps_copies(cfg, dst, pub.recovery) else "")
     planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)),
-                       lister, JoinPlanner(lister, every_decision(cfg)) if lister else None)
+                       lister, JoinPlanner(lister, every_decision(cfg), copies_to)
+                       if lister else None)
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
@@ -144,24 +154,32 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if cfg.dry_run:
         return _dry_run(summary, plan, start)
     spec = task_spec(cfg, summary.job_id, root, dst)
-    check_destination(cfg, spec, plan.files_to_copy)
+    kept, rest = split_listed(plan)  # kept: files to copy that stayed on the executors
+    check_destination(cfg, spec, rest.files_to_copy)
     prepare_state_dirs(root, spec)
-    recovered, files = split_recovered(plan.files_to_copy, pub.recovery)
+    recovered, files = split_recovered(rest.files_to_copy, pub.recovery)
     results: list[TaskResult] = [r for rs in recovered for r in rs]
-    if files:
+    copies: list[ListedCopy] = []
+    if files or kept:
         prepare_staging(spec, cfg)
-        now = visibility.per_file(plan.files_to_copy, cfg.visibility)
+    if files:
+        now = visibility.per_file(rest.files_to_copy, cfg.visibility)
         if pub.catalog is not None:
             session()  # the copy's session stays open for the registrations at publish
         results += _copy_on_spark(cfg, spec, files, callback, summary, now)
-    if plan.files_to_copy:
+    if kept:
+        copies = _copy_kept(cfg, spec, kept, callback, summary)
+    if rest.files_to_copy or kept:
         callback.message("publishing")
     t = time.monotonic()
     with request_count.counting() as published:
-        summary.add(publish_plan(plan, results, pub))
-    count_requests(summary, published.items(), len(files))
+        summary.add(publish_plan(rest, results, pub))
+        summary.add(publish_all_listed(copies, pub))
+    count_requests(summary, published.items(),
+                   len(files) + sum(d.files_listed for d in kept))
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
-    summary.per_dataset = per_dataset(plan, results, pub)
+    summary.per_dataset = per_dataset(plan, results, pub,
+                                      Counter({c.dataset.urn: c.files_failed for c in copies}))
     if summary.job_id not in jobs_with_commits(pub.store):
         remove_job_folders(spec)  # else the pending commit still needs its staged copies
     # uploads of lost attempts and of failed files (stores that stage uploads)
@@ -170,18 +188,31 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     return summary
 
 
+def keeps_copies(cfg: CopyConfiguration, dst: StorageSpec, recovery: RecoveryArea) -> bool:
+    """Whether planning on Spark keeps a plain copy's files to copy on the executors
+    (``distcp.spark.listedcopy``). Not when every decision is shown or logged, nor for
+    what still needs each file on the driver: ``move``, the catalog, split files,
+    ``--visibility file``, ``--commit-policy full``, quality checks, staged uploads
+    (object stores) and copies an earlier run kept for recovery."""
+    return not (every_decision(cfg) or cfg.move or cfg.catalog_table or cfg.split_size
+                or cfg.visibility != "file-set" or cfg.commit_policy == "full" or cfg.check
+                or dst.capabilities.multipart or recovery.guids())
+
+
 def every_decision(cfg: CopyConfiguration) -> bool:
     """Whether the run shows or logs every decision (``--dry-run``, ``-v``,
     ``--log-file``), skipped files' included; else those are only counted."""
     return cfg.dry_run or cfg.log_level in ("info", "debug") or cfg.log_file is not None
 
 
-def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing) -> dict[str, dict[str, Any]]:
+def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing,
+                kept_failed: Counter[str] | None = None) -> dict[str, dict[str, Any]]:
     """What this run did to each dataset: published (from the run records its commits
-    wrote, so only what was published counts), skipped, failed, and a stream dataset's
+    wrote, so only what was published counts), skipped, failed (``kept_failed``: of
+    datasets whose results stayed on the executors), and a stream dataset's
     watermarks."""
     store = StateStore(pub.ctx.state_root, pub.ctx.dst_options, pub.ctx.state_cache)
-    failed = Counter(r.dataset_urn for r in results if not r.ok)
+    failed = Counter(r.dataset_urn for r in results if not r.ok) + (kept_failed or Counter())
     out: dict[str, dict[str, Any]] = {}
     for d in plan.datasets:
         state = store.load(d.urn)
@@ -315,6 +346,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         t = time.monotonic()
         spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
         results = run_units(spark, units, spec, callback) if units else []
+        summary.results_collected += len(results)
         summary.phases["copy_s"] = round(time.monotonic() - t, 3)
         callback.close()
         results += [r for sf in splits.values() for r in resumed_results(sf)]
@@ -383,19 +415,57 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
 def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
               callback: Callback = DEFAULT_CALLBACK) -> list[TaskResult]:
     """One Spark job, one task per WorkUnit; a failed job fails its files as data."""
+    try:
+        results: list[TaskResult] = run_polled(
+            spark, [(u.unit_id, u) for u in units], partial(unit_runner, spec), spec, callback)
+    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
+        return _job_failed(units, exc)
+    callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
+    return results
+
+
+def run_polled(spark: Any, items: list[tuple[int, Any]], runner: RunnerFactory,
+               spec: TaskSpec, callback: Callback) -> list[Any]:
+    """``run_pickled`` with the tasks' progress files summed into ``callback`` about
+    twice a second while the job runs; raises what Spark raised."""
     stop = threading.Event()
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
     poller.start()
     try:
-        results: list[TaskResult] = run_pickled(
-            spark, [(u.unit_id, u) for u in units], partial(unit_runner, spec))
-    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
-        return _job_failed(units, exc)
+        return run_pickled(spark, items, runner)
     finally:
         stop.set()
         poller.join()
-    callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
-    return results
+
+
+#: The first unit id of datasets whose files to copy stayed on the executors: apart
+#: from the collected path's units in staging folder and progress file names.
+KEPT_UNITS_FROM = 1_000_000
+
+
+def _copy_kept(cfg: CopyConfiguration, spec: TaskSpec, kept: tuple[DatasetPlan, ...],
+               callback: Callback, summary: Summary) -> list[ListedCopy]:
+    """Copy the datasets whose files stayed on the executors (``spark.listedcopy``)."""
+    t = time.monotonic()
+    with run_session(cfg, summary, callback) as spark:
+        summary.phases.setdefault("spark_start_s", round(time.monotonic() - t, 3))
+        cores = cfg.parallelism or default_parallelism(spark)
+        files = sum(d.files_listed for d in kept)
+        callback.set_size(files, sum(d.bytes_to_copy for d in kept))
+        t = time.monotonic()
+        copies = copy_listed(spark, cfg, spec, kept, KEPT_UNITS_FROM, cores,
+                             partial(run_polled, spec=spec, callback=callback))
+        summary.phases["copy_s"] = round(summary.phases.get("copy_s", 0.0)
+                                          + time.monotonic() - t, 3)
+        reports = [r for c in copies for r in c.reports]
+        callback.update(sum(c.files_copied + c.files_failed for c in copies),
+                        sum(r.bytes_read for r in reports))
+        callback.close()
+    summary.bytes_read += sum(r.bytes_read for r in reports)
+    summary.bytes_server_side += sum(r.bytes_server_side for r in reports)
+    summary.requests = request_count.total([tuple(summary.requests.items()),
+                                            tuple(requests_of(copies).items())])
+    return copies
 
 
 def _job_failed(units: Iterable[WorkUnit], exc: BaseException) -> list[TaskResult]:

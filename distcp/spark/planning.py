@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
@@ -44,8 +45,11 @@ class JoinPlanner:
     puts their source tree on Spark. ``keep_skips``: every skipped file's decision
     travels back too (``--dry-run``, ``-v``)."""
 
-    def __init__(self, lister: Lister, keep_skips: bool = False) -> None:
-        self.lister, self.keep_skips = lister, keep_skips
+    def __init__(self, lister: Lister, keep_skips: bool = False, copies_to: str = "") -> None:
+        """``copies_to``: a folder where planning tasks keep the files to copy of each
+        dataset whose every file is its own file set (``distcp.copying.copyrows``);
+        "": they come to the driver."""
+        self.lister, self.keep_skips, self.copies_to = lister, keep_skips, copies_to
 
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
         if not jp.plannable(ds, cfg):
@@ -61,10 +65,17 @@ class JoinPlanner:
         source, kind = self.lister.frame(src_fs, src_root, cfg.links, cfg.src_options,
                                          skipped)
         target, target_kind = self._target(ds, cfg, source)
-        rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips)
+        rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips,
+                           self._copies_folder(ds))
         rows = _joined(source, src_root, target).mapInArrow(
             partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)
+
+    def _copies_folder(self, ds: RecursiveCopyableDataset) -> str:
+        """Where this dataset's files to copy are kept ("": sent), one folder each."""
+        if not self.copies_to or ds.whole:  # a whole file set is published all or nothing
+            return ""
+        return fsutil.join(self.copies_to, urn_key(ds.urn)[:16])
 
     def _target(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source: Any
                 ) -> tuple[tuple[Any, str] | None, str | None]:
@@ -116,9 +127,10 @@ def _assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.Jo
     copy: list[Action] = ordered(jp.COPY)
     doomed = sorted((u for _, u in by_kind.get(jp.DELETE, [])),
                     key=lambda u: (-u.count("/"), u))
+    listed = tuple(sorted((r for _, r in by_kind.get(jp.LISTED, [])), key=lambda r: r.url))
     plan = DatasetPlan(ds.urn, ds.destination_root, tuple(copy), tuple(ordered(jp.SKIP)),
                        tuple(doomed), (root_dir, *ordered(jp.DIRECTORY)),
-                       skips_counted=sum(s for _, s in counts))
+                       skips_counted=sum(s for _, s in counts), listed=listed)
     return JoinedPlan(plan, (*skipped, *ordered(jp.NOT_COPIED)),
                       sum(f for f, _ in counts), len(rows))
 

@@ -36,6 +36,7 @@ from tests.fixtures.commit_scenarios import (
     DIR_MTIME_S,
     FILES,
     JOINED,
+    LISTED,
     OBJECTS,
     OWNER,
     SEQ_ID,
@@ -46,6 +47,7 @@ from tests.fixtures.commit_scenarios import (
     local_inputs,
     local_sequence,
     local_steps,
+    listed_files,
     replay_into,
     s3_sequence,
     s3_steps,
@@ -54,8 +56,9 @@ from tests.fixtures.commit_scenarios import (
 )
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - fixtures
 
-LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "attributes", "owners",
-               "remove-staging", "manifest-segment", "compact-manifest", "watermark",
+LOCAL_KINDS = ("delete", "mkdirs", "check-digest", "publish", "publish-listed", "attributes",
+               "owners", "remove-staging", "manifest-segment", "manifest-listed",
+               "compact-manifest", "watermark",
                "stream-watermarks", "record-run", "event", "delete-source",
                "delete-empty-source-dirs")
 S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "compact-manifest",
@@ -173,6 +176,17 @@ def _check_publish(lay: LocalLayout) -> None:
     assert sorted(os.listdir(lay.staging)) == []
 
 
+def _check_publish_listed(lay: LocalLayout) -> None:
+    for name, data in LISTED.items():
+        assert (lay.dst / name).read_bytes() == data, name
+    assert not (lay.dst / "lost").exists()  # the failed file: nothing to publish
+    assert os.listdir(lay.state / "staging" / "job2") == ["results"]
+
+
+def _check_manifest_listed(lay: LocalLayout) -> None:
+    assert _published_manifest(lay)  # the listed files, not the failed one
+
+
 def _check_attributes(lay: LocalLayout) -> None:
     want = {"d1": (0o750, DIR_MTIME_NS), "d1/sub": (0o700, int(DIR_MTIME_S * 10**9)),
             "empty": (0o755, DIR_MTIME_NS)}
@@ -209,7 +223,8 @@ def _state(lay: LocalLayout | S3Layout) -> Any:
     return StateStore(str(lay.state), lay.ctx().dst_options).load(URN)
 
 
-def _published_manifest(lay: LocalLayout | S3Layout) -> dict[str, list[Any]]:
+def _published_manifest(lay: LocalLayout | S3Layout, listed: bool = True
+                        ) -> dict[str, list[Any]]:
     """What the manifest must say once the sequence's entries are in: the legacy
     document's entries migrated (less the one deleted) and the published files."""
     state = _state(lay)
@@ -221,12 +236,15 @@ def _published_manifest(lay: LocalLayout | S3Layout) -> dict[str, list[Any]]:
         names, url, mtime0, guid, old = dict(OBJECTS), lay.url, 2_000.0, "g", {}
     want = {url(n): [len(d), mtime0 + i, digest_of_bytes(d), f"{guid}{i}"]
             for i, (n, d) in enumerate(names.items())}
+    if listed and isinstance(lay, LocalLayout):  # and what the listed steps published
+        want.update({f.destination: [len(d), f.origin.mtime, digest_of_bytes(d), f.guid]
+                     for f, d in listed_files(lay)})
     assert state.manifest == {**old, **want}
     return state.manifest
 
 
 def _check_manifest(lay: LocalLayout | S3Layout) -> None:
-    _published_manifest(lay)
+    _published_manifest(lay, listed=False)  # the listed segment comes next
     state = _state(lay)
     assert [s.seq for s in state.segments] == [0, 1]  # the migrated one, then this one
     assert state.applied.count(f"{SEQ_ID}:mf") == 1
@@ -236,7 +254,8 @@ def _check_manifest(lay: LocalLayout | S3Layout) -> None:
 def _check_compact(lay: LocalLayout | S3Layout) -> None:
     _published_manifest(lay)
     state = _state(lay)
-    assert [s.seq for s in state.segments] == [1]  # both merged, the tombstone dropped
+    # all merged (local: the listed segment too), the tombstone dropped
+    assert [s.seq for s in state.segments] == [2 if isinstance(lay, LocalLayout) else 1]
     fs, path = lay.ctx().fs(StateStore(str(lay.state), {}).folder_of(URN))
     assert [p.rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)] == \
         [state.segments[0].name]
@@ -283,8 +302,9 @@ def _check_complete(lay: S3Layout) -> None:
 
 LOCAL_CHECKS: dict[str, Callable[[Any], None]] = {
     "delete": _check_delete, "mkdirs": _check_mkdirs, "check-digest": _check_digest,
-    "publish": _check_publish, "attributes": _check_attributes, "owners": _check_owners,
-    "delete-source": _check_delete_source,
+    "publish": _check_publish, "publish-listed": _check_publish_listed,
+    "attributes": _check_attributes, "owners": _check_owners,
+    "manifest-listed": _check_manifest_listed, "delete-source": _check_delete_source,
     "delete-empty-source-dirs": _check_empty_source_dirs,
     "remove-staging": _check_remove_staging, "manifest-segment": _check_manifest,
     "compact-manifest": _check_compact, "watermark": _check_watermark,

@@ -18,8 +18,8 @@ SUMMARY_KEYS = {
     # issue 13 point 4 (--catalog-table): registrations, apart from file failures
     "partitions_registered", "catalog_failures", "branches", "sources_deleted",
     "per_dataset",
-    # issue 11 point 2: rows collected from planning on Spark
-    "plan_rows_collected"}
+    # issue 11 point 2: rows collected from planning on Spark, results from copying
+    "plan_rows_collected", "results_collected"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:

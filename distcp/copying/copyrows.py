@@ -1,0 +1,120 @@
+"""EXECUTOR: the files to copy kept where the copy tasks read them.
+
+Planning on Spark (``distcp.spark.planning``) decides every file in tasks. For a plain
+copy of a tree (``distcp.spark.job.keeps_copies``) the files to copy do not
+travel to the driver: each planning task writes its copy decisions to one Parquet file
+of its own beside the job's staging, in row groups of CHUNK files, and sends the driver
+one row naming the file with the files and bytes of each chunk. The driver packs
+chunks, not files, into work units; a copy task reads its chunks back. A million files
+to copy thus cost the driver a few hundred small rows.
+
+A file a failed task attempt wrote is named by no row that reached the driver: it is
+never read, and goes with the job's folder.
+"""
+
+from __future__ import annotations
+
+import pickle
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from distcp.model import CopyableFile
+from distcp.storage import filesystems as fsutil
+
+#: Files of one row group: the unit of packing (a work unit holds whole chunks).
+CHUNK = 1_000
+#: Columns of a copy-rows file: the walk's sort key, the source size and the pickled
+#: CopyableFile (not the planner's Action: copy tasks never import the planning stage).
+COLUMNS = ("sort", "size", "payload")
+
+
+@dataclass(frozen=True)
+class CopyRows:
+    """One planning task's file of files to copy: where it is, and per chunk (row
+    group) the files and bytes it holds."""
+
+    url: str
+    chunks: tuple[tuple[int, int], ...]
+
+    @property
+    def files(self) -> int:
+        return sum(n for n, _ in self.chunks)
+
+    @property
+    def bytes(self) -> int:
+        return sum(b for _, b in self.chunks)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One row group of a copy-rows file, as packed into a work unit."""
+
+    url: str
+    index: int
+    files: int
+    bytes: int
+
+
+def chunks_of(rows: Sequence[CopyRows]) -> list[Chunk]:
+    return [Chunk(r.url, i, n, b) for r in rows for i, (n, b) in enumerate(r.chunks)]
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("sort", pa.string()), ("size", pa.int64()), ("payload", pa.binary())])
+
+
+class CopyRowsWriter:
+    """Writes one task's copy decisions as they come, a row group per CHUNK files, so a
+    planning task holds at most one chunk; the file is opened at the first one."""
+
+    def __init__(self, url: str, options: dict[str, Any]) -> None:
+        self.url, self.options = url, options
+        self.pending: list[tuple[str, int, bytes]] = []
+        self.chunks: list[tuple[int, int]] = []
+        self._file: Any = None
+        self._writer: Any = None
+
+    def add(self, sort: str, size: int, payload: bytes) -> None:
+        self.pending.append((sort, size, payload))
+        if len(self.pending) >= CHUNK:
+            self._flush()
+
+    def close(self) -> CopyRows | None:
+        """The file written (None: no file to copy), closed; a failure leaves a partial
+        file that no row names."""
+        if self.pending:
+            self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._file.close()
+        return CopyRows(self.url, tuple(self.chunks)) if self.chunks else None
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            fs, path = fsutil.filesystem(self.url, self.options)
+            fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            self._file = fs.open(path, "wb")
+            self._writer = pq.ParquetWriter(self._file, _schema())
+        sorts, sizes, payloads = zip(*self.pending)
+        self._writer.write_table(pa.table(
+            [pa.array(sorts, pa.string()), pa.array(sizes, pa.int64()),
+             pa.array(payloads, pa.binary())], schema=_schema()), row_group_size=CHUNK)
+        self.chunks.append((len(self.pending), sum(sizes)))
+        self.pending = []
+
+
+def read_chunk(chunk: Chunk, options: dict[str, Any]) -> list[CopyableFile]:
+    """The files of one chunk, in the order planning wrote them."""
+    import pyarrow.parquet as pq
+
+    fs, path = fsutil.filesystem(chunk.url, options)
+    with fs.open(path, "rb") as f:
+        table = pq.ParquetFile(f).read_row_group(chunk.index, columns=["payload"])
+    return [pickle.loads(p) for p in table.column("payload").to_pylist()]

@@ -1,0 +1,148 @@
+"""EXECUTOR and DRIVER: one copy task's results kept in a Parquet file of its own.
+
+When the files to copy never reached the driver (``distcp.copying.copyrows``), their
+results do not either: each copy task writes them beside the job's staging, one row
+per output, and returns only a ``UnitReport`` (counts, bytes, requests, the first
+failures). Publishing reads the files back where it needs each file: the renames
+(``distcp.commit.listed_steps.PublishListed``) and the manifest segment
+(``StateStore.append_listed``), a row group at a time.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from distcp import request_count
+from distcp.model import CopyableFile, TaskResult
+from distcp.storage import filesystems as fsutil
+from distcp.storage import parse_staged
+
+#: Results of one row group (written as they come: a task holds at most these).
+GROUP = 2_048
+#: Failed files a report carries whole (the rest are counted): a run's summary names
+#: each failure, and a task where everything failed must not send back a million.
+REPORTED_FAILURES = 200
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("guid", pa.string()), ("ok", pa.bool_()), ("staging", pa.string()),
+        ("destination", pa.string()), ("size", pa.int64()), ("mtime", pa.float64()),
+        ("digest", pa.string())])
+
+
+@dataclass(frozen=True)
+class UnitReport:
+    """What a copy task that kept its results sends the driver: their file and sums."""
+
+    unit_id: int
+    url: str
+    files_ok: int = 0
+    files_failed: int = 0
+    links: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    bytes_server_side: int = 0
+    #: The newest source mtime of a staged file (the dataset's watermark).
+    newest_mtime: float | None = None
+    requests: tuple[tuple[str, int], ...] = ()
+    #: The first REPORTED_FAILURES failed results, whole.
+    failures: tuple[TaskResult, ...] = field(default=())
+
+
+class ResultsWriter:
+    """Writes a task's results as they come, a row group per GROUP, and sums them."""
+
+    def __init__(self, unit_id: int, url: str, options: dict[str, Any]) -> None:
+        self.unit_id, self.url, self.options = unit_id, url, options
+        self.rows: list[tuple[str, bool, str, str, int, float, str]] = []
+        self.sums: dict[str, int] = dict.fromkeys(
+            ("files_ok", "files_failed", "links", "bytes_read", "bytes_written",
+             "bytes_server_side"), 0)
+        self.newest: float | None = None
+        self.requests: list[tuple[tuple[str, int], ...]] = []
+        self.failures: list[TaskResult] = []
+        self._file: Any = None
+        self._writer: Any = None
+
+    def add(self, result: TaskResult, file: CopyableFile) -> None:
+        staged = result.ok and bool(result.staging)
+        self.rows.append((result.guid, result.ok, result.staging, result.destination,
+                          result.bytes_written, float(file.origin.mtime), result.checksum))
+        self.sums["bytes_read"] += result.bytes_read
+        if result.requests:
+            self.requests.append(result.requests)
+        if result.ok:
+            self.sums["files_ok"] += 1 if staged else 0
+            self.sums["links"] += 1 if staged and result.link_target is not None else 0
+            self.sums["bytes_written"] += result.bytes_written if staged else 0
+            self.sums["bytes_server_side"] += result.bytes_server_side
+            if staged:
+                self.newest = max(self.newest or file.origin.mtime, file.origin.mtime)
+        else:
+            self.sums["files_failed"] += 1
+            if len(self.failures) < REPORTED_FAILURES:
+                self.failures.append(result)
+        if len(self.rows) >= GROUP:
+            self._flush()
+
+    def close(self) -> UnitReport:
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._file.close()
+        return UnitReport(self.unit_id, self.url if self._writer is not None else "",
+                          newest_mtime=self.newest,
+                          requests=tuple(request_count.total(self.requests).items()),
+                          failures=tuple(self.failures), **self.sums)
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self.rows:
+            return
+        if self._writer is None:
+            fs, path = fsutil.filesystem(self.url, self.options)
+            fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            self._file = fs.open(path, "wb")
+            self._writer = pq.ParquetWriter(self._file, _schema())
+        columns = list(zip(*self.rows))
+        self._writer.write_table(pa.table(
+            [pa.array(c, t) for c, t in zip(columns, _schema().types)], schema=_schema()))
+        self.rows = []
+
+
+def _groups(url: str, options: dict[str, Any], columns: list[str]) -> Iterator[Any]:
+    """The file's row groups, one table at a time, with only ``columns``."""
+    import pyarrow.parquet as pq
+
+    fs, path = fsutil.filesystem(url, options)
+    with fs.open(path, "rb") as f:
+        pf = pq.ParquetFile(f)
+        for n in range(pf.num_row_groups):
+            yield pf.read_row_group(n, columns=columns)
+
+
+def staged_rows(url: str, options: dict[str, Any]) -> Iterator[tuple[str, str, int, float, str, str]]:
+    """(staging, destination, size, origin mtime, digest, guid) of each output staged
+    for publishing, in the file's order."""
+    names = ["ok", "staging", "destination", "size", "mtime", "digest", "guid"]
+    for table in _groups(url, options, names):
+        ok, staging, dest, size, mtime, digest, guid = (table.column(c).to_pylist()
+                                                        for c in names)
+        for i, good in enumerate(ok):
+            if good and staging[i]:
+                yield staging[i], dest[i], size[i], mtime[i], digest[i], guid[i]
+
+
+def moves_of(url: str, options: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(staging, final, size) of the staged files a rename publishes (the renames of
+    ``PublishFiles``); outputs a task already published need none."""
+    return [(staging, dest, size) for staging, dest, size, *_ in staged_rows(url, options)
+            if parse_staged(staging).needs_rename]

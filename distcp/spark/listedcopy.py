@@ -1,0 +1,88 @@
+"""DRIVER: copy and publish datasets whose files to copy stayed on the executors.
+
+The thin coordinator of issue "thin coordinator": planning tasks kept each dataset's
+files to copy in copy-rows files (``distcp.copying.copyrows``); here the driver packs
+their chunks (never their files) into work units, runs one copy task per unit, which
+writes its results to a file and answers with a UnitReport, and publishes each dataset
+from those reports (``distcp.commit.publish_listed``). What the driver holds grows with
+the chunks and tasks (a few hundred for a million files), not with the files.
+
+Taken for plain copies planned on Spark (``--listing spark``) where nothing asks for
+every file on the driver (``keeps_copies``); any other run keeps the collected path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from distcp import request_count
+from distcp.commit.publish import Publishing
+from distcp.commit.publish_listed import publish_listed
+from distcp.configuration import CopyConfiguration
+from distcp.copying.copyrows import chunks_of
+from distcp.copying.listedunit import ListedUnit, listed_runner
+from distcp.copying.resultfiles import UnitReport
+from distcp.copying.taskspec import TaskSpec
+from distcp.copying.throttle import per_task
+from distcp.planning.packing import pack_chunks, unit_count
+from distcp.planning.plan import DatasetPlan, Plan
+from distcp.summary import Tally, tally_of
+
+
+@dataclass(frozen=True)
+class ListedCopy:
+    """What the copy of one kept dataset came to: its tasks' reports, or the job's error."""
+
+    dataset: DatasetPlan
+    reports: tuple[UnitReport, ...] = ()
+    job_failed: str = ""
+
+    @property
+    def files_copied(self) -> int:
+        return sum(r.files_ok for r in self.reports)
+
+    @property
+    def files_failed(self) -> int:
+        return self.dataset.files_listed if self.job_failed else sum(
+            r.files_failed for r in self.reports)
+
+
+def split_listed(plan: Plan) -> tuple[tuple[DatasetPlan, ...], Plan]:
+    """The datasets whose files to copy were kept, and the plan of the others."""
+    kept = tuple(d for d in plan.datasets if d.listed)
+    return kept, Plan(tuple(d for d in plan.datasets if not d.listed))
+
+
+def copy_listed(spark: Any, cfg: CopyConfiguration, spec: TaskSpec,
+                datasets: Sequence[DatasetPlan], first_id: int, cores: int,
+                run: Any) -> list[ListedCopy]:
+    """One Spark job copying every kept dataset; ``run(spark, items, runner)`` submits
+    it with the run's progress (``job.run_polled``) and raises what Spark raised.
+    Units are numbered from ``first_id`` (after the collected path's units)."""
+    units: list[tuple[DatasetPlan, ListedUnit]] = []
+    for d in datasets:
+        count = unit_count(d.files_listed, cfg.tasks or cores, 1 if cfg.tasks else 2)
+        for chunks in pack_chunks(chunks_of(d.listed), count, cfg.file_cost):
+            units.append((d, ListedUnit(first_id + len(units), chunks)))
+    spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
+    try:
+        reports: list[UnitReport] = run(
+            spark, [(u.unit_id, u) for _, u in units], partial(listed_runner, spec))
+    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        return [ListedCopy(d, job_failed=reason) for d in datasets]
+    by_unit = {u.unit_id: d.urn for d, u in units}
+    return [ListedCopy(d, tuple(r for r in reports if by_unit.get(r.unit_id) == d.urn))
+            for d in datasets]
+
+
+def publish_all_listed(copies: Sequence[ListedCopy], pub: Publishing) -> Tally:
+    return tally_of(publish_listed(c.dataset, c.reports, pub, c.job_failed) for c in copies)
+
+
+def requests_of(copies: Sequence[ListedCopy]) -> dict[str, int]:
+    """The S3 requests of every kept dataset's copy tasks, by kind."""
+    return request_count.total(r.requests for c in copies for r in c.reports)

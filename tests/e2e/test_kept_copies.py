@@ -1,0 +1,149 @@
+"""A thin coordinator: a plain copy planned on Spark keeps its files on the executors.
+
+With ``--listing spark`` the files to copy stay in the planning tasks' copy-rows files,
+copy tasks read them by chunk and keep their results in files of their own, and the
+publish reads those (``distcp.spark.listedcopy``). The proof is what reaches the
+driver: a few rows per task and directory, no per-file result; and that every outcome
+(bytes, modes, mtimes, manifest, failures, crashes and reruns) is the collected path's.
+Real local Spark, shared by the tests; a killed driver is a real process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import distcp
+from distcp.callbacks import Callback
+from distcp.commit.log import CommitStepStore
+from distcp.commit.state import StateStore
+from distcp.spark import job, publish
+from tests.conftest import run_cli, tree
+
+pytestmark = pytest.mark.e2e
+
+
+def _source(root: Path, dirs: int, per_dir: int) -> None:
+    for d in range(dirs):
+        folder = root / f"d{d:03}"
+        folder.mkdir(parents=True)
+        for n in range(per_dir):
+            (folder / f"f{n:03}").write_bytes(b"%d/%d\n" % (d, n))
+    (root / "empty").mkdir()
+
+
+def _manifest_count(dst: Path) -> int:
+    store = StateStore(str(dst / ".pydistcp"), {})
+    [state] = store.all()
+    return store.count(state)
+
+
+def _pending(dst: Path) -> list[Any]:
+    return CommitStepStore(str(dst / ".pydistcp"), {}).pending()
+
+
+def test_twenty_thousand_files_reach_the_driver_as_a_few_rows(spark: Any,
+                                                             tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 200, 100)
+    s = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    assert s.ok, s.failures
+    assert (s.files_copied, s.directories_created) == (20_000, 202)
+    assert s.results_collected == 0  # no per-file result came back
+    assert s.plan_rows_collected <= 202 + 64  # a row per directory, a few per task
+    assert tree(dst) == tree(src)  # bytes, modes and mtimes
+    assert _manifest_count(dst) == 20_000
+    assert _pending(dst) == [] and not list((dst / ".pydistcp" / "staging").iterdir())
+
+    again = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    assert (again.files_copied, again.files_skipped, again.ok) == (0, 20_000, True)
+
+
+class _RemoveOnStart(Callback):
+    """Deletes a source file when the copy phase starts: listed, then gone."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def set_size(self, files: int, nbytes: int) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("listing", ["spark", "driver"])
+def test_a_file_gone_before_its_copy_fails_alone_and_the_rest_is_published(
+        spark: Any, tmp_path: Path, listing: str) -> None:
+    """Both paths give the same outcome: the file is named, the others are published,
+    and the set's deletions wait for a run where it is complete."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 3, 5)
+    (dst / "extra").mkdir(parents=True)
+    (dst / "extra" / "x").write_bytes(b"not in the source\n")
+    gone = src / "d001" / "f002"
+    s = distcp.copy(str(src), str(dst), listing=listing, delete=True, progress=False,
+                    callback=_RemoveOnStart(gone))
+    assert (s.files_copied, s.files_failed, s.files_deleted) == (14, 1, 0)
+    assert (s.results_collected == 0) == (listing == "spark")
+    [failure] = s.failures
+    assert (failure.path, failure.error) == (str(gone), f"source vanished since listing: {gone}")
+    want = {k: v for k, v in tree(src).items() if k != "d001"}  # its mtime: the removal's
+    assert {k: v for k, v in tree(dst).items() if k != "d001" and "extra" not in k} == want
+    assert (dst / "extra" / "x").exists()
+    assert _manifest_count(dst) == 14
+
+    again = distcp.copy(str(src), str(dst), listing=listing, delete=True, progress=False)
+    assert again.ok and (again.files_copied, again.files_deleted) == (0, 2)
+    assert tree(dst) == tree(src)
+
+
+def test_a_copy_task_killed_fails_the_files_and_the_rerun_copies_them(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 4, 10)
+    with monkeypatch.context() as m:  # the copy tasks' worker dies after 3 staged files
+        m.setattr(job, "task_environment", lambda: {"DISTCP_CRASH_AT": "after_stage:3"})
+        s = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    assert (s.files_copied, s.files_failed) == (0, 40)
+    assert "Spark job failed" in s.failures[0].error
+    assert not [p for p in dst.rglob("f*") if ".pydistcp" not in p.parts]  # none published
+    again = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    assert again.ok and again.files_copied == 40
+    assert tree(dst) == tree(src)
+
+
+def test_a_publishing_task_killed_mid_rename_is_finished_by_the_rerun(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 4, 10)
+    with monkeypatch.context() as m:  # one piece per results file; its worker dies
+        m.setattr(publish, "task_environment", lambda: {"DISTCP_CRASH_AT": "mid_publish:3"})
+        s = distcp.copy(str(src), str(dst), listing="spark", publishing="spark",
+                        progress=False)
+    assert not s.ok and "the tasks carrying out publish-listed of 40 file(s) failed" in \
+        s.failures[0].error
+    assert len(_pending(dst)) == 1  # a sequence naming the results files, kept with them
+    again = distcp.copy(str(src), str(dst), listing="spark", publishing="spark",
+                        progress=False)
+    assert again.ok, again.failures
+    assert again.sequences_replayed == 1 and again.files_copied == 0
+    assert tree(dst) == tree(src)
+    assert _manifest_count(dst) == 40 and _pending(dst) == []
+
+
+def test_a_driver_killed_mid_publish_is_finished_by_the_rerun(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 3, 20)
+    args = ("copy", str(src), str(dst), "--listing", "spark", "--no-progress",
+            "--master", "local[2]")
+    killed = run_cli(*args, env={"DISTCP_CRASH_AT": "mid_publish:25"})
+    assert killed.returncode == 137, killed.stderr
+    published = [p for p in dst.rglob("f*") if ".pydistcp" not in p.parts]
+    assert 25 <= len(published) < 60 and len(_pending(dst)) == 1
+    rerun = run_cli(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "copied 0 files" in rerun.stdout
+    assert tree(dst) == tree(src)
+    assert _manifest_count(dst) == 60 and _pending(dst) == []
+    assert not os.listdir(dst / ".pydistcp" / "staging")

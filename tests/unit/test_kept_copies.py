@@ -1,0 +1,93 @@
+"""The files of a thin run that stay on the executors: copy-rows files (what planning
+tasks write), their packing into work units by chunk, and the results files copy
+tasks write, on real disk (``distcp.copying.copyrows``, ``distcp.copying.resultfiles``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from distcp.copying.resultfiles import REPORTED_FAILURES, ResultsWriter, moves_of, staged_rows
+from distcp.model import CopyableFile, FileStatus, TaskResult
+from distcp.copying import copyrows
+from distcp.copying.copyrows import Chunk, CopyRowsWriter, chunks_of, read_chunk
+from distcp.planning.packing import pack_chunks
+
+
+def _file(n: int, size: int = 10) -> CopyableFile:
+    return CopyableFile(FileStatus(f"/src/f{n}", size, 1_000.0 + n), f"/dst/f{n}", "urn:a",
+                        "files")
+
+
+def test_copy_rows_come_back_by_chunk_in_order(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(copyrows, "CHUNK", 4)
+    url = str(tmp_path / "plan" / "s1p0a0.parquet")  # its folder is made
+    writer = CopyRowsWriter(url, {})
+    files = [_file(n, size=n) for n in range(10)]
+    for f in files:
+        writer.add(f"k{f.origin.url}", f.origin.size, pickle.dumps(f))
+    rows = writer.close()
+    assert rows is not None and rows.url == url
+    assert rows.chunks == ((4, 0 + 1 + 2 + 3), (4, 4 + 5 + 6 + 7), (2, 8 + 9))
+    assert (rows.files, rows.bytes) == (10, 45)
+    back = [f for chunk in chunks_of([rows]) for f in read_chunk(chunk, {})]
+    assert back == files
+
+
+def test_a_task_with_nothing_to_copy_writes_no_file(tmp_path: Path) -> None:
+    assert CopyRowsWriter(str(tmp_path / "p.parquet"), {}).close() is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_chunks_are_packed_by_cost_onto_the_least_loaded_unit() -> None:
+    chunks = [Chunk("u", i, 100, 10_000_000 if i == 0 else 10) for i in range(7)]
+    units = pack_chunks(chunks, 3, file_cost=1_000)
+    assert sorted(c.index for u in units for c in u) == list(range(7))
+    assert [c.index for c in units[0]] == [0]  # the costly chunk is a unit of its own
+    assert sorted(len(u) for u in units[1:]) == [3, 3]
+    assert pack_chunks([], 4, 1) == []
+
+
+def test_a_unit_never_holds_more_files_than_its_limit() -> None:
+    chunks = [Chunk("u", i, 1_000, 10) for i in range(25)]
+    units = pack_chunks(chunks, 2, file_cost=1_000, max_files=5_000)
+    assert sorted(c.index for u in units for c in u) == list(range(25))
+    assert [sum(c.files for c in u) for u in units] == [5_000] * 5  # units added as needed
+
+
+def _result(f: CopyableFile, ok: bool = True, staging: str = "", **kw: object) -> TaskResult:
+    return TaskResult(f.guid, 1, "a", f.origin.url, f.destination, "urn:a", "files",
+                      "ok" if ok else "failed", staging=staging, **kw)  # type: ignore[arg-type]
+
+
+def test_results_file_lists_the_staged_outputs_and_the_report_sums_them(tmp_path: Path) -> None:
+    url = str(tmp_path / "results" / "u1-a.parquet")
+    writer = ResultsWriter(1, url, {})
+    good = [_file(n) for n in range(3)]
+    for n, f in enumerate(good):
+        writer.add(_result(f, staging=f"/stage/{n}", bytes_read=10, bytes_written=10,
+                           checksum=f"d{n}", requests=(("get", 1),)), f)
+    writer.add(_result(_file(7), ok=False, message="gone", bytes_read=4), _file(7))
+    report = writer.close()
+    assert (report.url, report.files_ok, report.files_failed) == (url, 3, 1)
+    assert (report.bytes_read, report.bytes_written, report.newest_mtime) == (34, 30, 1_002.0)
+    assert report.requests == (("get", 3),)
+    assert [r.message for r in report.failures] == ["gone"]
+    assert list(staged_rows(url, {})) == [
+        (f"/stage/{n}", f"/dst/f{n}", 10, 1_000.0 + n, f"d{n}", f.guid)
+        for n, f in enumerate(good)]
+    assert moves_of(url, {}) == [(f"/stage/{n}", f"/dst/f{n}", 10) for n in range(3)]
+
+
+def test_a_report_carries_the_first_failures_whole_and_counts_the_rest(tmp_path: Path) -> None:
+    writer = ResultsWriter(2, str(tmp_path / "r.parquet"), {})
+    for n in range(REPORTED_FAILURES + 5):
+        writer.add(_result(_file(n), ok=False, message=f"m{n}"), _file(n))
+    report = writer.close()
+    assert report.files_failed == REPORTED_FAILURES + 5
+    assert len(report.failures) == REPORTED_FAILURES
+    assert list(staged_rows(report.url, {})) == []  # nothing to publish
