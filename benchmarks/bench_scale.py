@@ -253,7 +253,8 @@ def pydistcp_local(src: Path, dst: Path, listing: str, work: Path) -> dict[str, 
     s = json.loads(out.read_text())
     return {"wall_s": round(took, 2), "rss_mib": round(int(rss.read_text()) / 1024),
             "copied": s["files_copied"], "skipped": s["files_skipped"],
-            "plan_rows": s.get("plan_rows_collected", 0), "phases": s["phases"]}
+            "plan_rows": s.get("plan_rows_collected", 0),
+            "results": s.get("results_collected", 0), "phases": s["phases"]}
 
 
 def same_tree(a: Path, b: Path) -> bool:
@@ -276,6 +277,10 @@ def bench_local(sizes: list[int], work: Path) -> dict[str, Any]:
         shutil.rmtree(base / "rclone")
         row["pydistcp_first"] = pydistcp_local(src, base / "dst", "driver", base)
         assert same_tree(src, base / "dst")
+        # planned on Spark, the files to copy and their results stay on the executors
+        row["pydistcp_first_spark"] = pydistcp_local(src, base / "dst-spark", "spark", base)
+        assert same_tree(src, base / "dst-spark")
+        shutil.rmtree(base / "dst-spark")
         for listing in ("driver", "spark"):
             row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / "dst", listing, base)
             assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
@@ -287,17 +292,20 @@ def bench_local(sizes: list[int], work: Path) -> dict[str, Any]:
 
 def render_local(res: dict[str, Any]) -> list[str]:
     lines = ["", "## Local to local, 64-byte files, 100 per directory (one round)", "",
-             "| files | rclone copy | rclone no-op | pydistcp copy | pydistcp no-op, "
-             "listing driver | pydistcp no-op, listing spark |", "|---|---|---|---|---|---|"]
+             "| files | rclone copy | rclone no-op | pydistcp copy, listing driver | "
+             "pydistcp copy, listing spark | pydistcp no-op, listing driver | "
+             "pydistcp no-op, listing spark |", "|---|---|---|---|---|---|---|"]
     for files, r in res.items():
         def cell(m: dict[str, Any]) -> str:
             rows = f", {m['plan_rows']:,} rows" if m.get("plan_rows") else ""
             return f"{m['wall_s']} s, {m['rss_mib']} MiB{rows}"
+        spark_first = cell(r["pydistcp_first_spark"]) if "pydistcp_first_spark" in r else "-"
         lines.append(f"| {int(files):,} | {cell(r['rclone_first'])} | {cell(r['rclone_noop'])} "
-                     f"| {cell(r['pydistcp_first'])} | {cell(r['pydistcp_noop_driver'])} | "
-                     f"{cell(r['pydistcp_noop_spark'])} |")
+                     f"| {cell(r['pydistcp_first'])} | {spark_first} | "
+                     f"{cell(r['pydistcp_noop_driver'])} | {cell(r['pydistcp_noop_spark'])} |")
     lines += ["", "RSS: rclone's process; pydistcp's driver (the Python process, its JVM "
-              "apart); rows: what planning on Spark sent the driver."]
+              "apart); rows: what planning on Spark sent the driver (with listing spark "
+              "the first copy's files and results stay on the executors: no per-file row)."]
     return lines
 
 

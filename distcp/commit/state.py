@@ -20,8 +20,8 @@ field kept, and is written as version 3 by its next save.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,25 +226,28 @@ class StateStore:
     def append_listed(self, state: DatasetState, sequence_id: str, results: Sequence[str],
                       removed: Iterable[str]) -> None:
         """``append_segment`` of the outputs that copy tasks' results files list
-        (``distcp.copying.resultfiles``), read and written a row group at a time: the
-        segment's rows are never all in memory as values (its compressed bytes are).
+        (``distcp.copying.resultfiles``), read and written a row group at a time into a
+        local temporary file, then written to the state in pieces: a segment of a
+        million files is never in memory (storages that take one body join them).
         Tombstones come first, so an entry of the same destination, later in the
         segment, beats them."""
         import pyarrow.parquet as pq
 
         seq = state.next_seq
         name = mf.segment_name(seq, sequence_id)
-        buffer = io.BytesIO()
         rows = 0
-        with pq.ParquetWriter(buffer, mf.segment_table((), (), seq).schema) as writer:
-            for table in self._listed_tables(results, tuple(removed), seq):
-                writer.write_table(table)
-                rows += table.num_rows
-        if not rows:
-            return
-        storage = storage_for(self.folder_of(state.urn), self.options)
-        storage.prepare_folder(self.folder_of(state.urn))
-        storage.write_atomic(self.segment_url(state.urn, name), buffer.getvalue())
+        with tempfile.TemporaryFile(prefix="pydistcp-segment-") as spool:
+            with pq.ParquetWriter(spool, mf.segment_table((), (), seq).schema) as writer:
+                for table in self._listed_tables(results, tuple(removed), seq):
+                    writer.write_table(table)
+                    rows += table.num_rows
+            if not rows:
+                return
+            spool.seek(0)
+            storage = storage_for(self.folder_of(state.urn), self.options)
+            storage.prepare_folder(self.folder_of(state.urn))
+            storage.write_atomic_pieces(self.segment_url(state.urn, name),
+                                        iter(lambda: spool.read(1 << 20), b""))
         crash_point("segment_written")
         state.segments.append(mf.Segment(name, rows, seq))
         state.next_seq = seq + 1

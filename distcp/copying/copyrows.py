@@ -23,7 +23,8 @@ from typing import Any
 from distcp.model import CopyableFile
 from distcp.storage import filesystems as fsutil
 
-#: Files of one row group: the unit of packing (a work unit holds whole chunks).
+#: Files of one row group: the unit of packing (a work unit holds whole chunks, unless
+#: there are fewer chunks than units wanted: ``packing.split_chunks`` cuts them).
 CHUNK = 1_000
 #: Columns of a copy-rows file: the walk's sort key, the source size and the pickled
 #: CopyableFile (not the planner's Action: copy tasks never import the planning stage).
@@ -49,15 +50,18 @@ class CopyRows:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One row group of a copy-rows file, as packed into a work unit."""
+    """Files ``first`` to ``first + files`` of one row group of a copy-rows file, as
+    packed into a work unit (a whole row group, or a part of one cut for balance)."""
 
     url: str
     index: int
     files: int
     bytes: int
+    first: int = 0
 
 
 def chunks_of(rows: Sequence[CopyRows]) -> list[Chunk]:
+    """Every row group of ``rows``, whole."""
     return [Chunk(r.url, i, n, b) for r in rows for i, (n, b) in enumerate(r.chunks)]
 
 
@@ -117,4 +121,5 @@ def read_chunk(chunk: Chunk, options: dict[str, Any]) -> list[CopyableFile]:
     fs, path = fsutil.filesystem(chunk.url, options)
     with fs.open(path, "rb") as f:
         table = pq.ParquetFile(f).read_row_group(chunk.index, columns=["payload"])
-    return [pickle.loads(p) for p in table.column("payload").to_pylist()]
+    payloads = table.slice(chunk.first, chunk.files).column("payload").to_pylist()
+    return [pickle.loads(p) for p in payloads]

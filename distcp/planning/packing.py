@@ -70,3 +70,26 @@ def pack_chunks(chunks: Sequence[Chunk], units: int, file_cost: int,
         for entry in full:
             heapq.heappush(heap, entry)
     return [tuple(b) for b in bins if b]
+
+
+def split_chunks(chunks: Sequence[Chunk], wanted: int, file_cost: int) -> list[Chunk]:
+    """``chunks``, the costliest cut in two until there are ``wanted`` (or every one is a
+    single file): a small tree, or a few big files, planned into one row group must
+    still spread over the cores. A part's bytes are its share by files (the files of a
+    row group are not sized one by one here)."""
+    heap = [(-(c.bytes + c.files * file_cost), n, c) for n, c in enumerate(chunks)]
+    heapq.heapify(heap)
+    done: list[Chunk] = []
+    serial = len(heap)
+    while heap and len(heap) + len(done) < wanted:
+        _, _, c = heapq.heappop(heap)
+        if c.files < 2:
+            done.append(c)
+            continue
+        half = c.files // 2
+        share = c.bytes * half // c.files
+        for part in (Chunk(c.url, c.index, half, share, c.first),
+                     Chunk(c.url, c.index, c.files - half, c.bytes - share, c.first + half)):
+            heapq.heappush(heap, (-(part.bytes + part.files * file_cost), serial, part))
+            serial += 1
+    return sorted([*done, *(c for _, _, c in heap)], key=lambda c: (c.url, c.index, c.first))

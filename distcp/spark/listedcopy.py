@@ -27,7 +27,7 @@ from distcp.copying.listedunit import ListedUnit, listed_runner
 from distcp.copying.resultfiles import UnitReport
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
-from distcp.planning.packing import pack_chunks, unit_count
+from distcp.planning.packing import pack_chunks, split_chunks, unit_count
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.summary import Tally, tally_of
 
@@ -65,7 +65,8 @@ def copy_listed(spark: Any, cfg: CopyConfiguration, spec: TaskSpec,
     units: list[tuple[DatasetPlan, ListedUnit]] = []
     for d in datasets:
         count = unit_count(d.files_listed, cfg.tasks or cores, 1 if cfg.tasks else 2)
-        for chunks in pack_chunks(chunks_of(d.listed), count, cfg.file_cost):
+        parts = split_chunks(chunks_of(d.listed), count, cfg.file_cost)
+        for chunks in pack_chunks(parts, count, cfg.file_cost):
             units.append((d, ListedUnit(first_id + len(units), chunks)))
     spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
     try:

@@ -125,11 +125,15 @@ def test_copy_on_spark_connect_server(tmp_path: Path,
     assert spark_connect_server.alive()
 
 
+@pytest.mark.parametrize("listing", ["driver", "spark"])
 def test_a_worker_killed_mid_copy_is_a_lost_node_and_the_job_finishes(
-        tmp_path: Path, spark_two_workers: TwoWorkers) -> None:
-    """Two workers of one core; once worker 1's executor runs a task, worker 1 and all
-    it launched are SIGKILLed. Spark gives its tasks to worker 2; the run ends 0 with
-    the destination identical, and no file is published twice or missing."""
+        tmp_path: Path, spark_two_workers: TwoWorkers, listing: str) -> None:
+    """Two workers of one core; once worker 1's executor runs a copy task, worker 1 and
+    all it launched are SIGKILLed. Spark gives its tasks to worker 2; the run ends 0 with
+    the destination identical, and no file is published twice or missing. With
+    ``--listing spark`` the files to copy and their results stay in the tasks' files
+    (the thin coordinator): the retried task reads its chunks again and writes its own
+    results file, and only the report that reached the driver names one."""
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "summary.json"
     for i in range(32):
         (src / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
@@ -139,13 +143,13 @@ def test_a_worker_killed_mid_copy_is_a_lost_node_and_the_job_finishes(
     env = cli_env({"DISTCP_SLOW_AT": "after_stage=0.5"})  # 4 files a task: 2 s each
     run = subprocess.Popen(
         [*PYDISTCP, "copy", str(src), str(dst), "--master", spark_two_workers, "--tasks", "8",
-         "--no-progress", "--summary-json", str(sj), "--log-dir", str(tmp_path / "logs"),
+         "--listing", listing, "--no-progress", "--summary-json", str(sj), "--log-dir", str(tmp_path / "logs"),
          "--conf", f"spark.executor.extraJavaOptions=-Dlog4j.configurationFile=file:{props}"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     try:
         deadline = time.monotonic() + CLI_TIMEOUT
-        while not _running_task(spark_two_workers.work_dirs[1]):
+        while not (_running_task(spark_two_workers.work_dirs[1]) and _copying(dst)):
             assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "worker 1 never ran a task"
             time.sleep(0.2)
@@ -167,6 +171,11 @@ def test_a_worker_killed_mid_copy_is_a_lost_node_and_the_job_finishes(
     assert started - finished, lost[-3000:]
     assert _running_task(spark_two_workers.work_dirs[2])
     assert list((dst / ".pydistcp" / "staging").rglob("*.bin")) == []
+
+
+def _copying(dst: Path) -> bool:
+    """Whether a copy task staged a file (planning on Spark runs tasks before)."""
+    return any((dst / ".pydistcp" / "staging").glob("*/u*/*"))
 
 
 def _running_task(work: Path) -> bool:

@@ -14,7 +14,7 @@ from distcp.copying.resultfiles import REPORTED_FAILURES, ResultsWriter, moves_o
 from distcp.model import CopyableFile, FileStatus, TaskResult
 from distcp.copying import copyrows
 from distcp.copying.copyrows import Chunk, CopyRowsWriter, chunks_of, read_chunk
-from distcp.planning.packing import pack_chunks
+from distcp.planning.packing import pack_chunks, split_chunks
 
 
 def _file(n: int, size: int = 10) -> CopyableFile:
@@ -36,6 +36,28 @@ def test_copy_rows_come_back_by_chunk_in_order(tmp_path: Path,
     assert (rows.files, rows.bytes) == (10, 45)
     back = [f for chunk in chunks_of([rows]) for f in read_chunk(chunk, {})]
     assert back == files
+
+
+def test_a_row_group_cut_in_parts_reads_back_each_part(tmp_path: Path) -> None:
+    url = str(tmp_path / "p.parquet")
+    writer = CopyRowsWriter(url, {})
+    files = [_file(n, size=100) for n in range(7)]
+    for f in files:
+        writer.add("k", 100, pickle.dumps(f))
+    rows = writer.close()
+    assert rows is not None
+    parts = split_chunks(chunks_of([rows]), 3, file_cost=0)
+    assert [(c.first, c.files, c.bytes) for c in parts] == [(0, 3, 300), (3, 2, 200),
+                                                             (5, 2, 200)]
+    assert [f for c in parts for f in read_chunk(c, {})] == files
+
+
+def test_chunks_are_cut_only_until_there_are_enough_and_never_below_one_file() -> None:
+    few = [Chunk("u", 0, 1, 5), Chunk("u", 1, 3, 10_000)]
+    assert split_chunks(few, 2, 0) == few  # enough already
+    parts = split_chunks(few, 10, 0)
+    assert sorted((c.index, c.first, c.files) for c in parts) == [
+        (0, 0, 1), (1, 0, 1), (1, 1, 1), (1, 2, 1)]  # as many as there are files
 
 
 def test_a_task_with_nothing_to_copy_writes_no_file(tmp_path: Path) -> None:
