@@ -55,8 +55,8 @@ DATASETS: dict[str, dict[str, Any]] = {
 STATE_DIR = ".pydistcp"  # pydistcp's state directory under a destination
 GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 
-TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm", "empty-spark",
-         "empty-spark-cds"]
+TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm",
+         "pydistcp-warm-spark", "empty-spark", "empty-spark-cds"]
 TOOL_LABEL = {
     "cp": "`cp -a`",
     "rsync": "`rsync -a`",
@@ -64,16 +64,18 @@ TOOL_LABEL = {
     "pydistcp": "`pydistcp copy`, cold, no archive",
     "pydistcp-cds": "`pydistcp copy`, cold, with the CDS archive",
     "pydistcp-warm": "`pydistcp copy`, warm engine",
+    "pydistcp-warm-spark": "`pydistcp copy --listing spark`, warm engine (thin coordinator)",
     "empty-spark": "empty Spark job (fresh process), no archive",
     "empty-spark-cds": "empty Spark job (fresh process), with the archive",
 }
-PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm")
+PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark")
 EMPTY_TOOLS = ("empty-spark", "empty-spark-cds")
 #: How each variant runs: extra copy flags and environment.
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "pydistcp": (["--engine", "cold"], {"PYDISTCP_CDS": "0"}),
     "pydistcp-cds": (["--engine", "cold"], {}),
     "pydistcp-warm": (["--engine", "warm"], {}),
+    "pydistcp-warm-spark": (["--engine", "warm", "--listing", "spark"], {}),
     "empty-spark": ([], {"PYDISTCP_CDS": "0"}),
     "empty-spark-cds": ([], {}),
 }
@@ -256,7 +258,8 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
     """Untimed: build the class-data-sharing archive and start the warm engine, so their
     columns show the steady state of repeated runs; returns what each step printed."""
     done: dict[str, str] = {}
-    if any(t in tools for t in ("pydistcp-cds", "pydistcp-warm", "empty-spark-cds")):
+    if any(t in tools for t in ("pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
+                                "empty-spark-cds")):
         r = subprocess.run(pydistcp_cmd() + ["engine", "start"], capture_output=True,
                            text=True, timeout=900, stdin=subprocess.DEVNULL)
         # no machine paths in the committed results: the home directory is "~"
@@ -467,7 +470,8 @@ def summarize(name: str, runs: list[dict[str, Any]], expect: tuple[int, int],
         target("copy phase throughput ÷ cp -a throughput", ratio, 0.9, False,
                f"copy phase {copy_s} s vs cp {cp} s")
     if name == "B":
-        for tool, limit in (("pydistcp-warm", 1.0), ("pydistcp-cds", 2.5)):
+        for tool, limit in (("pydistcp-warm", 1.0), ("pydistcp-warm-spark", 1.0),
+                            ("pydistcp-cds", 2.5)):
             m = median(tool)
             target(f"{TOOL_LABEL[tool]} wall ÷ rclone wall",
                    round(m / rclone, 2) if m and rclone else None, limit, True,
@@ -624,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
             result["datasets"][name] = ds
     finally:
         shutil.rmtree(out_root, ignore_errors=True)
-        if "pydistcp-warm" in tools:
+        if any(t.startswith("pydistcp-warm") for t in tools):
             stop_engines()
 
     markdown = render_markdown(result)

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from distcp.commit.listed_steps import PublishListed
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
+from distcp.commit.state_steps import RecordRun
 from distcp.commit.steps import CommitContext, PublishFiles
 from distcp.copying.progress import JOURNAL
 from distcp.errors import CatalogError, PublishError, StateError
@@ -61,9 +63,13 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
             continue
         store.remove(seq.id)
         moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
+        # a set whose results stayed in results files: its files and bytes as recorded
+        listed = sum(step.file_count() for step in seq.steps if isinstance(step, PublishListed))
+        listed_bytes = sum(step.nbytes for step in seq.steps
+                           if isinstance(step, RecordRun)) if listed else 0
         # published without reading the source again
-        done.append(Tally(sequences_replayed=1, files_recovered=len(moves),
-                          bytes_recovered=sum(size for _, _, size in moves),
+        done.append(Tally(sequences_replayed=1, files_recovered=len(moves) + listed,
+                          bytes_recovered=sum(size for _, _, size in moves) + listed_bytes,
                           partitions_registered=registered_in(seq.steps)))
     return blocked, tally_of(done)
 

@@ -75,6 +75,9 @@ def copy_listed(spark: Any, cfg: CopyConfiguration, spec: TaskSpec,
     except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         return [ListedCopy(d, job_failed=reason) for d in datasets]
+    seen = {r.unit_id for r in reports}  # a unit no task reported: its files failed
+    reports += [UnitReport(u.unit_id, "", files_failed=u.files) for _, u in units
+                if u.unit_id not in seen]
     by_unit = {u.unit_id: d.urn for d, u in units}
     return [ListedCopy(d, tuple(r for r in reports if by_unit.get(r.unit_id) == d.urn))
             for d in datasets]
