@@ -472,6 +472,8 @@ def summarize(name: str, runs: list[dict[str, Any]], expect: tuple[int, int],
     if name == "B":
         for tool, limit in (("pydistcp-warm", 1.0), ("pydistcp-warm-spark", 1.0),
                             ("pydistcp-cds", 2.5)):
+            if tool not in t:  # not run (--tools)
+                continue
             m = median(tool)
             target(f"{TOOL_LABEL[tool]} wall ÷ rclone wall",
                    round(m / rclone, 2) if m and rclone else None, limit, True,

@@ -147,3 +147,17 @@ def test_a_driver_killed_mid_publish_is_finished_by_the_rerun(tmp_path: Path) ->
     assert tree(dst) == tree(src)
     assert _manifest_count(dst) == 60 and _pending(dst) == []
     assert not os.listdir(dst / ".pydistcp" / "staging")
+
+
+@pytest.mark.parametrize("listing", ["spark", "driver"])
+def test_links_copied_as_links_land_the_same_on_both_paths(spark: Any, tmp_path: Path,
+                                                          listing: str) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 2, 3)
+    os.symlink("f001", src / "d000" / "to-f001")  # relative: stays relative
+    s = distcp.copy(str(src), str(dst), listing=listing, links="copy", progress=False)
+    assert s.ok, s.failures
+    assert (s.files_copied, s.links_copied) == (7, 1)
+    assert (s.results_collected == 0) == (listing == "spark")
+    assert os.readlink(dst / "d000" / "to-f001") == "f001"
+    assert tree(dst) == tree(src)
