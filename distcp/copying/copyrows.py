@@ -26,9 +26,6 @@ from distcp.storage import filesystems as fsutil
 #: Files of one row group: the unit of packing (a work unit holds whole chunks, unless
 #: there are fewer chunks than units wanted: ``packing.split_chunks`` cuts them).
 CHUNK = 1_000
-#: Columns of a copy-rows file: the walk's sort key, the source size and the pickled
-#: CopyableFile (not the planner's Action: copy tasks never import the planning stage).
-COLUMNS = ("sort", "size", "payload")
 
 
 @dataclass(frozen=True)
@@ -66,6 +63,8 @@ def chunks_of(rows: Sequence[CopyRows]) -> list[Chunk]:
 
 
 def _schema() -> Any:
+    """A copy-rows file's columns: the walk's sort key, the source size and the pickled
+    CopyableFile (not the planner's Action: copy tasks never import the planning stage)."""
     import pyarrow as pa
 
     return pa.schema([("sort", pa.string()), ("size", pa.int64()), ("payload", pa.binary())])
