@@ -415,7 +415,7 @@ def test_local_replay_after_crash_between_steps_equals_uninterrupted_run(
     assert [s.kind for s in seq.steps] == list(LOCAL_KINDS)
     summary = _crash_then_replay(seq, lay.ctx, str(lay.state), {}, done)
     assert snapshot_local(tmp_path, DATED) == local_reference
-    assert summary.files_recovered == len(FILES) + 1
+    assert summary.files_recovered == len(FILES) + 1 + len(LISTED)  # renamed and listed
 
 
 def test_local_replay_after_crash_in_the_middle_of_publish(tmp_path: Path,
