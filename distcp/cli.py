@@ -9,6 +9,7 @@ environment refuses (Java, Spark master, S3 credentials or endpoint, permissions
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import traceback
@@ -514,7 +515,7 @@ def _run(action: Any) -> None:
     except DistcpError as exc:
         _fail(str(exc), 1)
     except KeyboardInterrupt:
-        _quiet_py4j()
+        _ending_on_interrupt()
         _fail("interrupted; nothing unverified was published, rerun to finish", 130)
     except Exception as exc:  # noqa: BLE001 - storage refusals are ours, the rest a bug
         problem = storage_problem(exc)
@@ -525,6 +526,14 @@ def _run(action: Any) -> None:
                   "fixed", 3)
         _fail(f"internal error: {type(exc).__name__}: {exc} (traceback in {_dump_trace()})", 1)
     sys.exit(code)
+
+
+def _ending_on_interrupt() -> None:
+    """From the first Ctrl-C on the run only ends: a second one (a user pressing it
+    again, or one that reaches us while Python finalizes, when its handler is already
+    gone) must not kill the process by the signal instead of exit 130 after our line."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _quiet_py4j()
 
 
 def _quiet_py4j() -> None:

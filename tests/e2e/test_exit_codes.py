@@ -230,8 +230,10 @@ def test_spark_that_cannot_start_is_one_line_exit_3(tmp_path: Path, src: Path) -
     assert tree(tmp_path / "out") == {}  # staging may exist; nothing published
 
 
-@pytest.mark.parametrize("phase", ["spark-start", "copy"])
+@pytest.mark.parametrize("phase", ["spark-start", "copy", "copy-twice"])
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
+    """``copy-twice``: a second Ctrl-C while the run ends (a user pressing it again)
+    still ends it with the one line and 130, never killed by the signal itself."""
     src, dst, logs = tmp_path / "src", tmp_path / "dst", tmp_path / "logs"
     src.mkdir()
     for i in range(6):  # enough bytes that the copy phase lasts a while
@@ -250,6 +252,9 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+    if phase == "copy-twice":
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
