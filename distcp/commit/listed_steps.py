@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.state_steps import _StateChange
 from distcp.commit.steps import CommitContext, CommitStep, PublishFiles
-from distcp.copying.resultfiles import moves_of
-from distcp.storage import Storage
+from distcp.commit.upload_steps import CompleteUploads
+from distcp.copying.resultfiles import publishing_of
+from distcp.storage import Storage, parse_staged
 
 #: A results file and the staged outputs it lists.
 ResultsFile = tuple[str, int]
@@ -26,9 +27,11 @@ ResultsFile = tuple[str, int]
 
 @dataclass(frozen=True)
 class PublishListed(CommitStep):
-    """Rename the staged files the results files list to their final paths: per
-    results file, a ``PublishFiles`` verified and executed (each rename idempotent:
-    done when the staging copy is gone and the final path has the staged size)."""
+    """Publish the staged files the results files list: per results file, a
+    ``PublishFiles`` of its renames and a ``CompleteUploads`` of its staged uploads
+    (object stores), each verified and executed (each entry idempotent: a rename is
+    done when the staging copy is gone and the final path has the staged size, an
+    upload when it is no longer pending and the object has its size and ETag)."""
 
     kind: ClassVar[str] = "publish-listed"
     per_file: ClassVar[str] = "results"
@@ -51,10 +54,20 @@ class PublishListed(CommitStep):
             if not step.verify(ctx):
                 step.execute(ctx)
 
-    def _steps(self, ctx: CommitContext) -> Iterator[PublishFiles]:
-        """One PublishFiles per results file, read when its turn comes."""
+    def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
+        """The staged uploads this step completes: an orphan sweep must leave them."""
         for url, _ in self.results:
-            yield PublishFiles(tuple(moves_of(url, ctx.dst_options)))
+            for staging, *_ in publishing_of(url, options)[1]:
+                yield parse_staged(staging).upload_id
+
+    def _steps(self, ctx: CommitContext) -> Iterator[CommitStep]:
+        """Per results file, read when its turn comes: its renames, its completes."""
+        for url, _ in self.results:
+            moves, uploads = publishing_of(url, ctx.dst_options)
+            if moves:
+                yield PublishFiles(tuple(moves))
+            if uploads:
+                yield CompleteUploads(tuple(uploads))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from typing import Any
 
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
-from distcp.commit.upload_steps import CompleteUploads
 from distcp.planning.splitting import SplitStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, s3, storage_for
@@ -30,10 +29,8 @@ def referenced_uploads(state_root: str, options: dict[str, Any],
     expired instead (their uploads become orphans and their records go).
     """
     store = CommitStepStore(state_root, options)
-    ids = {parse_staged(u[0]).upload_id
-           for p in store.pending() + store.pending(aside=True)
-           for step in p.sequence.steps if isinstance(step, CompleteUploads)
-           for u in step.uploads}
+    ids = {upload_id for p in store.pending() + store.pending(aside=True)
+           for step in p.sequence.steps for upload_id in step.upload_ids(options)}
     splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
         staged = parse_staged(str(meta.get("staging", "")))

@@ -11,7 +11,7 @@ secrets): those arrive through the CommitContext.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -88,6 +88,11 @@ class CommitStep(ABC):
     def file_count(self) -> int:
         """The files the step's per-file entries stand for (0: a step done as a whole)."""
         return len(getattr(self, self.per_file)) if self.per_file else 0
+
+    def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
+        """The staged multipart uploads the step completes: while the step is pending,
+        an orphan sweep must leave them (``distcp.commit.orphans``). None by default."""
+        return iter(())
 
     def works_on(self, ctx: CommitContext) -> Storage:
         """The storage a per-file step changes (its capabilities say whether executors

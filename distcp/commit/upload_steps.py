@@ -9,6 +9,7 @@ between complete and the removal of the sequence does nothing twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,6 +41,9 @@ class CompleteUploads(CommitStep):
         if not self.uploads:
             return True
         return ctx.storage(self.uploads[0][1]).all_published(self._files())
+
+    def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
+        return (parse_staged(u[0]).upload_id for u in self.uploads)
 
     def execute(self, ctx: CommitContext) -> None:
         if not self.uploads:

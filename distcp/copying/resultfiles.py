@@ -27,13 +27,18 @@ GROUP = 2_048
 REPORTED_FAILURES = 200
 
 
+#: A staged multipart upload's parts, as ``TaskResult.parts``: (number, ETag, size).
+Parts = tuple[tuple[int, str, int], ...]
+
+
 def _schema() -> Any:
     import pyarrow as pa
 
+    part = pa.struct([("number", pa.int32()), ("etag", pa.string()), ("size", pa.int64())])
     return pa.schema([
         ("guid", pa.string()), ("ok", pa.bool_()), ("staging", pa.string()),
         ("destination", pa.string()), ("size", pa.int64()), ("mtime", pa.float64()),
-        ("digest", pa.string())])
+        ("digest", pa.string()), ("parts", pa.list_(part))])
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ class ResultsWriter:
 
     def __init__(self, unit_id: int, url: str, options: dict[str, Any]) -> None:
         self.unit_id, self.url, self.options = unit_id, url, options
-        self.rows: list[tuple[str, bool, str, str, int, float, str]] = []
+        self.rows: list[tuple[str, bool, str, str, int, float, str, Parts]] = []
         self.sums: dict[str, int] = dict.fromkeys(
             ("files_ok", "files_failed", "links", "bytes_read", "bytes_written",
              "bytes_server_side"), 0)
@@ -73,7 +78,8 @@ class ResultsWriter:
     def add(self, result: TaskResult, file: CopyableFile) -> None:
         staged = result.ok and bool(result.staging)
         self.rows.append((result.guid, result.ok, result.staging, result.destination,
-                          result.bytes_written, float(file.origin.mtime), result.checksum))
+                          result.bytes_written, float(file.origin.mtime), result.checksum,
+                          result.parts))
         self.sums["bytes_read"] += result.bytes_read
         if result.requests:
             self.requests.append(result.requests)
@@ -119,14 +125,16 @@ class ResultsWriter:
 
 
 def _groups(url: str, options: dict[str, Any], columns: list[str]) -> Iterator[Any]:
-    """The file's row groups, one table at a time, with only ``columns``."""
+    """The file's row groups, one table at a time, with only ``columns`` (those the
+    file has: a file written before a column existed lacks it)."""
     import pyarrow.parquet as pq
 
     fs, path = fsutil.filesystem(url, options)
     with fs.open(path, "rb") as f:
         pf = pq.ParquetFile(f)
+        present = [c for c in columns if c in pf.schema_arrow.names]
         for n in range(pf.num_row_groups):
-            yield pf.read_row_group(n, columns=columns)
+            yield pf.read_row_group(n, columns=present)
 
 
 def staged_rows(url: str, options: dict[str, Any]) -> Iterator[tuple[str, str, int, float, str, str]]:
@@ -141,8 +149,31 @@ def staged_rows(url: str, options: dict[str, Any]) -> Iterator[tuple[str, str, i
                 yield staging[i], dest[i], size[i], mtime[i], digest[i], guid[i]
 
 
-def moves_of(url: str, options: dict[str, Any]) -> list[tuple[str, str, int]]:
-    """(staging, final, size) of the staged files a rename publishes (the renames of
-    ``PublishFiles``); outputs a task already published need none."""
-    return [(staging, dest, size) for staging, dest, size, *_ in staged_rows(url, options)
-            if parse_staged(staging).needs_rename]
+#: (staging, final, size) of a staged file a rename publishes (``PublishFiles``).
+Move = tuple[str, str, int]
+#: (staging marker, final, size, parts) of a staged upload or empty object the store
+#: publishes itself (``CompleteUploads``).
+Upload = tuple[str, str, int, Parts]
+
+
+def publishing_of(url: str, options: dict[str, Any]) -> tuple[list[Move], list[Upload]]:
+    """What publishing the file's staged outputs takes, read once: the renames and the
+    uploads to complete. Outputs a task already published (``--visibility file``) need
+    neither; a file written before the parts column existed holds renames only."""
+    names = ["ok", "staging", "destination", "size", "parts"]
+    moves: list[Move] = []
+    uploads: list[Upload] = []
+    for table in _groups(url, options, names):
+        ok, staging, dest, size = (table.column(c).to_pylist() for c in names[:4])
+        parts = (table.column("parts").to_pylist() if "parts" in table.column_names
+                 else [None] * len(ok))
+        for i, good in enumerate(ok):
+            if not (good and staging[i]):
+                continue
+            staged = parse_staged(staging[i])
+            if staged.needs_rename:
+                moves.append((staging[i], dest[i], size[i]))
+            elif staged.needs_complete:
+                uploads.append((staging[i], dest[i], size[i], tuple(
+                    (p["number"], p["etag"], p["size"]) for p in parts[i] or ())))
+    return moves, uploads

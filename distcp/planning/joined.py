@@ -51,6 +51,8 @@ class JoinRule:
     #: A folder (URL, the destination's options) where each task writes its files to
     #: copy instead of sending them (``distcp.copying.copyrows``); "": send them.
     copies_to: str = ""
+    #: Whether the destination keeps preserved mtimes (``plan.decide``).
+    mtimes_kept: bool = True
 
 
 def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
@@ -103,7 +105,7 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
                 f"cannot replace directory {fsutil.display(f.destination)} with file "
                 f"{fsutil.display(origin.url)}"), f.destination), 0
             continue
-        reason, wanted = decide(f, target, cfg.overwrite, cfg.compare)
+        reason, wanted = decide(f, target, cfg.overwrite, cfg.compare, rule.mtimes_kept)
         if wanted:
             yield COPY, order, Action(f, reason), origin.size
         else:

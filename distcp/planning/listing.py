@@ -28,6 +28,7 @@ from distcp.planning.plan import (
 )
 from distcp.registry import FINDERS
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 
 #: Lists a tree as ``fsutil.walk`` does: ``(fs, root, links, storage options, skipped)``
 #: -> ``(path, FileStatus)`` pairs, in the walk's order (``distcp.spark.listing``).
@@ -73,6 +74,12 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
     entries = lister(fs, root, links, dict(cfg.dst_options), []) if lister is not None \
         else fsutil.walk(fs, root, links)
     return {fsutil.to_url(fs, p): st for p, st in entries}
+
+
+def keeps_mtimes(destination: str, cfg: CopyConfiguration) -> bool:
+    """Whether the destination keeps the mtimes it is given (asked of its kind, no
+    request sent): planning compares a preserved mtime only where it was kept."""
+    return storage_for(destination, dict(cfg.dst_options)).capabilities.mtimes
 
 
 def target_links(cfg: CopyConfiguration) -> str:
@@ -136,9 +143,12 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         listing = source_listing(ds, cfg, lister)
         skipped.extend(listing.skipped)
         seen, selected = seen + listing.seen, selected + len(listing.files)
+        # The manifest holds the sources' own mtimes; a listed object store, its own.
+        mtimes_kept = True
         if cfg.incremental and state is not None and not cfg.delete:
             target = manifest_listing(state.load(ds.urn))
         else:
+            mtimes_kept = keeps_mtimes(ds.destination_root, cfg)
             single = listing.files[0] if ds.is_file and listing.files else None
             renamed = single.destination if single is not None and single.converters else None
             target = target_listing(ds, cfg, renamed, lister)
@@ -150,7 +160,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
                                   listing.directories, target,
                                   overwrite=cfg.overwrite, delete=cfg.delete,
-                                  compare=cfg.compare,
+                                  compare=cfg.compare, mtimes_kept=mtimes_kept,
                                   protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
                                   marks=listing.marks))
     if cfg.include and seen and not selected:

@@ -9,7 +9,7 @@ two files share a destination.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from distcp.copying.copyrows import CopyRows
@@ -82,6 +82,7 @@ def plan_dataset(
     overwrite: bool = False,
     delete: bool = False,
     compare: str = "default",
+    mtimes_kept: bool = True,
     protected: Collection[str] = (),
     marks: StreamMarks | None = None,
 ) -> DatasetPlan:
@@ -101,7 +102,7 @@ def plan_dataset(
             raise PlanningError(
                 f"cannot replace directory {display(f.destination)} with file "
                 f"{display(f.origin.url)}", path=f.destination)
-        reason, wanted = decide(f, existing, overwrite, compare)
+        reason, wanted = decide(f, existing, overwrite, compare, mtimes_kept)
         (copy if wanted else skip).append(Action(f, reason))
     for d in dirs:
         existing = target.get(d.destination)
@@ -151,12 +152,17 @@ Decision = tuple[str, bool]
 
 
 def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
-           compare: str = "default") -> Decision:
+           compare: str = "default", mtimes_kept: bool = True) -> Decision:
     """(reason, copy?) for one file against what the target has at its destination.
 
     ``compare`` follows rclone: "ignore-existing" skips whatever the destination has,
     "size-only" looks at sizes alone, "checksum" skips on equal size and checksum and
     copies when the destination's checksum is unknown (never skip on a guess).
+
+    ``mtimes_kept``: whether the destination keeps the mtimes it is given (its storage's
+    ``Capabilities.mtimes``). An object store's is the upload time: a preserved mtime can
+    never match it, so there a copy is up to date when it is not older than its source
+    (rclone's ``--update --use-server-modtime``), and a rerun skips what it copied.
     """
     link = f.origin.link_target
     if existing is None:
@@ -167,7 +173,12 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
         return "destination exists (--ignore-existing)", False
     if f.origin.link_target is not None or existing.link_target is not None:
         return _decide_link(f.origin, existing)
-    return _COMPARISONS.get(compare, _by_default)(f, existing)
+    if compare == "size-only":
+        return _by_size_only(f, existing)
+    if compare == "checksum":
+        return _by_checksum(f, existing)
+    rule = ("same" if mtimes_kept else "not-older") if "t" in f.preserve else "none"
+    return _by_default(f, existing, rule)
 
 
 def _by_size_only(f: CopyableFile, existing: FileStatus) -> Decision:
@@ -188,45 +199,48 @@ def _by_checksum(f: CopyableFile, existing: FileStatus) -> Decision:
     return "checksum differs", True
 
 
-def _by_default(f: CopyableFile, existing: FileStatus) -> Decision:
-    """Checksums when both sides know one, else size, then mtime."""
+def _by_default(f: CopyableFile, existing: FileStatus, rule: str) -> Decision:
+    """Checksums when both sides know one, else size, then mtime by ``rule``: "same"
+    (a preserved mtime the destination keeps), "not-older" (preserved, but the
+    destination keeps its own), "none" (not preserved)."""
     o = f.origin
     if f.converters:
-        return _by_converted_mtime(f, existing)
+        return _by_converted_mtime(f, existing, rule)
     if o.checksum and existing.checksum:
         if o.checksum == existing.checksum and o.size == existing.size:
             return "same checksum", False
         return "checksum differs", True
     if existing.size != o.size:
         return "size differs", True
-    return _by_mtime(f, existing)
+    return _by_mtime(f, existing, rule)
 
 
-def _by_converted_mtime(f: CopyableFile, existing: FileStatus) -> Decision:
+def _by_converted_mtime(f: CopyableFile, existing: FileStatus, rule: str) -> Decision:
     """A converted copy differs from its source in size and checksum: only a preserved
     mtime can tell that it is up to date."""
-    if "t" in f.preserve and same_mtime(existing.mtime, f.origin.mtime):
+    if rule == "same" and same_mtime(existing.mtime, f.origin.mtime):
         return "converted copy with the same mtime exists", False
+    if rule == "not-older" and _not_older(existing.mtime, f.origin.mtime):
+        return "converted copy not older than its source exists", False
     return "converted copy is older or differs", True
 
 
-def _by_mtime(f: CopyableFile, existing: FileStatus) -> Decision:
-    """Same size: a preserved mtime must match; otherwise a destination at least as new
-    as the source is kept."""
-    if "t" in f.preserve:
+def _by_mtime(f: CopyableFile, existing: FileStatus, rule: str) -> Decision:
+    """Same size: a preserved mtime the destination keeps must match; otherwise a
+    destination at least as new as the source is kept."""
+    if rule == "same":
         if same_mtime(existing.mtime, f.origin.mtime):
             return "same size and mtime", False
         return "mtime differs", True
-    if existing.mtime >= f.origin.mtime:
+    if _not_older(existing.mtime, f.origin.mtime):
         return "same size, destination not older", False
     return "source is newer", True
 
 
-#: ``compare`` modes with their own rule; any other goes to ``_by_default``.
-_COMPARISONS: dict[str, Callable[[CopyableFile, FileStatus], Decision]] = {
-    "size-only": _by_size_only,
-    "checksum": _by_checksum,
-}
+def _not_older(destination: float, source: float) -> bool:
+    """At the coarser precision of the two readings: an FTP server's whole-second mtime
+    of a copy made with MFMT is not older than its source's fraction of that second."""
+    return destination >= source or same_mtime(destination, source)
 
 
 def _decide_link(origin: FileStatus, existing: FileStatus) -> Decision:

@@ -136,7 +136,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         datasets = [d for d in datasets if d.urn not in blocked]
     lister = Lister(cfg.listing, session) if cfg.listing != "driver" else None
     copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
-                 if lister and keeps_copies(cfg, dst, pub.recovery) else "")
+                 if lister and keeps_copies(cfg, pub.recovery) else "")
     planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)),
                        lister, JoinPlanner(lister, every_decision(cfg), copies_to)
                        if lister else None)
@@ -188,15 +188,16 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     return summary
 
 
-def keeps_copies(cfg: CopyConfiguration, dst: StorageSpec, recovery: RecoveryArea) -> bool:
+def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
     """Whether planning on Spark keeps a plain copy's files to copy on the executors
     (``distcp.spark.listedcopy``). Not when every decision is shown or logged, nor for
     what still needs each file on the driver: ``move``, the catalog, split files,
-    ``--visibility file``, ``--commit-policy full``, quality checks, staged uploads
-    (object stores) and copies an earlier run kept for recovery."""
+    ``--visibility file``, ``--commit-policy full``, quality checks and copies an
+    earlier run kept for recovery. Staged uploads (object stores) keep their parts in
+    the results files, which ``PublishListed`` completes."""
     return not (every_decision(cfg) or cfg.move or cfg.catalog_table or cfg.split_size
                 or cfg.visibility != "file-set" or cfg.commit_policy == "full" or cfg.check
-                or dst.capabilities.multipart or recovery.guids())
+                or recovery.guids())
 
 
 def every_decision(cfg: CopyConfiguration) -> bool:

@@ -22,7 +22,7 @@ from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory
 from distcp.planning import joined as jp
-from distcp.planning.listing import target_links, target_root
+from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.plan import Action, DatasetPlan
 from distcp.spark.listing import Lister
 from distcp.storage import filesystems as fsutil
@@ -66,7 +66,7 @@ class JoinPlanner:
                                          skipped)
         target, target_kind = self._target(ds, cfg, source)
         rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips,
-                           self._copies_folder(ds))
+                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg))
         rows = _joined(source, src_root, target).mapInArrow(
             partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)

@@ -22,6 +22,7 @@ from distcp.commit.log import CommitStepStore
 from distcp.commit.state import StateStore
 from distcp.spark import job, publish
 from tests.conftest import run_cli, tree
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
 
@@ -161,3 +162,62 @@ def test_links_copied_as_links_land_the_same_on_both_paths(spark: Any, tmp_path:
     assert (s.results_collected == 0) == (listing == "spark")
     assert os.readlink(dst / "d000" / "to-f001") == "f001"
     assert tree(dst) == tree(src)
+
+
+def _objects(server: S3Server) -> dict[str, bytes]:
+    return {k.removeprefix("t/"): v for k, v in server.objects("dst", "t/").items()
+            if not k.startswith("t/.pydistcp/")}
+
+
+def _files(src: Path) -> dict[str, bytes]:
+    return {p.relative_to(src).as_posix(): p.read_bytes() for p in src.rglob("*")
+            if p.is_file()}
+
+
+def _s3_pending(server: S3Server) -> list[Any]:
+    return CommitStepStore("s3://dst/t/.pydistcp", server.options).pending()
+
+
+def test_staged_uploads_on_s3_are_completed_from_the_results_files(
+        spark: Any, tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+    """An object store destination takes the thin path too: each task's results file
+    carries its uploads' parts, and the publish completes them (an empty file: one PUT)."""
+    src = tmp_path / "src"
+    _source(src, 3, 10)
+    (src / "d000" / "empty").write_bytes(b"")
+    s = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, listing="spark",
+                    progress=False)
+    assert s.ok, s.failures
+    assert (s.files_copied, s.results_collected) == (31, 0)
+    assert _objects(s3) == _files(src)
+    assert s3.pending_uploads() == [] and _s3_pending(s3) == []
+    store = StateStore("s3://dst/t/.pydistcp", s3.options)
+    [state] = store.all()
+    assert store.count(state) == 31
+    again = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, listing="spark",
+                        progress=False)
+    assert (again.files_copied, again.files_skipped, again.ok) == (0, 31, True)
+
+
+def test_a_publishing_task_killed_mid_complete_on_s3_is_finished_by_the_rerun(
+        spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The uploads a pending listed sequence will complete are named only in its results
+    files: the run's orphan sweep must leave them for the rerun to complete."""
+    src = tmp_path / "src"
+    _source(src, 3, 8)
+    with monkeypatch.context() as m:
+        m.setattr(publish, "task_environment", lambda: {"DISTCP_CRASH_AT": "mid_publish:2"})
+        s = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, listing="spark",
+                        publishing="spark", progress=False)
+    assert not s.ok and "publish-listed of 24 file(s) failed" in s.failures[0].error
+    seen, files = _objects(s3), _files(src)
+    assert 2 <= len(seen) < len(files) and all(files[k] == v for k, v in seen.items())
+    assert len(s3.pending_uploads()) == len(files) - len(seen)  # none swept as orphans
+    assert len(_s3_pending(s3)) == 1
+    again = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, listing="spark",
+                        publishing="spark", progress=False)
+    assert again.ok, again.failures
+    assert (again.sequences_replayed, again.files_recovered, again.files_copied) == (1, 24, 0)
+    assert _objects(s3) == files
+    assert s3.pending_uploads() == [] and _s3_pending(s3) == []

@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from distcp.copying.resultfiles import REPORTED_FAILURES, ResultsWriter, moves_of, staged_rows
-from distcp.model import CopyableFile, FileStatus, TaskResult
 from distcp.copying import copyrows
 from distcp.copying.copyrows import Chunk, CopyRowsWriter, chunks_of, read_chunk
+from distcp.copying.resultfiles import (
+    REPORTED_FAILURES,
+    ResultsWriter,
+    publishing_of,
+    staged_rows,
+)
+from distcp.model import CopyableFile, FileStatus, TaskResult
 from distcp.planning.packing import pack_chunks, split_chunks
 
 
@@ -102,7 +107,37 @@ def test_results_file_lists_the_staged_outputs_and_the_report_sums_them(tmp_path
     assert list(staged_rows(url, {})) == [
         (f"/stage/{n}", f"/dst/f{n}", 10, 1_000.0 + n, f"d{n}", f.guid)
         for n, f in enumerate(good)]
-    assert moves_of(url, {}) == [(f"/stage/{n}", f"/dst/f{n}", 10) for n in range(3)]
+    assert publishing_of(url, {}) == ([(f"/stage/{n}", f"/dst/f{n}", 10) for n in range(3)], [])
+
+
+def test_results_file_keeps_staged_uploads_with_their_parts(tmp_path: Path) -> None:
+    """An object store's outputs: uploads to complete with their parts, an empty file to
+    PUT, an object a task already published (nothing left to do)."""
+    url = str(tmp_path / "u2-a.parquet")
+    writer = ResultsWriter(2, url, {})
+    files = [_file(n) for n in range(3)]
+    parts = ((1, '"e1"', 5 << 20), (2, '"e2"', 7))
+    writer.add(_result(files[0], staging="s3-upload:U1:s3://b/k0", bytes_written=(5 << 20) + 7,
+                       parts=parts), files[0])
+    writer.add(_result(files[1], staging="s3-empty:s3://b/k1"), files[1])
+    writer.add(_result(files[2], staging="s3-published:s3://b/k2"), files[2])
+    writer.close()
+    moves, uploads = publishing_of(url, {})
+    assert moves == []
+    assert uploads == [("s3-upload:U1:s3://b/k0", "/dst/f0", (5 << 20) + 7, parts),
+                       ("s3-empty:s3://b/k1", "/dst/f1", 0, ())]
+
+
+def test_a_results_file_of_the_version_before_parts_still_publishes(tmp_path: Path) -> None:
+    """A pending sequence's results files may predate the parts column (renames only)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    url = str(tmp_path / "old.parquet")
+    pq.write_table(pa.table({"guid": ["g"], "ok": [True], "staging": ["/stage/0"],
+                             "destination": ["/dst/f0"], "size": [3], "mtime": [1.0],
+                             "digest": ["d"]}), url)
+    assert publishing_of(url, {}) == ([("/stage/0", "/dst/f0", 3)], [])
 
 
 def test_a_report_carries_the_first_failures_whole_and_counts_the_rest(tmp_path: Path) -> None:

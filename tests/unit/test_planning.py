@@ -175,3 +175,23 @@ def with_checksum(status: FileStatus, checksum: str) -> FileStatus:
 ])
 def test_every_default_comparison_names_its_reason(f, existing, expected) -> None:  # type: ignore[no-untyped-def]
     assert decide(f, existing, False) == expected
+
+
+@pytest.mark.parametrize("f, existing, expected", [
+    # An object store's mtime is the upload time: a copy not older than its source is
+    # up to date (a preserved mtime could never match it), a newer source is copied.
+    (cf("a"), st(mtime=5_000.0), ("same size, destination not older", False)),
+    (cf("a"), st(mtime=50.0), ("source is newer", True)),
+    # FTP's MFMT keeps whole seconds: the copy's 100 is not older than its source's 100.7
+    (cf("a", mtime=100.7), st(mtime=100.0), ("same size, destination not older", False)),
+    (cf("a"), st(size=11, mtime=5_000.0), ("size differs", True)),
+    (cf("a.gz", converters=("gunzip",)), st(size=999, mtime=5_000.0),
+     ("converted copy not older than its source exists", False)),
+    (cf("a.gz", converters=("gunzip",)), st(mtime=50.0), ("converted copy is older or differs", True)),
+    (cf("a.gz", preserve="p", converters=("gunzip",)), st(mtime=5_000.0),
+     ("converted copy is older or differs", True)),
+])
+def test_a_destination_that_keeps_no_mtimes_is_compared_by_age(f, existing, expected) -> None:  # type: ignore[no-untyped-def]
+    assert decide(f, existing, False, mtimes_kept=False) == expected
+    assert decide(f, existing, False, "size-only", mtimes_kept=False)[1] is (  # unchanged
+        existing.size != f.origin.size)
