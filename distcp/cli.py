@@ -190,8 +190,8 @@ def main() -> None:
                    "spark (the driver lists the top, Spark tasks list subtrees or S3 key "
                    "ranges in parallel; a plain tree is then planned on Spark too, only "
                    "what is acted on collected) or auto (spark for an S3 prefix of more "
-                   "than 1,000 keys, else driver; not the default until it is measured "
-                   "faster).")
+                   "than 1,000 keys or a local tree of more than 250,000 entries, else "
+                   "driver; not the default until it is measured faster).")
 @click.option("--publishing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True,
               help="Who carries out the per-file steps of publishing (renames, multipart "

@@ -20,7 +20,7 @@ import distcp
 from distcp.callbacks import Callback
 from distcp.commit.log import CommitStepStore
 from distcp.commit.state import StateStore
-from distcp.spark import job, publish
+from distcp.spark import job, listing, publish
 from tests.conftest import run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -221,3 +221,17 @@ def test_a_publishing_task_killed_mid_complete_on_s3_is_finished_by_the_rerun(
     assert (again.sequences_replayed, again.files_recovered, again.files_copied) == (1, 24, 0)
     assert _objects(s3) == files
     assert s3.pending_uploads() == [] and _s3_pending(s3) == []
+
+
+@pytest.mark.parametrize("big", [True, False])
+def test_auto_plans_a_big_local_tree_on_spark_and_a_small_one_on_the_driver(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool) -> None:
+    """``--listing auto``: a local tree of more than LOCAL_FROM entries takes the thin
+    path (nothing per file on the driver); a smaller one the driver's walk."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 4, 20)  # 85 entries: 80 files, 5 directories
+    monkeypatch.setattr(listing, "LOCAL_FROM", 84 if big else 85)
+    s = distcp.copy(str(src), str(dst), listing="auto", progress=False)
+    assert s.ok and s.files_copied == 80
+    assert s.results_collected == (0 if big else 80)
+    assert tree(dst) == tree(src)

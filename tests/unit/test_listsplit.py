@@ -6,6 +6,7 @@ import bisect
 import pickle
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 from distcp.planning.listsplit import (
     HIGH,
@@ -120,3 +121,19 @@ def test_many_subtrees_are_dealt_into_a_few_tasks_each_listed_once() -> None:
     assert sorted(s for g in groups for s in g) == subtrees
     assert grouped(["a", "b"], 8) == [("a",), ("b",)]
     assert grouped([], 8) == []
+
+
+def test_auto_counts_a_local_tree_by_names_up_to_its_limit(tmp_path: Path) -> None:
+    """``more_entries_than``: files and directories count, the state folder and what a
+    link points to do not (a link to its own tree would count forever)."""
+    from distcp.spark.listing import more_entries_than
+
+    for d in range(3):
+        (tmp_path / f"d{d}").mkdir()
+        for n in range(4):
+            (tmp_path / f"d{d}" / f"f{n}").write_bytes(b"x")
+    (tmp_path / ".pydistcp" / "staging").mkdir(parents=True)
+    (tmp_path / "d0" / "loop").symlink_to(tmp_path)
+    assert more_entries_than(str(tmp_path), 15)  # 3 dirs + 12 files + 1 link = 16
+    assert not more_entries_than(str(tmp_path), 16)
+    assert not more_entries_than(str(tmp_path / "missing"), 0)
