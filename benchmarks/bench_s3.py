@@ -13,7 +13,8 @@
     about 300/s whatever the client). Medians, ratios to the fastest peer, and the
     summary's S3 requests per file.
 (b) ``skew``: one 2 GiB file plus 1,000 small files, local -> local on ``local[2]``,
-    with and without ``--split-size 256M``. The fixed cost of a job (an empty two-task
+    with ``--split-size 0`` (whole), ``--split-size 256M`` and unset (the idle cores'
+    ranges pydistcp chooses itself). The fixed cost of a job (an empty two-task
     job, which starts the Python workers) is taken out of every copy phase; the ideal is
     total bytes / the best single-stream throughput (pydistcp's own net copy phase on the
     2 GiB file alone) / 2 cores. ``cp -a`` of the 2 GiB file is reported next to it.
@@ -143,6 +144,8 @@ def upload(tool: str, src: Path, endpoint: str, prefix: str,
                "--engine", "warm" if "warm" in tool else "cold"]
         if tool.endswith("-file"):
             cmd += ["--visibility", "file"]
+        if tool.endswith("-thin"):  # planned on Spark: no per-file result on the driver
+            cmd += ["--listing", "spark"]
     elif tool == "rclone":
         exe = shutil.which("rclone", path=os.path.dirname(sys.executable)) or "rclone"
         cmd = [exe, "copy", str(src), f"s3:bench/{prefix}", "--transfers", "4"]
@@ -185,7 +188,7 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
     for name in names:
         tools = ["pydistcp", "pydistcp-warm", *UPLOAD_PEERS]
         if name == "small":
-            tools.insert(2, "pydistcp-warm-file")
+            tools[2:2] = ["pydistcp-warm-file", "pydistcp-warm-thin"]
         times: dict[str, list[float]] = {t: [] for t in tools}
         phases: dict[str, list[dict[str, float]]] = {}
         per_file: dict[str, float] = {}
@@ -265,16 +268,18 @@ def bench_skew(sets: dict[str, Path], rounds: int, tmp: Path) -> dict:
     for path in sets["skew"].iterdir():  # every variant reads from the page cache
         path.read_bytes()
     runs: dict[str, list[Any]] = {"empty": [], "cp": [], "single": [], "whole": [],
-                                  "split-256M": []}
+                                  "split-256M": [], "idle-split": []}
     for _ in range(rounds):
         runs["empty"].append(empty_job(tmp))
         runs["cp"].append(cp_seconds(sets["one"], dst))
-        runs["single"].append(pydistcp_local(sets["one"], dst, None, tmp))
-        runs["whole"].append(pydistcp_local(sets["skew"], dst, None, tmp))
+        # "0": never split (unset, pydistcp would give the idle core ranges itself)
+        runs["single"].append(pydistcp_local(sets["one"], dst, "0", tmp))
+        runs["whole"].append(pydistcp_local(sets["skew"], dst, "0", tmp))
         runs["split-256M"].append(pydistcp_local(sets["skew"], dst, "256M", tmp))
+        runs["idle-split"].append(pydistcp_local(sets["skew"], dst, None, tmp))
         print(f"  skew round: empty {runs['empty'][-1]} s, cp {runs['cp'][-1]:.2f} s, "
               + ", ".join(f"{k} {runs[k][-1][1]['phases']['copy_s']} s"
-                          for k in ("single", "whole", "split-256M")), flush=True)
+                          for k in ("single", "whole", "split-256M", "idle-split")), flush=True)
     fixed = statistics.median(runs["empty"])
     single_net = statistics.median(s["phases"]["copy_s"] for _, s in runs["single"]) - fixed
     best_stream = (2048 * MIB) / single_net
@@ -285,7 +290,7 @@ def bench_skew(sets: dict[str, Path], rounds: int, tmp: Path) -> dict:
         "cp_2GiB_s": round(statistics.median(runs["cp"]), 2),
         "best_single_stream_MBps": round(best_stream / 1e6, 1),
         "ideal_copy_s": round(ideal, 2)}
-    for label in ("whole", "split-256M"):
+    for label in ("whole", "split-256M", "idle-split"):
         copy_s = statistics.median(s["phases"]["copy_s"] for _, s in runs[label])
         out[label] = {"wall_s": round(statistics.median(w for w, _ in runs[label]), 2),
                       "copy_s": round(copy_s, 2), "net_copy_s": round(copy_s - fixed, 2),
@@ -486,6 +491,7 @@ def render(res: dict[str, Any]) -> str:
                   "wall / best peer |", "|---|---|---|---|---|---|"]
         labels = {"pydistcp": "pydistcp, cold (own JVM)", "pydistcp-warm": "pydistcp, warm engine",
                   "pydistcp-warm-file": "pydistcp, warm, --visibility file",
+                  "pydistcp-warm-thin": "pydistcp, warm, --listing spark (thin)",
                   "s5cmd": "s5cmd cp", "rclone": "rclone copy --transfers 4",
                   "aws": "aws s3 cp --recursive"}
         for name, label in (("big", "1 GiB in 4 files"), ("small", "2,000 files of 1-64 KiB")):
@@ -514,7 +520,7 @@ def render(res: dict[str, Any]) -> str:
                   f"2 cores: {k['ideal_copy_s']} s; target: split within 1.2x of it.", "",
                   "| | wall (with Spark start) | copy phase | net copy phase | net / ideal |",
                   "|---|---|---|---|---|"]
-        for label in ("whole", "split-256M"):
+        for label in (n for n in ("whole", "split-256M", "idle-split") if n in k):
             v = k[label]
             lines.append(f"| {label} | {v['wall_s']} s | {v['copy_s']} s | "
                          f"{v['net_copy_s']} s | {v['net_vs_ideal']}x |")

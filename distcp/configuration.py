@@ -380,8 +380,8 @@ def _where_secrets_go(scheme: str) -> str:
 
 def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> str | None:
     """Ranges under 1M cost more in tasks than they gain; a converter needs a file's
-    whole stream, which ranges would cut."""
-    if split_size is None:
+    whole stream, which ranges would cut. 0: never split (not even for idle cores)."""
+    if not split_size:
         return None
     if split_size < (1 << 20):
         return "--split-size must be at least 1M"

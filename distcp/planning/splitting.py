@@ -39,6 +39,27 @@ from distcp.storage import filesystems as fsutil
 JOINED = "data"
 
 
+#: Without ``--split-size``, the least a file holds before its ranges go to idle cores.
+IDLE_SPLIT_FROM = 256 << 20
+
+
+def idle_core_split(sizes: Sequence[int], cores: int, minimum: int | None = None
+                    ) -> int | None:
+    """A split size for a run that gave none, or None when whole files keep every core
+    busy. A file holding clearly more than an even share of the run's bytes per core
+    keeps one core copying while the others wait: files above half a share are cut into
+    ranges of half a share (at least ``minimum`` / 2), which the packing spreads over the
+    cores. Measured on the warm engine, one 2 GiB file on 2 cores: copy phase 1.0-1.9 s in
+    4 ranges against 1.7-7.0 s whole (README, Object stores)."""
+    if cores < 2 or not sizes:
+        return None
+    minimum = IDLE_SPLIT_FROM if minimum is None else minimum
+    share = sum(sizes) // cores
+    if max(sizes) <= max(minimum, share + share // 2):
+        return None
+    return max(minimum // 2, share // 2)
+
+
 def range_size(size: int, wanted: int, storage: Storage) -> int:
     """``wanted`` rounded up to the digest block, then to the storage's part rules (S3's)."""
     return storage.part_size(size, -(-wanted // BLOCK) * BLOCK)

@@ -51,6 +51,7 @@ from distcp.planning.splitting import (
     SplitFile,
     SplitStore,
     assemble_ranges,
+    idle_core_split,
     resumed_results,
     units_for,
 )
@@ -336,7 +337,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
     with run_session(cfg, summary, callback) as spark:
         summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
-        splits = _prepare_splits(cfg, spec, files, summary)
+        splits = _prepare_splits(cfg, spec, files, summary, cores)
         whole = [f for f in files if f.guid not in splits]
         per_core = 1 if cfg.tasks else 2  # --tasks N: exactly N (fewer only with fewer files)
         units = pack(whole, unit_count(len(whole), cfg.tasks or cores, per_core), cfg.file_cost)
@@ -395,22 +396,39 @@ def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, Spli
 
 
 def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
-                    summary: Summary) -> dict[str, SplitFile]:
-    """The split files of this run, with the ranges earlier runs already sent."""
-    if not cfg.split_size:
+                    summary: Summary, cores: int) -> dict[str, SplitFile]:
+    """The split files of this run, with the ranges earlier runs already sent
+    (``--split-size 0``: none)."""
+    wanted = cfg.split_size if cfg.split_size is not None else _idle_split(
+        cfg, spec, files, cores)
+    if not wanted:
         return {}
     store = SplitStore(spec.progress_root.rsplit("/progress/", 1)[0], spec.dst_options,
                        spec.dst.open())
-    splits = {f.guid: store.prepare(f, cfg.split_size) for f in files
-              if f.origin.size > cfg.split_size}
-    adjusted = sorted({sf.range_size for sf in splits.values()} - {cfg.split_size})
-    for size in adjusted:
+    splits = {f.guid: store.prepare(f, wanted) for f in files
+              if f.origin.size > wanted and not f.converters}
+    if not cfg.split_size and splits:
+        summary.notes.append(f"{len(splits)} big file(s) copied in ranges of about "
+                             f"{wanted >> 20} MiB over the idle cores (--split-size unset)")
+    adjusted = sorted({sf.range_size for sf in splits.values()} - {wanted})
+    for size in adjusted if cfg.split_size else ():
         summary.notes.append(f"split ranges of {size} bytes instead of --split-size "
                              f"{cfg.split_size}: ranges are whole MiB (the digest block) and, "
                              "on S3, parts of 5 MiB or more, at most 10,000 per file")
     summary.ranges_resumed = sum(len(sf.done) for sf in splits.values())
     summary.bytes_resumed = sum(sf.bytes_resumed for sf in splits.values())
     return splits
+
+
+def _idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
+                cores: int) -> int | None:
+    """``--split-size`` unset: ranges for the idle cores (``idle_core_split``), where
+    ranges need no extra pass (written in place or as parts, not joined by a copy) and
+    nothing needs a file whole in one task (``--check``, ``--visibility file``)."""
+    if cfg.check or cfg.visibility != "file-set" or spec.dst.capabilities.joins_parts:
+        return None
+    return idle_core_split([f.origin.size for f in files if not f.converters],
+                           cfg.tasks or cores)
 
 
 def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
