@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.configuration import CopyConfiguration
 from distcp.copying.copyrows import CopyRowsWriter
+from distcp.copying.taskenv import applied_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import FileStatus
 from distcp.planning.plan import Action, decide
@@ -53,6 +54,8 @@ class JoinRule:
     copies_to: str = ""
     #: Whether the destination keeps preserved mtimes (``plan.decide``).
     mtimes_kept: bool = True
+    #: The client's task variables (``copying.taskenv``); may hold secrets: never shown.
+    env: dict[str, str] | None = field(default=None, repr=False)
 
 
 def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
@@ -128,7 +131,13 @@ def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: joined batches (columns ``s`` and ``t``, structs of
     listing rows) in, ``OUT_SCHEMA`` batches out, one per BATCH_ROWS rows. With
     ``rule.copies_to`` the files to copy go to this task's copy-rows file instead, and
-    one ``listed`` row names it."""
+    one ``listed`` row names it, written with the client's task variables (``rule.env``:
+    credentials from the environment, which a warm engine's workers do not have)."""
+    with applied_environment(rule.env):
+        yield from _planned_batches(rule, batches)
+
+
+def _planned_batches(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
     def rows() -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:

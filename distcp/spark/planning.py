@@ -18,6 +18,7 @@ from typing import Any
 
 from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
+from distcp.copying.taskenv import task_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory
@@ -66,7 +67,8 @@ class JoinPlanner:
                                          skipped)
         target, target_kind = self._target(ds, cfg, source)
         rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips,
-                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg))
+                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
+                           task_environment())
         rows = _joined(source, src_root, target).mapInArrow(
             partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env, run_cli, tree
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
 
@@ -166,9 +167,12 @@ def test_server_killed_mid_run_is_a_lost_worker_and_the_rerun_finishes(tmp_path:
     run_cli("engine", "stop", env=env)
 
 
-def test_executor_environment_travels_with_the_job(tmp_path: Path) -> None:
+def test_executor_environment_travels_with_the_job(tmp_path: Path,
+                                                  s3: S3Server) -> None:  # noqa: F811
     """A crash point set in the client's environment reaches the warm server's workers
-    (and is gone again for the next run on the same workers)."""
+    (and is gone again for the next run on the same workers); so do S3 credentials set
+    only in the client's environment, to every kind of task of a tree planned on Spark
+    (planning tasks write the copy-rows files to the destination's staging)."""
     env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     src, dst = tmp_path / "src", tmp_path / "dst"
     make_files(src, 6, 1000)
@@ -179,4 +183,9 @@ def test_executor_environment_travels_with_the_job(tmp_path: Path) -> None:
     rerun = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress", env=env)
     assert rerun.returncode == 0, rerun.stderr
     assert tree(dst) == tree(src)
+    to_s3 = run_cli("copy", str(src), "s3://dst/env", "--engine", "warm", "--no-progress",
+                    "--listing", "spark", env={**env, **s3.env})
+    assert to_s3.returncode == 0, to_s3.stderr
+    assert {k.removeprefix("env/"): v for k, v in s3.objects("dst", "env/").items()
+            if ".pydistcp" not in k} == {p.name: p.read_bytes() for p in src.iterdir()}
     run_cli("engine", "stop", env=env)
