@@ -49,8 +49,7 @@ def idle_core_split(sizes: Sequence[int], cores: int, minimum: int | None = None
     busy. A file holding clearly more than an even share of the run's bytes per core
     keeps one core copying while the others wait: files above half a share are cut into
     ranges of half a share (at least ``minimum`` / 2), which the packing spreads over the
-    cores. Measured on the warm engine, one 2 GiB file on 2 cores: copy phase 1.0-1.9 s in
-    4 ranges against 1.7-7.0 s whole (README, Object stores)."""
+    cores (``distcp.spark.job`` asks this for object stores only)."""
     if cores < 2 or not sizes:
         return None
     minimum = IDLE_SPLIT_FROM if minimum is None else minimum

@@ -422,10 +422,13 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
 
 def _idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
                 cores: int) -> int | None:
-    """``--split-size`` unset: ranges for the idle cores (``idle_core_split``), where
-    ranges need no extra pass (written in place or as parts, not joined by a copy) and
-    nothing needs a file whole in one task (``--check``, ``--visibility file``)."""
-    if cfg.check or cfg.visibility != "file-set" or spec.dst.capabilities.joins_parts:
+    """``--split-size`` unset: ranges for the idle cores (``idle_core_split``) where the
+    ranges are parts of one upload that completing joins for free (object stores), and
+    nothing needs a file whole in one task (``--check``, ``--visibility file``). Not on a
+    local disk: a whole file moves through the kernel at ~1.6 GB/s here, and ranges add
+    the joined file's re-read at publish (warm engine, 2 cores, medians of 3: one 2 GiB
+    file 3.00 s split against 3.26 s whole, the skew set 3.45 s against 3.09 s)."""
+    if cfg.check or cfg.visibility != "file-set" or not spec.dst.capabilities.multipart:
         return None
     return idle_core_split([f.origin.size for f in files if not f.converters],
                            cfg.tasks or cores)
