@@ -29,9 +29,9 @@ ResultsFile = tuple[str, int]
 class PublishListed(CommitStep):
     """Publish the staged files the results files list: per results file, a
     ``PublishFiles`` of its renames and a ``CompleteUploads`` of its staged uploads
-    (object stores), each verified and executed (each entry idempotent: a rename is
-    done when the staging copy is gone and the final path has the staged size, an
-    upload when it is no longer pending and the object has its size and ETag)."""
+    (object stores), each idempotent entry by entry: a rename is done when the staging
+    copy is gone and the final path has the staged size, an upload when it is no longer
+    pending and the object has its size and ETag."""
 
     kind: ClassVar[str] = "publish-listed"
     per_file: ClassVar[str] = "results"
