@@ -149,9 +149,10 @@ class Lister:
         (a probe ``joins`` made is taken, not listed again)."""
         kind = tl.listing_kind(fs) if self.mode != "driver" else None
         if kind == tl.TREE and self.mode == "auto":
-            big = self._big_trees.setdefault(
-                root, more_entries_than(root.rstrip("/") or "/", self.local_from))
-            return (kind if big else None), None
+            if root not in self._big_trees:
+                self._big_trees[root] = more_entries_than(root.rstrip("/") or "/",
+                                                          self.local_from)
+            return (kind if self._big_trees[root] else None), None
         if kind != tl.KEYS:
             return kind, None
         first = self._pages.pop(fsutil.to_url(fs, root), None)
@@ -216,7 +217,7 @@ def _worth_spark(kind: str, first: Mapping[str, Any] | None) -> bool:
 def more_entries_than(root: str, limit: int) -> bool:
     """Whether the local tree at ``root`` holds more than ``limit`` entries: a walk by
     names alone (no stat, links not followed) that stops at the limit, so ``auto`` pays
-    at most ``limit`` directory entries (about 0.1 s per 100,000 here) to decide. What
+    at most ``limit`` directory entries (about 0.05 s per 100,000 here) to decide. What
     cannot be read is not counted: the listing itself reports it."""
     count, stack = 0, [root]
     while stack:
