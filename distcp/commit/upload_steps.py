@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from distcp.commit.steps import CommitContext, CommitStep
+from distcp.copying.resultfiles import Upload
 from distcp.errors import PublishError
 from distcp.faults import crash_point
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.storage.staging import StagedFile
-
-#: (staging marker, final URL, size, parts as (number, ETag, size))
-Upload = tuple[str, str, int, tuple[tuple[int, str, int], ...]]
 
 
 @dataclass(frozen=True)

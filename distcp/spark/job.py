@@ -410,8 +410,9 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
     if not cfg.split_size and splits:
         summary.notes.append(f"{len(splits)} big file(s) copied in ranges of about "
                              f"{wanted >> 20} MiB over the idle cores (--split-size unset)")
-    adjusted = sorted({sf.range_size for sf in splits.values()} - {wanted})
-    for size in adjusted if cfg.split_size else ():
+    # the idle cores' ranges are approximate anyway: only a size the user gave is noted
+    adjusted = {sf.range_size for sf in splits.values()} - {wanted} if cfg.split_size else set()
+    for size in sorted(adjusted):
         summary.notes.append(f"split ranges of {size} bytes instead of --split-size "
                              f"{cfg.split_size}: ranges are whole MiB (the digest block) and, "
                              "on S3, parts of 5 MiB or more, at most 10,000 per file")
