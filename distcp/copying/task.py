@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from distcp import request_count
+from distcp import collection, request_count
 from distcp.checks.base import StagedOutput
 from distcp.checks.checklist import CheckRun, TeeStream
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
@@ -63,7 +63,8 @@ def stream_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[T
     its last result, held back for that; each file's are in that file's result.
     """
     last: TaskResult | None = None
-    with request_count.counting() as tally:
+    # per file a result, a journal entry, statuses: no cycles, no collector passes
+    with request_count.counting() as tally, collection.paused():
         for result in _run_unit(unit, spec, attempt):
             if last is not None:
                 yield last

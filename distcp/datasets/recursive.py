@@ -66,6 +66,7 @@ class RecursiveCopyableDataset(CopyableDataset):
         wanted = cfg.file_filter
         found = entries(fs, root, skipped) if entries is not None else \
             fsutil.walk(fs, root, cfg.links, skipped)
+        filtered = wanted.active
         for path, origin in found:
             rel = fsutil.relpath(path, root)
             dest = fsutil.join(self.destination_root, rel)
@@ -73,7 +74,7 @@ class RecursiveCopyableDataset(CopyableDataset):
                 dirs.append(self._directory(origin, dest, cfg))
                 continue
             seen += 1
-            if wanted.admits(rel, origin):
+            if not filtered or wanted.admits(rel, origin):
                 files.append(self._file(origin, dest, chain, cfg, rel))
         if cfg.include:
             dirs = _dirs_holding(dirs, files)

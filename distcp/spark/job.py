@@ -21,7 +21,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from distcp import metrics, preflight, request_count
+from distcp import collection, metrics, preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.checks import check_list
 from distcp.commit.lock import DestinationLock
@@ -138,9 +138,11 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     lister = Lister(cfg.listing, session) if cfg.listing != "driver" else None
     copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
                  if lister and keeps_copies(cfg, pub.recovery) else "")
-    planned = plan_all(cfg, callback.message, datasets, StateStore(root, dict(cfg.dst_options)),
-                       lister, JoinPlanner(lister, every_decision(cfg), copies_to)
-                       if lister else None)
+    with collection.paused():
+        planned = plan_all(cfg, callback.message, datasets,
+                           StateStore(root, dict(cfg.dst_options)), lister,
+                           JoinPlanner(lister, every_decision(cfg), copies_to)
+                           if lister else None)
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
@@ -173,7 +175,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if rest.files_to_copy or kept:
         callback.message("publishing")
     t = time.monotonic()
-    with request_count.counting() as published:
+    with request_count.counting() as published, collection.paused():
         summary.add(publish_plan(rest, results, pub))
         summary.add(publish_all_listed(copies, pub))
     count_requests(summary, published.items(),

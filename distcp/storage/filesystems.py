@@ -228,6 +228,8 @@ def display(url: str) -> str:
 
 
 def join(base: str, *parts: str) -> str:
+    if len(parts) == 1 and parts[0] and parts[0][0] != "/":  # asked once per file listed
+        return f"{base}{parts[0]}" if not base or base[-1] == "/" else f"{base}/{parts[0]}"
     return posixpath.join(base, *parts) if parts else base
 
 
@@ -363,12 +365,10 @@ def _report_shadowed_keys(fs: AbstractFileSystem, root: str, listing: Mapping[st
 
 def local_status(path: str, st: os.stat_result | None = None) -> FileStatus:
     st = st or os.stat(path)
-    return FileStatus(
-        url=path, size=st.st_size if not stat.S_ISDIR(st.st_mode) else 0,
-        mtime=st.st_mtime, mode=stat.S_IMODE(st.st_mode), owner=_name_of(st.st_uid, "pwd"),
-        group=_name_of(st.st_gid, "grp"), is_dir=stat.S_ISDIR(st.st_mode),
-        mtime_ns=st.st_mtime_ns,
-    )
+    is_dir = stat.S_ISDIR(st.st_mode)  # asked of every entry a walk lists: kept lean
+    return FileStatus(path, 0 if is_dir else st.st_size, st.st_mtime, st.st_mode & 0o7777,
+                      _name_of(st.st_uid, "pwd"), _name_of(st.st_gid, "grp"), None, is_dir,
+                      st.st_mtime_ns)
 
 
 @dataclass(frozen=True)
