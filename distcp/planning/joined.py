@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from distcp import collection
 from distcp.configuration import CopyConfiguration
 from distcp.copying.copyrows import CopyRowsWriter
 from distcp.copying.taskenv import applied_environment
@@ -133,7 +134,7 @@ def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
     ``rule.copies_to`` the files to copy go to this task's copy-rows file instead, and
     one ``listed`` row names it, written with the client's task variables (``rule.env``:
     credentials from the environment, which a warm engine's workers do not have)."""
-    with applied_environment(rule.env):
+    with applied_environment(rule.env), collection.paused():
         yield from _planned_batches(rule, batches)
 
 

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from distcp import collection
 from distcp.spark.interrupts import interrupted
 
 #: Rows sent: an item's id and its pickle.
@@ -111,20 +112,21 @@ def map_pickled(runner: RunnerFactory, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function (executor side): unpickle each batch's items, run them,
     and yield their results, pickled, in rows under the items' ids as they come."""
     run = runner(attempt_id())
-    for batch in batches:
-        ids = batch.column("unit_id").to_pylist()
-        items = [pickle.loads(p) for p in batch.column("payload").to_pylist()]
-        rows: list[tuple[int, bytes]] = []
-        size = 0
-        for item_id, results in zip(ids, run(items)):
-            for payload in pickled_rows(results):
-                rows.append((item_id, payload))
-                size += len(payload)
-                if size >= BATCH_BYTES:
-                    yield _record_batch(rows)
-                    rows, size = [], 0
-        if rows:
-            yield _record_batch(rows)
+    with collection.paused():  # one result per file, none in a cycle (distcp.collection)
+        for batch in batches:
+            ids = batch.column("unit_id").to_pylist()
+            items = [pickle.loads(p) for p in batch.column("payload").to_pylist()]
+            rows: list[tuple[int, bytes]] = []
+            size = 0
+            for item_id, results in zip(ids, run(items)):
+                for payload in pickled_rows(results):
+                    rows.append((item_id, payload))
+                    size += len(payload)
+                    if size >= BATCH_BYTES:
+                        yield _record_batch(rows)
+                        rows, size = [], 0
+            if rows:
+                yield _record_batch(rows)
 
 
 def pickled_rows(results: Iterable[Any], row_bytes: int = ROW_BYTES) -> Iterator[bytes]:
@@ -186,6 +188,7 @@ def map_frame(runner: FrameRunner, payloads: Sequence[bytes], batches: Iterator[
               ) -> Iterator[Any]:
     """``mapInArrow`` function of ``frame_of`` (executor side): run the items whose ids
     the batches hold, yielding their batches as they come (memory bounded by one)."""
-    for batch in batches:
-        for item_id in batch.column(0).to_pylist():
-            yield from runner(pickle.loads(payloads[item_id]))
+    with collection.paused():  # listing and copy tasks: one row per entry, no cycles
+        for batch in batches:
+            for item_id in batch.column(0).to_pylist():
+                yield from runner(pickle.loads(payloads[item_id]))
