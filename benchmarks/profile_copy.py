@@ -117,7 +117,7 @@ def publishing(cfg: CopyConfiguration, spec: TaskSpec, root: str) -> Any:
     """What ``publish_plan`` takes in the code under test (its signature has changed)."""
     from distcp.spark import job
 
-    make = getattr(job, "_publishing", None)
+    make = getattr(job, "publishing", None) or getattr(job, "_publishing", None)
     return make(cfg, spec.job_id, root) if make else spec
 
 

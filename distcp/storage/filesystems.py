@@ -366,9 +366,10 @@ def _report_shadowed_keys(fs: AbstractFileSystem, root: str, listing: Mapping[st
 def local_status(path: str, st: os.stat_result | None = None) -> FileStatus:
     st = st or os.stat(path)
     is_dir = stat.S_ISDIR(st.st_mode)  # asked of every entry a walk lists: kept lean
-    return FileStatus(path, 0 if is_dir else st.st_size, st.st_mtime, st.st_mode & 0o7777,
-                      _name_of(st.st_uid, "pwd"), _name_of(st.st_gid, "grp"), None, is_dir,
-                      st.st_mtime_ns)
+    return FileStatus(url=path, size=0 if is_dir else st.st_size, mtime=st.st_mtime,
+                      mode=st.st_mode & 0o7777, owner=_name_of(st.st_uid, "pwd"),
+                      group=_name_of(st.st_gid, "grp"), is_dir=is_dir,
+                      mtime_ns=st.st_mtime_ns)
 
 
 @dataclass(frozen=True)
