@@ -20,7 +20,7 @@ import io
 import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from typing import Any
 
@@ -83,11 +83,16 @@ def unpickled(payload: bytes) -> Iterator[Any]:
             return
 
 
-@contextmanager
-def _one_task_each(spark: Any, count: int) -> Iterator[None]:
+def _one_task_each(spark: Any, count: int) -> AbstractContextManager[None]:
     """One partition, hence one task, per item; the session's setting put back after."""
-    previous = spark.conf.get(_PARALLELISM_KEY, None)
-    spark.conf.set(_PARALLELISM_KEY, str(count))
+    return session_setting(spark, _PARALLELISM_KEY, str(count))
+
+
+@contextmanager
+def session_setting(spark: Any, key: str, value: str) -> Iterator[None]:
+    """The session's ``key`` set to ``value`` for the block, its own value put back after."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     except KeyboardInterrupt:
@@ -96,16 +101,16 @@ def _one_task_each(spark: Any, count: int) -> Iterator[None]:
         # session is ended after an interrupt anyway).
         raise
     except BaseException:
-        _put_back(spark, previous)
+        _put_back(spark, key, previous)
         raise
-    _put_back(spark, previous)
+    _put_back(spark, key, previous)
 
 
-def _put_back(spark: Any, previous: str | None) -> None:
+def _put_back(spark: Any, key: str, previous: str | None) -> None:
     if previous is None:
-        spark.conf.unset(_PARALLELISM_KEY)
+        spark.conf.unset(key)
     else:
-        spark.conf.set(_PARALLELISM_KEY, previous)
+        spark.conf.set(key, previous)
 
 
 def map_pickled(runner: RunnerFactory, batches: Iterator[Any]) -> Iterator[Any]:

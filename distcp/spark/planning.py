@@ -12,6 +12,7 @@ directories, not its files (``Summary.plan_rows_collected`` says how many rows c
 from __future__ import annotations
 
 import pickle
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -25,6 +26,7 @@ from distcp.model import CopyableDirectory
 from distcp.planning import joined as jp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.plan import Action, DatasetPlan
+from distcp.spark.arrow import session_setting
 from distcp.spark.listing import Lister
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
@@ -69,8 +71,9 @@ class JoinPlanner:
         rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips,
                            self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
                            task_environment())
-        rows = _joined(source, src_root, target).mapInArrow(
-            partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
+        with _join_partitions(self.lister.session(), cfg):
+            rows = _joined(source, src_root, target).mapInArrow(
+                partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)
 
     def _copies_folder(self, ds: RecursiveCopyableDataset) -> str:
@@ -89,6 +92,22 @@ class JoinPlanner:
         fs, root, _ = found
         frame, kind = self.lister.frame(fs, root, target_links(cfg), cfg.dst_options, [])
         return (frame, root), kind
+
+
+#: Spark's own setting for the partitions of a join's shuffle (its default: 200).
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+def _join_partitions(spark: Any, cfg: CopyConfiguration) -> AbstractContextManager[None]:
+    """The join's shuffle cut into two partitions per core, not Spark's default 200:
+    each map task then writes and the join reads a few files, not 200 each (the join of
+    two listings of 101,000 entries, warm engine, 2 cores: 2.3-2.6 s against 3.0-3.5 s).
+    A value the user gave (``--conf``) is kept."""
+    from distcp.spark.session import default_parallelism
+
+    if any(key == SHUFFLE_PARTITIONS for key, _ in cfg.spark_conf):
+        return nullcontext()
+    return session_setting(spark, SHUFFLE_PARTITIONS, str(2 * default_parallelism(spark)))
 
 
 def _joined(source: Any, src_root: str, target: tuple[Any, str] | None) -> Any:

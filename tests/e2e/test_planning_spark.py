@@ -202,3 +202,30 @@ def test_an_up_to_date_tree_costs_the_driver_its_directories_not_its_files(
     assert contents(dst) == contents(src)
     assert (dst / "d007" / "f03").read_bytes() == b"changed"
     assert not (dst / "d100" / "f50").exists()
+
+
+
+@pytest.mark.parametrize("given", [None, "7"])
+def test_the_join_shuffles_into_two_partitions_per_core_then_puts_the_setting_back(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | None) -> None:
+    """Spark's default of 200 shuffle partitions cost the join of two listings more than
+    the join itself; a value the user gave (``--conf``) is left as it is."""
+    from distcp.spark import planning
+    from distcp.spark.session import default_parallelism
+
+    key = planning.SHUFFLE_PARTITIONS
+    before = spark.conf.get(key)
+    seen: list[str] = []
+    joined = planning._joined
+
+    def recording(*args: Any) -> Any:
+        seen.append(spark.conf.get(key))
+        return joined(*args)
+
+    monkeypatch.setattr(planning, "_joined", recording)
+    src, dst = trees(tmp_path)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst),
+                            spark_conf=() if given is None else ((key, given),))
+    assert_same(*both(spark, cfg))
+    assert seen == [str(2 * default_parallelism(spark)) if given is None else before]
+    assert spark.conf.get(key) == before
