@@ -139,11 +139,19 @@ def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def _planned_batches(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
-    import pyarrow as pa
-
     def rows() -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
         for batch in batches:
             yield from zip(batch.column("s").to_pylist(), batch.column("t").to_pylist())
+
+    return planned_batches(rule, rows())
+
+
+def planned_batches(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
+                                                          Mapping[str, Any] | None]]
+                    ) -> Iterator[Any]:
+    """``OUT_SCHEMA`` batches of the plan of ``(source row, target row)`` pairs (the
+    join's, or two walks paired: ``distcp.planning.paired``)."""
+    import pyarrow as pa
 
     def batch_of(out: list[tuple[str, str, bytes | None]]) -> Any:
         kinds, sorts, payloads = zip(*out)
@@ -153,7 +161,7 @@ def _planned_batches(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
 
     writer = _copies_writer(rule)
     out: list[tuple[str, str, bytes | None]] = []
-    for kind, sort, value, size in plan_rows(rule, rows()):
+    for kind, sort, value, size in plan_rows(rule, rows):
         if writer is not None and kind == COPY:
             writer.add(sort, size, pickle.dumps(value.file))  # copy tasks read files
             continue

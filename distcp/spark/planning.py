@@ -1,9 +1,11 @@
-"""DRIVER: plan a dataset by joining its two listings on Spark (``--listing spark``).
+"""DRIVER: plan a dataset from its two listings on Spark (``--listing spark``).
 
-The source and the target are listed as DataFrames (``Lister.frame``: the driver lists
-the top of each tree, tasks the rest), joined on the path relative to each root, and
-each joined row is decided on an executor by ``distcp.planning.joined.plan_rows`` with
-the driver planner's own functions. The driver collects only what it acts on: files
+Two local trees are planned by tasks that walk each subtree of both side by side
+(``distcp.planning.paired``: one job, no shuffle). Otherwise (an object store on a side)
+the source and the target are listed as DataFrames (``Lister.frame``: the driver lists
+the top of each tree, tasks the rest) and joined on the path relative to each root.
+Either way each pair is decided on an executor by ``distcp.planning.joined.plan_rows``
+with the driver planner's own functions. The driver collects only what it acts on: files
 to copy, directories, deletions, entries not copied, and each task's count of files
 skipped. An up-to-date tree of a million files therefore costs the driver its
 directories, not its files (``Summary.plan_rows_collected`` says how many rows came).
@@ -11,7 +13,9 @@ directories, not its files (``Summary.plan_rows_collected`` says how many rows c
 
 from __future__ import annotations
 
+import os
 import pickle
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -24,10 +28,12 @@ from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory
 from distcp.planning import joined as jp
+from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
+from distcp.planning.listsplit import grouped
 from distcp.planning.plan import Action, DatasetPlan
-from distcp.spark.arrow import session_setting
-from distcp.spark.listing import Lister
+from distcp.spark.arrow import frame_of, session_setting
+from distcp.spark.listing import Found, Lister
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 
@@ -65,6 +71,9 @@ class JoinPlanner:
         root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
         skipped: list[fsutil.Skipped] = []
         src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
+        paired = self._paired(ds, cfg, src_fs, src_root, root_dir, skipped)
+        if paired is not None:
+            return paired
         source, kind = self.lister.frame(src_fs, src_root, cfg.links, cfg.src_options,
                                          skipped)
         target, target_kind = self._target(ds, cfg, source)
@@ -74,6 +83,34 @@ class JoinPlanner:
         with _join_partitions(self.lister.session(), cfg):
             rows = _joined(source, src_root, target).mapInArrow(
                 partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
+        return _assembled(ds, cfg, rule, root_dir, rows, skipped)
+
+    def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,
+                src_root: str, root_dir: CopyableDirectory, skipped: list[fsutil.Skipped]
+                ) -> JoinedPlan | None:
+        """Both trees on local disks: planned by tasks that walk each subtree of both
+        side by side (``distcp.planning.paired``), one job, no join; None (the join
+        plans it) for other storages or a top too big to send with the tasks."""
+        target = target_root(ds, cfg, ds.destination_root)
+        if tl.listing_kind(src_fs) != tl.TREE or (
+                target is not None and tl.listing_kind(target[0]) != tl.TREE):
+            return None
+        spark = self.lister.session()
+        top_skipped: list[fsutil.Skipped] = []
+        found = self.lister.found(spark, src_fs, src_root, tl.TREE, cfg.links,
+                                  cfg.src_options, None, top_skipped)
+        dst = (target[0], target[1].rstrip("/") or "/") if target is not None else None
+        items = paired_items(found, src_root.rstrip("/") or "/", dst, target_links(cfg),
+                             cfg.dst_options)
+        if items is None:
+            return None
+        skipped.extend(top_skipped)
+        rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
+                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
+                           task_environment())
+        roots = (src_root.rstrip("/") or "/", dst[1] if dst else "")
+        rows = frame_of(spark, items, partial(pp.run_paired, rule, roots),
+                        jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)
 
     def _copies_folder(self, ds: RecursiveCopyableDataset) -> str:
@@ -92,6 +129,62 @@ class JoinPlanner:
         fs, root, _ = found
         frame, kind = self.lister.frame(fs, root, target_links(cfg), cfg.dst_options, [])
         return (frame, root), kind
+
+
+#: Pairs of the trees' tops sent with the planning tasks at most (they travel in the
+#: job's closure); a tree whose top holds more is planned by the join.
+TOP_PAIRS = 10_000
+
+
+def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_links: str,
+                 dst_options: Mapping[str, Any]) -> list[pp.PairedItem] | None:
+    """The planning tasks of two local trees: the source's top (``found``, listed by
+    the driver) paired with the target's down to the same cut, and a task per subtree
+    of either (``distcp.planning.paired``), dealt into ``found.width`` tasks."""
+    src_cut = len(src_root.rstrip("/")) + 1
+    starts = {t.start[src_cut:]: t for t in found.tasks if t.start is not None}
+    expanded = {p[src_cut:] for p, st in found.entries if st.is_dir}
+    top_t: dict[str, dict[str, Any]] = {}
+    under: dict[str, tl.Subtree] = {}
+    at_start: dict[str, dict[str, Any]] = {}
+    only: list[tl.Subtree] = []
+    dst_root = dst[1] if dst is not None else ""
+    dst_cut = len(dst_root.rstrip("/")) + 1
+    if dst is not None:
+        root_st = os.stat(dst_root)
+        frontier = [(dst_root, frozenset({(root_st.st_dev, root_st.st_ino)}))]
+        while frontier:
+            path, ancestors = frontier.pop()
+            for item in tl.local_level(path, dst_links, [], ancestors) or ():
+                entry = (item.path, item.status) if isinstance(item, tl.Subtree) else item
+                rel = entry[0][dst_cut:]
+                if rel in starts:  # paired in the subtree's task
+                    at_start[rel] = tl.row_of(*entry)
+                    if isinstance(item, tl.Subtree):
+                        under[rel] = item
+                    continue
+                top_t[rel] = tl.row_of(*entry)
+                if isinstance(item, tl.Subtree):
+                    if rel in expanded:
+                        frontier.append((item.path, frozenset(item.ancestors)))
+                    else:
+                        only.append(item)
+    top_s = {p[src_cut:]: tl.row_of(p, st) for p, st in found.entries}
+    names = sorted(top_s.keys() | top_t.keys(), key=lambda r: tl.sort_key(tl.TREE, r))
+    if len(names) > TOP_PAIRS:
+        return None
+
+    def target_task(sub: tl.Subtree) -> tl.ListingTask:
+        return tl.ListingTask(tl.TREE, fsutil.to_url(dst[0], dst_root) if dst else "",
+                              dst_root, dst_links, start=sub.path, ancestors=sub.ancestors,
+                              options=dict(dst_options))
+
+    tasks = [pp.PairedTask(rel, t, target_task(under[rel]) if rel in under else None,
+                           at_start.get(rel)) for rel, t in starts.items()]
+    tasks += [pp.PairedTask(sub.path[dst_cut:], None, target_task(sub)) for sub in only]
+    pairs = tuple((top_s.get(rel), top_t.get(rel)) for rel in names)
+    groups = grouped(tasks, found.width or len(tasks)) if tasks else []
+    return [pp.PairedItem(pairs)] + [pp.PairedItem(tasks=g) for g in groups]
 
 
 #: Spark's own setting for the partitions of a join's shuffle (its default: 200).

@@ -205,11 +205,13 @@ def test_an_up_to_date_tree_costs_the_driver_its_directories_not_its_files(
 
 
 
+
 @pytest.mark.parametrize("given", [None, "7"])
 def test_the_join_shuffles_into_two_partitions_per_core_then_puts_the_setting_back(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | None) -> None:
-    """Spark's default of 200 shuffle partitions cost the join of two listings more than
-    the join itself; a value the user gave (``--conf``) is left as it is."""
+        spark: Any, s3: S3Server, tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch, given: str | None) -> None:
+    """An S3 side is planned by the join: Spark's default of 200 shuffle partitions cost
+    more than the join itself; a value the user gave (``--conf``) is left as it is."""
     from distcp.spark import planning
     from distcp.spark.session import default_parallelism
 
@@ -223,9 +225,36 @@ def test_the_join_shuffles_into_two_partitions_per_core_then_puts_the_setting_ba
         return joined(*args)
 
     monkeypatch.setattr(planning, "_joined", recording)
-    src, dst = trees(tmp_path)
-    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst),
+    client = s3.client()
+    for n in range(6):
+        client.put_object(Bucket="src", Key=f"j/d{n % 2}/f{n}", Body=b"x" * n)
+    _file(tmp_path / "dst" / "d0" / "f0", "")
+    cfg = CopyConfiguration(sources=("s3://src/j",), destination=str(tmp_path / "dst"),
+                            compare="size-only", src_options=s3.options,
                             spark_conf=() if given is None else ((key, given),))
     assert_same(*both(spark, cfg))
     assert seen == [str(2 * default_parallelism(spark)) if given is None else before]
     assert spark.conf.get(key) == before
+
+
+@pytest.mark.parametrize("target", [1, 2, 8])
+@pytest.mark.parametrize("settings", [{"delete": True}, {"links": "copy", "delete": True}])
+def test_two_local_trees_are_planned_by_walking_both_side_by_side(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: int,
+        settings: dict[str, Any]) -> None:
+    """Local trees: no join (``distcp.planning.paired``); whatever the cut between the
+    driver's top and the tasks' subtrees, the plan is the driver's."""
+    from distcp.spark import planning
+
+    def no_join(*_args: Any) -> Any:
+        raise AssertionError("two local trees were joined")
+
+    monkeypatch.setattr(planning, "_joined", no_join)
+    src, dst = trees(tmp_path)
+    _file(dst / "gone" / "x" / "z.txt", "z")  # a subtree only the target has, deeper
+    _file(src / "sub" / "deep" / "more" / "m.txt", "m")
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst), **settings)
+    driver, joined = both(spark, cfg, target=target)
+    assert_same(driver, joined)
+    gone = {u.rsplit("/dst/", 1)[1] for u in joined.plan.datasets[0].delete}
+    assert {"gone/x/z.txt", "gone/x", "gone/deeper/y.txt", "extra.txt"} <= gone

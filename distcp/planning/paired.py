@@ -1,0 +1,112 @@
+"""EXECUTOR: plan a local tree by walking each subtree of the source and of the target
+side by side, pairing their entries by relative path (no listing DataFrames, no join).
+
+Both walks yield the same order (depth first, names sorted: ``treelisting.sort_key``),
+so pairing them is a merge, as rclone's march does it: one Spark job of planning tasks
+instead of two listings shuffled into a sort-merge join and a planning stage after it.
+The pairs are what the join gives (``distcp.spark.planning._joined``): a source entry
+with the target entry at its relative path, either alone where the other side has
+nothing, and a source entry not copied alone; they go through the same ``plan_rows``.
+
+The driver lists the top of both trees (``distcp.spark.planning.paired_items``): the
+source's top down to its subtrees, and the target's down to the same cut. A subtree's
+own entry is paired in its task (its source walk yields it only when it can be listed,
+as the driver's walk does) with the target entry at that path, which the driver
+found; the target's walk of the subtree leaves its own first entry out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from distcp import collection
+from distcp.copying.taskenv import applied_environment
+from distcp.planning import joined as jp
+from distcp.storage import filesystems as fsutil
+from distcp.storage import treelisting as tl
+
+Row = Mapping[str, Any]
+Pair = tuple[Row | None, Row | None]
+
+
+@dataclass(frozen=True)
+class PairedTask:
+    """One subtree at ``rel`` below both roots: its source listing task (None: only the
+    target has it), its target listing task (None: the target has no directory there)
+    and the target's entry at ``rel`` itself, as the driver listed it."""
+
+    rel: str
+    source: tl.ListingTask | None
+    target: tl.ListingTask | None
+    target_row: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PairedItem:
+    """What one planning task plans: pairs the driver made of the trees' tops, and
+    subtrees to walk."""
+
+    top: tuple[Pair, ...] = ()
+    tasks: tuple[PairedTask, ...] = ()
+
+
+def run_paired(rule: jp.JoinRule, roots: tuple[str, str], item: PairedItem
+               ) -> Iterator[Any]:
+    """``frame_of`` runner: the item's plan rows (``jp.OUT_SCHEMA`` batches), with the
+    client's task variables applied and the cyclic collector paused."""
+    with applied_environment(rule.env), collection.paused():
+        yield from jp.planned_batches(rule, item_pairs(item, *roots))
+
+
+def item_pairs(item: PairedItem, src_root: str, dst_root: str) -> Iterator[Pair]:
+    yield from item.top
+    for task in item.tasks:
+        yield from task_pairs(task, src_root, dst_root)
+
+
+def task_pairs(task: PairedTask, src_root: str, dst_root: str) -> Iterator[Pair]:
+    """The subtree's pairs in the walk's order, then the source's entries not copied
+    (each alone, as the join leaves them); the target's unreadable entries count as
+    absent, as in the target's listing."""
+    skipped: list[fsutil.Skipped] = []
+    source = _keyed(tl.task_entries(task.source, skipped) if task.source else iter(()),
+                    src_root)
+    target = _target_side(task, dst_root)
+    yield from merged(source, target)
+    for s in skipped:
+        yield tl.skipped_row(s), None
+
+
+def _target_side(task: PairedTask, dst_root: str) -> Iterator[tuple[str, Row]]:
+    if task.target_row is not None:
+        yield tl.sort_key(tl.TREE, task.rel), task.target_row
+    if task.target is not None:
+        walked = _keyed(tl.task_entries(task.target, []), dst_root)
+        next(walked, None)  # the subtree's own entry: the driver's target_row has it
+        yield from walked
+
+
+def _keyed(entries: Iterator[tuple[str, Any]], root: str) -> Iterator[tuple[str, Row]]:
+    cut = len(root.rstrip("/")) + 1
+    for path, st in entries:
+        yield tl.sort_key(tl.TREE, path[cut:]), tl.row_of(path, st)
+
+
+def merged(left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]]
+           ) -> Iterator[Pair]:
+    """Two walks in one order merged into pairs by key; an entry alone where the other
+    walk has nothing at its key."""
+    a, b = next(left, None), next(right, None)
+    while a is not None or b is not None:
+        if b is None or (a is not None and a[0] < b[0]):
+            assert a is not None
+            yield a[1], None
+            a = next(left, None)
+        elif a is None or b[0] < a[0]:
+            yield None, b[1]
+            b = next(right, None)
+        else:
+            yield a[1], b[1]
+            a, b = next(left, None), next(right, None)
