@@ -34,13 +34,16 @@ Pair = tuple[Row | None, Row | None]
 @dataclass(frozen=True)
 class PairedTask:
     """One subtree at ``rel`` below both roots: its source listing task (None: only the
-    target has it), its target listing task (None: the target has no directory there)
-    and the target's entry at ``rel`` itself, as the driver listed it."""
+    target has a directory there), its target listing task (None: the target has no
+    directory there), and what the driver listed at ``rel`` itself: for a source
+    subtree, the target's entry there (its walk's own then left out); for a target
+    subtree, a source file there (a conflict the plan must see)."""
 
     rel: str
     source: tl.ListingTask | None
     target: tl.ListingTask | None
     target_row: dict[str, Any] | None = None
+    source_row: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,20 +74,22 @@ def task_pairs(task: PairedTask, src_root: str, dst_root: str) -> Iterator[Pair]
     (each alone, as the join leaves them); the target's unreadable entries count as
     absent, as in the target's listing."""
     skipped: list[fsutil.Skipped] = []
-    source = _keyed(tl.task_entries(task.source, skipped) if task.source else iter(()),
-                    src_root)
-    target = _target_side(task, dst_root)
-    yield from merged(source, target)
+    yield from merged(_side(task.source, task.source_row, task.rel, src_root, skipped),
+                      _side(task.target, task.target_row, task.rel, dst_root, []))
     for s in skipped:
         yield tl.skipped_row(s), None
 
 
-def _target_side(task: PairedTask, dst_root: str) -> Iterator[tuple[str, Row]]:
-    if task.target_row is not None:
-        yield tl.sort_key(tl.TREE, task.rel), task.target_row
-    if task.target is not None:
-        walked = _keyed(tl.task_entries(task.target, []), dst_root)
-        next(walked, None)  # the subtree's own entry: the driver's target_row has it
+def _side(walk: tl.ListingTask | None, row: dict[str, Any] | None, rel: str, root: str,
+          skipped: list[fsutil.Skipped]) -> Iterator[tuple[str, Row]]:
+    """One side's entries keyed in the walk's order: the driver's ``row`` at ``rel``,
+    then the walk of the subtree (its own entry left out where ``row`` stands for it)."""
+    if row is not None:
+        yield tl.sort_key(tl.TREE, rel), row
+    if walk is not None:
+        walked = _keyed(tl.task_entries(walk, skipped), root)
+        if row is not None:
+            next(walked, None)  # the subtree's own entry: the driver's row has it
         yield from walked
 
 

@@ -163,13 +163,15 @@ def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_l
                     if isinstance(item, tl.Subtree):
                         under[rel] = item
                     continue
+                if isinstance(item, tl.Subtree) and rel not in expanded:
+                    only.append(item)  # listed whole by a task, its own entry included
+                    continue
                 top_t[rel] = tl.row_of(*entry)
                 if isinstance(item, tl.Subtree):
-                    if rel in expanded:
-                        frontier.append((item.path, frozenset(item.ancestors)))
-                    else:
-                        only.append(item)
+                    frontier.append((item.path, frozenset(item.ancestors)))
     top_s = {p[src_cut:]: tl.row_of(p, st) for p, st in found.entries}
+    # a source file where only the target has a directory: paired in that one's task
+    beside = {sub.path[dst_cut:]: top_s.pop(sub.path[dst_cut:], None) for sub in only}
     names = sorted(top_s.keys() | top_t.keys(), key=lambda r: tl.sort_key(tl.TREE, r))
     if len(names) > TOP_PAIRS:
         return None
@@ -181,7 +183,8 @@ def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_l
 
     tasks = [pp.PairedTask(rel, t, target_task(under[rel]) if rel in under else None,
                            at_start.get(rel)) for rel, t in starts.items()]
-    tasks += [pp.PairedTask(sub.path[dst_cut:], None, target_task(sub)) for sub in only]
+    tasks += [pp.PairedTask(sub.path[dst_cut:], None, target_task(sub),
+                            source_row=beside[sub.path[dst_cut:]]) for sub in only]
     pairs = tuple((top_s.get(rel), top_t.get(rel)) for rel in names)
     groups = grouped(tasks, found.width or len(tasks)) if tasks else []
     return [pp.PairedItem(pairs)] + [pp.PairedItem(tasks=g) for g in groups]
