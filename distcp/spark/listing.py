@@ -33,9 +33,9 @@ PROBE_BUDGET = 64
 #: Keys in one ListObjectsV2 page: a prefix that fits in one is listed by the driver.
 PAGE = 1000
 #: ``auto``: entries of a local tree from which it is listed and planned on Spark. Below,
-#: the driver's walk is faster (a no-op of 100,000 files: 2.8 s against 12.3 s cold);
-#: above, its memory grows past a GiB (2.8 GiB for the first copy of a million files,
-#: 263 MiB planned on Spark, which was also faster: 162 s against 228 s).
+#: the driver's walk is faster (a no-op of 100,000 files: 2.6-3.5 s against 9.2 s cold);
+#: above, its memory grows past a GiB (2.5 GiB for the first copy of a million files,
+#: 235 MiB planned on Spark, which was also faster: 154 s against 239 s).
 LOCAL_FROM = 250_000
 
 
