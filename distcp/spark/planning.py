@@ -71,27 +71,26 @@ class JoinPlanner:
         root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
         skipped: list[fsutil.Skipped] = []
         src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
-        paired = self._paired(ds, cfg, src_fs, src_root, root_dir, skipped)
+        found_target = target_root(ds, cfg, ds.destination_root)  # asked once, both ways
+        paired = self._paired(ds, cfg, src_fs, src_root, found_target, root_dir, skipped)
         if paired is not None:
             return paired
         source, kind = self.lister.frame(src_fs, src_root, cfg.links, cfg.src_options,
                                          skipped)
-        target, target_kind = self._target(ds, cfg, source)
-        rule = jp.JoinRule(ds, cfg, kind, target_kind or kind, self.keep_skips,
-                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
-                           task_environment())
+        target, target_kind = self._target(cfg, found_target)
+        rule = self._rule(ds, cfg, kind, target_kind or kind)
         with _join_partitions(self.lister.session(), cfg):
             rows = _joined(source, src_root, target).mapInArrow(
                 partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)
 
     def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,
-                src_root: str, root_dir: CopyableDirectory, skipped: list[fsutil.Skipped]
+                src_root: str, target: tuple[Any, str, Any] | None,
+                root_dir: CopyableDirectory, skipped: list[fsutil.Skipped]
                 ) -> JoinedPlan | None:
         """Both trees on local disks: planned by tasks that walk each subtree of both
         side by side (``distcp.planning.paired``), one job, no join; None (the join
         plans it) for other storages or a top too big to send with the tasks."""
-        target = target_root(ds, cfg, ds.destination_root)
         if tl.listing_kind(src_fs) != tl.TREE or (
                 target is not None and tl.listing_kind(target[0]) != tl.TREE):
             return None
@@ -99,19 +98,22 @@ class JoinPlanner:
         top_skipped: list[fsutil.Skipped] = []
         found = self.lister.found(spark, src_fs, src_root, tl.TREE, cfg.links,
                                   cfg.src_options, None, top_skipped)
+        src = src_root.rstrip("/") or "/"
         dst = (target[0], target[1].rstrip("/") or "/") if target is not None else None
-        items = paired_items(found, src_root.rstrip("/") or "/", dst, target_links(cfg),
-                             cfg.dst_options)
+        items = paired_items(found, src, dst, target_links(cfg), cfg.dst_options)
         if items is None:
             return None
         skipped.extend(top_skipped)
-        rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
-                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
-                           task_environment())
-        roots = (src_root.rstrip("/") or "/", dst[1] if dst else "")
-        rows = frame_of(spark, items, partial(pp.run_paired, rule, roots),
+        rule = self._rule(ds, cfg, tl.TREE, tl.TREE)
+        rows = frame_of(spark, items, partial(pp.run_paired, rule, (src, dst[1] if dst else "")),
                         jp.OUT_SCHEMA).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)
+
+    def _rule(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source_kind: str,
+              target_kind: str) -> jp.JoinRule:
+        return jp.JoinRule(ds, cfg, source_kind, target_kind, self.keep_skips,
+                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
+                           task_environment())
 
     def _copies_folder(self, ds: RecursiveCopyableDataset) -> str:
         """Where this dataset's files to copy are kept ("": sent), one folder each."""
@@ -119,11 +121,10 @@ class JoinPlanner:
             return ""
         return fsutil.join(self.copies_to, urn_key(ds.urn)[:16])
 
-    def _target(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source: Any
+    def _target(self, cfg: CopyConfiguration, found: tuple[Any, str, Any] | None
                 ) -> tuple[tuple[Any, str] | None, str | None]:
         """The target's frame and root (None: no target yet), as ``target_listing``
         would list it (``target_links``)."""
-        found = target_root(ds, cfg, ds.destination_root)
         if found is None:
             return None, None
         fs, root, _ = found
