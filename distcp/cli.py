@@ -534,8 +534,16 @@ def _run(action: Any) -> None:
 def _ending_on_interrupt() -> None:
     """From the first Ctrl-C on the run only ends: a second one (a user pressing it
     again, or one that reaches us while Python finalizes, when its handler is already
-    gone) must not kill the process by the signal instead of exit 130 after our line."""
+    gone) must not kill the process by the signal instead of exit 130 after our line.
+
+    An interrupt that landed inside a string ``exec`` (dataclasses and namedtuple build
+    their methods so, e.g. while pyspark is imported) leaves CPython's "unhandled
+    KeyboardInterrupt" flag set although we caught it, and under ``python -m`` the
+    interpreter then kills itself with SIGINT after exiting 130. Every string eval
+    clears that flag as it starts, so one empty eval, once no further interrupt can
+    come, clears it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exec("pass", {})  # noqa: S102 - a constant: clears the flag, see above
     _quiet_py4j()
 
 
