@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from distcp import request_count
@@ -39,7 +42,7 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
     local = storage_for(file.origin.url, spec.src_options).capabilities.local_paths
     shown = fsutil.display(file.origin.url)
     proven = False
-    try:
+    with _refusals(shown):
         if local:
             raw: Any = open(os_path(file.origin.url), "rb", buffering=0)  # noqa: SIM115 - the reader owns it
         elif one_get(file):
@@ -48,6 +51,34 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
         else:
             fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
             raw = fs.open(path, "rb", block_size=spec.buffer_size)
+    reader = SourceReader(raw, file.origin.url, throttle_for(spec.bwlimit))
+    LIVE_READERS.add(reader)
+    reader.proven = proven
+    return reader
+
+
+@contextmanager
+def opened_source(file: CopyableFile) -> Iterator[int]:
+    """The descriptor of a local regular origin file, closed after; refused in
+    ``open_source``'s words. Listing skips special files, so one found here is a
+    source that changed since (opened without blocking: a FIFO would wait for a writer)."""
+    shown = fsutil.display(file.origin.url)
+    with _refusals(shown):
+        fd = os.open(os_path(file.origin.url), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SourceReadError(f"source changed while copying: {shown} is no longer a "
+                                  "regular file", path=shown)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _refusals(shown: str) -> Iterator[None]:
+    """An origin that cannot be opened, as the SourceReadError that names why."""
+    try:
+        yield
     except FileNotFoundError as exc:
         raise SourceReadError(f"source vanished since listing: {shown}", path=shown) from exc
     except IsADirectoryError as exc:
@@ -56,10 +87,6 @@ def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
         raise SourceReadError(f"cannot read {shown}: permission denied", path=shown) from exc
     except OSError as exc:
         raise SourceReadError(f"cannot open {shown}: {exc}", path=shown) from exc
-    reader = SourceReader(raw, file.origin.url, throttle_for(spec.bwlimit))
-    LIVE_READERS.add(reader)
-    reader.proven = proven
-    return reader
 
 
 def _get_listed(fs: Any, file: CopyableFile, shown: str) -> io.BytesIO:

@@ -30,6 +30,9 @@ from distcp.storage.holes import HASH_CHUNK, hash_zeros, segments
 #: Ways to move bytes, best first; ``copy_span(method=...)`` starts lower (tests, tuning).
 METHODS = ("copy_file_range", "sendfile", "readwrite")
 
+#: Dense files up to this size are read once and written (``_copy_small``).
+SMALL = HASH_CHUNK
+
 #: errno values meaning "this way of copying is not available here", not "the copy failed".
 UNSUPPORTED = frozenset({errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP,
                          errno.EBADF, errno.ETXTBSY})
@@ -58,17 +61,43 @@ def copy_to(src: int, path: str, buffer: bytearray, *, source: str = "",
     holes; ``src`` is left at its end, as a read loop would leave it.
     """
     start = os.lseek(src, 0, os.SEEK_CUR)
-    end = os.fstat(src).st_size
+    st = os.fstat(src)
+    end = st.st_size
     digest = Digest()
     dst = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
-        copy_span(src, dst, start, max(0, end - start), buffer, digest, source=source,
-                  method=method, dst_offset=0)
-        os.ftruncate(dst, digest.size)  # a trailing hole is a size, not written bytes
+        if end - start <= min(SMALL, len(buffer)) and method == METHODS[0] \
+                and st.st_blocks * 512 >= st.st_size:
+            _copy_small(src, dst, start, end - start, memoryview(buffer), digest, source)
+        else:
+            copy_span(src, dst, start, max(0, end - start), buffer, digest, source=source,
+                      method=method, dst_offset=0)
+            os.ftruncate(dst, digest.size)  # a trailing hole is a size, not written bytes
     finally:
         os.close(dst)
     os.lseek(src, start + digest.size, os.SEEK_SET)
     return digest
+
+
+def _copy_small(src: int, dst: int, start: int, length: int, view: memoryview,
+                digest: Digest, source: str) -> None:
+    """A small dense file in one read and one write: the kernel's copy and the read
+    back for the digest would be two calls as well, and cost more Python per file. A
+    source that ends early copies what it had: the caller compares sizes."""
+    got = 0
+    try:
+        while got < length:
+            n = os.preadv(src, [view[got:length]], start + got)
+            if not n:
+                break
+            got += n
+    except OSError as exc:
+        raise SourceReadError(f"cannot read {source}: {exc}", path=source) from exc
+    chunk = view[:got]
+    digest.update(chunk)
+    written = 0
+    while written < got:
+        written += os.write(dst, chunk[written:])
 
 
 def copy_span(src: int, dst: int, offset: int, length: int, buffer: bytearray,

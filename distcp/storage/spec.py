@@ -53,14 +53,21 @@ class StorageSpec:
         return _instance(self.backend, self.options)
 
 
+_classes: dict[str, type[Storage]] = {}
+
+
 def backend_class(name: str) -> type[Storage]:
-    """The class registered under ``name``; imported on first use."""
+    """The class registered under ``name``; imported on first use (then remembered:
+    tasks ask for capabilities several times a file)."""
+    cls = _classes.get(name)
+    if cls is not None:
+        return cls
     try:
         module, _, attr = BACKENDS[name].partition(":")
     except KeyError:
         raise LookupError(f"unknown storage backend {name!r}; known: "
                           f"{', '.join(sorted(BACKENDS))}") from None
-    cls: type[Storage] = getattr(importlib.import_module(module), attr)
+    cls = _classes[name] = getattr(importlib.import_module(module), attr)
     return cls
 
 

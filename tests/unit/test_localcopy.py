@@ -19,6 +19,15 @@ from tests.fixtures.trees import sparse_file
 MIB = 1 << 20
 
 
+@pytest.fixture(autouse=True)
+def kernel_for_every_size(request: pytest.FixtureRequest,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests force the kernel's ways of copying with small files too; the small
+    file's one read and one write has its own tests (``small`` in their names)."""
+    if "small" not in request.node.name:
+        monkeypatch.setattr(localcopy, "SMALL", -1)
+
+
 def _copy(src: Path, dst: Path, buffer_size: int = MIB, **kw: Any) -> Digest:
     with open(src, "rb", buffering=0) as f:
         return localcopy.copy_to(f.fileno(), str(dst), bytearray(buffer_size), **kw)
@@ -226,4 +235,56 @@ def test_source_shrinking_during_the_copy_is_a_read_error(
     monkeypatch.setattr(os, "copy_file_range", shrinking)
     (tmp_path / "a").write_bytes(os.urandom(4 * MIB))
     with pytest.raises(SourceReadError, match="source"):
+        _copy(tmp_path / "a", tmp_path / "b")
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.copy_file_range
+
+    def spy(*args: Any) -> int:
+        calls.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", spy)
+    return calls
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, localcopy.SMALL])
+def test_a_small_file_is_one_read_and_one_write_hashed(tmp_path: Path, size: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spied(monkeypatch)
+    data = os.urandom(size)
+    (tmp_path / "a").write_bytes(data)
+    digest = _copy(tmp_path / "a", tmp_path / "b", buffer_size=2 * MIB)
+    assert (tmp_path / "b").read_bytes() == data
+    assert digest.size == size and digest.hexdigest() == digest_of_bytes(data)
+    assert calls == []
+
+
+def test_past_small_or_the_buffer_or_sparse_the_kernel_copies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spied(monkeypatch)
+    big = os.urandom(localcopy.SMALL + 1)
+    (tmp_path / "big").write_bytes(big)
+    assert _copy(tmp_path / "big", tmp_path / "b1").hexdigest() == digest_of_bytes(big)
+    assert sum(calls) == len(big)
+    (tmp_path / "mid").write_bytes(big[:5000])
+    assert _copy(tmp_path / "mid", tmp_path / "b2", buffer_size=4096).size == 5000
+    assert sum(calls) == len(big) + 5000
+    content = sparse_file(tmp_path / "holes", 512 * 1024, {4096: b"x" * 100})
+    assert _copy(tmp_path / "holes", tmp_path / "b3").hexdigest() == digest_of_bytes(content)
+    assert sum(calls) > len(big) + 5000
+    assert (tmp_path / "b1").read_bytes() == big and (tmp_path / "b3").read_bytes() == content
+    assert os.stat(tmp_path / "b3").st_blocks * 512 < 512 * 1024  # holes stay holes
+
+
+def test_a_small_file_write_error_is_not_swallowed(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*args: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    (tmp_path / "a").write_bytes(b"abc")
+    with pytest.raises(OSError, match="No space left"):
         _copy(tmp_path / "a", tmp_path / "b")

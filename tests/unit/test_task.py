@@ -80,3 +80,48 @@ def test_verify_modes_both_stage_identical_bytes(tmp_path: Path, verify: str) ->
     unit, spec = _unit(src, tmp_path / "dst")
     [result] = run_work_unit(unit, replace(spec, verify=verify, buffer_size=4096), "t1")
     assert Path(result.staging).read_bytes() == (src / "f").read_bytes()
+
+
+def test_a_listed_file_become_a_fifo_is_refused_without_waiting_for_a_writer(
+        tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(b"x" * 10)
+    unit, spec = _unit(src, tmp_path / "dst")
+    (src / "f").unlink()
+    os.mkfifo(src / "f")  # opened for reading the usual way, this would block forever
+    [result] = run_work_unit(unit, spec, attempt="t1")
+    assert result.status == "failed" and result.error_type == "SourceReadError"
+    assert result.message == (f"source changed while copying: {src / 'f'} is no longer a "
+                              "regular file")
+
+
+def test_the_plain_path_gives_the_stream_path_s_results(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain local file skips the stream layers (``task.plain``): same bytes, digest,
+    attributes and result fields as through them."""
+    from dataclasses import replace
+
+    from distcp.copying import task
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, size in (("empty", 0), ("small", 100), ("big", 3 << 20)):
+        (src / name).write_bytes(os.urandom(size))
+        (src / name).chmod(0o640)
+        os.utime(src / name, ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
+    unit, spec = _unit(src, tmp_path / "dst")
+    runs = {}
+    for path in ("plain", "stream"):
+        if path == "stream":
+            monkeypatch.setattr(task, "plain", lambda file, spec: False)
+        runs[path] = {Path(r.destination).name: r for r in run_work_unit(unit, spec, path)}
+    for name in ("empty", "small", "big"):
+        a, b = runs["plain"][name], runs["stream"][name]
+        assert a.ok and b.ok
+        assert replace(a, attempt="", staging="") == replace(b, attempt="", staging="")
+        sa, sb = Path(a.staging).stat(), Path(b.staging).stat()
+        assert Path(a.staging).read_bytes() == Path(b.staging).read_bytes() == \
+            (src / name).read_bytes()
+        assert (sa.st_mode, sa.st_mtime_ns) == (sb.st_mode, sb.st_mtime_ns)
+        assert sa.st_mtime_ns == 1_600_000_000_123_456_789 and sa.st_mode & 0o777 == 0o640
