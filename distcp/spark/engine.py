@@ -87,8 +87,17 @@ def fingerprint_inputs(master: str, java: str, jvm_conf: Mapping[str, str]) -> d
     except (OSError, subprocess.SubprocessError):
         version = []
     return {"pydistcp": __version__, "code": _code_hash(), "pyspark": pyspark_version,
-            "python": sys.executable, "java": os.path.realpath(java),
+            "python": interpreter(), "java": os.path.realpath(java),
             "java_version": version[:2], "master": master, "conf": dict(sorted(jvm_conf.items()))}
+
+
+def interpreter() -> list[str]:
+    """This Python as the engine's key sees it: its environment and the real binary.
+
+    ``.venv/bin/python`` and ``.venv/bin/python3`` (the ``pydistcp`` script's shebang)
+    are one interpreter and must share an engine (``python -m distcp`` started a second
+    one); two environments built on one binary differ by their prefix."""
+    return [sys.prefix, os.path.realpath(sys.executable)]
 
 
 def fingerprint(inputs: Mapping[str, Any]) -> str:
