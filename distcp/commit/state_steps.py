@@ -21,7 +21,6 @@ from distcp.commit.manifest import COMPACT_AFTER, Entry
 from distcp.commit.state import DatasetState, StateStore, write_atomic
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.datasets.partitions import advance
-from distcp.events import model
 from distcp.events.sinks import EventSink
 from distcp.faults import crash_point
 
@@ -189,6 +188,8 @@ class EmitEvent(CommitStep):
         return bool(fs.exists(path))
 
     def execute(self, ctx: CommitContext) -> None:
+        from distcp.events import model  # the OpenLineage client: imported when used
+
         state = _store(ctx).load(self.urn)
         event = model.to_dict(model.file_set_event(
             key=self.sequence_id, job_id=self.job_id or self.sequence_id.rsplit("-", 2)[0],

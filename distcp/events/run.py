@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from distcp.events import model
 from distcp.events.sinks import EventSink
 from distcp.summary import Summary
 
@@ -51,6 +50,8 @@ class RunEvents:
     def _send(self, state: str, error: str | None = None) -> None:
         if not self.enabled:
             return
+        from distcp.events import model  # the OpenLineage client: imported when used
+
         self.ended = state != "START"
         event = model.run_event(state, self.job_id, self.destination, self.sources, error)
         self.sink.send(f"{self.job_id}-{state.lower()}", model.to_dict(event))
