@@ -15,13 +15,13 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from distcp import collection, imports, metrics, preflight, request_count
+from distcp import collection, metrics, preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.checks import check_list
 from distcp.commit.lock import DestinationLock
@@ -366,20 +366,14 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
     return assembled
 
 
-@contextmanager
 def run_session(cfg: CopyConfiguration, summary: Summary, callback: Callback
-                ) -> Iterator[Any]:
-    """The run's Spark session (the active one when listing already opened it).
-
-    Once it is up, the events' model (publishing needs it) is imported while the jobs
-    run (``distcp.imports``)."""
+             ) -> AbstractContextManager[Any]:
+    """The run's Spark session (the active one when listing already opened it)."""
     log_file = os.path.join(_log_dir(cfg), f"spark-{summary.job_id}.log")
     if not summary.log_file:
         summary.log_file = log_file
         callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
-    with spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine) as spark:
-        imports.in_background("distcp.events.model")
-        yield spark
+    return spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine)
 
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
