@@ -317,7 +317,7 @@ def split_recovered(files: list[CopyableFile], recovery: RecoveryArea
     recovered: list[list[TaskResult]] = []
     todo: list[CopyableFile] = []
     for f in files:
-        results = recovery.take(f) if f.guid in kept else None
+        results = recovery.take(f) if kept and f.guid in kept else None  # a sha1 a file
         if results:
             recovered.append(results)
         else:
@@ -340,7 +340,7 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
         splits = _prepare_splits(cfg, spec, files, summary, cores)
-        whole = [f for f in files if f.guid not in splits]
+        whole = [f for f in files if f.guid not in splits] if splits else files
         per_core = 1 if cfg.tasks else 2  # --tasks N: exactly N (fewer only with fewer files)
         units = pack(whole, unit_count(len(whole), cfg.tasks or cores, per_core), cfg.file_cost)
         units = visibility.mark(units, publish_now)
