@@ -1,5 +1,5 @@
 """``python -m distcp`` is the ``pydistcp`` command."""
 
-from distcp.cli import main
+from distcp.entry import run
 
-main(prog_name="pydistcp")
+run()

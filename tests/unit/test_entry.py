@@ -1,0 +1,51 @@
+"""The ``pydistcp`` process ends with ``os._exit`` after the CLI (distcp.entry): what
+exit does first must still happen, in a real process: buffered output reaches a pipe,
+``atexit`` handlers run, non-daemon threads finish, the status is the CLI's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from distcp.entry import status_of
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+import atexit, sys, threading, time
+from pathlib import Path
+here = Path(sys.argv[1])
+atexit.register(lambda: (here / "atexit").write_text("ran"))
+def late():
+    time.sleep(0.3)
+    (here / "thread").write_text("finished")
+threading.Thread(target=late).start()
+sys.stdout.write("buffered, no newline")
+sys.argv = ["pydistcp", *sys.argv[2:]]
+from distcp.entry import run
+run()
+"""
+
+
+@pytest.mark.parametrize(("args", "code"), [(["--version"], 0),
+                                            (["copy", "/no/such/source", "/tmp/x"], 2)])
+def test_the_command_s_end_keeps_exit_s_guarantees(tmp_path: Path, args: list[str],
+                                                   code: int) -> None:
+    (tmp_path / "script.py").write_text(SCRIPT)
+    proc = subprocess.run([sys.executable, str(tmp_path / "script.py"), str(tmp_path), *args],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout.startswith("buffered, no newline")
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").read_text() == "finished"
+
+
+def test_status_of_is_what_sys_exit_gives(capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_of(SystemExit()) == 0
+    assert status_of(SystemExit(130)) == 130
+    assert status_of(SystemExit("pydistcp: bye")) == 1
+    assert capsys.readouterr().err == "pydistcp: bye\n"
