@@ -110,11 +110,17 @@ def _get_listed(fs: Any, file: CopyableFile, shown: str) -> io.BytesIO:
 
 def check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) -> None:
     """Refuse a copy of a file that changed while it was read: never a mixed version."""
+    check_read(file, reader.count, spec, proven=reader.proven)
+
+
+def check_read(file: CopyableFile, read: int, spec: TaskSpec, proven: bool = False) -> None:
+    """``check_unchanged`` for ``read`` bytes read of ``file``; ``proven``: a GET If-Match
+    already proved the version."""
     shown = fsutil.display(file.origin.url)
-    if not file.converters and reader.count != file.origin.size:
+    if not file.converters and read != file.origin.size:
         raise SourceReadError(f"source changed while copying: {shown} (listed "
-                              f"{file.origin.size} bytes, read {reader.count})", path=shown)
-    if not reader.proven:  # a GET If-Match already proved the version
+                              f"{file.origin.size} bytes, read {read})", path=shown)
+    if not proven:
         recheck_source(file, spec)
 
 

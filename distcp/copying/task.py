@@ -24,6 +24,7 @@ from distcp.copying.outputs import Outputs
 from distcp.copying.progress import JOURNAL, Progress
 from distcp.copying.results import ResultKey, failed
 from distcp.copying.sources import (
+    check_read,
     check_unchanged,
     one_get,
     open_source,
@@ -35,7 +36,7 @@ from distcp.copying.symlinks import apply_link_attributes, stage_link
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.writer import SourceReader, stage_stream
-from distcp.errors import CopyError, QualityCheckError, SourceReadError
+from distcp.errors import CopyError, QualityCheckError
 from distcp.faults import crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.storage import Storage, parse_staged, s3, storage_for
@@ -211,13 +212,8 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
             assert digest is not None  # local staging copies files (copies_files)
             read = digest.size
             staged = writer.commit(digest, buffer)
-        if read != file.origin.size:
-            raise SourceReadError(f"source changed while copying: "
-                                  f"{fsutil.display(file.origin.url)} (listed "
-                                  f"{file.origin.size} bytes, read {read})",
-                                  path=file.origin.url)
         _keep_attributes(storage, staging_url, file, spec)
-        recheck_source(file, spec)
+        check_read(file, read, spec)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         if writer is not None:
             writer.abort()

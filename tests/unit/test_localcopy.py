@@ -143,12 +143,14 @@ def test_unsupported_kernel_paths_fall_back_to_the_loop(tmp_path: Path,
     assert (tmp_path / "b").read_bytes() == data
 
 
-def test_a_real_copy_error_is_not_swallowed(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("call", ["copy_file_range", "write"], ids=["kernel", "small-file"])
+def test_a_real_copy_error_is_not_swallowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            call: str) -> None:
+    """``write``: a small file's one write (the fixture keeps that path for "small" ids)."""
     def full(*args: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(os, "copy_file_range", full)
+    monkeypatch.setattr(os, call, full)
     (tmp_path / "a").write_bytes(b"abc")
     with pytest.raises(OSError, match="No space left"):
         _copy(tmp_path / "a", tmp_path / "b")
@@ -278,13 +280,3 @@ def test_past_small_or_the_buffer_or_sparse_the_kernel_copies(
     assert (tmp_path / "b1").read_bytes() == big and (tmp_path / "b3").read_bytes() == content
     assert os.stat(tmp_path / "b3").st_blocks * 512 < 512 * 1024  # holes stay holes
 
-
-def test_a_small_file_write_error_is_not_swallowed(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    def full(*args: Any) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(os, "write", full)
-    (tmp_path / "a").write_bytes(b"abc")
-    with pytest.raises(OSError, match="No space left"):
-        _copy(tmp_path / "a", tmp_path / "b")
