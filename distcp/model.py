@@ -23,8 +23,9 @@ def _pickled_as_arguments(cls: type[T]) -> type[T]:
     A slotted dataclass pickles through ``__getstate__``/``__setstate__``, which ask
     ``dataclasses.fields()`` once per object: for a million files that is seconds on
     the driver (units out, results back) and in the tasks. Here a CopyableFile pickles
-    in 4.6 µs instead of 7.9 and loads in 6.2 instead of 8.4. Every field is an
-    ``__init__`` argument in these classes, in field order.
+    in 4.1 µs instead of 7.9 and loads in 5.7 instead of 8.4 (a TaskResult: 2.2 and 3.8
+    instead of 5.2 and 6.8). Every field is an ``__init__`` argument in these classes,
+    in field order.
     """
     values = attrgetter(*(f.name for f in fields(cls)))  # type: ignore[arg-type]
 

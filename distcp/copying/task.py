@@ -190,7 +190,8 @@ def plain(file: CopyableFile, spec: TaskSpec) -> bool:
     """A file copied as it is from one local path into local staging: no converter, no
     check, no bandwidth limit. The kernel copies it (``distcp.storage.localcopy``) and
     the stream layers a converter or a check needs are skipped: they cost more than the
-    copy itself for a small file (111 against 27 µs per file of 64 bytes here)."""
+    copy itself for a small file (one task, 64-byte files: 111 µs a file through them,
+    82 without; the bare system calls take 27)."""
     return (not file.converters and not spec.checks and spec.bwlimit is None
             and spec.dst.capabilities.local_paths
             and storage_for(file.origin.url, spec.src_options).capabilities.local_paths)
