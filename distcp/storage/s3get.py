@@ -9,13 +9,18 @@ sending it on a pooled urllib3 connection costs 1.0 ms: 4x the files per second,
 signing it here (``sign_get``, SigV4 for a GET) instead of with botocore's signer
 saves most of another 0.8 ms.
 
+The request is then written on a kept-alive socket and its answer split by hand
+(``distcp.storage.httpwire``): 94 µs of CPU per GET instead of urllib3's 464 (one thread,
+2,000 GETs: 3,100/s instead of 1,400).
+
 So a small object read whole with ``If-Match`` (``sources._get_listed``) goes through
 ``LeanGetter``: the endpoint, region and credentials are taken once from the s3fs
 client the run configured (whatever chain found them: options, environment, profile,
-instance role), the request is signed by ``sign_get`` and sent by urllib3. Only the plain case takes this path; anything else falls back to s3fs for
-that filesystem (requester-pays buckets, SSE-C keys, extra request arguments, an
-unsigned or exotic signer) or for that request (a redirect to another region, an
-answer we do not expect), so behaviour never depends on which path ran.
+instance role), the request is signed by ``sign_get`` and sent by ``httpwire``. Only the
+plain case takes this path; anything else falls back to s3fs for that filesystem
+(requester-pays buckets, SSE-C keys, extra request arguments, an unsigned or exotic
+signer, a proxy) or for that request (a redirect to another region, an answer we do
+not expect), so behaviour never depends on which path ran.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ import hashlib
 import hmac
 import os
 import random
+import ssl
 import threading
 import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from distcp.storage import s3
+from distcp.storage.httpwire import Answer, Wire
 
 #: Frozen credentials are taken again after this many seconds (refreshable ones expire).
 CREDENTIALS_TTL_S = 300.0
@@ -53,8 +60,6 @@ class LeanGetter:
     """Signed GETs for one s3fs filesystem's endpoint and credentials."""
 
     def __init__(self, fs: Any) -> None:
-        import urllib3
-
         client = fsspec_sync(fs, fs.set_session)
         self.fs = fs
         self.endpoint = urlsplit(client.meta.endpoint_url)
@@ -63,17 +68,11 @@ class LeanGetter:
         self.virtual_host = (style == "virtual" or (
             style == "auto" and self.endpoint.hostname is not None
             and self.endpoint.hostname.endswith(".amazonaws.com")))
-        verify = (fs.client_kwargs or {}).get("verify", True)
+        self._context = _tls_context((fs.client_kwargs or {}).get("verify", True)) \
+            if self.endpoint.scheme == "https" else None
         limit = s3.watchdog_seconds()
-        timeout = urllib3.Timeout(connect=min(s3.CONNECT_TIMEOUT_S, limit),
-                                  read=min(s3.READ_TIMEOUT_S, limit))
-        kwargs: dict[str, Any] = {"maxsize": s3.POOL_CONNECTIONS, "timeout": timeout,
-                                  "retries": False}
-        if verify is False:
-            kwargs["cert_reqs"] = "CERT_NONE"
-        elif isinstance(verify, str):
-            kwargs["ca_certs"] = verify
-        self.pool = urllib3.PoolManager(**kwargs)
+        self._timeouts = (min(s3.CONNECT_TIMEOUT_S, limit), min(s3.READ_TIMEOUT_S, limit))
+        self._wires: dict[str, Wire] = {}
         self._signer_credentials = client._request_signer._credentials
         self._credentials: Any = None
         self._fetched = 0.0
@@ -90,12 +89,24 @@ class LeanGetter:
                 self._fetched = time.monotonic()
             return self._credentials
 
-    def url(self, bucket: str, key: str) -> str:
+    def target(self, bucket: str, key: str) -> tuple[str, str]:
+        """The host and the path a GET of ``bucket/key`` is sent to."""
         path = quote(key, safe="/~")
         host = self.endpoint.netloc
         if self.virtual_host and "." not in bucket and bucket.islower():
-            return f"{self.endpoint.scheme}://{bucket}.{host}/{path}"
-        return f"{self.endpoint.scheme}://{host}/{bucket}/{path}"
+            return f"{bucket}.{host}", f"/{path}"
+        return host, f"/{bucket}/{path}"
+
+    def wire(self, host: str) -> Wire:
+        """The kept connections to ``host`` (one per bucket with virtual-host addressing)."""
+        with self._lock:
+            wire = self._wires.get(host)
+            if wire is None:
+                connect, read = self._timeouts
+                wire = self._wires[host] = Wire(
+                    self.endpoint.scheme, host, connect_timeout=connect, read_timeout=read,
+                    maxsize=s3.POOL_CONNECTIONS, context=self._context)
+            return wire
 
     def get(self, bucket: str, key: str, etag: str) -> bytes:
         """The object's bytes if it still has ``etag``; 412 as s3fs would raise it."""
@@ -112,7 +123,7 @@ class LeanGetter:
                 continue
             status = response.status
             if status == 200:
-                return bytes(response.data)
+                return response.data
             code = _error_code(response.data)
             if status == 403 and code in ("ExpiredToken", "InvalidToken") and not refreshed:
                 self.credentials(refresh=True)
@@ -124,16 +135,13 @@ class LeanGetter:
             raise _answer_error(status, code, bucket, key)
         raise AssertionError("unreachable")
 
-    def _send(self, bucket: str, key: str, etag: str) -> Any:
-        url = self.url(bucket, key)
-        parts = urlsplit(url)
+    def _send(self, bucket: str, key: str, etag: str) -> Answer:
+        host, path = self.target(bucket, key)
         credentials = self.credentials()
         if credentials is None:  # s3fs says why (NoCredentialsError) in its own words
             raise _Fallback("no credentials")
-        headers = sign_get(parts.netloc, parts.path, {"if-match": etag}, credentials,
-                           self.region)
-        response = self.pool.request("GET", url, headers=headers, redirect=False,
-                                     preload_content=True)
+        headers = sign_get(host, path, {"if-match": etag}, credentials, self.region)
+        response = self.wire(host).get(path, headers)
         with self._lock:
             self.sent += 1
         if 300 <= response.status < 400 or (
@@ -141,6 +149,16 @@ class LeanGetter:
                     "AuthorizationHeaderMalformed", "PermanentRedirect")):
             raise _Fallback(f"redirected ({response.status})")
         return response
+
+
+def _tls_context(verify: bool | str) -> ssl.SSLContext:
+    """botocore's ``verify``: True (the system's CAs), a CA bundle's path, or False."""
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
 
 
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -169,7 +187,7 @@ def sign_get(host: str, path: str, headers: dict[str, str], credentials: Any,
     signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
     signed["authorization"] = (f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
                                f"SignedHeaders={';'.join(names)}, Signature={signature}")
-    del signed["host"]  # urllib3 sends the URL's host itself
+    del signed["host"]  # the wire sends the Host header itself
     return signed
 
 
@@ -235,7 +253,14 @@ def _plain(fs: Any) -> bool:
     if getattr(fs, "s3_additional_kwargs", None):
         return False
     config = getattr(fs, "config_kwargs", None) or {}
-    return "signature_version" not in config
+    if "signature_version" in config or config.get("proxies"):
+        return False
+    # botocore honours the proxy variables; the wire does not speak to proxies
+    return not any(os.environ.get(name) for name in _PROXY_ENV)
+
+
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+              "all_proxy")
 
 
 def get_if_match(fs: Any, url: str, etag: str) -> bytes:

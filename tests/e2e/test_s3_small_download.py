@@ -121,6 +121,22 @@ def test_lean_get_signs_every_key_like_botocore_and_maps_answers(
             s3get.get_if_match(bad_fs, url, etag)
 
 
+def test_a_proxy_in_the_environment_keeps_gets_on_s3fs(
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    s3 = s3_any
+    _put(s3, {"proxied/a.bin": b"through botocore"})
+    [listed] = _listed(s3, "proxied", tmp_path)
+    # botocore honours the variables (and NO_PROXY lets it reach the loopback server);
+    # the lean wire does not speak to proxies, so it must not take the request
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    fs, _ = fsutil.filesystem("s3://src/", {**s3.options, "default_block_size": 3 << 20})
+    before = s3get.requests_sent()
+    assert listed.origin.etag
+    assert s3get.get_if_match(fs, listed.origin.url, listed.origin.etag) == b"through botocore"
+    assert s3get.requests_sent() == before
+
+
 def test_sign_get_matches_botocore_for_awkward_keys() -> None:
     import datetime
     from unittest import mock

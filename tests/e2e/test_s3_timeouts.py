@@ -63,6 +63,25 @@ def test_state_documents_on_a_stalled_server_fail_naming_the_file_within_the_bou
         assert s3ops.TIMEOUT_ENV in message and SECRET_KEY not in message
 
 
+def test_a_lean_get_on_a_stalled_server_fails_within_its_attempts(
+        s3: S3Server, stall_proxy: StallProxy, short_bound: float) -> None:  # noqa: F811
+    from distcp.storage import s3get
+
+    s3.client().put_object(Bucket="src", Key="lean/a.bin", Body=b"x" * 64)
+    fs, _ = fsutil.filesystem("s3://src/", options_via(stall_proxy))
+    etag = fs.info("s3://src/lean/a.bin")["ETag"]
+    before = s3get.requests_sent()
+    assert s3get.get_if_match(fs, "s3://src/lean/a.bin", etag) == b"x" * 64
+    assert s3get.requests_sent() == before + 1  # the lean path, its connection kept
+    stall_proxy.frozen.set()
+    t = time.monotonic()
+    with pytest.raises(OSError) as info:
+        s3get.get_if_match(fs, "s3://src/lean/a.bin", etag)
+    took = time.monotonic() - t
+    assert took < s3ops.MAX_ATTEMPTS * short_bound + 3, took
+    assert "GET s3://src/lean/a.bin" in str(info.value) and SECRET_KEY not in str(info.value)
+
+
 def test_multipart_calls_on_a_stalled_server_fail_within_the_bound(
         stall_proxy: StallProxy, short_bound: float) -> None:  # noqa: F811
     fs, _ = fsutil.filesystem("s3://dst/x", options_via(stall_proxy))

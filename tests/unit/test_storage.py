@@ -54,6 +54,18 @@ def test_one_storage_per_backend_and_options_in_a_process() -> None:
     assert storage_for("memory://a", {"x": 1}) is not storage_for("memory://a", {"x": 2})
 
 
+def test_options_changed_in_place_get_their_own_storage() -> None:
+    # the key of a dict seen before is remembered; a change inside it must still count
+    options: dict = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}
+    first = storage_for("s3://b/k", options)
+    assert storage_for("s3://b/other", options) is first
+    options["client_kwargs"]["endpoint_url"] = "http://127.0.0.1:2"
+    second = storage_for("s3://b/k", options)
+    assert second is not first and second.options == options
+    assert storage_for("s3://b/k", {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}
+                       ) is first
+
+
 def test_a_staged_value_and_its_logged_text_are_one() -> None:
     upload = Staged.upload("id:with:colons", "s3://b/k")
     assert upload.text == "s3-upload:id:with:colons:s3://b/k"
