@@ -332,8 +332,10 @@ def _keys_and_prefixes(fs: AbstractFileSystem, root: str, skipped: list[Skipped]
     A key that is also the prefix of other keys (``a`` and ``a/b``) is reported and its
     directory kept, as that answer keeps it (no second listing to find such keys:
     listing 100,000 keys once instead of twice takes 9 s instead of 22 s here)."""
+    from distcp.storage.s3list import find_keys
+
     top = fs._strip_protocol(root).rstrip("/")
-    keys: dict[str, Any] = fs.find(root, detail=True)
+    keys: dict[str, Any] = find_keys(fs, root) or fs.find(root, detail=True)
     prefixes: dict[str, Any] = {}
     for name in keys:
         parent = name.rsplit("/", 1)[0]

@@ -21,6 +21,7 @@ from fsspec import AbstractFileSystem
 
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
+from distcp.storage import s3list
 from distcp.storage.filesystems import Skipped
 
 #: Columns of a listing row: the walk's (path, FileStatus), or a Skipped entry
@@ -158,6 +159,9 @@ def list_page(fs: AbstractFileSystem, root: str, after: str | None = None,
               max_keys: int = 1000, prefix: str | None = None) -> dict[str, Any]:
     """One ListObjectsV2 page of the keys under ``root`` (or ``prefix``) after ``after``."""
     bucket, stem = _bucket_key(fs, root)
+    lean = s3list.list_page(fs, bucket, stem if prefix is None else prefix, after, max_keys)
+    if lean is not None:
+        return lean
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": stem if prefix is None else prefix,
                               "MaxKeys": max_keys}
     if after is not None:

@@ -137,6 +137,44 @@ def test_a_proxy_in_the_environment_keeps_gets_on_s3fs(
     assert s3get.requests_sent() == before
 
 
+def test_lean_listing_pages_and_find_answer_as_botocore_and_s3fs_do(
+        s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    from distcp.storage import s3list
+
+    s3 = s3_any
+    objects = {f"lp/{name}": os.urandom(9) for name in [*TRICKY, "a+b c", "d/e/f.txt",
+                                                        "pct%2Bz", "x/y"]}
+    _put(s3, objects)
+    fs, _ = fsutil.filesystem("s3://src/", s3.options)
+    before = s3get.requests_sent()
+    after, lean_pages = None, []
+    while True:  # pages of 3: StartAfter paging, keys decoded
+        page = s3list.list_page(fs, "src", "lp/", after, 3)
+        assert page is not None
+        lean_pages.append(page)
+        if not page["IsTruncated"]:
+            break
+        after = page["Contents"][-1]["Key"]
+    sent = s3get.requests_sent() - before
+    botocore_pages, after = [], None
+    while True:
+        kwargs = {"Bucket": "src", "Prefix": "lp/", "MaxKeys": 3}
+        answer = fs.call_s3("list_objects_v2", **kwargs, **({"StartAfter": after} if after
+                                                           else {}))
+        botocore_pages.append({"Contents": answer.get("Contents", []),
+                               "IsTruncated": answer["IsTruncated"]})
+        if not answer["IsTruncated"]:
+            break
+        after = answer["Contents"][-1]["Key"]
+    assert lean_pages == botocore_pages and sent == len(lean_pages) >= 4
+    assert sorted(c["Key"] for p in lean_pages for c in p["Contents"]) == sorted(objects)
+
+    fs.invalidate_cache()
+    assert s3list.find_keys(fs, "s3://src/lp") == fs.find("s3://src/lp", detail=True)
+    assert s3list.find_keys(fs, "s3://src/lp/a+b c") is None  # an object: s3fs says
+    assert s3list.find_keys(fs, "s3://src/none-here") is None
+
+
 def test_sign_get_matches_botocore_for_awkward_keys() -> None:
     import datetime
     from unittest import mock
@@ -158,6 +196,15 @@ def test_sign_get_matches_botocore_for_awkward_keys() -> None:
                               now=when.replace(tzinfo=datetime.UTC).timestamp())
         assert mine["authorization"] == request.headers["Authorization"], key
         assert mine["x-amz-security-token"] == "session-token"
+        # a bucket listing: the query signed as botocore signs it
+        params = {"list-type": "2", "prefix": f"p/{key}", "start-after": key, "max-keys": "7"}
+        query = s3get.canonical_query(params)
+        request = AWSRequest(method="GET", url=f"http://s3.example.test/bucket?{query}")
+        with mock.patch("botocore.auth.get_current_datetime", return_value=when):
+            S3SigV4Auth(credentials, "s3", "eu-west-1").add_auth(request)
+        mine = s3get.sign_get("s3.example.test", "/bucket", {}, credentials, "eu-west-1",
+                              now=when.replace(tzinfo=datetime.UTC).timestamp(), query=query)
+        assert mine["authorization"] == request.headers["Authorization"], key
 
 
 def test_small_objects_tree_to_local_is_identical_with_mtimes_and_rerun_copies_none(
