@@ -17,7 +17,10 @@ getter does not serve (``s3get._plain``) gets None: the caller lists through s3f
 from __future__ import annotations
 
 import datetime
+import html
+import re
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -29,59 +32,125 @@ _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 def list_page(fs: Any, bucket: str, prefix: str, after: str | None = None,
               max_keys: int = 1000) -> dict[str, Any] | None:
     """One page of the keys under ``prefix`` after ``after``; None: ask s3fs."""
+    data = _fetch(fs, bucket, prefix, after, max_keys)
+    return None if data is None else parse_page(data)
+
+
+def _fetch(fs: Any, bucket: str, prefix: str, after: str | None, max_keys: int = 1000
+           ) -> bytes | None:
     params = {"list-type": "2", "prefix": prefix, "max-keys": str(max_keys),
               "encoding-type": "url"}
     if after is not None:
         params["start-after"] = after
-    data = s3get.lean(fs, lambda getter: getter.list_bucket(bucket, params))
-    return None if data is None else parse_page(data)
+    return s3get.lean(fs, lambda getter: getter.list_bucket(bucket, params))
 
 
 def find_keys(fs: Any, root: str) -> dict[str, dict[str, Any]] | None:
     """What s3fs's ``find(root, detail=True)`` answers for a prefix with keys, through
     lean pages; None when s3fs must answer (this filesystem is not served, or nothing is
-    under ``root``: it may be an object itself, which s3fs then looks up)."""
+    under ``root``: it may be an object itself, which s3fs then looks up).
+
+    The next page is asked for (in a thread: the wait releases the GIL) as soon as this
+    page's last key is known, before this page is read: the server's time and ours
+    overlap (100,000 keys: the server's answers took 1.4 s of the 4.5 s here)."""
     bucket, key, _ = fs.split_path(fs._strip_protocol(root))
     prefix = key.lstrip("/") + "/" if key else ""
     found: dict[str, dict[str, Any]] = {}
-    after: str | None = None
-    while True:
-        page = list_page(fs, bucket, prefix, after)
-        if page is None:
-            return None
-        contents = page["Contents"]
-        for c in contents:
-            name = f"{bucket}/{c['Key']}"
-            found[name] = {**c, "type": "file", "size": c["Size"], "name": name, "Key": name}
-        if not page["IsTruncated"] or not contents:
-            break
-        after = contents[-1]["Key"]
+    with ThreadPoolExecutor(1) as pool:
+        ahead = pool.submit(_fetch, fs, bucket, prefix, None)
+        while True:
+            data = ahead.result()
+            if data is None:
+                return None
+            last = _last_key(data)
+            if last is not None:
+                ahead = pool.submit(_fetch, fs, bucket, prefix, last)
+            for c in parse_page(data)["Contents"]:
+                name = f"{bucket}/{c['Key']}"
+                found[name] = {**c, "type": "file", "size": c["Size"], "name": name,
+                               "Key": name}
+            if last is None:
+                break
     return found or None
 
 
+def _last_key(data: bytes) -> str | None:
+    """The last key of a truncated page, read from the raw answer; None: the last page."""
+    if b"<IsTruncated>true</IsTruncated>" not in data:
+        return None
+    start = data.rfind(b"<Key>")
+    end = data.find(b"</Key>", start)
+    if start < 0 or end < 0:
+        return None  # truncated yet empty: nothing to start after
+    return _key(_text(data[start + 5:end].decode()), _url_encoded(data))
+
+
+#: One object's fields when they are flat (no Owner or RestoreStatus inside).
+_FIELD = re.compile(rb"<(\w+)>([^<]*)</\1>")
+_CONTENTS = re.compile(rb"<Contents>(.*?)</Contents>", re.DOTALL)
+
+
 def parse_page(data: bytes) -> dict[str, Any]:
-    """A ListObjectsV2 answer in botocore's shape (the fields pydistcp reads)."""
+    """A ListObjectsV2 answer in botocore's shape (the fields pydistcp reads).
+
+    Pages of flat entries are split with two regular expressions (a page of 1,000 keys
+    in ~4 ms instead of ElementTree's ~19); any other page goes through ElementTree.
+    """
+    if b"<Owner>" in data or b"<RestoreStatus>" in data or b"<![CDATA[" in data:
+        return _parse_tree(data)
+    encoded = _url_encoded(data)
+    contents = []
+    for block in _CONTENTS.findall(data):
+        entry: dict[str, Any] = {}
+        for tag, raw in _FIELD.findall(block):
+            _put(entry, tag.decode(), _text(raw.decode()), encoded)
+        if "Key" not in entry:  # not the markup expected: read it as XML
+            return _parse_tree(data)
+        contents.append(entry)
+    return {"Contents": contents, "IsTruncated": b"<IsTruncated>true</IsTruncated>" in data}
+
+
+def _parse_tree(data: bytes) -> dict[str, Any]:
     root = ET.fromstring(data)
     encoded = root.findtext(f"{_NS}EncodingType") == "url"
     contents = []
     for item in root.iter(f"{_NS}Contents"):
         entry: dict[str, Any] = {}
         for child in item:
-            tag, text = child.tag.removeprefix(_NS), child.text or ""
-            if tag == "Key":
-                entry["Key"] = unquote_plus(text) if encoded else text
-            elif tag == "Size":
-                entry["Size"] = int(text)
-            elif tag == "LastModified":
-                entry["LastModified"] = timestamp(text)
-            elif tag == "ChecksumAlgorithm":  # a list in botocore's shape
-                entry.setdefault(tag, []).append(text)
-            elif len(child):  # Owner, RestoreStatus: their fields as text
+            tag = child.tag.removeprefix(_NS)
+            if len(child):  # Owner, RestoreStatus: their fields as text
                 entry[tag] = {c.tag.removeprefix(_NS): c.text or "" for c in child}
             else:
-                entry[tag] = text
+                _put(entry, tag, child.text or "", encoded)
         contents.append(entry)
     return {"Contents": contents, "IsTruncated": root.findtext(f"{_NS}IsTruncated") == "true"}
+
+
+def _put(entry: dict[str, Any], tag: str, text: str, encoded: bool) -> None:
+    if tag == "Key":
+        entry["Key"] = _key(text, encoded)
+    elif tag == "Size":
+        entry["Size"] = int(text)
+    elif tag == "LastModified":
+        entry["LastModified"] = timestamp(text)
+    elif tag == "ChecksumAlgorithm":  # a list in botocore's shape
+        entry.setdefault(tag, []).append(text)
+    else:
+        entry[tag] = text
+
+
+def _url_encoded(data: bytes) -> bool:
+    return b"<EncodingType>url</EncodingType>" in data
+
+
+def _key(text: str, encoded: bool) -> str:
+    """A key as botocore decodes it (``unquote_plus`` when the answer is URL-encoded)."""
+    return unquote_plus(text) if encoded and ("%" in text or "+" in text) else text
+
+
+def _text(raw: str) -> str:
+    """An element's text: XML's character references resolved."""
+    return html.unescape(raw) if "&" in raw else raw
 
 
 def timestamp(text: str) -> datetime.datetime:
