@@ -20,6 +20,7 @@ import datetime
 import html
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_plus
@@ -45,32 +46,54 @@ def _fetch(fs: Any, bucket: str, prefix: str, after: str | None, max_keys: int =
     return s3get.lean(fs, lambda getter: getter.list_bucket(bucket, params))
 
 
+def page_stream(fs: Any, bucket: str, prefix: str, after: str | None = None,
+                max_keys: int = 1000, beyond: Callable[[str], bool] | None = None
+                ) -> Iterator[dict[str, Any]] | None:
+    """The pages of keys under ``prefix`` after ``after``; None: ask s3fs.
+
+    The next page is asked for (in a thread: the wait releases the GIL) as soon as this
+    page's last key is read from the raw answer, before this page is parsed, so the
+    server's time and ours overlap (100,000 keys: its answers took 1.4 s of the 4.5 s
+    the driver's walk took here, and the walk 2.7 s after). No page is asked for past
+    a key that is ``beyond`` the caller's range.
+    """
+    first = _fetch(fs, bucket, prefix, after, max_keys)
+    if first is None:
+        return None
+    return _pages(fs, bucket, prefix, first, max_keys, beyond)
+
+
+def _pages(fs: Any, bucket: str, prefix: str, data: bytes, max_keys: int,
+           beyond: Callable[[str], bool] | None) -> Iterator[dict[str, Any]]:
+    with ThreadPoolExecutor(1) as pool:
+        while True:
+            last = _last_key(data)
+            ahead = None
+            if last is not None and not (beyond is not None and beyond(last)):
+                ahead = pool.submit(_fetch, fs, bucket, prefix, last, max_keys)
+            yield parse_page(data)
+            if ahead is None:
+                return
+            got = ahead.result()
+            if got is None:  # the lean path was given up on mid-way: never a partial list
+                raise OSError(f"listing s3://{bucket}/{prefix}: the lean listing stopped")
+            data = got
+
+
 def find_keys(fs: Any, root: str) -> dict[str, dict[str, Any]] | None:
     """What s3fs's ``find(root, detail=True)`` answers for a prefix with keys, through
     lean pages; None when s3fs must answer (this filesystem is not served, or nothing is
-    under ``root``: it may be an object itself, which s3fs then looks up).
-
-    The next page is asked for (in a thread: the wait releases the GIL) as soon as this
-    page's last key is known, before this page is read: the server's time and ours
-    overlap (100,000 keys: the server's answers took 1.4 s of the 4.5 s here)."""
+    under ``root``: it may be an object itself, which s3fs then looks up)."""
     bucket, key, _ = fs.split_path(fs._strip_protocol(root))
     prefix = key.lstrip("/") + "/" if key else ""
+    pages = page_stream(fs, bucket, prefix)
+    if pages is None:
+        return None
     found: dict[str, dict[str, Any]] = {}
-    with ThreadPoolExecutor(1) as pool:
-        ahead = pool.submit(_fetch, fs, bucket, prefix, None)
-        while True:
-            data = ahead.result()
-            if data is None:
-                return None
-            last = _last_key(data)
-            if last is not None:
-                ahead = pool.submit(_fetch, fs, bucket, prefix, last)
-            for c in parse_page(data)["Contents"]:
-                name = f"{bucket}/{c['Key']}"
-                found[name] = {**c, "type": "file", "size": c["Size"], "name": name,
-                               "Key": name}
-            if last is None:
-                break
+    for page in pages:
+        for c in page["Contents"]:
+            name = f"{bucket}/{c['Key']}"
+            found[name] = {**c, "type": "file", "size": c["Size"], "name": name, "Key": name}
     return found or None
 
 

@@ -195,15 +195,31 @@ def _scan(fs: AbstractFileSystem, task: ListingTask, prefix: str, after: str | N
           upto: str | None, before: str | None = None) -> Iterator[dict[str, Any]]:
     """Keys under ``prefix`` with ``after < key <= upto`` (and ``< before``), paged."""
     bucket, _ = _bucket_key(fs, task.root)
-    while True:
-        page = list_page(fs, task.root, after, task.page, prefix=prefix)
+
+    def beyond(key: str) -> bool:
+        return (upto is not None and key > upto) or (bool(before) and key >= str(before))
+
+    pages = s3list.page_stream(fs, bucket, prefix, after, task.page, beyond) or \
+        _pages(fs, task, prefix, after)
+    for page in pages:
         contents = page.get("Contents", [])
         for c in contents:
-            if (upto is not None and c["Key"] > upto) or (before and c["Key"] >= before):
+            if beyond(c["Key"]):
                 return
             info = dict(c, type="file", size=c["Size"])
             info["name"] = info["Key"] = f"{bucket}/{c['Key']}"
             yield info
+        if not page.get("IsTruncated") or not contents:
+            return
+
+
+def _pages(fs: AbstractFileSystem, task: ListingTask, prefix: str, after: str | None
+           ) -> Iterator[dict[str, Any]]:
+    """The pages s3fs's client lists, one request after another."""
+    while True:
+        page = list_page(fs, task.root, after, task.page, prefix=prefix)
+        yield page
+        contents = page.get("Contents", [])
         if not page.get("IsTruncated") or not contents:
             return
         after = contents[-1]["Key"]

@@ -169,6 +169,13 @@ def test_lean_listing_pages_and_find_answer_as_botocore_and_s3fs_do(
     assert lean_pages == botocore_pages and sent == len(lean_pages) >= 4
     assert sorted(c["Key"] for p in lean_pages for c in p["Contents"]) == sorted(objects)
 
+    # a range ending inside the second page: no third page is asked for
+    keys, before = sorted(objects), s3get.requests_sent()
+    stream = s3list.page_stream(fs, "src", "lp/", None, 3, beyond=lambda k: k > keys[4])
+    assert stream is not None
+    assert [c["Key"] for p in stream for c in p["Contents"]] == keys[:6]
+    assert s3get.requests_sent() - before == 2
+
     fs.invalidate_cache()
     assert s3list.find_keys(fs, "s3://src/lp") == fs.find("s3://src/lp", detail=True)
     assert s3list.find_keys(fs, "s3://src/lp/a+b c") is None  # an object: s3fs says
