@@ -143,12 +143,6 @@ class Wire:
             conn.close()
         return answer
 
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
     def _take(self) -> tuple[_Connection, bool]:
         with self._lock:
             if self._idle:
