@@ -174,11 +174,13 @@ UPLOAD_PEERS = ("s5cmd", "rclone", "aws")
 
 
 def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
-                 names: tuple[str, ...] = ("big", "small")) -> dict:
+                 names: tuple[str, ...] = ("big", "small"), only: tuple[str, ...] = ()
+                 ) -> dict:
     """Interleaved rounds of every tool on both data sets; the warm engine is started
     (untimed) first, so ``pydistcp-warm`` is the steady state of a user's later runs. On
     the small set the warm engine also runs with ``--visibility file`` (one PUT per file,
-    rclone's guarantee), and the summary's requests per file are kept for both modes."""
+    rclone's guarantee), and the summary's requests per file are kept for both modes.
+    ``only``: the pydistcp columns to run (all when empty); the peers always run."""
     out: dict[str, Any] = {}
     env = aws_env(endpoint)
     warmup = sets["small"].parent / "warmup"
@@ -189,6 +191,7 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
         tools = ["pydistcp", "pydistcp-warm", *UPLOAD_PEERS]
         if name == "small":
             tools[2:2] = ["pydistcp-warm-file", "pydistcp-warm-thin"]
+        tools = [t for t in tools if t in UPLOAD_PEERS or not only or t in only]
         times: dict[str, list[float]] = {t: [] for t in tools}
         phases: dict[str, list[dict[str, float]]] = {}
         per_file: dict[str, float] = {}
@@ -577,6 +580,9 @@ def main() -> None:
     ap.add_argument("--up-sets", default="big,small",
                     help="data sets of --only up (rclone serve s3 caps pending multipart "
                          "uploads at 1,000: run small on moto)")
+    ap.add_argument("--up-tools", default="",
+                    help="pydistcp columns of --only up, comma list (default: all): pydistcp, "
+                         "pydistcp-warm, pydistcp-warm-file, pydistcp-warm-thin")
     ap.add_argument("--objects", type=int, default=20_000, help="objects for --only down")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
     args = ap.parse_args()
@@ -589,7 +595,8 @@ def main() -> None:
     res: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
     res["machine"] = f"{os.cpu_count()} cores, Python {platform.python_version()}"
     run = {"up": lambda: bench_upload(sets, endpoint, args.rounds, tmp,
-                                      tuple(args.up_sets.split(","))),
+                                      tuple(args.up_sets.split(",")),
+                                      tuple(t for t in args.up_tools.split(",") if t)),
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
            "resume": lambda: bench_resume(sets, endpoint, tmp),
            "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp),

@@ -7,6 +7,7 @@ copy; the CLI run checks a whole tree (bytes, mtimes) and that a rerun copies 0.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -182,7 +183,7 @@ def test_lean_listing_pages_and_find_answer_as_botocore_and_s3fs_do(
     assert s3list.find_keys(fs, "s3://src/none-here") is None
 
 
-def test_sign_get_matches_botocore_for_awkward_keys() -> None:
+def test_signatures_match_botocore_for_awkward_keys() -> None:
     import datetime
     from unittest import mock
     from urllib.parse import quote
@@ -198,9 +199,9 @@ def test_sign_get_matches_botocore_for_awkward_keys() -> None:
         request = AWSRequest(method="GET", url=url, headers={"If-Match": '"e"'})
         with mock.patch("botocore.auth.get_current_datetime", return_value=when):
             S3SigV4Auth(credentials, "s3", "eu-west-1").add_auth(request)
-        mine = s3get.sign_get("s3.example.test", url.split("s3.example.test", 1)[1],
-                              {"If-Match": '"e"'}, credentials, "eu-west-1",
-                              now=when.replace(tzinfo=datetime.UTC).timestamp())
+        mine = s3get.sign("GET", "s3.example.test", url.split("s3.example.test", 1)[1],
+                          {"If-Match": '"e"'}, credentials, "eu-west-1",
+                          now=when.replace(tzinfo=datetime.UTC).timestamp())
         assert mine["authorization"] == request.headers["Authorization"], key
         assert mine["x-amz-security-token"] == "session-token"
         # a bucket listing: the query signed as botocore signs it
@@ -209,8 +210,21 @@ def test_sign_get_matches_botocore_for_awkward_keys() -> None:
         request = AWSRequest(method="GET", url=f"http://s3.example.test/bucket?{query}")
         with mock.patch("botocore.auth.get_current_datetime", return_value=when):
             S3SigV4Auth(credentials, "s3", "eu-west-1").add_auth(request)
-        mine = s3get.sign_get("s3.example.test", "/bucket", {}, credentials, "eu-west-1",
-                              now=when.replace(tzinfo=datetime.UTC).timestamp(), query=query)
+        mine = s3get.sign("GET", "s3.example.test", "/bucket", {}, credentials, "eu-west-1",
+                          now=when.replace(tzinfo=datetime.UTC).timestamp(), query=query)
+        assert mine["authorization"] == request.headers["Authorization"], key
+        # an UploadPart: the method, the query and the body's SHA-256 are signed
+        body = f"part of {key}".encode()
+        query = s3get.canonical_query({"partNumber": "3", "uploadId": "u/1+2=="})
+        request = AWSRequest(method="PUT", url=url + f"?{query}", data=body,
+                             headers={"Content-MD5": "bWQ1"})
+        with mock.patch("botocore.auth.get_current_datetime", return_value=when):
+            S3SigV4Auth(credentials, "s3", "eu-west-1").add_auth(request)
+        mine = s3get.sign("PUT", "s3.example.test", url.split("s3.example.test", 1)[1],
+                          {"Content-MD5": "bWQ1"}, credentials, "eu-west-1",
+                          now=when.replace(tzinfo=datetime.UTC).timestamp(), query=query,
+                          payload=hashlib.sha256(body).hexdigest())
+        assert mine["x-amz-content-sha256"] == request.headers["X-Amz-Content-SHA256"]
         assert mine["authorization"] == request.headers["Authorization"], key
 
 

@@ -7,7 +7,9 @@ its multipart upload completed at once. The CLI runs are in test_s3_visibility_c
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +19,16 @@ from distcp.checksum import digest_of_bytes
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import TaskSpec, run_work_unit
-from distcp.errors import IntegrityError
+from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.spark.job import publishing, task_spec
-from distcp.storage import parse_staged, storage_for
+from distcp.storage import httpwire, parse_staged, s3get, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
+    _clean,
     moto_server,
     rclone_server,
     s3,
@@ -74,8 +77,10 @@ def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
                                          "almost.bin": 8 * MiB - 1})
     _, spec, todo, _ = planned(tmp_path / "src", s3)
     unit = WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo))
+    lean = s3get.requests_sent()
     results = run_work_unit(unit, spec, "a0")
     assert all(r.ok for r in results), [r.message for r in results]
+    assert s3get.requests_sent() - lean == len(files)  # each PUT on the lean wire
     assert visible(s3) == files  # before any publish step ran
     assert s3.pending_uploads() == []
     assert all(parse_staged(r.staging).is_published for r in results)
@@ -91,8 +96,10 @@ def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(
     s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
     files = make_tree(tmp_path / "src", {"big.bin": 13 * MiB})
     _, spec, todo, _ = planned(tmp_path / "src", s3)
+    lean = s3get.requests_sent()
     [r] = run_work_unit(WorkUnit(0, tuple(todo), publish_now=(todo[0].guid,)), spec, "a0")
     assert r.ok, r.message
+    assert s3get.requests_sent() - lean == 2  # the parts on the lean wire
     assert visible(s3) == files and s3.pending_uploads() == []
     counts = dict(r.requests)
     assert (counts["create"], counts["part"], counts["complete"]) == (1, 2, 1)
@@ -127,6 +134,39 @@ def test_a_put_the_server_stored_differently_is_removed_and_fails(
         storage_for("s3://dst/vis/g.txt", s3.options).publish_whole("s3://dst/vis/g.txt",
                                                                     b"hello")
     assert visible(s3) == {}
+
+
+@pytest.fixture()
+def rclone_s3(rclone_server: S3Server, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+              ) -> Iterator[S3Server]:
+    yield from _clean(rclone_server, monkeypatch)
+
+
+def test_a_body_altered_after_signing_is_refused_and_nothing_is_stored(
+        rclone_s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lean PutObject carries its Content-MD5: a byte changed on the way is refused
+    by a server that checks it (moto does not), and no object is left. Every lean PUT,
+    an UploadPart too, signs its body's SHA-256, which S3 itself checks (neither local
+    server does)."""
+    real = httpwire.Wire.request
+    signed: list[tuple[str, str]] = []
+
+    def flipping(self: Any, method: str, target: str, headers: Any, body: Any = b"") -> Any:
+        if method == "PUT" and body:
+            signed.append((headers["x-amz-content-sha256"], hashlib.sha256(body).hexdigest()))
+            body = bytes(body[:-1]) + bytes([body[-1] ^ 1])
+        return real(self, method, target, headers, body)
+
+    monkeypatch.setattr(httpwire.Wire, "request", flipping)
+    url = "s3://dst/vis/flipped.bin"
+    with pytest.raises(DestinationWriteError, match=r"flipped\.bin: .*HTTP 400 BadDigest"):
+        storage_for(url, rclone_s3.options).publish_whole(url, os.urandom(1000))
+    fs = rclone_s3.filesystem()
+    upload_id = s3ops.create(fs, url)
+    s3ops.upload_part(fs, url, upload_id, 1, os.urandom(1000))
+    s3ops.abort(fs, url, upload_id)
+    assert visible(rclone_s3) == {} and rclone_s3.pending_uploads() == []
+    assert len(signed) == 2 and all(mine == body for mine, body in signed), signed
 
 
 def test_publish_has_nothing_left_to_do_and_counts_published_files_even_in_a_failed_set(

@@ -28,6 +28,7 @@ class Scripted:
                  ) -> None:
         self.script = list(script)
         self.requests: list[bytes] = []
+        self.bodies: list[bytes] = []
         self.connections = 0
         self.context = context
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -60,10 +61,19 @@ class Scripted:
                         return
                     data += chunk
                 head, _, data = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(data) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                body, data = data[:length], data[length:]
                 answer = self.script.pop(0)
                 if answer is None:  # an idle close: the request is never answered
                     return
                 self.requests.append(head)
+                self.bodies.append(body)
                 conn.sendall(answer)
 
     def close(self) -> None:
@@ -201,3 +211,26 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
                                            serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return cert_path, key_path
+
+
+def test_put_sends_its_body_whole_small_or_big_and_is_resent_after_an_idle_close(
+        server: list[Scripted]) -> None:
+    small, big = b"x" * 1000, bytes(range(256)) * 4096  # 1 MiB: sent after the head
+    s = Scripted([ok(b"", 'ETag: "1"\r\n'), ok(b"", 'ETag: "2"\r\n'), None,
+                  ok(b"", 'ETag: "3"\r\n')])
+    server.append(s)
+    wire = _wire(s)
+    assert wire.request("PUT", "/b/small", {"content-md5": "m"}, small).headers["etag"] == '"1"'
+    assert wire.request("PUT", "/b/big?partNumber=1", {}, memoryview(big)).status == 200
+    # the kept connection is closed unanswered: the PUT goes again on a new one
+    assert wire.request("PUT", "/b/again", {}, small).headers["etag"] == '"3"'
+    assert s.bodies == [small, big, small] and s.connections == 2
+    heads = [r.decode().split("\r\n") for r in s.requests]
+    assert heads[0][0] == "PUT /b/small HTTP/1.1" and "Content-Length: 1000" in heads[0]
+    assert f"Content-Length: {len(big)}" in heads[1]
+
+
+def test_a_method_that_may_not_be_sent_twice_is_refused() -> None:
+    wire = Wire("http", "127.0.0.1:9", connect_timeout=1, read_timeout=1, maxsize=1)
+    with pytest.raises(ValueError, match="POST is not idempotent"):
+        wire.request("POST", "/b/k?uploads", {}, b"")
