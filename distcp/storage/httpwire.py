@@ -6,8 +6,8 @@ thread: a signed GET through urllib3 (and so ``http.client``, whose header parsi
 through the ``email`` package) cost 464 µs of CPU and ran 1,400 GETs/s; the same signed
 request written on a socket and its answer split by hand cost 94 µs and ran 3,100/s.
 
-So this module speaks just enough HTTP/1.1 for a GET or a PUT with its body in hand (the
-lean PutObject and UploadPart of ``distcp.storage.s3get``): one request at a time per
+So this module speaks just enough HTTP/1.1 for a GET, or a PUT or POST with its body in
+hand (the lean uploads of ``distcp.storage.s3get``): one request at a time per
 connection (no pipelining), answers with ``Content-Length``, chunked or read to the
 close, interim ``1xx`` answers skipped, connections kept per endpoint and reused until
 the server says ``close``. A kept connection the server closed meanwhile (its idle
@@ -31,8 +31,6 @@ _RECV = 64 * 1024
 #: A body up to this size goes out in one ``sendall`` with the head (one system call);
 #: a bigger one is sent from where it lies, not copied behind the head.
 _JOIN_BELOW = 256 * 1024
-#: Methods that may be sent twice with the same effect, the only ones ``request`` sends.
-IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
 
 
 class ProtocolError(OSError):
@@ -132,10 +130,10 @@ class Wire:
     def request(self, method: str, target: str, headers: Mapping[str, str],
                 body: bytes | memoryview = b"") -> Answer:
         """``method`` on ``target`` with ``headers`` and ``body`` (sent with its
-        Content-Length). Only for idempotent methods (GET, PUT): a request on a kept
-        connection the server had closed is sent again on a new one."""
-        if method not in IDEMPOTENT:
-            raise ValueError(f"{method} is not idempotent: it may not be sent twice")
+        Content-Length). A request on a kept connection the server had closed before
+        answering is sent again on a new one, as every keep-alive client does: the
+        caller decides whether its request may be sent twice. Not for HEAD (its
+        answer's Content-Length names no body)."""
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self.authority}",
                  *(f"{name}: {value}" for name, value in headers.items())]
         if body or method != "GET":

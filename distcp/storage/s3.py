@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+from xml.sax.saxutils import escape
 
 import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
@@ -156,14 +157,18 @@ def sync_bounded(fs: Any, what: str, coroutine: Any, *args: Any, **kwargs: Any) 
         try:
             return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=limit, **kwargs)
         except FSTimeoutError as exc:
-            raise TimeoutError(f"no answer from the S3 server within {limit:g} s for {what} "
-                               f"(the server is down, stalled or unreachable; {TIMEOUT_ENV} "
-                               "sets this bound)") from exc
+            raise TimeoutError(no_answer(limit, what)) from exc
         except OSError as exc:
             if exc.errno != errno.EBUSY or attempt == THROTTLE_RETRIES:
                 raise
             time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
     raise AssertionError("unreachable")
+
+
+def no_answer(limit: float, what: str) -> str:
+    """Why an S3 operation was abandoned, and how to change its bound."""
+    return (f"no answer from the S3 server within {limit:g} s for {what} (the server is "
+            f"down, stalled or unreachable; {TIMEOUT_ENV} sets this bound)")
 
 
 #: Connections one s3fs client keeps open: a task reads up to SMALL_IN_FLIGHT small
@@ -230,6 +235,9 @@ def create(fs: Any, url: str) -> str:
     if refused and time.monotonic() - refused[0] < REFUSAL_MEMORY_S:
         raise OSError(errno.EBUSY, refused[1])
     try:
+        answer = _lean_post(fs, "create_multipart_upload", bucket, key, {"uploads": ""})
+        if answer is not None:
+            return s3get().xml_text(answer, "UploadId")
         return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
     except OSError as exc:
         if exc.errno != errno.EBUSY:
@@ -275,10 +283,20 @@ def complete(fs: Any, url: str, upload_id: str,
              parts: Sequence[tuple[int, str, int]]) -> str:
     """Complete an upload; returns the ETag the server gave the object."""
     bucket, key = bucket_key(fs, url)
+    body = "".join(f"<Part><ETag>{escape(str(e))}</ETag><PartNumber>{int(n)}</PartNumber></Part>"
+                   for n, e, _ in sorted(parts))
+    answer = _lean_post(fs, "complete_multipart_upload", bucket, key, {"uploadId": upload_id},
+                        f'<CompleteMultipartUpload xmlns="{_XMLNS}">{body}'
+                        "</CompleteMultipartUpload>".encode())
+    if answer is not None:
+        return s3get().xml_text(answer, "ETag")
     out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
                MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
                                           for n, e, _ in sorted(parts)]})
     return str(out.get("ETag", ""))
+
+
+_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 
 def abort(fs: Any, url: str, upload_id: str) -> None:
@@ -302,15 +320,29 @@ def put(fs: Any, url: str, data: bytes) -> str:
     return etag
 
 
+def s3get() -> Any:
+    """``distcp.storage.s3get``, the lean requests, which are built on this module."""
+    from distcp.storage import s3get as lean
+
+    return lean
+
+
 def _lean_put(fs: Any, method: str, bucket: str, key: str, data: bytes | memoryview,
               params: dict[str, str], headers: dict[str, str]) -> str | None:
     """The ETag of ``method`` sent on the lean path, or None when s3fs serves ``fs``."""
-    from distcp.storage import s3get  # built on this module
-
-    etag = s3get.put(fs, bucket, key, data, params, headers)
+    etag: str | None = s3get().put(fs, method, bucket, key, data, params, headers)
     if etag is not None:
         request_count.count_method(method)
     return etag
+
+
+def _lean_post(fs: Any, method: str, bucket: str, key: str, params: dict[str, str],
+               body: bytes = b"") -> bytes | None:
+    """The XML answer of ``method`` sent on the lean path, or None when s3fs serves ``fs``."""
+    answer: bytes | None = s3get().post(fs, method, bucket, key, params, body)
+    if answer is not None:
+        request_count.count_method(method)
+    return answer
 
 
 def holds(fs: Any, url: str, size: int, parts: Sequence[tuple[int, str, int]] = ()) -> bool:

@@ -23,17 +23,22 @@ plain case takes this path; anything else falls back to s3fs for that filesystem
 signer, a proxy) or for that request (a redirect to another region, an answer we do
 not expect), so behaviour never depends on which path ran.
 
-Uploads are bound the same way: a PutObject of a small file through s3fs cost about
-3 ms of CPU, on a machine whose other core runs the S3 server. So PutObject (per-file
-visibility) and UploadPart go out on the same wire (``put``), their payload's SHA-256
-signed as botocore signs it on plain HTTP (the server checks it), PutObject with its
-Content-MD5 besides (``distcp.storage.s3.put``). CreateMultipartUpload and
-CompleteMultipartUpload stay on s3fs: they are POSTs, which must never be sent twice,
-and the wire resends a request that met a connection the server had closed.
+Uploads are bound the same way: a request of a small file's upload through s3fs cost
+about 3 ms of CPU, on a machine whose other core runs the S3 server, and publishing a
+file set completes every upload from the driver. So PutObject (per-file visibility),
+CreateMultipartUpload, UploadPart and CompleteMultipartUpload go out on the same wire
+(``put``, ``post``), a body's SHA-256 signed as botocore signs it on plain HTTP (the
+server checks it), PutObject with its Content-MD5 besides (``distcp.storage.s3.put``).
+A request that met a kept connection the server had closed is sent again, as
+botocore's retries send any request again after a connection error: a second
+CreateMultipartUpload leaves an upload nobody references, which the run's end aborts
+(``distcp.commit.orphans``). A 200 answer that holds an ``<Error>`` (S3 may answer a
+CompleteMultipartUpload so) is that error, retried when it is the server's trouble.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
@@ -44,6 +49,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
+from xml.sax.saxutils import unescape
 
 from distcp.storage import s3
 from distcp.storage.httpwire import Answer, Wire
@@ -53,6 +59,8 @@ T = TypeVar("T")
 #: Frozen credentials are taken again after this many seconds (refreshable ones expire).
 CREDENTIALS_TTL_S = 300.0
 _RETRY_STATUS = {500, 502, 503, 504, 429}
+#: Codes of a 200 answer's ``<Error>`` that are the server's trouble (botocore retries them).
+_RETRY_CODES = {"InternalError", "SlowDown", "ServiceUnavailable", "RequestTimeout"}
 
 
 class _Fallback(Exception):
@@ -63,7 +71,10 @@ class _HTTPError(OSError):
     """An S3 error answer, shaped like botocore's so ``s3.precondition_failed`` reads it."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
+        if code == "SlowDown" or status == 503:  # as s3fs raises it: the server sheds load
+            super().__init__(errno.EBUSY, message)
+        else:
+            super().__init__(message)
         self.response = {"Error": {"Code": code, "Message": message},
                          "ResponseMetadata": {"HTTPStatusCode": status}}
 
@@ -125,16 +136,25 @@ class LeanGetter:
         host, path = self.target(bucket, key)
         return self.call(host, path, {}, {"if-match": etag}, f"s3://{bucket}/{key}").data
 
-    def put(self, bucket: str, key: str, body: bytes | memoryview, params: dict[str, str],
-            headers: dict[str, str]) -> str:
+    def put(self, operation: str, bucket: str, key: str, body: bytes | memoryview,
+            params: dict[str, str], headers: dict[str, str]) -> str:
         """PUT ``body`` at ``bucket/key`` (``params``: an UploadPart's number and upload
         id); the answer's ETag."""
         host, path = self.target(bucket, key)
-        answer = self.call(host, path, params, headers, f"s3://{bucket}/{key}", "PUT", body)
+        answer = self.call(host, path, params, headers, f"s3://{bucket}/{key}", "PUT", body,
+                           operation)
         etag = answer.headers.get("etag", "")
         if not etag:
             raise _Fallback("an answer to PUT without an ETag")
         return etag
+
+    def post(self, operation: str, bucket: str, key: str, params: dict[str, str],
+             body: bytes = b"") -> bytes:
+        """POST to ``bucket/key`` (``params``: ``uploads``, or an ``uploadId``); the
+        answer's XML."""
+        host, path = self.target(bucket, key)
+        return self.call(host, path, params, {}, f"s3://{bucket}/{key}", "POST", body,
+                         operation).data
 
     def list_bucket(self, bucket: str, params: dict[str, str]) -> bytes:
         """The XML answer of a bucket-level GET (``list-type=2``: ListObjectsV2)."""
@@ -144,26 +164,35 @@ class LeanGetter:
         return self.call(host, path, params, {}, f"s3://{bucket}").data
 
     def call(self, host: str, path: str, params: dict[str, str], headers: dict[str, str],
-             where: str, method: str = "GET", body: bytes | memoryview = b"") -> Answer:
-        """A signed GET or PUT, retried as botocore would (connection trouble,
-        throttling, an expired token once); its 200 answer, or the error s3fs would
-        raise."""
+             where: str, method: str = "GET", body: bytes | memoryview = b"",
+             operation: str = "") -> Answer:
+        """A signed request, retried as botocore would (connection trouble, throttling,
+        an expired token once) within the S3 bound (``s3.watchdog_seconds``); its 200
+        answer, or the error s3fs would raise, naming ``operation`` (else the method)."""
         refreshed = False
+        what = f"{operation or method} {where}"
         payload = hashlib.sha256(body).hexdigest() if body else _EMPTY_SHA256
+        limit = s3.watchdog_seconds()
+        deadline = time.monotonic() + limit
         for attempt in range(s3.THROTTLE_RETRIES + 1):
             try:
                 response = self._send(method, host, path, params, headers, body, payload)
             except _Fallback:
                 raise
             except Exception as exc:  # connection trouble: retried
-                if attempt >= s3.MAX_ATTEMPTS - 1:
-                    raise OSError(f"{method} {where}: {exc}") from exc
+                if attempt >= s3.MAX_ATTEMPTS - 1 or time.monotonic() >= deadline:
+                    if isinstance(exc, TimeoutError):
+                        raise TimeoutError(s3.no_answer(limit, what)) from exc
+                    raise OSError(f"{what}: {exc}") from exc
                 time.sleep(random.uniform(0.1, 0.3) * 2 ** attempt)
                 continue
             status = response.status
-            if status == 200:
+            code = _error_code(response.data) if status != 200 or (
+                method == "POST" and b"<Error>" in response.data) else ""
+            if status == 200 and not code:
                 return response
-            code = _error_code(response.data)
+            if status == 200:  # an error in a 200 answer: retried as a 500 would be
+                status = 500 if code in _RETRY_CODES else 400
             if status == 403 and code in ("ExpiredToken", "InvalidToken") and not refreshed:
                 self.credentials(refresh=True)
                 refreshed = True
@@ -171,7 +200,7 @@ class LeanGetter:
             if status in _RETRY_STATUS and attempt < s3.THROTTLE_RETRIES:
                 time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
                 continue
-            raise _answer_error(status, code, where, method)
+            raise _answer_error(status, code, where, what)
         raise AssertionError("unreachable")
 
     def _send(self, method: str, host: str, path: str, params: dict[str, str],
@@ -260,13 +289,12 @@ def _error_code(body: bytes) -> str:
     return body[start + 6:end].decode(errors="replace") if start >= 0 and end > start else ""
 
 
-def _answer_error(status: int, code: str, where: str, method: str = "GET") -> OSError:
+def _answer_error(status: int, code: str, where: str, what: str) -> OSError:
     if status == 404:
         return FileNotFoundError(f"{where}: {code or 'NoSuchKey'}")
     if status == 403:
         return PermissionError(f"{where}: {code or 'AccessDenied'}")
-    return _HTTPError(status, code or str(status),
-                      f"{method} {where}: HTTP {status} {code}".strip())
+    return _HTTPError(status, code or str(status), f"{what}: HTTP {status} {code}".strip())
 
 
 def fsspec_sync(fs: Any, coroutine: Any, *args: Any) -> Any:
@@ -341,9 +369,26 @@ def get_if_match(fs: Any, url: str, etag: str) -> bytes:
     return data if data is not None else s3.get_if_match(fs, url, etag)
 
 
-def put(fs: Any, bucket: str, key: str, body: bytes | memoryview,
-        params: dict[str, str] | None = None, headers: dict[str, str] | None = None
-        ) -> str | None:
-    """A PutObject (or, with ``params``, an UploadPart) through the lean path: the ETag,
-    or None when ``fs`` is served by s3fs."""
-    return lean(fs, lambda getter: getter.put(bucket, key, body, params or {}, headers or {}))
+def put(fs: Any, operation: str, bucket: str, key: str, body: bytes | memoryview,
+        params: dict[str, str], headers: dict[str, str]) -> str | None:
+    """A PutObject or an UploadPart (``operation``, botocore's name) through the lean
+    path: the ETag, or None when ``fs`` is served by s3fs."""
+    return lean(fs, lambda getter: getter.put(operation, bucket, key, body, params, headers))
+
+
+def post(fs: Any, operation: str, bucket: str, key: str, params: dict[str, str],
+         body: bytes = b"") -> bytes | None:
+    """A CreateMultipartUpload or CompleteMultipartUpload (``operation``) through the
+    lean path: the answer's XML, or None when ``fs`` is served by s3fs."""
+    return lean(fs, lambda getter: getter.post(operation, bucket, key, params, body))
+
+
+def xml_text(answer: bytes, tag: str) -> str:
+    """The text of the first ``<tag>`` of an S3 XML answer, entities resolved; a
+    ProtocolError-like OSError when there is none."""
+    start = answer.find(f"<{tag}>".encode())
+    end = answer.find(f"</{tag}>".encode(), start)
+    if start < 0 or end < 0:
+        raise OSError(f"an S3 answer without <{tag}>: {answer[:200]!r}")
+    return unescape(answer[start + len(tag) + 2:end].decode(),
+                    {"&quot;": '"', "&#34;": '"', "&apos;": "'", "&#39;": "'"})

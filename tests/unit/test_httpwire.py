@@ -228,9 +228,3 @@ def test_put_sends_its_body_whole_small_or_big_and_is_resent_after_an_idle_close
     heads = [r.decode().split("\r\n") for r in s.requests]
     assert heads[0][0] == "PUT /b/small HTTP/1.1" and "Content-Length: 1000" in heads[0]
     assert f"Content-Length: {len(big)}" in heads[1]
-
-
-def test_a_method_that_may_not_be_sent_twice_is_refused() -> None:
-    wire = Wire("http", "127.0.0.1:9", connect_timeout=1, read_timeout=1, maxsize=1)
-    with pytest.raises(ValueError, match="POST is not idempotent"):
-        wire.request("POST", "/b/k?uploads", {}, b"")

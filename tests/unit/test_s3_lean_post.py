@@ -1,0 +1,77 @@
+"""The lean CreateMultipartUpload and CompleteMultipartUpload against a scripted server.
+
+A real s3fs filesystem points at a loopback server that answers with scripted bytes
+(``Scripted``, from the httpwire tests), so the answers S3 documents but the local
+servers never give can be played: an ``<Error>`` inside a 200 answer to a complete,
+entities in an ETag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from distcp.storage import s3, s3get
+from tests.unit.test_httpwire import Scripted, ok
+
+
+@pytest.fixture
+def scripted() -> Iterator[list[Scripted]]:
+    made: list[Scripted] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def _fs(server: Scripted) -> object:
+    import s3fs
+
+    return s3fs.S3FileSystem(key="AKIDTEST", secret="not-a-secret", skip_instance_cache=True,
+                             client_kwargs={"endpoint_url": f"http://127.0.0.1:{server.port}",
+                                            "region_name": "us-east-1"})
+
+
+def test_create_and_complete_go_out_as_posts_and_read_their_answers(
+        scripted: list[Scripted], monkeypatch: pytest.MonkeyPatch) -> None:
+    server = Scripted([
+        ok(b"<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k y</Key>"
+           b"<UploadId>up/1+2==</UploadId></InitiateMultipartUploadResult>"),
+        ok(b"<Error><Code>InternalError</Code><Message>try again</Message></Error>"),
+        ok(b"<CompleteMultipartUploadResult><ETag>&quot;abc-2&quot;</ETag>"
+           b"</CompleteMultipartUploadResult>"),
+    ])
+    scripted.append(server)
+    monkeypatch.setattr(s3get.time, "sleep", lambda _: None)
+    fs = _fs(server)
+    before = s3get.requests_sent()
+    upload_id = s3.create(fs, "s3://b/k y")
+    assert upload_id == "up/1+2=="
+    parts = [(2, '"e2"', 5 << 20), (1, '"e&1"', 5 << 20)]
+    assert s3.complete(fs, "s3://b/k y", upload_id, parts) == '"abc-2"'
+    assert s3get.requests_sent() - before == 3  # the complete once more after its error
+    heads = [r.decode().split("\r\n")[0] for r in server.requests]
+    assert heads == ["POST /b/k%20y?uploads= HTTP/1.1",
+                     "POST /b/k%20y?uploadId=up%2F1%2B2%3D%3D HTTP/1.1",
+                     "POST /b/k%20y?uploadId=up%2F1%2B2%3D%3D HTTP/1.1"]
+    assert server.bodies[2] == (
+        b'<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        b'<Part><ETag>"e&amp;1"</ETag><PartNumber>1</PartNumber></Part>'
+        b'<Part><ETag>"e2"</ETag><PartNumber>2</PartNumber></Part></CompleteMultipartUpload>')
+
+
+def test_an_error_in_a_200_answer_that_is_not_the_servers_trouble_fails_at_once(
+        scripted: list[Scripted]) -> None:
+    server = Scripted([ok(b"<Error><Code>InvalidPart</Code><Message>no</Message></Error>")])
+    scripted.append(server)
+    with pytest.raises(OSError, match=r"complete_multipart_upload s3://b/k: HTTP 400 InvalidPart"):
+        s3.complete(_fs(server), "s3://b/k", "u", [(1, '"e"', 1)])
+    assert len(server.requests) == 1
+
+
+def test_an_answer_without_what_it_must_hold_is_an_error_not_a_guess(
+        scripted: list[Scripted]) -> None:
+    server = Scripted([ok(b"<InitiateMultipartUploadResult></InitiateMultipartUploadResult>")])
+    scripted.append(server)
+    with pytest.raises(OSError, match="without <UploadId>"):
+        s3.create(_fs(server), "s3://b/k")
