@@ -1,5 +1,5 @@
-"""EXECUTOR: small requests of the copy path (GET, PutObject, UploadPart) without botocore's
-request pipeline.
+"""EXECUTOR: the copy path's S3 requests (the small object's GET, listing pages, the
+uploads' requests) without botocore's request pipeline.
 
 Downloading many small objects is bound by per-request CPU, not by the network:
 measured here (2 cores, ``rclone serve s3`` on loopback, 32 threads, 64-byte objects),
@@ -384,8 +384,8 @@ def post(fs: Any, operation: str, bucket: str, key: str, params: dict[str, str],
 
 
 def xml_text(answer: bytes, tag: str) -> str:
-    """The text of the first ``<tag>`` of an S3 XML answer, entities resolved; a
-    ProtocolError-like OSError when there is none."""
+    """The text of the first ``<tag>`` of an S3 XML answer, entities resolved; an
+    OSError when there is none."""
     start = answer.find(f"<{tag}>".encode())
     end = answer.find(f"</{tag}>".encode(), start)
     if start < 0 or end < 0:

@@ -8,20 +8,11 @@ entities in an ETag.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from distcp.storage import s3, s3get
 from tests.unit.test_httpwire import Scripted, ok
-
-
-@pytest.fixture
-def scripted() -> Iterator[list[Scripted]]:
-    made: list[Scripted] = []
-    yield made
-    for server in made:
-        server.close()
+from tests.unit.test_httpwire import server as scripted  # noqa: F401 - the fixture
 
 
 def _fs(server: Scripted) -> object:
@@ -33,7 +24,7 @@ def _fs(server: Scripted) -> object:
 
 
 def test_create_and_complete_go_out_as_posts_and_read_their_answers(
-        scripted: list[Scripted], monkeypatch: pytest.MonkeyPatch) -> None:
+        scripted: list[Scripted], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     server = Scripted([
         ok(b"<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k y</Key>"
            b"<UploadId>up/1+2==</UploadId></InitiateMultipartUploadResult>"),
@@ -61,7 +52,7 @@ def test_create_and_complete_go_out_as_posts_and_read_their_answers(
 
 
 def test_an_error_in_a_200_answer_that_is_not_the_servers_trouble_fails_at_once(
-        scripted: list[Scripted]) -> None:
+        scripted: list[Scripted]) -> None:  # noqa: F811
     server = Scripted([ok(b"<Error><Code>InvalidPart</Code><Message>no</Message></Error>")])
     scripted.append(server)
     with pytest.raises(OSError, match=r"complete_multipart_upload s3://b/k: HTTP 400 InvalidPart"):
@@ -70,7 +61,7 @@ def test_an_error_in_a_200_answer_that_is_not_the_servers_trouble_fails_at_once(
 
 
 def test_an_answer_without_what_it_must_hold_is_an_error_not_a_guess(
-        scripted: list[Scripted]) -> None:
+        scripted: list[Scripted]) -> None:  # noqa: F811
     server = Scripted([ok(b"<InitiateMultipartUploadResult></InitiateMultipartUploadResult>")])
     scripted.append(server)
     with pytest.raises(OSError, match="without <UploadId>"):
