@@ -26,6 +26,7 @@ from typing import Any
 
 from distcp import collection
 from distcp.spark.interrupts import interrupted
+from distcp.spark.schemas import known, local_frame, range_schema, struct
 
 #: Rows sent: an item's id and its pickle.
 ITEM_SCHEMA = "unit_id long, payload binary"
@@ -52,9 +53,9 @@ def run_pickled(spark: Any, items: Sequence[tuple[int, Any]], runner: RunnerFact
     whatever exception Spark raises: the caller turns them into failed results.
     """
     with _one_task_each(spark, len(items)):
-        df = spark.createDataFrame([(n, pickle.dumps(item)) for n, item in items], ITEM_SCHEMA)
+        df = local_frame(spark, [(n, pickle.dumps(item)) for n, item in items], ITEM_SCHEMA)
         try:
-            rows = df.mapInArrow(partial(map_pickled, runner), RESULT_SCHEMA).collect()
+            rows = df.mapInArrow(partial(map_pickled, runner), struct(RESULT_SCHEMA)).collect()
         except Exception as exc:
             if interrupted():  # the gateway broken by Ctrl-C, not a failed job
                 raise KeyboardInterrupt from exc
@@ -185,8 +186,8 @@ def frame_of(spark: Any, items: Sequence[Any], runner: FrameRunner, schema: str)
     closure, so keep them small (a listing task is a few hundred bytes).
     """
     payloads = [pickle.dumps(item) for item in items]
-    ids = spark.range(0, len(payloads), 1, max(1, len(payloads)))
-    return ids.mapInArrow(partial(map_frame, runner, payloads), schema)
+    ids = known(spark.range(0, len(payloads), 1, max(1, len(payloads))), range_schema())
+    return ids.mapInArrow(partial(map_frame, runner, payloads), struct(schema))
 
 
 def map_frame(runner: FrameRunner, payloads: Sequence[bytes], batches: Iterator[Any]

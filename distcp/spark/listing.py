@@ -23,6 +23,7 @@ from typing import Any
 from distcp.copying.taskenv import applied_environment, task_environment
 from distcp.planning.listsplit import balance, grouped, key_ranges, task_target
 from distcp.spark.arrow import frame_of
+from distcp.spark.schemas import local_frame
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.filesystems import Skipped
@@ -193,9 +194,8 @@ class Lister:
         spark = self.session()
         first = self._pages.pop(fsutil.to_url(fs, root), None)
         found = self.found(spark, fs, root, kind, links, options, first, skipped)
-        top = spark.createDataFrame(
-            [tuple(tl.row_of(p, st)[name] for name, _ in tl.ROW_COLUMNS)
-             for p, st in found.entries], tl.ROW_SCHEMA)
+        top = local_frame(spark, [tuple(tl.row_of(p, st)[name] for name, _ in tl.ROW_COLUMNS)
+                                  for p, st in found.entries], tl.ROW_SCHEMA)
         if not found.tasks:
             return top, kind
         return listing_frame(spark, found.tasks, found.width).unionByName(top), kind

@@ -34,6 +34,7 @@ from distcp.planning.listsplit import grouped
 from distcp.planning.plan import Action, DatasetPlan
 from distcp.spark.arrow import frame_of, session_setting
 from distcp.spark.listing import Found, Lister
+from distcp.spark.schemas import struct
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 
@@ -81,7 +82,7 @@ class JoinPlanner:
         rule = self._rule(ds, cfg, kind, target_kind or kind)
         with _join_partitions(self.lister.session(), cfg):
             rows = _joined(source, src_root, target).mapInArrow(
-                partial(jp.arrow_plan, rule), jp.OUT_SCHEMA).collect()
+                partial(jp.arrow_plan, rule), struct(jp.OUT_SCHEMA)).collect()
         return _assembled(ds, cfg, rule, root_dir, rows, skipped)
 
     def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,

@@ -13,6 +13,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +124,31 @@ def test_copy_on_spark_connect_server(tmp_path: Path,
     assert s["phases"]["copy_s"] > 0
     # The client's spark.stop() ends its session only, never the shared server.
     assert spark_connect_server.alive()
+
+
+def test_a_job_on_spark_connect_asks_the_server_nothing_but_to_run_it(
+        spark_connect_server: SparkConnectUrl) -> None:
+    """The schemas of a job's rows and results are known to the client (no DDL to parse,
+    no schema to fetch): the only analysis requests left are none."""
+    from pyspark.sql import SparkSession
+
+    from distcp.copying.task import idle_runner
+    from distcp.spark.arrow import run_pickled
+
+    spark = SparkSession.builder.remote(spark_connect_server).create()
+    asked: list[str] = []
+    analyze = spark.client._analyze
+
+    def spy(method: str, **kwargs: Any) -> Any:
+        asked.append(method)
+        return analyze(method, **kwargs)
+
+    spark.client._analyze = spy
+    try:
+        assert run_pickled(spark, [(n, None) for n in range(3)], idle_runner) == []
+    finally:
+        spark.stop()
+    assert asked == [], asked
 
 
 @pytest.mark.parametrize("listing", ["driver", "spark"])
