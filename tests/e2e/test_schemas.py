@@ -14,9 +14,11 @@ from distcp.storage import treelisting as tl
 
 pytestmark = pytest.mark.e2e
 
+#: Every type name the builder knows, spelled as DDL may spell it.
+EVERY_TYPE = ("a INT, `b c` smallint, d tinyint, e float, f timestamp, g date, h short, "
+              "i byte, j integer")
 SCHEMAS = (arrow.ITEM_SCHEMA, arrow.RESULT_SCHEMA, jp.OUT_SCHEMA, tl.ROW_SCHEMA,
-           manifest.SEGMENT_SCHEMA, "a INT, `b c` smallint, d tinyint, e float, f timestamp, "
-           "g date, h short, i byte, j integer")
+           manifest.SEGMENT_SCHEMA, EVERY_TYPE)
 
 
 @pytest.mark.parametrize("ddl", SCHEMAS)
