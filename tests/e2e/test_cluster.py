@@ -135,6 +135,7 @@ def test_a_job_on_spark_connect_asks_the_server_nothing_but_to_run_it(
     from distcp.copying.task import idle_runner
     from distcp.spark.arrow import run_pickled
 
+    environment = dict(os.environ)  # create() marks this process as a Connect client
     spark = SparkSession.builder.remote(spark_connect_server).create()
     asked: list[str] = []
     analyze = spark.client._analyze
@@ -148,6 +149,9 @@ def test_a_job_on_spark_connect_asks_the_server_nothing_but_to_run_it(
         assert run_pickled(spark, [(n, None) for n in range(3)], idle_runner) == []
     finally:
         spark.stop()
+        # ... (SPARK_CONNECT_MODE_ENABLED), which every later CLI run would inherit
+        os.environ.clear()
+        os.environ.update(environment)
     assert asked == [], asked
 
 
