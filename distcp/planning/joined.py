@@ -17,7 +17,7 @@ stream datasets and lists of files) keeps the driver's planner.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,8 @@ COPY, SKIP, DIRECTORY, DELETE, NOT_COPIED, ERROR, COUNT = (
 #: A file of files to copy that a task wrote (``JoinRule.copies_to``): its CopyRows.
 LISTED = "listed"
 OUT_SCHEMA = "kind string, sort string, payload binary"
+#: One side of a pair: the walk's ``(path, FileStatus)``, or an entry not copied.
+Entry = tuple[str, FileStatus] | fsutil.Skipped
 
 
 @dataclass(frozen=True)
@@ -68,11 +70,10 @@ def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
             and not (cfg.files_from or cfg.files_from_manifest))
 
 
-def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
-                                                    Mapping[str, Any] | None]]
+def plan_rows(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
               ) -> Iterator[tuple[str, str, Any, int]]:
-    """``(kind, sort key, value, size)`` for each joined ``(source row, target row)``
-    (size: a file to copy's, else 0), and a last ``count`` row whose value is
+    """``(kind, sort key, value, size)`` for each joined ``(source, target)`` pair of
+    entries (size: a file to copy's, else 0), and a last ``count`` row whose value is
     ``(files seen, files skipped)``; ``arrow_plan`` pickles the values.
 
     An ``error`` (a file where the target has a directory, or the reverse) carries
@@ -81,8 +82,7 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
     ds, cfg = rule.dataset, rule.cfg
     fs_root = fsutil.filesystem(ds.root, cfg.src_options)[1].rstrip("/") or "/"
     files = skips = 0
-    for s, t in rows:
-        source = tl.entry_of(s) if s is not None else None
+    for source, t in rows:
         if isinstance(source, fsutil.Skipped):
             yield NOT_COPIED, tl.sort_key(rule.source_kind, source.path), source, 0
             continue
@@ -119,13 +119,10 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
     yield COUNT, "", (files, skips), 0
 
 
-def _target(row: Mapping[str, Any] | None) -> FileStatus | None:
+def _target(entry: Entry | None) -> FileStatus | None:
     """The target's entry; one its listing could not read counts as absent, as in the
     driver's target listing (which keeps no skipped entries)."""
-    if row is None:
-        return None
-    entry = tl.entry_of(row)
-    return None if isinstance(entry, fsutil.Skipped) else entry[1]
+    return None if entry is None or isinstance(entry, fsutil.Skipped) else entry[1]
 
 
 def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
@@ -139,18 +136,19 @@ def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def _planned_batches(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
-    def rows() -> Iterator[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    def entries() -> Iterator[tuple[Entry | None, Entry | None]]:
         for batch in batches:
-            yield from zip(batch.column("s").to_pylist(), batch.column("t").to_pylist())
+            for s, t in zip(batch.column("s").to_pylist(), batch.column("t").to_pylist()):
+                yield (tl.entry_of(s) if s is not None else None,
+                       tl.entry_of(t) if t is not None else None)
 
-    return planned_batches(rule, rows())
+    return planned_batches(rule, entries())
 
 
-def planned_batches(rule: JoinRule, rows: Iterable[tuple[Mapping[str, Any] | None,
-                                                          Mapping[str, Any] | None]]
+def planned_batches(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
                     ) -> Iterator[Any]:
-    """``OUT_SCHEMA`` batches of the plan of ``(source row, target row)`` pairs (the
-    join's, or two walks paired: ``distcp.planning.paired``)."""
+    """``OUT_SCHEMA`` batches of the plan of ``(source, target)`` entry pairs (the
+    join's rows read back, or two walks paired: ``distcp.planning.paired``)."""
     import pyarrow as pa
 
     def batch_of(out: list[tuple[str, str, bytes | None]]) -> Any:

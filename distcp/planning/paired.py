@@ -7,6 +7,8 @@ instead of two listings shuffled into a sort-merge join and a planning stage aft
 The pairs are what the join gives (``distcp.spark.planning._joined``): a source entry
 with the target entry at its relative path, either alone where the other side has
 nothing, and a source entry not copied alone; they go through the same ``plan_rows``.
+The walks' entries reach it as they are, never made listing rows and read back (a
+tenth of a no-op's planning time).
 
 The driver lists the top of both trees (``distcp.spark.planning.paired_items``): the
 source's top down to its subtrees, and the target's down to the same cut. A subtree's
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from distcp import collection
 from distcp.copying.taskenv import applied_environment
@@ -28,7 +30,10 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 
 Row = Mapping[str, Any]
-Pair = tuple[Row | None, Row | None]
+V = TypeVar("V")
+Pair = tuple[jp.Entry | None, jp.Entry | None]
+#: A pair of the trees' tops as the driver listed them (listing rows: they travel).
+RowPair = tuple[Row | None, Row | None]
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class PairedItem:
     """What one planning task plans: pairs the driver made of the trees' tops, and
     subtrees to walk."""
 
-    top: tuple[Pair, ...] = ()
+    top: tuple[RowPair, ...] = ()
     tasks: tuple[PairedTask, ...] = ()
 
 
@@ -64,7 +69,8 @@ def run_paired(rule: jp.JoinRule, roots: tuple[str, str], item: PairedItem
 
 
 def item_pairs(item: PairedItem, src_root: str, dst_root: str) -> Iterator[Pair]:
-    yield from item.top
+    for s, t in item.top:
+        yield _entry(s), _entry(t)
     for task in item.tasks:
         yield from task_pairs(task, src_root, dst_root)
 
@@ -76,16 +82,20 @@ def task_pairs(task: PairedTask, src_root: str, dst_root: str) -> Iterator[Pair]
     skipped: list[fsutil.Skipped] = []
     yield from merged(_side(task.source, task.source_row, task.rel, src_root, skipped),
                       _side(task.target, task.target_row, task.rel, dst_root, []))
-    for s in skipped:
-        yield tl.skipped_row(s), None
+    yield from ((s, None) for s in skipped)
+
+
+def _entry(row: Row | None) -> jp.Entry | None:
+    """A listing row of the driver's as the walk's value."""
+    return tl.entry_of(row) if row is not None else None
 
 
 def _side(walk: tl.ListingTask | None, row: dict[str, Any] | None, rel: str, root: str,
-          skipped: list[fsutil.Skipped]) -> Iterator[tuple[str, Row]]:
+          skipped: list[fsutil.Skipped]) -> Iterator[tuple[str, jp.Entry]]:
     """One side's entries keyed in the walk's order: the driver's ``row`` at ``rel``,
     then the walk of the subtree (its own entry left out where ``row`` stands for it)."""
     if row is not None:
-        yield tl.sort_key(tl.TREE, rel), row
+        yield tl.sort_key(tl.TREE, rel), tl.entry_of(row)
     if walk is not None:
         walked = _keyed(tl.task_entries(walk, skipped), root)
         if row is not None:
@@ -93,14 +103,14 @@ def _side(walk: tl.ListingTask | None, row: dict[str, Any] | None, rel: str, roo
         yield from walked
 
 
-def _keyed(entries: Iterator[tuple[str, Any]], root: str) -> Iterator[tuple[str, Row]]:
+def _keyed(entries: Iterator[tuple[str, Any]], root: str) -> Iterator[tuple[str, jp.Entry]]:
     cut = len(root.rstrip("/")) + 1
-    for path, st in entries:
-        yield tl.sort_key(tl.TREE, path[cut:]), tl.row_of(path, st)
+    for entry in entries:
+        yield tl.sort_key(tl.TREE, entry[0][cut:]), entry
 
 
-def merged(left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]]
-           ) -> Iterator[Pair]:
+def merged(left: Iterator[tuple[str, V]], right: Iterator[tuple[str, V]]
+           ) -> Iterator[tuple[V | None, V | None]]:
     """Two walks in one order merged into pairs by key; an entry alone where the other
     walk has nothing at its key."""
     a, b = next(left, None), next(right, None)

@@ -367,11 +367,18 @@ def _report_shadowed_keys(fs: AbstractFileSystem, root: str, listing: Mapping[st
 
 def local_status(path: str, st: os.stat_result | None = None) -> FileStatus:
     st = st or os.stat(path)
-    is_dir = stat.S_ISDIR(st.st_mode)  # asked of every entry a walk lists: kept lean
-    return FileStatus(url=path, size=0 if is_dir else st.st_size, mtime=st.st_mtime,
-                      mode=st.st_mode & 0o7777, owner=_name_of(st.st_uid, "pwd"),
-                      group=_name_of(st.st_gid, "grp"), is_dir=is_dir,
-                      mtime_ns=st.st_mtime_ns)
+    if not stat.S_ISDIR(st.st_mode):
+        return file_status(path, st)
+    return FileStatus(path, 0, st.st_mtime, st.st_mode & 0o7777, _name_of(st.st_uid, "pwd"),
+                      _name_of(st.st_gid, "grp"), None, True, st.st_mtime_ns)
+
+
+def file_status(path: str, st: os.stat_result) -> FileStatus:
+    """A file's status from its stat: asked of nearly every entry a walk lists, so its
+    arguments go by position (keywords cost a tenth of the call here)."""
+    return FileStatus(path, st.st_size, st.st_mtime, st.st_mode & 0o7777,
+                      _name_of(st.st_uid, "pwd"), _name_of(st.st_gid, "grp"), None, False,
+                      st.st_mtime_ns)
 
 
 @dataclass(frozen=True)
@@ -418,13 +425,23 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
         if entry.name == STATE_DIR_NAME:
             continue
         path = entry.path
-        if links == "copy" and entry.is_symlink():
+        st: os.stat_result | None = None
+        if not entry.is_symlink():  # nearly every entry: a file's stat, asked directly
+            with contextlib.suppress(OSError):  # entry_stat below says why
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    yield path, file_status(path, st)
+                    continue
+        elif links == "copy":
             link = link_status(path, skipped)
             if link is not None:
                 yield path, link
             continue
-        st = entry_stat(entry, links, skipped)
+        st = st or entry_stat(entry, links, skipped)
         if st is None:
+            continue
+        if stat.S_ISREG(st.st_mode):  # a followed link to a file
+            yield path, file_status(path, st)
             continue
         kind = special_kind(st.st_mode)
         if kind:

@@ -44,6 +44,9 @@ def test_a_subtree_task_pairs_its_root_with_the_drivers_row_and_walks_both(
     row = tl.row_of(str(dst / "d"), local_status(str(dst / "d")))
     pairs = list(task_pairs(PairedTask("d", task(src), task(dst), target_row=row),
                             str(src), str(dst)))
-    got = [(s["path"][len(str(src)) + 1:] if s else None,
-            t["path"][len(str(dst)) + 1:] if t else None) for s, t in pairs]
+    got = [(s[0][len(str(src)) + 1:] if isinstance(s, tuple) else None,
+            t[0][len(str(dst)) + 1:] if isinstance(t, tuple) else None) for s, t in pairs]
     assert got == [("d", "d"), ("d/a", "d/a"), ("d/e", None), ("d/e/b", None), (None, "d/z")]
+    # the walks' own values, not listing rows: a file's size and a directory's kind
+    assert [s[1].size for s, _ in pairs[1:2] if isinstance(s, tuple)] == [3]
+    assert isinstance(pairs[0][1], tuple) and pairs[0][1][1].is_dir
