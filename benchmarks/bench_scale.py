@@ -3,10 +3,12 @@
 part ``local``: trees of tiny files copied local to local.
 
     python benchmarks/bench_scale.py [--only listing,local] [--keys N] [--rounds R]
-                                     [--files 100000,1000000] [--workdir DIR]
+                                     [--files 100000,1000000] [--engine cold|warm]
+                                     [--workdir DIR]
 
 Part ``local``: ``--files`` files of 64 bytes, 100 per directory, copied by
-``rclone copy --transfers 4`` and by ``pydistcp copy`` (``local[2]``, cold: its own JVM),
+``rclone copy --transfers 4`` and by ``pydistcp copy`` (``--engine cold``, the default:
+``local[2]``, its own JVM each run; ``warm``: the warm engine, started untimed first),
 then copied again with nothing to do (the no-op rerun), pydistcp both with
 ``--listing driver`` (the default) and ``--listing spark`` (listed and planned on
 Spark). For each: wall time and peak RSS (rclone's process; pydistcp's driver, the
@@ -247,13 +249,28 @@ def rclone_local(src: Path, dst: Path) -> dict[str, Any]:
     return {"wall_s": round(float(wall), 2), "rss_mib": round(int(rss) / 1024)}
 
 
-def pydistcp_local(src: Path, dst: Path, listing: str, work: Path) -> dict[str, Any]:
+def local_env(engine: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PYDISTCP_ENGINE": engine,
+            "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs", **extra}
+
+
+def start_engine() -> None:
+    """The warm engine and its Python workers, before any timed run (untimed)."""
+    r = subprocess.run([sys.executable, "-c", "from distcp.cli import main; main()",
+                        "engine", "start"], env=local_env("warm"), capture_output=True,
+                       text=True, check=False, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def pydistcp_local(src: Path, dst: Path, listing: str, work: Path,
+                   engine: str = "cold") -> dict[str, Any]:
+    """One run; cold: a JVM of its own on ``local[2]``; warm: the warm engine
+    (``local[*]``, the same 2 cores here)."""
     out, rss = work / "summary.json", work / "rss"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RSS_OUT": str(rss),
-           "PYDISTCP_ENGINE": "cold", "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs"}
+    master = ["--master", "local[2]"] if engine == "cold" else []
     took, r = timed([sys.executable, "-c", WITH_RSS, "copy", str(src), str(dst),
-                     "--no-progress", "--master", "local[2]", "--listing", listing,
-                     "--summary-json", str(out)], env)
+                     "--no-progress", *master, "--listing", listing,
+                     "--summary-json", str(out)], local_env(engine, RSS_OUT=str(rss)))
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(out.read_text())
     return {"wall_s": round(took, 2), "rss_mib": round(int(rss.read_text()) / 1024),
@@ -269,8 +286,10 @@ def same_tree(a: Path, b: Path) -> bool:
     return names(a) == names(b)
 
 
-def bench_local(sizes: list[int], work: Path) -> dict[str, Any]:
+def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str, Any]:
     res: dict[str, Any] = {}
+    if engine == "warm":
+        start_engine()
     for files in sizes:
         base = work / f"local-{files}"
         src = base / "src"
@@ -280,14 +299,16 @@ def bench_local(sizes: list[int], work: Path) -> dict[str, Any]:
         row["rclone_first"] = rclone_local(src, base / "rclone")
         row["rclone_noop"] = rclone_local(src, base / "rclone")
         shutil.rmtree(base / "rclone")
-        row["pydistcp_first"] = pydistcp_local(src, base / "dst", "driver", base)
+        row["pydistcp_first"] = pydistcp_local(src, base / "dst", "driver", base, engine)
         assert same_tree(src, base / "dst")
         # planned on Spark, the files to copy and their results stay on the executors
-        row["pydistcp_first_spark"] = pydistcp_local(src, base / "dst-spark", "spark", base)
+        row["pydistcp_first_spark"] = pydistcp_local(src, base / "dst-spark", "spark", base,
+                                                     engine)
         assert same_tree(src, base / "dst-spark")
         shutil.rmtree(base / "dst-spark")
         for listing in ("driver", "spark"):
-            row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / "dst", listing, base)
+            row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / "dst", listing, base,
+                                                             engine)
             assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
         print(f"[local] {files:,}: {row}", flush=True)
         res[str(files)] = row
@@ -333,7 +354,9 @@ def render(res: dict[str, Any]) -> str:
                      f"{r['dry_run_driver_warm_s']} | {r['dry_run_spark_warm_s']} |")
     if "local" in res:
         lines += render_local(res["local"])
-        lines.append(f"\nLocal part: {res['local_machine']['when']}.")
+        engine = res["local_machine"].get("engine", "cold")
+        lines.append(f"\nLocal part: {res['local_machine']['when']}, pydistcp on the "
+                     f"{'warm engine' if engine == 'warm' else 'cold engine (local[2])'}.")
     return "\n".join(lines) + "\n"
 
 
@@ -345,6 +368,8 @@ def main() -> None:
     ap.add_argument("--workdir")
     ap.add_argument("--prefixes", default="flat,nested", help="flat, nested or both")
     ap.add_argument("--files", default="100000,1000000", help="part local: tree sizes")
+    ap.add_argument("--engine", choices=("cold", "warm"), default="cold",
+                    help="part local: pydistcp on a JVM of its own per run, or the warm engine")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="pydistcp-scale-"))
     machine = {"when": dt.datetime.now().isoformat(timespec="seconds"), "cpus": os.cpu_count(),
@@ -357,8 +382,9 @@ def main() -> None:
             res["listing"] = bench_listing(args.keys, args.rounds, work,
                                            tuple(args.prefixes.split(",")))
         if "local" in args.only:
-            res["local_machine"] = machine
-            res["local"] = bench_local([int(n) for n in args.files.split(",")], work)
+            res["local_machine"] = {**machine, "engine": args.engine}
+            res["local"] = bench_local([int(n) for n in args.files.split(",")], work,
+                                       args.engine)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)

@@ -16,6 +16,7 @@ stream datasets and lists of files) keeps the driver's planner.
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from distcp.copying.copyrows import CopyRowsWriter
 from distcp.copying.taskenv import applied_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import FileStatus
-from distcp.planning.plan import Action, decide
+from distcp.planning.plan import Action, decide, skips_same
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 
@@ -38,8 +39,9 @@ COPY, SKIP, DIRECTORY, DELETE, NOT_COPIED, ERROR, COUNT = (
 #: A file of files to copy that a task wrote (``JoinRule.copies_to``): its CopyRows.
 LISTED = "listed"
 OUT_SCHEMA = "kind string, sort string, payload binary"
-#: One side of a pair: the walk's ``(path, FileStatus)``, or an entry not copied.
-Entry = tuple[str, FileStatus] | fsutil.Skipped
+#: One side of a pair: the walk's ``(path, FileStatus)`` (a regular file's stat itself
+#: from a paired walk: ``fsutil.raw_stat``), or an entry not copied.
+Entry = tuple[str, FileStatus | os.stat_result] | fsutil.Skipped
 
 
 @dataclass(frozen=True)
@@ -82,16 +84,25 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
     ds, cfg = rule.dataset, rule.cfg
     fs_root = fsutil.filesystem(ds.root, cfg.src_options)[1].rstrip("/") or "/"
     files = skips = 0
+    same_skipped = not rule.keep_skips and skips_same(cfg.overwrite, cfg.compare)
     for source, t in rows:
         if isinstance(source, fsutil.Skipped):
             yield NOT_COPIED, tl.sort_key(rule.source_kind, source.path), source, 0
             continue
+        if source is not None and isinstance(source[1], os.stat_result):
+            st, other = source[1], t[1] if isinstance(t, tuple) else None
+            if same_skipped and isinstance(other, os.stat_result) and \
+                    other.st_size == st.st_size and other.st_mtime_ns == st.st_mtime_ns:
+                files, skips = files + 1, skips + 1  # what decide says of it: skip
+                continue
+            source = source[0], fsutil.file_status(source[0], st)
         target = _target(t)
         if source is None:
             if cfg.delete and target is not None:
                 yield DELETE, "", target.url, 0
             continue
         path, origin = source
+        assert isinstance(origin, FileStatus)
         order = tl.sort_key(rule.source_kind, path)
         rel = fsutil.relpath(path, fs_root)
         if origin.is_dir:
@@ -122,7 +133,10 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
 def _target(entry: Entry | None) -> FileStatus | None:
     """The target's entry; one its listing could not read counts as absent, as in the
     driver's target listing (which keeps no skipped entries)."""
-    return None if entry is None or isinstance(entry, fsutil.Skipped) else entry[1]
+    if entry is None or isinstance(entry, fsutil.Skipped):
+        return None
+    path, status = entry
+    return fsutil.file_status(path, status) if isinstance(status, os.stat_result) else status
 
 
 def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:

@@ -97,7 +97,7 @@ def _side(walk: tl.ListingTask | None, row: dict[str, Any] | None, rel: str, roo
     if row is not None:
         yield tl.sort_key(tl.TREE, rel), tl.entry_of(row)
     if walk is not None:
-        walked = _keyed(tl.task_entries(walk, skipped), root)
+        walked = _keyed(tl.tree_entries(walk, skipped, fsutil.raw_stat), root)
         if row is not None:
             next(walked, None)  # the subtree's own entry: the driver's row has it
         yield from walked

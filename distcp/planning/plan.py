@@ -151,6 +151,14 @@ def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileSt
 Decision = tuple[str, bool]
 
 
+def skips_same(overwrite: bool, compare: str) -> bool:
+    """Whether ``decide`` skips every plain file (no link, checksum or converter) whose
+    size and mtime are exactly its target's: under every comparison but ``--checksum``,
+    unless ``--overwrite``. A planner may then skip such a file on its stat, before it
+    makes it a CopyableFile (a no-op rerun's every file; tested against ``decide``)."""
+    return not overwrite and compare != "checksum"
+
+
 def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
            compare: str = "default", mtimes_kept: bool = True) -> Decision:
     """(reason, copy?) for one file against what the target has at its destination.

@@ -12,12 +12,13 @@ import errno
 import functools
 import importlib
 import inspect
+import operator
 import os
 import posixpath
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 from urllib.parse import quote
 
 import fsspec
@@ -26,6 +27,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 from distcp.model import FileStatus
 from distcp.storage import s3
+
+S = TypeVar("S")
 
 #: Our own classes for some protocols, used for the filesystems pydistcp opens and never
 #: registered into fsspec (that would change ``fsspec.filesystem("ftp")`` for the whole
@@ -373,6 +376,11 @@ def local_status(path: str, st: os.stat_result | None = None) -> FileStatus:
                       _name_of(st.st_gid, "grp"), None, True, st.st_mtime_ns)
 
 
+def raw_stat(path: str, st: os.stat_result) -> os.stat_result:
+    """A regular file's value in a walk that keeps stats (``walk_local``'s ``files``)."""
+    return st
+
+
 def file_status(path: str, st: os.stat_result) -> FileStatus:
     """A file's status from its stat: asked of nearly every entry a walk lists, so its
     arguments go by position (keywords cost a tenth of the call here)."""
@@ -406,31 +414,55 @@ def special_kind(mode: int) -> str | None:
     return next((name for test, name in _SPECIAL if test(mode)), None)
 
 
+_NAME = operator.attrgetter("name")
+
+
 def scandir_entries(path: str, skipped: list[Skipped]) -> list[os.DirEntry[str]] | None:
     """The directory's entries by name; None (and reported) when it cannot be listed."""
     try:
         with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
+            return sorted(it, key=_NAME)
     except OSError as exc:
         skipped.append(Skipped(path, f"unreadable directory ({exc.strerror})", True))
         return None
 
 
+@overload
 def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
-                ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, FileStatus]]:
+               ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, FileStatus]]: ...
+
+
+@overload
+def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
+               ancestors: frozenset[tuple[int, int]],
+               files: Callable[[str, os.stat_result], S]
+               ) -> Iterator[tuple[str, FileStatus | S]]: ...
+
+
+def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
+               ancestors: frozenset[tuple[int, int]],
+               files: Callable[[str, os.stat_result], Any] = file_status
+               ) -> Iterator[tuple[str, Any]]:
     """``ancestors``: (st_dev, st_ino) of the directories on the walk path, so that a
     followed link back to one of them is reported as a loop instead of recursing. A
-    directory that cannot be listed is reported, not created empty at the destination."""
+    directory that cannot be listed is reported, not created empty at the destination.
+
+    ``files`` makes a regular file's value from its stat (``file_status``; ``raw_stat``
+    keeps the stat itself for a planner that compares it before anything is made of it).
+    """
     for entry in entries or ():
         if entry.name == STATE_DIR_NAME:
             continue
         path = entry.path
         st: os.stat_result | None = None
         if not entry.is_symlink():  # nearly every entry: a file's stat, asked directly
-            with contextlib.suppress(OSError):  # entry_stat below says why
+            try:
                 st = entry.stat(follow_symlinks=False)
+            except OSError:
+                pass  # entry_stat below says why
+            else:
                 if stat.S_ISREG(st.st_mode):
-                    yield path, file_status(path, st)
+                    yield path, files(path, st)
                     continue
         elif links == "copy":
             link = link_status(path, skipped)
@@ -441,7 +473,7 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
         if st is None:
             continue
         if stat.S_ISREG(st.st_mode):  # a followed link to a file
-            yield path, file_status(path, st)
+            yield path, files(path, st)
             continue
         kind = special_kind(st.st_mode)
         if kind:
@@ -456,7 +488,7 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
             children = scandir_entries(path, skipped)
             if children is not None:
                 yield path, local_status(path, st)
-                yield from walk_local(children, links, skipped, ancestors | {key})
+                yield from walk_local(children, links, skipped, ancestors | {key}, files)
         else:
             yield path, local_status(path, st)
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fsspec import AbstractFileSystem
 
@@ -23,6 +23,8 @@ from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import s3list
 from distcp.storage.filesystems import Skipped
+
+S = TypeVar("S")
 
 #: Columns of a listing row: the walk's (path, FileStatus), or a Skipped entry
 #: (``skipped`` holds its reason). Spark DDL types; ``ARROW`` below mirrors them.
@@ -140,12 +142,21 @@ def _classified(path: str, st: os.stat_result, skipped: list[Skipped],
 
 def _tree_entries(task: ListingTask, skipped: list[Skipped]
                   ) -> Iterator[tuple[str, FileStatus]]:
+    return tree_entries(task, skipped, fsutil.file_status)
+
+
+def tree_entries(task: ListingTask, skipped: list[Skipped],
+                 files: Callable[[str, os.stat_result], S]
+                 ) -> Iterator[tuple[str, FileStatus | S]]:
+    """The subtree's entries, its own first; a regular file's value made by ``files``
+    (``fsutil.walk_local``)."""
     assert task.start is not None
     children = fsutil.scandir_entries(task.start, skipped)
     if children is None:
         return
     yield task.start, fsutil.local_status(task.start, os.stat(task.start))
-    yield from fsutil.walk_local(children, task.links, skipped, frozenset(task.ancestors))
+    yield from fsutil.walk_local(children, task.links, skipped, frozenset(task.ancestors),
+                                 files)
 
 
 # --- object stores -----------------------------------------------------------------
@@ -300,9 +311,9 @@ def _object_rows(fs: AbstractFileSystem, task: ListingTask, skipped: list[Skippe
 def task_entries(task: ListingTask, skipped: list[Skipped]
                  ) -> Iterator[tuple[str, FileStatus]]:
     """The (path, FileStatus) pairs of one task; what is not copied goes to ``skipped``."""
-    fs, _ = fsutil.filesystem(task.url, task.options)
-    if task.kind == TREE:
+    if task.kind == TREE:  # a local walk needs no filesystem object (10 µs to find)
         return _tree_entries(task, skipped)
+    fs, _ = fsutil.filesystem(task.url, task.options)
     return _object_rows(fs, task, skipped)
 
 

@@ -98,6 +98,36 @@ def test_joined_plan_is_the_driver_plan(spark: Any, tmp_path: Path,
         assert {"extra.txt", "gone"} <= set(gone)
 
 
+@pytest.mark.parametrize("settings", [
+    {}, {"overwrite": True}, {"delete": True}, {"compare": "size-only"},
+    {"compare": "checksum"}, {"compare": "ignore-existing"}, {"preserve": ""},
+    {"links": "copy"}])
+def test_skips_counted_on_the_walks_stats_are_the_driver_plans(
+        spark: Any, tmp_path: Path, settings: dict[str, Any]) -> None:
+    """Skips not kept: a paired walk skips a file identical to its target on the stats
+    alone (``plan.skips_same``); the plan is still the driver's, file for file."""
+    src, dst = trees(tmp_path)
+    for n in range(30):  # identical files below the cut, where the walks pair them
+        for root in (src, dst):
+            _file(root / "sub" / f"n{n}.txt", "z" * n)
+    _file(dst / "sub" / "n3.txt", "zzz", NEW)  # same size, mtime differs
+    _file(dst / "sub" / "n4.txt", "zzzzz")  # size differs
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst), **settings)
+    lister = Lister("spark", lambda: spark, target=3, page=2)
+    driver = plan_all(cfg, lambda _m: None)
+    joined = plan_all(cfg, lambda _m: None, lister=lister, joined=JoinPlanner(lister))
+    d, j = driver.plan.datasets[0], joined.plan.datasets[0]
+    assert j.copy == d.copy and j.delete == d.delete and j.directories == d.directories
+    assert j.files_skipped == d.files_skipped and j.skip == ()
+    copied = {a.file.destination.rsplit("/", 1)[-1] for a in d.copy}
+    if settings.get("overwrite") or settings.get("compare") == "checksum":
+        assert {f"n{n}.txt" for n in range(30)} <= copied
+    elif settings.get("compare") not in ("size-only", "ignore-existing"):
+        assert "n4.txt" in copied and "n5.txt" not in copied and d.files_skipped >= 28
+        # a newer target of the same size: a preserved mtime differs, else it is kept
+        assert ("n3.txt" in copied) is ("preserve" not in settings)
+
+
 def test_an_empty_destination_plans_every_file_both_ways(spark: Any, tmp_path: Path) -> None:
     src, _ = trees(tmp_path)
     cfg = CopyConfiguration(sources=(str(src),), destination=str(tmp_path / "none"),

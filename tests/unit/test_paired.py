@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ def test_a_subtree_task_pairs_its_root_with_the_drivers_row_and_walks_both(
     got = [(s[0][len(str(src)) + 1:] if isinstance(s, tuple) else None,
             t[0][len(str(dst)) + 1:] if isinstance(t, tuple) else None) for s, t in pairs]
     assert got == [("d", "d"), ("d/a", "d/a"), ("d/e", None), ("d/e/b", None), (None, "d/z")]
-    # the walks' own values, not listing rows: a file's size and a directory's kind
-    assert [s[1].size for s, _ in pairs[1:2] if isinstance(s, tuple)] == [3]
+    # the walks' own values, not listing rows: a file's stat itself (its size), a
+    # directory's status
+    source_file, target_file = pairs[1]
+    assert isinstance(source_file, tuple) and isinstance(source_file[1], os.stat_result)
+    assert isinstance(target_file, tuple) and target_file[1].st_size == 3
     assert isinstance(pairs[0][1], tuple) and pairs[0][1][1].is_dir

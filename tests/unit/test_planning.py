@@ -7,7 +7,8 @@ import pytest
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.planning.packing import pack, unit_count
-from distcp.planning.plan import check_duplicates, decide, plan_dataset
+from distcp.configuration import COMPARE_MODES
+from distcp.planning.plan import check_duplicates, decide, plan_dataset, skips_same
 
 
 def cf(name: str, size: int = 10, mtime: float = 100.0, preserve: str = "pt",
@@ -30,6 +31,20 @@ def st(size: int = 10, mtime: float = 100.0, is_dir: bool = False) -> FileStatus
 ])
 def test_decide_by_size_and_mtime(existing, overwrite, expected) -> None:  # type: ignore[no-untyped-def]
     assert decide(cf("a"), existing, overwrite) == expected
+
+
+@pytest.mark.parametrize("compare", COMPARE_MODES)
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("preserve", ["pt", "p", ""])
+@pytest.mark.parametrize("mtimes_kept", [True, False])
+def test_skips_same_is_what_decide_says_of_a_file_identical_to_its_target(
+        compare: str, overwrite: bool, preserve: str, mtimes_kept: bool) -> None:
+    """A planner skips a plain file whose size and mtime equal its target's on its stat
+    alone (``joined.plan_rows``) exactly when ``decide`` would skip it."""
+    for size, mtime in ((0, 0.0), (10, 100.0), (7, 1_700_000_000.123456)):
+        f = cf("a", size, mtime, preserve)
+        skipped = not decide(f, st(size, mtime), overwrite, compare, mtimes_kept)[1]
+        assert skips_same(overwrite, compare) is skipped
 
 
 def test_without_preserved_mtime_a_newer_destination_of_same_size_is_kept() -> None:
