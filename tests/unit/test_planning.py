@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from distcp.configuration import COMPARE_MODES
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.planning.packing import pack, unit_count
-from distcp.configuration import COMPARE_MODES
 from distcp.planning.plan import check_duplicates, decide, plan_dataset, skips_same
 
 
