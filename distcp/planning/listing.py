@@ -109,7 +109,8 @@ def target_root(dataset: CopyableDataset, cfg: CopyConfiguration, url: str
 
 
 class JoinedPlanner(Protocol):
-    """Plans a dataset from its listings joined on Spark (``distcp.spark.planning``)."""
+    """Plans a dataset from its listings joined on Spark, or two local trees walked side
+    by side (``distcp.spark.planning``); None leaves it to the walk here."""
 
     def plans(self, ds: CopyableDataset, cfg: CopyConfiguration) -> bool: ...
 
@@ -136,8 +137,8 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     datasets = [with_history(ds, state) for ds in datasets]
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
-        if joined is not None and joined.plans(ds, cfg):
-            done = joined(ds, cfg)
+        done = joined(ds, cfg) if joined is not None and joined.plans(ds, cfg) else None
+        if done is not None:
             plans.append(done.plan)
             skipped.extend(done.skipped)
             seen, listings, collected = seen + done.seen, listings + 1, collected + done.rows

@@ -66,7 +66,7 @@ from distcp.spark.listedcopy import (
     split_listed,
 )
 from distcp.spark.listing import LazySession, Lister
-from distcp.spark.planning import JoinPlanner
+from distcp.spark.planning import DriverPairs, JoinPlanner
 from distcp.spark.publish import fan_out_with
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
@@ -142,7 +142,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         planned = plan_all(cfg, callback.message, datasets,
                            StateStore(root, dict(cfg.dst_options)), lister,
                            JoinPlanner(lister, every_decision(cfg), copies_to)
-                           if lister else None)
+                           if lister else DriverPairs(every_decision(cfg)))
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected

@@ -17,7 +17,7 @@ import os
 import pickle
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -33,7 +33,7 @@ from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.listsplit import grouped
 from distcp.planning.plan import Action, DatasetPlan
 from distcp.spark.arrow import frame_of, session_setting
-from distcp.spark.listing import Found, Lister
+from distcp.spark.listing import Found, Lister, tree_tasks
 from distcp.spark.schemas import struct
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
@@ -83,7 +83,7 @@ class JoinPlanner:
         with _join_partitions(self.lister.session(), cfg):
             rows = _joined(source, src_root, target).mapInArrow(
                 partial(jp.arrow_plan, rule), struct(jp.OUT_SCHEMA)).collect()
-        return _assembled(ds, cfg, rule, root_dir, rows, skipped)
+        return _assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
 
     def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,
                 src_root: str, target: tuple[Any, str, Any] | None,
@@ -108,7 +108,7 @@ class JoinPlanner:
         rule = self._rule(ds, cfg, tl.TREE, tl.TREE)
         rows = frame_of(spark, items, partial(pp.run_paired, rule, (src, dst[1] if dst else "")),
                         jp.OUT_SCHEMA).collect()
-        return _assembled(ds, cfg, rule, root_dir, rows, skipped)
+        return _assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
 
     def _rule(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source_kind: str,
               target_kind: str) -> jp.JoinRule:
@@ -136,6 +136,53 @@ class JoinPlanner:
 #: Pairs of the trees' tops sent with the planning tasks at most (they travel in the
 #: job's closure); a tree whose top holds more is planned by the join.
 TOP_PAIRS = 10_000
+
+
+class DriverPairs:
+    """``plan_all``'s planner under ``--listing driver`` for two local trees: the same
+    paired walks as the planning tasks (``distcp.planning.paired``), run in this
+    process, without Spark. The files skipped are counted where they are decided (kept
+    only when every decision is shown), so a file identical to its target costs two
+    ``stat`` calls and no object (``plan.skips_same``), and the driver holds the files
+    to copy, not every file. None (the driver's own walk plans it) when a side is not
+    a local tree or the top is too wide to pair (``TOP_PAIRS``)."""
+
+    def __init__(self, keep_skips: bool = False) -> None:
+        self.keep_skips = keep_skips
+
+    def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
+        if not jp.plannable(ds, cfg):
+            return False
+        src_fs, _ = fsutil.filesystem(ds.root, cfg.src_options)
+        dst_fs, _ = fsutil.filesystem(ds.destination_root, cfg.dst_options)
+        return tl.listing_kind(src_fs) == tl.TREE == tl.listing_kind(dst_fs)
+
+    def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration
+                 ) -> JoinedPlan | None:
+        root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
+        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
+        target = target_root(ds, cfg, ds.destination_root)
+        if target is not None and tl.listing_kind(target[0]) != tl.TREE:
+            return None
+        src = src_root.rstrip("/") or "/"
+        skipped: list[fsutil.Skipped] = []
+        found = replace(tree_tasks(fsutil.to_url(src_fs, src), src, cfg.links,
+                                   cfg.src_options, DRIVER_CUT, skipped), width=1)
+        dst = (target[0], target[1].rstrip("/") or "/") if target is not None else None
+        items = paired_items(found, src, dst, target_links(cfg), cfg.dst_options)
+        if items is None:
+            return None
+        rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
+                           mtimes_kept=keeps_mtimes(ds.destination_root, cfg))
+        roots = (src, dst[1] if dst else "")
+        values = [(kind, sort, value) for item in items
+                  for kind, sort, value, _ in jp.plan_rows(rule, pp.item_pairs(item, *roots))]
+        return _assembled(ds, cfg, rule, root_dir, values, skipped, 0)
+
+
+#: Subtrees the driver's paired planning cuts a tree into: only where the walk starts
+#: pairing (one process walks them all).
+DRIVER_CUT = 4
 
 
 def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_links: str,
@@ -226,14 +273,20 @@ def _joined(source: Any, src_root: str, target: tuple[Any, str] | None) -> Any:
     return left.join(right, "rel", "full_outer").select("s", "t")
 
 
+def _decoded(rows: list[Any]) -> list[tuple[str, str, Any]]:
+    """Collected ``jp.OUT_SCHEMA`` rows as ``(kind, sort key, value)``."""
+    return [(row["kind"], row["sort"], pickle.loads(row["payload"])) for row in rows]
+
+
 def _assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.JoinRule,
-               root_dir: CopyableDirectory, rows: list[Any], skipped: list[fsutil.Skipped]
-               ) -> JoinedPlan:
-    """The collected rows as the driver planner's DatasetPlan (its order: the walk's
-    for entries, deepest first for deletions); the first conflict raised as it would."""
+               root_dir: CopyableDirectory, values: list[tuple[str, str, Any]],
+               skipped: list[fsutil.Skipped], collected: int) -> JoinedPlan:
+    """The planned values as the driver planner's DatasetPlan (its order: the walk's
+    for entries, deepest first for deletions); the first conflict raised as it would.
+    ``collected``: the rows they came in from Spark (0: planned in this process)."""
     by_kind: dict[str, list[tuple[str, Any]]] = {}
-    for row in rows:
-        by_kind.setdefault(row["kind"], []).append((row["sort"], pickle.loads(row["payload"])))
+    for kind, sort, value in values:
+        by_kind.setdefault(kind, []).append((sort, value))
 
     def ordered(kind: str) -> list[Any]:
         return [value for _, value in sorted(by_kind.get(kind, []), key=lambda e: e[0])]
@@ -251,5 +304,5 @@ def _assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.Jo
                        tuple(doomed), (root_dir, *ordered(jp.DIRECTORY)),
                        skips_counted=sum(s for _, s in counts), listed=listed)
     return JoinedPlan(plan, (*skipped, *ordered(jp.NOT_COPIED)),
-                      sum(f for f, _ in counts), len(rows))
+                      sum(f for f, _ in counts), collected)
 

@@ -23,8 +23,9 @@ import pytest
 from distcp.configuration import CopyConfiguration
 from distcp.errors import PlanningError
 from distcp.planning.listing import Planned, plan_all
+from distcp.planning.plan import skips_same
 from distcp.spark.listing import Lister
-from distcp.spark.planning import JoinPlanner
+from distcp.spark.planning import DriverPairs, JoinPlanner
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -126,6 +127,43 @@ def test_skips_counted_on_the_walks_stats_are_the_driver_plans(
         assert "n4.txt" in copied and "n5.txt" not in copied and d.files_skipped >= 28
         # a newer target of the same size: a preserved mtime differs, else it is kept
         assert ("n3.txt" in copied) is ("preserve" not in settings)
+
+
+@pytest.mark.parametrize("keep_skips", [True, False])
+@pytest.mark.parametrize("settings", [
+    {}, {"overwrite": True}, {"delete": True}, {"compare": "size-only"},
+    {"compare": "checksum"}, {"compare": "ignore-existing"}, {"preserve": ""},
+    {"links": "copy", "delete": True}, {"links": "skip"}, {"links": "follow"}])
+def test_the_drivers_paired_walks_plan_as_its_walk(
+        tmp_path: Path, settings: dict[str, Any], keep_skips: bool) -> None:
+    """``--listing driver``: two local trees walked side by side in this process
+    (``DriverPairs``, no Spark) give the plan of the walk of each tree, file for file."""
+    src, dst = trees(tmp_path)
+    for n in range(12):  # a wider top: the walks start below it
+        _file(src / f"d{n}" / "f.txt", "f" * n)
+        _file(dst / f"d{n}" / "f.txt", "f" * n, OLD if n % 3 else NEW)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst), **settings)
+    walked = plan_all(cfg, lambda _m: None)
+    paired = plan_all(cfg, lambda _m: None, joined=DriverPairs(keep_skips))
+    d, p = walked.plan.datasets[0], paired.plan.datasets[0]
+    assert p.copy == d.copy and p.delete == d.delete and p.directories == d.directories
+    assert p.files_skipped == d.files_skipped
+    assert (d.files_skipped > 0) is skips_same(cfg.overwrite, cfg.compare)
+    assert p.skip == (d.skip if keep_skips else ())
+    assert paired.skipped == walked.skipped
+    assert paired.rows_collected == walked.rows_collected == 0
+
+
+def test_the_drivers_paired_walks_refuse_a_file_where_a_directory_is(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _file(src / "a" / "b" / "x", "x")
+    _file(dst / "a" / "b", "a file")
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst))
+    with pytest.raises(PlanningError) as walked:
+        plan_all(cfg, lambda _m: None)
+    with pytest.raises(PlanningError) as paired:
+        plan_all(cfg, lambda _m: None, joined=DriverPairs())
+    assert str(paired.value) == str(walked.value)
 
 
 def test_an_empty_destination_plans_every_file_both_ways(spark: Any, tmp_path: Path) -> None:
