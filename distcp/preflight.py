@@ -11,6 +11,7 @@ a service around it refuses.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import tempfile
 from collections.abc import Mapping
@@ -147,12 +148,13 @@ def _s3_problem(exc: BaseException, url: str, bucket: str, setting: str) -> Exce
     if "ProfileNotFound" in names:
         return CredentialsError(f"{where}: {_short(text)}; fix AWS_PROFILE or {setting}",
                                 path=where)
-    if any(code in text or code in names for code in CREDENTIAL_CODES) or isinstance(
+    words = set(re.findall(r"\w+", text))  # whole words: port 55403 is no HTTP 403
+    if any(code in words or code in names for code in CREDENTIAL_CODES) or isinstance(
             exc, PermissionError):
         return CredentialsError(f"{where}: S3 refused the credentials or access to bucket "
                                 f"{bucket} ({_short(text)}); fix them with {setting}",
                                 path=where)
-    if "NoSuchBucket" in text or "404" in text or isinstance(exc, FileNotFoundError):
+    if words & {"NoSuchBucket", "404"} or isinstance(exc, FileNotFoundError):
         return PlanningError(f"{where}: no such bucket: {bucket}", path=where)
     return EndpointUnreachableError(f"{where}: S3 endpoint unreachable ({_short(text)}); "
                                     f"check endpoint_url in {setting}", path=where)

@@ -41,8 +41,9 @@ from distcp.storage import treelisting as tl
 
 @dataclass(frozen=True)
 class JoinedPlan:
-    """A dataset planned on Spark: its plan (skips counted, kept only when asked), the
-    entries not copied, files seen at the source, and rows the driver collected."""
+    """A dataset planned on Spark or by the driver's paired walks: its plan (skips
+    counted, kept only when asked), the entries not copied, files seen at the source,
+    and rows the driver collected from Spark."""
 
     plan: DatasetPlan
     skipped: tuple[fsutil.Skipped, ...]

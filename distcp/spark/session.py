@@ -74,7 +74,7 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
         try:
             spark = builder.getOrCreate()
         except KeyboardInterrupt:
-            _end_jvm(_jvm_process())
+            _end_jvm(_jvm_process(launching=True))
             raise
         except Exception as exc:
             # A driver JVM that died on its CDS archive (e.g. a truncated file): once more
@@ -274,19 +274,29 @@ def start_engine(eng: Engine, master: str, conf: Mapping[str, str],
         return eng.ensure(master, server_conf, inputs, idle_timeout(idle_s))
 
 
-def _jvm_process() -> int | None:
+def _jvm_process(launching: bool = False) -> int | None:
     """The pid of the JVM PySpark launched as our child, if any (Linux: from /proc;
-    PySpark's own handle on it, ``SparkContext._gateway.proc``, was None here)."""
+    PySpark's own handle on it, ``SparkContext._gateway.proc``, was None here).
+
+    ``launching``: also the ``spark-submit`` script that becomes the JVM (it execs it,
+    keeping its pid). Interrupted before the exec, the script went on to start a JVM
+    that held our stdout and stderr open after we exited (seen in CI: a Ctrl-C test's
+    pipes stayed open for 120 s)."""
     me = str(os.getpid())
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         try:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            if fields[1] != me:
+                continue
             with open(f"/proc/{entry}/comm") as f:
                 name = f.read().strip()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read()
         except (OSError, IndexError):
             continue
-        if fields[1] == me and name == "java":
+        if name == "java" or (launching and (b"/spark-submit" in command
+                                             or b"/spark-class" in command)):
             return int(entry)
     return None
 
