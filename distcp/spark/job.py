@@ -137,12 +137,12 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         datasets = [d for d in datasets if d.urn not in blocked]
     lister = Lister(cfg.listing, session) if cfg.listing != "driver" else None
     copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
-                 if lister and keeps_copies(cfg, pub.recovery) else "")
+                 if keeps_copies(cfg, pub.recovery) else "")
     with collection.paused():
         planned = plan_all(cfg, callback.message, datasets,
                            StateStore(root, dict(cfg.dst_options)), lister,
                            JoinPlanner(lister, every_decision(cfg), copies_to)
-                           if lister else DriverPairs(every_decision(cfg)))
+                           if lister else DriverPairs(every_decision(cfg), copies_to))
     plan = planned.plan
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
@@ -192,8 +192,8 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
-    """Whether planning on Spark keeps a plain copy's files to copy on the executors
-    (``distcp.spark.listedcopy``). Not when every decision is shown or logged, nor for
+    """Whether planning (on Spark, or the driver's paired walks past ``HELD`` files)
+    keeps a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Not when every decision is shown or logged, nor for
     what still needs each file on the driver: ``move``, the catalog, split files,
     ``--visibility file``, ``--commit-policy full``, quality checks and copies an
     earlier run kept for recovery. Staged uploads (object stores) keep their parts in

@@ -7,7 +7,8 @@ writes its results to a file and answers with a UnitReport, and publishes each d
 from those reports (``distcp.commit.publish_listed``). What the driver holds grows with
 the chunks and tasks (a few hundred for a million files), not with the files.
 
-Taken for plain copies planned on Spark (``--listing spark``) where nothing asks for
+Taken for plain copies planned on Spark (``--listing spark``), or by the driver's
+paired walks with more than ``planning.HELD`` files to copy, where nothing asks for
 every file on the driver (``keeps_copies``); any other run keeps the collected path.
 """
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
+from distcp.copying.copyrows import CHUNK, CopyRowsWriter
 from distcp.copying.taskenv import task_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
@@ -118,10 +119,7 @@ class JoinPlanner:
                            task_environment())
 
     def _copies_folder(self, ds: RecursiveCopyableDataset) -> str:
-        """Where this dataset's files to copy are kept ("": sent), one folder each."""
-        if not self.copies_to or ds.whole:  # a whole file set is published all or nothing
-            return ""
-        return fsutil.join(self.copies_to, urn_key(ds.urn)[:16])
+        return copies_folder(self.copies_to, ds)
 
     def _target(self, cfg: CopyConfiguration, found: tuple[Any, str, Any] | None
                 ) -> tuple[tuple[Any, str] | None, str | None]:
@@ -139,17 +137,28 @@ class JoinPlanner:
 TOP_PAIRS = 10_000
 
 
+def copies_folder(copies_to: str, ds: RecursiveCopyableDataset) -> str:
+    """Where a dataset's files to copy are kept ("": collected), a folder each, under
+    the run's ``copies_to`` ("": nowhere)."""
+    if not copies_to or ds.whole:  # a whole file set is published all or nothing
+        return ""
+    return fsutil.join(copies_to, urn_key(ds.urn)[:16])
+
+
 class DriverPairs:
     """``plan_all``'s planner under ``--listing driver`` for two local trees: the same
     paired walks as the planning tasks (``distcp.planning.paired``), run in this
     process, without Spark. The files skipped are counted where they are decided (kept
     only when every decision is shown), so a file identical to its target costs two
-    ``stat`` calls and no object (``plan.skips_same``), and the driver holds the files
-    to copy, not every file. None (the driver's own walk plans it) when a side is not
-    a local tree or the top is too wide to pair (``TOP_PAIRS``)."""
+    ``stat`` calls and no object (``plan.skips_same``). With ``copies_to`` (the thin
+    path allowed: ``job.keeps_copies``) a dataset with more than ``HELD`` files to copy
+    writes them to a copy-rows file as the planning tasks do, a chunk at a time, so the
+    driver holds a chunk, not every file, and the copy stays on the executors
+    (``spark.listedcopy``). None (the driver's own walk plans it) when a side is not a
+    local tree or the top is too wide to pair (``TOP_PAIRS``)."""
 
-    def __init__(self, keep_skips: bool = False) -> None:
-        self.keep_skips = keep_skips
+    def __init__(self, keep_skips: bool = False, copies_to: str = "") -> None:
+        self.keep_skips, self.copies_to = keep_skips, copies_to
 
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
         if not jp.plannable(ds, cfg):
@@ -176,9 +185,52 @@ class DriverPairs:
         rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
                            mtimes_kept=keeps_mtimes(ds.destination_root, cfg))
         roots = (src, dst[1] if dst else "")
-        values = [(kind, sort, value) for item in items
-                  for kind, sort, value, _ in jp.plan_rows(rule, pp.item_pairs(item, *roots))]
+        kept = _Held(copies_folder(self.copies_to, ds), dict(cfg.dst_options))
+        values: list[tuple[str, str, Any]] = []
+        for item in items:
+            for kind, sort, value, size in jp.plan_rows(rule, pp.item_pairs(item, *roots)):
+                if kind != jp.COPY or not kept.add(sort, value, size):
+                    values.append((kind, sort, value))
+        values += kept.close()
         return _assembled(ds, cfg, rule, root_dir, values, skipped, 0)
+
+
+#: Files to copy a dataset planned on the driver holds before it writes them to a
+#: copy-rows file and takes the thin path: one chunk. A copy that small costs less
+#: collected than written, read back and reported through files.
+HELD = CHUNK
+
+
+class _Held:
+    """A driver-planned dataset's files to copy: held until there are more than
+    ``HELD``, then written to ``folder``'s copy-rows file as they come (a chunk held
+    at most); ``folder`` "": always held."""
+
+    def __init__(self, folder: str, options: dict[str, Any]) -> None:
+        self.writer = CopyRowsWriter(fsutil.join(folder, "driver.parquet"), options) \
+            if folder else None
+        self.held: list[tuple[str, Action, int]] = []
+        self.spilled = False
+
+    def add(self, sort: str, action: Action, size: int) -> bool:
+        """Whether ``action`` was taken (False: the caller keeps it as a value)."""
+        if self.writer is None:
+            return False
+        self.held.append((sort, action, size))
+        if self.spilled or len(self.held) > HELD:
+            self.spilled = True
+            for at, each, n in self.held:  # copy tasks read files, not actions
+                self.writer.add(at, n, pickle.dumps(each.file))
+            self.held.clear()
+        return True
+
+    def close(self) -> list[tuple[str, str, Any]]:
+        """The values left: the files held as copies, or the copy-rows file written."""
+        if self.spilled:
+            assert self.writer is not None
+            rows = self.writer.close()
+            return [(jp.LISTED, "", rows)] if rows is not None else []
+        return [(jp.COPY, sort, action) for sort, action, _ in self.held]
 
 
 #: Subtrees the driver's paired planning cuts a tree into: only where the walk starts

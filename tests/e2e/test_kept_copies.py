@@ -20,7 +20,7 @@ import distcp
 from distcp.callbacks import Callback
 from distcp.commit.log import CommitStepStore
 from distcp.commit.state import StateStore
-from distcp.spark import job, listing, publish
+from distcp.spark import job, listing, planning, publish
 from tests.conftest import run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -46,20 +46,24 @@ def _pending(dst: Path) -> list[Any]:
     return CommitStepStore(str(dst / ".pydistcp"), {}).pending()
 
 
-def test_twenty_thousand_files_reach_the_driver_as_a_few_rows(spark: Any,
-                                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize("listing", ["spark", "driver"])
+def test_twenty_thousand_files_reach_the_driver_as_a_few_rows(
+        spark: Any, tmp_path: Path, listing: str) -> None:
+    """Planned on Spark, or by the driver's walk (the default), which then holds a chunk
+    of files to copy at a time and sends them to the copy tasks in files."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 200, 100)
-    s = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    s = distcp.copy(str(src), str(dst), listing=listing, progress=False)
     assert s.ok, s.failures
     assert (s.files_copied, s.directories_created) == (20_000, 202)
     assert s.results_collected == 0  # no per-file result came back
-    assert s.plan_rows_collected <= 202 + 64  # a row per directory, a few per task
+    # a row per directory, a few per task; none from the driver's own walk
+    assert s.plan_rows_collected <= (202 + 64 if listing == "spark" else 0)
     assert tree(dst) == tree(src)  # bytes, modes and mtimes
     assert _manifest_count(dst) == 20_000
     assert _pending(dst) == [] and not list((dst / ".pydistcp" / "staging").iterdir())
 
-    again = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    again = distcp.copy(str(src), str(dst), listing=listing, progress=False)
     assert (again.files_copied, again.files_skipped, again.ok) == (0, 20_000, True)
 
 
@@ -73,11 +77,16 @@ class _RemoveOnStart(Callback):
         self.path.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("listing", ["spark", "driver"])
+@pytest.mark.parametrize("listing", ["spark", "driver", "driver-kept"])
 def test_a_file_gone_before_its_copy_fails_alone_and_the_rest_is_published(
-        spark: Any, tmp_path: Path, listing: str) -> None:
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listing: str) -> None:
     """Both paths give the same outcome: the file is named, the others are published,
-    and the set's deletions wait for a run where it is complete."""
+    and the set's deletions wait for a run where it is complete. ``driver-kept``: the
+    driver's walk with more files to copy than it holds keeps them on the executors."""
+    if listing == "driver-kept":
+        monkeypatch.setattr(planning, "HELD", 4)
+        listing = "driver"
+    kept = listing == "spark" or planning.HELD < 15
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 3, 5)
     (dst / "extra").mkdir(parents=True)
@@ -86,7 +95,7 @@ def test_a_file_gone_before_its_copy_fails_alone_and_the_rest_is_published(
     s = distcp.copy(str(src), str(dst), listing=listing, delete=True, progress=False,
                     callback=_RemoveOnStart(gone))
     assert (s.files_copied, s.files_failed, s.files_deleted) == (14, 1, 0)
-    assert (s.results_collected == 0) == (listing == "spark")
+    assert (s.results_collected == 0) == kept
     [failure] = s.failures
     assert (failure.path, failure.error) == (str(gone), f"source vanished since listing: {gone}")
     want = {k: v for k, v in tree(src).items() if k != "d001"}  # its mtime: the removal's
@@ -221,6 +230,29 @@ def test_a_publishing_task_killed_mid_complete_on_s3_is_finished_by_the_rerun(
     assert (again.sequences_replayed, again.files_recovered, again.files_copied) == (1, 24, 0)
     assert _objects(s3) == files
     assert s3.pending_uploads() == [] and _s3_pending(s3) == []
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_drivers_walk_keeps_a_big_copy_on_the_executors(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verbose: bool) -> None:
+    """The default ``--listing driver`` past ``HELD`` files to copy: planned by the
+    driver, copied and published from files, nothing per file collected; unless every
+    decision is shown (``-v``), which needs each file on the driver."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 6, 10)
+    monkeypatch.setattr(planning, "HELD", 59)
+    s = distcp.copy(str(src), str(dst), progress=False,
+                    log_level="info" if verbose else None)
+    assert s.ok, s.failures
+    assert (s.files_copied, s.directories_created, s.plan_rows_collected) == (60, 8, 0)
+    assert s.results_collected == (60 if verbose else 0)
+    assert tree(dst) == tree(src)
+    assert _manifest_count(dst) == 60
+    assert _pending(dst) == [] and not list((dst / ".pydistcp" / "staging").iterdir())
+    (src / "d002" / "f004").write_bytes(b"changed, and longer\n")
+    again = distcp.copy(str(src), str(dst), progress=False)
+    assert (again.files_copied, again.files_skipped, again.results_collected) == (1, 59, 1)
+    assert tree(dst) == tree(src)
 
 
 @pytest.mark.parametrize("big", [True, False])

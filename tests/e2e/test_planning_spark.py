@@ -20,10 +20,13 @@ from typing import Any
 
 import pytest
 
+from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
+from distcp.copying import copyrows
 from distcp.errors import PlanningError
 from distcp.planning.listing import Planned, plan_all
 from distcp.planning.plan import skips_same
+from distcp.spark import planning
 from distcp.spark.listing import Lister
 from distcp.spark.planning import DriverPairs, JoinPlanner
 from tests.conftest import cli_env
@@ -152,6 +155,40 @@ def test_the_drivers_paired_walks_plan_as_its_walk(
     assert p.skip == (d.skip if keep_skips else ())
     assert paired.skipped == walked.skipped
     assert paired.rows_collected == walked.rows_collected == 0
+
+
+@pytest.mark.parametrize("held", [0, 3, 100])
+def test_the_drivers_paired_walks_write_past_held_files_to_copy_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: int) -> None:
+    """Past ``HELD`` files to copy the driver keeps none: they are in a copy-rows file,
+    a chunk at a time, and read back they are the files it would have held, in order."""
+    src, dst = trees(tmp_path)
+    for n in range(12):
+        _file(src / f"d{n}" / "f.txt", "f" * n)
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst))
+    walked = plan_all(cfg, lambda _m: None).plan.datasets[0]
+    monkeypatch.setattr(planning, "HELD", held)
+    monkeypatch.setattr(copyrows, "CHUNK", 5)
+    folder = tmp_path / "plan"
+    paired = plan_all(cfg, lambda _m: None, joined=DriverPairs(copies_to=str(folder)))
+    p = paired.plan.datasets[0]
+    assert (p.delete, p.directories, p.files_skipped) == (
+        walked.delete, walked.directories, walked.files_skipped)
+    wanted = [a.file for a in walked.copy]
+    if len(wanted) <= held:  # few enough: held as the collected path holds them
+        assert (p.copy, p.listed) == (walked.copy, ())
+        assert not folder.exists()
+        return
+    [rows] = p.listed
+    assert p.copy == () and rows.url == f"{folder}/{urn_key(p.urn)[:16]}/driver.parquet"
+    assert [n for n, _ in rows.chunks] == [5] * (len(wanted) // 5) + (
+        [len(wanted) % 5] if len(wanted) % 5 else [])
+    assert (p.files_listed, p.bytes_to_copy) == (
+        len(wanted), sum(f.origin.size for f in wanted))
+    read = [f for chunk in copyrows.chunks_of(p.listed)
+            for f in copyrows.read_chunk(chunk, {})]
+    assert sorted(read, key=lambda f: f.destination) == sorted(
+        wanted, key=lambda f: f.destination)
 
 
 def test_the_drivers_paired_walks_refuse_a_file_where_a_directory_is(tmp_path: Path) -> None:
