@@ -239,8 +239,15 @@ def make_tree(root: Path, files: int) -> None:
         (folder / f"f{n % 100:02d}").write_bytes(data)
 
 
+def settled() -> None:
+    """Before each timed local run: the dirty pages of what was written before it go
+    to disk first (``sync``), so no run pays for the writeback of another's files."""
+    os.sync()
+
+
 def rclone_local(src: Path, dst: Path) -> dict[str, Any]:
     exe = shutil.which("rclone", path=os.path.dirname(sys.executable)) or "rclone"
+    settled()
     r = subprocess.run(["/usr/bin/time", "-f", "%e %M", exe, "copy", "--transfers", "4",
                         str(src), str(dst)], capture_output=True, text=True, check=False,
                        timeout=7200)
@@ -268,6 +275,7 @@ def pydistcp_local(src: Path, dst: Path, listing: str, work: Path,
     (``local[*]``, the same 2 cores here)."""
     out, rss = work / "summary.json", work / "rss"
     master = ["--master", "local[2]"] if engine == "cold" else []
+    settled()
     took, r = timed([sys.executable, "-c", WITH_RSS, "copy", str(src), str(dst),
                      "--no-progress", *master, "--listing", listing,
                      "--summary-json", str(out)], local_env(engine, RSS_OUT=str(rss)))
@@ -298,29 +306,31 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str,
         row: dict[str, Any] = {}
         row["rclone_first"] = rclone_local(src, base / "rclone")
         row["rclone_noop"] = rclone_local(src, base / "rclone")
-        shutil.rmtree(base / "rclone")
+        # every copy is kept until the end: after a big tree is removed, creating files
+        # here is slow for minutes (ext4 skips recently freed inodes: bench_copy's
+        # keep_outputs), which would land on the next run alone
         row["pydistcp_first"] = pydistcp_local(src, base / "dst", "driver", base, engine)
         assert same_tree(src, base / "dst")
         # planned on Spark, the files to copy and their results stay on the executors
         row["pydistcp_first_spark"] = pydistcp_local(src, base / "dst-spark", "spark", base,
                                                      engine)
         assert same_tree(src, base / "dst-spark")
-        shutil.rmtree(base / "dst-spark")
         for listing in ("driver", "spark"):
             row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / "dst", listing, base,
                                                              engine)
             assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
         print(f"[local] {files:,}: {row}", flush=True)
         res[str(files)] = row
-        shutil.rmtree(base)
+    for files in sizes:  # after every timed run, for the same reason
+        shutil.rmtree(work / f"local-{files}")
     return res
 
 
 def render_local(res: dict[str, Any]) -> list[str]:
     lines = ["", "## Local to local, 64-byte files, 100 per directory (one round)", "",
-             "| files | rclone copy | rclone no-op | pydistcp copy, listing driver | "
-             "pydistcp copy, listing spark | pydistcp no-op, listing driver | "
-             "pydistcp no-op, listing spark |", "|---|---|---|---|---|---|---|"]
+             ("| files | rclone copy | rclone no-op | pydistcp copy, listing driver | "
+              "pydistcp copy, listing spark | pydistcp no-op, listing driver | "
+              "pydistcp no-op, listing spark |"), "|---|---|---|---|---|---|---|"]
     for files, r in res.items():
         def cell(m: dict[str, Any]) -> str:
             rows = f", {m['plan_rows']:,} rows" if m.get("plan_rows") else ""
@@ -329,9 +339,10 @@ def render_local(res: dict[str, Any]) -> list[str]:
         lines.append(f"| {int(files):,} | {cell(r['rclone_first'])} | {cell(r['rclone_noop'])} "
                      f"| {cell(r['pydistcp_first'])} | {spark_first} | "
                      f"{cell(r['pydistcp_noop_driver'])} | {cell(r['pydistcp_noop_spark'])} |")
-    lines += ["", "RSS: rclone's process; pydistcp's driver (the Python process, its JVM "
-              "apart); rows: what planning on Spark sent the driver (with listing spark "
-              "the first copy's files and results stay on the executors: no per-file row)."]
+    lines += ["", ("RSS: rclone's process; pydistcp's driver (the Python process, its JVM "
+                   "apart); rows: what planning on Spark sent the driver (the first copy's "
+                   "files and results stay on the executors past 1,000 files to copy: no "
+                   "per-file row).")]
     return lines
 
 
