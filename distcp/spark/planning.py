@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
@@ -32,11 +32,12 @@ from distcp.planning import joined as jp
 from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.listsplit import grouped
-from distcp.planning.plan import Action, DatasetPlan
+from distcp.planning.plan import Action, DatasetPlan, Plan
 from distcp.spark.arrow import frame_of, session_setting
 from distcp.spark.listing import Found, Lister, tree_tasks
 from distcp.spark.schemas import struct
 from distcp.storage import filesystems as fsutil
+from distcp.storage import spec_for
 from distcp.storage import treelisting as tl
 
 
@@ -231,6 +232,31 @@ class _Held:
             rows = self.writer.close()
             return [(jp.LISTED, "", rows)] if rows is not None else []
         return [(jp.COPY, sort, action) for sort, action, _ in self.held]
+
+
+def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
+                copies_to: str) -> Plan:
+    """``plan`` with each plain dataset the driver's own walk planned (an object store
+    on a side, or a top too wide to pair) that has more than ``HELD`` files to copy
+    written to a copy-rows file, as ``DriverPairs`` writes its own: the copy then takes
+    the thin path, its results never collected. Not where staging is a multipart
+    upload: completing uploads read back from results files cost more than it saves
+    (README, Object stores)."""
+    if not copies_to or spec_for(cfg.destination, dict(cfg.dst_options)).capabilities.multipart:
+        return plan
+    by_urn = {ds.urn: ds for ds in datasets}
+    out: list[DatasetPlan] = []
+    for d in plan.datasets:
+        ds = by_urn.get(d.urn)
+        folder = copies_folder(copies_to, ds) if ds is not None and jp.plannable(ds, cfg) else ""
+        if d.listed or len(d.copy) <= HELD or not folder:
+            out.append(d)
+            continue
+        held = _Held(folder, dict(cfg.dst_options))
+        for action in d.copy:
+            held.add("", action, action.file.origin.size)
+        out.append(replace(d, copy=(), listed=tuple(v for _, _, v in held.close())))
+    return Plan(tuple(out))
 
 
 #: Subtrees the driver's paired planning cuts a tree into: only where the walk starts

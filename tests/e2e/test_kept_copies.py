@@ -255,6 +255,30 @@ def test_the_drivers_walk_keeps_a_big_copy_on_the_executors(
     assert tree(dst) == tree(src)
 
 
+@pytest.mark.parametrize("held", [5, 40])
+def test_a_walked_s3_source_past_held_files_is_copied_from_files(
+        spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch, held: int) -> None:
+    """A dataset the driver's own walk planned (an S3 source: no paired walks) with more
+    than ``HELD`` files to copy is written to a copy-rows file after planning: copied and
+    published from files, nothing per file collected, the same objects as bytes."""
+    src = tmp_path / "src"
+    _source(src, 3, 8)
+    client = s3.client()
+    for path, data in _files(src).items():
+        client.put_object(Bucket="src", Key=f"in/{path}", Body=data)
+    monkeypatch.setattr(planning, "HELD", held)
+    dst = tmp_path / "dst"
+    s = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
+    assert s.ok, s.failures
+    assert (s.files_copied, s.results_collected) == (24, 0 if held < 24 else 24)
+    assert {k: v for k, v in _files(dst).items() if not k.startswith(".pydistcp/")} == _files(src)
+    assert _manifest_count(dst) == 24
+    assert _pending(dst) == [] and not list((dst / ".pydistcp" / "staging").iterdir())
+    again = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
+    assert (again.files_copied, again.files_skipped) == (0, 24)
+
+
 @pytest.mark.parametrize("big", [True, False])
 def test_auto_plans_a_big_local_tree_on_spark_and_a_small_one_on_the_driver(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool) -> None:
