@@ -186,8 +186,10 @@ def main() -> None:
                    "warm engine when it runs (see 'pydistcp engine').")
 @click.option("--listing", type=click.Choice(["auto", "driver", "spark"]), default="driver",
               show_default=True,
-              help="Who lists the trees: driver (this process, one listing after another), "
-                   "spark (the driver lists the top, Spark tasks list subtrees or S3 key "
+              help="Who lists the trees: driver (this process, one listing after another; "
+                   "past 1,000 files to copy, a plain copy not staged as multipart uploads "
+                   "leaves its files and results to the copy tasks, in files), spark (the "
+                   "driver lists the top, Spark tasks list subtrees or S3 key "
                    "ranges in parallel; a plain tree is then planned on Spark too, only "
                    "what is acted on collected) or auto (spark for an S3 prefix of more "
                    "than 1,000 keys or a local tree of more than 250,000 entries, else "
