@@ -10,6 +10,7 @@ Real local Spark, shared by the tests; a killed driver is a real process.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -108,33 +109,46 @@ def test_a_file_gone_before_its_copy_fails_alone_and_the_rest_is_published(
     assert tree(dst) == tree(src)
 
 
+def _kept_listing(listing: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``driver-kept``: the default ``--listing driver`` with ``HELD`` lowered, so a small
+    copy takes the thin path from the driver's own plan."""
+    if listing == "driver-kept":
+        monkeypatch.setattr(planning, "HELD", 4)
+        return "driver"
+    return listing
+
+
+@pytest.mark.parametrize("listing", ["spark", "driver-kept"])
 def test_a_copy_task_killed_fails_the_files_and_the_rerun_copies_them(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listing: str) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 4, 10)
+    listing = _kept_listing(listing, monkeypatch)
     with monkeypatch.context() as m:  # the copy tasks' worker dies after 3 staged files
         m.setattr(job, "task_environment", lambda: {"DISTCP_CRASH_AT": "after_stage:3"})
-        s = distcp.copy(str(src), str(dst), listing="spark", progress=False)
-    assert (s.files_copied, s.files_failed) == (0, 40)
+        s = distcp.copy(str(src), str(dst), listing=listing, progress=False)
+    assert (s.files_copied, s.files_failed, s.results_collected) == (0, 40, 0)
     assert "Spark job failed" in s.failures[0].error
     assert not [p for p in dst.rglob("f*") if ".pydistcp" not in p.parts]  # none published
-    again = distcp.copy(str(src), str(dst), listing="spark", progress=False)
+    again = distcp.copy(str(src), str(dst), listing=listing, progress=False)
     assert again.ok and again.files_copied == 40
     assert tree(dst) == tree(src)
 
 
+@pytest.mark.parametrize("listing", ["spark", "driver-kept"])
 def test_a_publishing_task_killed_mid_rename_is_finished_by_the_rerun(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listing: str) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 4, 10)
+    listing = _kept_listing(listing, monkeypatch)
     with monkeypatch.context() as m:  # one piece per results file; its worker dies
         m.setattr(publish, "task_environment", lambda: {"DISTCP_CRASH_AT": "mid_publish:3"})
-        s = distcp.copy(str(src), str(dst), listing="spark", publishing="spark",
+        s = distcp.copy(str(src), str(dst), listing=listing, publishing="spark",
                         progress=False)
     assert not s.ok and "the tasks carrying out publish-listed of 40 file(s) failed" in \
         s.failures[0].error
     assert len(_pending(dst)) == 1  # a sequence naming the results files, kept with them
-    again = distcp.copy(str(src), str(dst), listing="spark", publishing="spark",
+    again = distcp.copy(str(src), str(dst), listing=listing, publishing="spark",
                         progress=False)
     assert again.ok, again.failures
     assert (again.sequences_replayed, again.files_recovered, again.files_copied) == (1, 40, 0)
@@ -142,20 +156,28 @@ def test_a_publishing_task_killed_mid_rename_is_finished_by_the_rerun(
     assert _manifest_count(dst) == 40 and _pending(dst) == []
 
 
-def test_a_driver_killed_mid_publish_is_finished_by_the_rerun(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("listing", "dirs"), [("spark", 3), ("driver", 11)])
+def test_a_driver_killed_mid_publish_is_finished_by_the_rerun(
+        tmp_path: Path, listing: str, dirs: int) -> None:
+    """``driver``: 1,100 files, past ``HELD``, so the default path's copy is kept too."""
     src, dst = tmp_path / "src", tmp_path / "dst"
-    _source(src, 3, 20)
-    args = ("copy", str(src), str(dst), "--listing", "spark", "--no-progress",
-            "--master", "local[2]")
+    per_dir = 20 if listing == "spark" else 100
+    _source(src, dirs, per_dir)
+    files = dirs * per_dir
+    args = ("copy", str(src), str(dst), "--listing", listing, "--no-progress",
+            "--master", "local[2]", "--summary-json", str(tmp_path / "s.json"))
     killed = run_cli(*args, env={"DISTCP_CRASH_AT": "mid_publish:25"})
     assert killed.returncode == 137, killed.stderr
     published = [p for p in dst.rglob("f*") if ".pydistcp" not in p.parts]
-    assert 25 <= len(published) < 60 and len(_pending(dst)) == 1
+    assert 25 <= len(published) < files and len(_pending(dst)) == 1
+    [pending] = _pending(dst)  # the sequence names results files: no entry per file
+    assert "publish-listed" in Path(pending.url).read_text()
     rerun = run_cli(*args)
     assert rerun.returncode == 0, rerun.stderr
     assert "copied 0 files" in rerun.stdout
+    assert json.loads((tmp_path / "s.json").read_text())["files_recovered"] == files
     assert tree(dst) == tree(src)
-    assert _manifest_count(dst) == 60 and _pending(dst) == []
+    assert _manifest_count(dst) == files and _pending(dst) == []
     assert not os.listdir(dst / ".pydistcp" / "staging")
 
 
