@@ -192,12 +192,12 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
-    """Whether planning (on Spark, or the driver's paired walks past ``HELD`` files)
-    keeps a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Not when every decision is shown or logged, nor for
-    what still needs each file on the driver: ``move``, the catalog, split files,
-    ``--visibility file``, ``--commit-policy full``, quality checks and copies an
-    earlier run kept for recovery. Staged uploads (object stores) keep their parts in
-    the results files, which ``PublishListed`` completes."""
+    """Whether planning (on Spark, or on the driver past ``planning.HELD`` files) keeps
+    a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Not when
+    every decision is shown or logged, nor for what still needs each file on the driver:
+    ``move``, the catalog, split files, ``--visibility file``, ``--commit-policy full``,
+    quality checks and copies an earlier run kept for recovery. Staged uploads (object
+    stores) keep their parts in the results files, which ``PublishListed`` completes."""
     return not (every_decision(cfg) or cfg.move or cfg.catalog_table or cfg.split_size
                 or cfg.visibility != "file-set" or cfg.commit_policy == "full" or cfg.check
                 or recovery.guids())

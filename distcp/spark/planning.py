@@ -116,11 +116,8 @@ class JoinPlanner:
     def _rule(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source_kind: str,
               target_kind: str) -> jp.JoinRule:
         return jp.JoinRule(ds, cfg, source_kind, target_kind, self.keep_skips,
-                           self._copies_folder(ds), keeps_mtimes(ds.destination_root, cfg),
-                           task_environment())
-
-    def _copies_folder(self, ds: RecursiveCopyableDataset) -> str:
-        return copies_folder(self.copies_to, ds)
+                           copies_folder(self.copies_to, ds),
+                           keeps_mtimes(ds.destination_root, cfg), task_environment())
 
     def _target(self, cfg: CopyConfiguration, found: tuple[Any, str, Any] | None
                 ) -> tuple[tuple[Any, str] | None, str | None]:
