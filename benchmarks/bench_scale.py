@@ -9,9 +9,9 @@ part ``local``: trees of tiny files copied local to local.
 Part ``local``: ``--files`` files of 64 bytes, 100 per directory, copied by
 ``rclone copy --transfers 4`` and by ``pydistcp copy`` (``--engine cold``, the default:
 ``local[2]``, its own JVM each run; ``warm``: the warm engine, started untimed first),
-then copied again with nothing to do (the no-op rerun), pydistcp both with
-``--listing driver`` (the default) and ``--listing spark`` (listed and planned on
-Spark). For each: wall time and peak RSS (rclone's process; pydistcp's driver, the
+then copied again with nothing to do (the no-op rerun), pydistcp with ``--listing
+auto`` (the default: on the warm engine a tree this big is planned on Spark), ``driver``
+and ``spark`` (listed and planned on Spark), each into a destination of its own. For each: wall time and peak RSS (rclone's process; pydistcp's driver, the
 Python process, read from its own ``getrusage`` at exit: the JVM is apart) and, for
 pydistcp, the rows its planning collected. The destination is checked identical.
 
@@ -309,15 +309,16 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str,
         # every copy is kept until the end: after a big tree is removed, creating files
         # here is slow for minutes (ext4 skips recently freed inodes: bench_copy's
         # keep_outputs), which would land on the next run alone
-        row["pydistcp_first"] = pydistcp_local(src, base / "dst", "driver", base, engine)
-        assert same_tree(src, base / "dst")
-        # planned on Spark, the files to copy and their results stay on the executors
-        row["pydistcp_first_spark"] = pydistcp_local(src, base / "dst-spark", "spark", base,
-                                                     engine)
-        assert same_tree(src, base / "dst-spark")
-        for listing in ("driver", "spark"):
-            row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / "dst", listing, base,
-                                                             engine)
+        # auto (the default) picks Spark for a tree this big when the session is cheap
+        # (the warm engine), else the driver; the other two force one side. Planned on
+        # Spark, the files to copy and their results stay on the executors
+        for listing in LISTINGS:
+            row[f"pydistcp_first_{listing}"] = pydistcp_local(src, base / f"dst-{listing}",
+                                                              listing, base, engine)
+            assert same_tree(src, base / f"dst-{listing}")
+        for listing in LISTINGS:
+            row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / f"dst-{listing}",
+                                                             listing, base, engine)
             assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
         print(f"[local] {files:,}: {row}", flush=True)
         res[str(files)] = row
@@ -326,19 +327,24 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str,
     return res
 
 
+#: ``--listing`` values part local runs: the default first.
+LISTINGS = ("auto", "driver", "spark")
+
+
 def render_local(res: dict[str, Any]) -> list[str]:
+    head = " | ".join(f"pydistcp {run}, listing {listing}{' (default)' * (listing == 'auto')}"
+                      for run in ("copy", "no-op") for listing in LISTINGS)
     lines = ["", "## Local to local, 64-byte files, 100 per directory (one round)", "",
-             ("| files | rclone copy | rclone no-op | pydistcp copy, listing driver | "
-              "pydistcp copy, listing spark | pydistcp no-op, listing driver | "
-              "pydistcp no-op, listing spark |"), "|---|---|---|---|---|---|---|"]
+             f"| files | rclone copy | rclone no-op | {head} |",
+             "|---|---|---|" + "---|" * 2 * len(LISTINGS)]
     for files, r in res.items():
         def cell(m: dict[str, Any]) -> str:
             rows = f", {m['plan_rows']:,} rows" if m.get("plan_rows") else ""
             return f"{m['wall_s']} s, {m['rss_mib']} MiB{rows}"
-        spark_first = cell(r["pydistcp_first_spark"]) if "pydistcp_first_spark" in r else "-"
+        ours = " | ".join(cell(r.get(f"pydistcp_{run}_{listing}", {"wall_s": "-", "rss_mib": "-"}))
+                          for run in ("first", "noop") for listing in LISTINGS)
         lines.append(f"| {int(files):,} | {cell(r['rclone_first'])} | {cell(r['rclone_noop'])} "
-                     f"| {cell(r['pydistcp_first'])} | {spark_first} | "
-                     f"{cell(r['pydistcp_noop_driver'])} | {cell(r['pydistcp_noop_spark'])} |")
+                     f"| {ours} |")
     lines += ["", ("RSS: rclone's process; pydistcp's driver (the Python process, its JVM "
                    "apart); rows: what planning on Spark sent the driver (the first copy's "
                    "files and results stay on the executors past 1,000 files to copy: no "

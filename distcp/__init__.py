@@ -101,7 +101,7 @@ def copy(
     # Spark and tasks
     master: str | None = None,
     engine: Literal["auto", "warm", "cold"] | None = None,
-    listing: Literal["auto", "driver", "spark"] = "driver",
+    listing: Literal["auto", "driver", "spark"] = "auto",
     publishing: Literal["auto", "driver", "spark"] = "auto",
     parallelism: int | None = None,
     tasks: int | None = None,

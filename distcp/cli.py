@@ -184,16 +184,16 @@ def main() -> None:
               help="Local masters: warm runs on the warm engine, a Spark server kept for later "
                    "runs (started if needed); cold starts a JVM for this run; auto uses the "
                    "warm engine when it runs (see 'pydistcp engine').")
-@click.option("--listing", type=click.Choice(["auto", "driver", "spark"]), default="driver",
+@click.option("--listing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True,
               help="Who lists the trees: driver (this process, one listing after another; "
                    "past 1,000 files to copy, a plain copy not staged as multipart uploads "
                    "leaves its files and results to the copy tasks, in files), spark (the "
                    "driver lists the top, Spark tasks list subtrees or S3 key "
                    "ranges in parallel; a plain tree is then planned on Spark too, only "
-                   "what is acted on collected) or auto (spark for an S3 prefix of more "
-                   "than 1,000 keys or a local tree of more than 250,000 entries, else "
-                   "driver; not the default until it is measured faster).")
+                   "what is acted on collected) or auto (spark for a local tree of more "
+                   "than 250,000 entries when Spark costs little to start: the warm "
+                   "engine runs, or a cluster; else driver, S3 prefixes included).")
 @click.option("--publishing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True,
               help="Who carries out the per-file steps of publishing (renames, multipart "

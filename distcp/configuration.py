@@ -79,11 +79,10 @@ class CopyConfiguration:
     #: Local masters: "auto" (the warm engine if it runs), "warm" (start it if needed),
     #: "cold" (a JVM of this run's own). See distcp.spark.engine.
     engine: str = "auto"
-    #: Who lists trees: "driver", "spark" (executors list subtrees or key ranges),
-    #: "auto" (spark for an object-store prefix of more than one page). distcp.spark.listing.
-    #: "driver" by default: Spark listed 3,000 keys no faster here, and a no-op run that
-    #: lists on Spark starts Spark for nothing.
-    listing: str = "driver"
+    #: Who lists trees: "driver", "spark" (executors list subtrees or key ranges) or
+    #: "auto" (spark for a local tree of more than 250,000 entries when the session opens
+    #: cheaply, the driver otherwise: measured faster either side). distcp.spark.listing.
+    listing: str = "auto"
     #: Who carries out per-file commit steps (renames, completes, source deletes):
     #: "driver", "spark" (executors, in pieces) or "auto" (spark for a large step on a
     #: cluster whose session already runs). distcp.commit.fanout.

@@ -66,9 +66,9 @@ from distcp.spark.listedcopy import (
     split_listed,
 )
 from distcp.spark.listing import LazySession, Lister
-from distcp.spark.planning import DriverPairs, JoinPlanner, kept_walked
+from distcp.spark.planning import DriverPairs, FirstPlanner, JoinPlanner, kept_walked
 from distcp.spark.publish import fan_out_with
-from distcp.spark.session import default_parallelism, spark_session
+from distcp.spark.session import default_parallelism, opens_cheaply, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
@@ -135,14 +135,16 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
-    lister = Lister(cfg.listing, session) if cfg.listing != "driver" else None
+    lister = Lister(cfg.listing, session, cheap=lambda: session.started or opens_cheaply(
+        cfg.master, dict(cfg.spark_conf), cfg.engine)) if cfg.listing != "driver" else None
     copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
                  if keeps_copies(cfg, pub.recovery) else "")
+    pairs = DriverPairs(every_decision(cfg), copies_to)
     with collection.paused():
         planned = plan_all(cfg, callback.message, datasets,
                            StateStore(root, dict(cfg.dst_options)), lister,
-                           JoinPlanner(lister, every_decision(cfg), copies_to)
-                           if lister else DriverPairs(every_decision(cfg), copies_to))
+                           FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
+                                        pairs) if lister else pairs)
     plan = kept_walked(planned.plan, datasets, cfg, copies_to)
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected

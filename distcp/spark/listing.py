@@ -7,9 +7,9 @@ join) takes it as it is. Until then ``entries`` adapts it to the walk's
 
 ``--listing`` chooses: ``driver`` (the walk, in this process), ``spark`` (this
 module wherever the storage can be cut: local trees by subtree, S3 by key range),
-``auto`` (Spark for an object-store prefix of more than one page of keys, and for a
-local tree of more than LOCAL_FROM entries, measured in benchmarks/bench_scale.py; the
-walk otherwise).
+``auto``, the default (Spark for a local tree of more than LOCAL_FROM entries when the
+run's session opens cheaply; the walk otherwise, object stores included: measured in
+benchmarks/bench_scale.py).
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ from distcp.storage.filesystems import Skipped
 #: Directories the driver lists at most to balance subtrees; probes at most per prefix.
 LIST_BUDGET = 64
 PROBE_BUDGET = 64
-#: Keys in one ListObjectsV2 page: a prefix that fits in one is listed by the driver.
+#: Keys in one ListObjectsV2 page of a listing task.
 PAGE = 1000
-#: ``auto``: entries of a local tree from which it is listed and planned on Spark. Below,
-#: the driver's walk is faster (a no-op of 100,000 files: 2.6-3.5 s against 9.2 s cold);
-#: above, its memory grows past a GiB (2.5 GiB for the first copy of a million files,
-#: 235 MiB planned on Spark, which was also faster: 154 s against 239 s).
+#: ``auto``: entries of a local tree from which it is listed and planned on Spark, when
+#: the session opens cheaply (``session.opens_cheaply``). Below, the driver's paired walk
+#: is faster (a no-op of 100,000 files: 1.25 s); above, Spark's tasks plan on every core
+#: (a million files on the warm engine: no-op 6.8 s against 9.7 s, first copy 113.5 s
+#: against 133.2 s). An object-store prefix stays with the driver: its listing read ahead
+#: took 2.46 s for 100,000 keys, the key ranges on Spark 3.52 s (s5cmd: 3.04 s).
 LOCAL_FROM = 250_000
 
 
@@ -125,8 +127,11 @@ class Lister:
     """
 
     def __init__(self, mode: str, session: Callable[[], Any], target: int | None = None,
-                 page: int = PAGE, local_from: int | None = None) -> None:
-        self.mode, self.session = mode, session
+                 page: int = PAGE, local_from: int | None = None,
+                 cheap: Callable[[], bool] = lambda: True) -> None:
+        """``cheap``: whether the run's session opens cheaply (``auto`` lists on Spark
+        only then: a JVM's start costs more than the driver's walk saves)."""
+        self.mode, self.session, self.cheap = mode, session, cheap
         #: Tasks to aim for (default: a few per core), keys per listing page and the
         #: entries of a local tree ``auto`` lists on Spark; tests set them small so that
         #: small trees are treated as big ones are.
@@ -149,19 +154,18 @@ class Lister:
         walk; and an object store's first page, which the tasks' key ranges start from
         (a probe ``joins`` made is taken, not listed again)."""
         kind = tl.listing_kind(fs) if self.mode != "driver" else None
-        if kind == tl.TREE and self.mode == "auto":
+        if self.mode == "auto":
+            if kind != tl.TREE:
+                return None, None
             if root not in self._big_trees:
-                self._big_trees[root] = more_entries_than(root.rstrip("/") or "/",
-                                                          self.local_from)
+                self._big_trees[root] = more_entries_than(
+                    root.rstrip("/") or "/", self.local_from) and self.cheap()
             return (kind if self._big_trees[root] else None), None
         if kind != tl.KEYS:
             return kind, None
         first = self._pages.pop(fsutil.to_url(fs, root), None)
-        if first is None:
-            # auto needs a whole page to tell a small prefix; spark only the first key
-            first = tl.list_page(fs, root, None, self.page if self.mode == "auto" else 1)
-        if self.mode == "auto" and not _worth_spark(kind, first):
-            return None, None
+        if first is None:  # the key ranges start from the first key
+            first = tl.list_page(fs, root, None, 1)
         return kind, first
 
     def _on_spark(self, fs: Any, root: str, kind: str, links: str, options: dict[str, Any],
@@ -207,11 +211,6 @@ class Lister:
         if first is not None:
             self._pages[fsutil.to_url(fs, root)] = first
         return kind is not None
-
-
-def _worth_spark(kind: str, first: Mapping[str, Any] | None) -> bool:
-    """``auto``: an object-store prefix with more keys than one page."""
-    return kind == tl.KEYS and first is not None and bool(first.get("IsTruncated"))
 
 
 def more_entries_than(root: str, limit: int) -> bool:

@@ -193,6 +193,27 @@ class DriverPairs:
         return _assembled(ds, cfg, rule, root_dir, values, skipped, 0)
 
 
+class FirstPlanner:
+    """``plan_all``'s planner made of several: a dataset goes to the first that plans
+    it and gives a plan (``--listing auto``: Spark's planning tasks for a big local
+    tree, the driver's paired walks for a small one); None leaves it to the walk."""
+
+    def __init__(self, *planners: JoinPlanner | DriverPairs) -> None:
+        self.planners = planners
+
+    def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
+        return any(p.plans(ds, cfg) for p in self.planners)
+
+    def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration
+                 ) -> JoinedPlan | None:
+        for planner in self.planners:
+            if planner.plans(ds, cfg):
+                plan = planner(ds, cfg)
+                if plan is not None:
+                    return plan
+        return None
+
+
 #: Files to copy a dataset planned on the driver holds before it writes them to a
 #: copy-rows file and takes the thin path: one chunk. A copy that small costs less
 #: collected than written, read back and reported through files.

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from distcp.errors import SparkUnavailableError
+from distcp.errors import JavaMissingError, SparkUnavailableError
 from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
 from distcp.spark.interrupts import plain_interrupts
@@ -165,6 +165,31 @@ def _close_accumulator_server(spark: Any) -> None:
     sc._accumulatorServer = None  # type: ignore[union-attr]
     threading.Thread(target=server.shutdown, name="pydistcp-accumulators",
                      daemon=True).start()
+
+
+def opens_cheaply(master: str, conf: Mapping[str, str], engine: str) -> bool:
+    """Whether this run's Spark session costs little to open: one is active in this
+    process, the master is not local (a cluster's session is opened for the copy in any
+    case), or the warm engine serves the run (``engine`` warm, or auto while it runs).
+
+    A JVM of the run's own costs seconds before its first task, which a run planned by
+    the driver alone never pays when it has nothing to copy: ``--listing auto`` asks
+    this before it lists a tree on Spark."""
+    if "pyspark.sql" in sys.modules:  # else no session can be active here
+        from pyspark.sql import SparkSession
+
+        if SparkSession.getActiveSession() is not None:
+            return True
+    if not is_local_master(master):
+        return True
+    if engine == "cold":
+        return False
+    if engine == "warm":
+        return True  # started for this run if it does not run: the user asked for it
+    try:
+        return engine_settings(master, conf)[0].server() is not None
+    except (JavaMissingError, OSError):  # no usable Java: the run itself will say so
+        return False
 
 
 def engine_settings(master: str, conf: Mapping[str, str]) -> tuple[Engine, dict[str, Any]]:

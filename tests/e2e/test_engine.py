@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
+from distcp.spark.session import opens_cheaply
 from tests.conftest import cli_env, run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -40,7 +42,8 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path) -> None:
+def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     src = tmp_path / "src"
     make_files(src, 20, 10_000)
@@ -55,6 +58,11 @@ def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path) -> None:
     assert tree(tmp_path / "d1") == tree(src)
     [running] = engines(tmp_path / "engines")
     assert running["current"] and _alive(running["pid"])
+    # --listing auto takes a running engine as a cheap session (for the same settings)
+    monkeypatch.setenv("PYDISTCP_ENGINE_DIR", env["PYDISTCP_ENGINE_DIR"])
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    assert opens_cheaply("local[*]", {}, "auto")
+    assert not opens_cheaply("local[*]", {"spark.sql.shuffle.partitions": "3"}, "auto")
 
     # auto (the default) uses it; two runs at once share it; nobody announces again
     procs = [subprocess.Popen([sys.executable, "-m", "distcp", "copy", str(src),

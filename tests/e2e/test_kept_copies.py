@@ -301,15 +301,29 @@ def test_a_walked_s3_source_past_held_files_is_copied_from_files(
     assert (again.files_copied, again.files_skipped) == (0, 24)
 
 
-@pytest.mark.parametrize("big", [True, False])
+@pytest.mark.parametrize(("big", "cheap"), [(True, True), (True, False), (False, True)])
 def test_auto_plans_a_big_local_tree_on_spark_and_a_small_one_on_the_driver(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool) -> None:
-    """``--listing auto``: a local tree of more than LOCAL_FROM entries takes the thin
-    path (nothing per file on the driver); a smaller one the driver's walk."""
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool, cheap: bool
+        ) -> None:
+    """``--listing auto``, the default: a local tree of more than LOCAL_FROM entries is
+    planned on Spark when its session opens cheaply and takes the thin path (nothing per
+    file on the driver); a smaller one, or any tree when Spark would start a JVM of its
+    own, the driver's paired walks."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 4, 20)  # 85 entries: 80 files, 5 directories
     monkeypatch.setattr(listing, "LOCAL_FROM", 84 if big else 85)
-    s = distcp.copy(str(src), str(dst), listing="auto", progress=False)
+    monkeypatch.setattr(job, "opens_cheaply", lambda *args: cheap)
+    paired: list[str] = []
+    real = planning.DriverPairs.__call__
+
+    def counted(self: planning.DriverPairs, ds: Any, cfg: Any) -> Any:
+        paired.append(ds.urn)
+        return real(self, ds, cfg)
+
+    monkeypatch.setattr(planning.DriverPairs, "__call__", counted)
+    s = distcp.copy(str(src), str(dst), progress=False)
     assert s.ok and s.files_copied == 80
-    assert s.results_collected == (0 if big else 80)
+    on_spark = big and cheap
+    assert s.results_collected == (0 if on_spark else 80)
+    assert len(paired) == (0 if on_spark else 1)
     assert tree(dst) == tree(src)

@@ -202,9 +202,11 @@ def test_cli_dry_run_plans_the_same_with_spark_listing_and_an_unreadable_dir(
         [("copy", str(dst / f"d{n:02d}" / "sub" / "f.txt")) for n in range(12) if n != 5]
 
 
-def test_auto_lists_one_page_on_the_driver_and_more_on_spark(spark: Any,
-                                                             s3: S3Server  # noqa: F811
-                                                             ) -> None:
+def test_auto_lists_an_s3_prefix_on_the_driver(spark: Any, s3: S3Server  # noqa: F811
+                                              ) -> None:
+    """``auto`` keeps object-store prefixes, small or many pages long, on the driver
+    (its listing read ahead beat the key ranges on Spark at 100,000 keys): no session is
+    opened and nothing is probed."""
     _put_keys(s3, {f"small/{n}": b"s" for n in range(3)} | {f"big/{n:02d}": b"b"
                                                              for n in range(12)})
     opened: list[str] = []
@@ -213,19 +215,20 @@ def test_auto_lists_one_page_on_the_driver_and_more_on_spark(spark: Any,
         opened.append("spark")
         return spark
 
-    for prefix, pages in (("small", []), ("big", ["spark"])):
+    for prefix in ("small", "big"):
         fs, root = fsutil.filesystem(f"s3://src/{prefix}", s3.options)
-        skipped: list[fsutil.Skipped] = []
-        got = list(Lister("auto", session, target=4, page=5)(fs, root, "follow", s3.options,
-                                                              skipped))
+        lister = Lister("auto", session, target=4, page=5)
+        assert not lister.joins(fs, root)
+        got = list(lister(fs, root, "follow", s3.options, []))
         assert got == walked(fs, root, "follow")[0]
-        assert opened == pages, prefix
+        assert len(got) == (3 if prefix == "small" else 12)
+    assert opened == []
 
 
-def test_auto_probe_of_joins_is_the_first_page_of_the_listing(
+def test_probe_of_joins_is_the_first_page_of_the_listing(
         spark: Any, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    """``joins`` (is this tree planned on Spark?) probes one page under ``auto``; the
-    listing that follows starts from that page instead of asking for it again."""
+    """``joins`` (is this tree planned on Spark?) probes the first key under ``spark``;
+    the listing that follows starts from that probe instead of asking for it again."""
     _put_keys(s3, {f"big/{n:02d}": b"b" for n in range(12)})
     firsts: list[str] = []
     real = tl.list_page
@@ -237,7 +240,7 @@ def test_auto_probe_of_joins_is_the_first_page_of_the_listing(
 
     monkeypatch.setattr(tl, "list_page", counted)
     fs, root = fsutil.filesystem("s3://src/big", s3.options)
-    lister = Lister("auto", lambda: spark, target=4, page=5)
+    lister = Lister("spark", lambda: spark, target=4, page=5)
     assert lister.joins(fs, root)
     frame, kind = lister.frame(fs, root, "follow", s3.options, [])
     assert kind == tl.KEYS
