@@ -117,6 +117,26 @@ class JoinedPlanner(Protocol):
     def __call__(self, ds: Any, cfg: CopyConfiguration) -> Any: ...
 
 
+class FirstPlanner:
+    """``plan_all``'s planner made of several: a dataset goes to the first that plans
+    it and gives a plan (``--listing auto``: Spark's planning tasks for a big local
+    tree, the driver's paired walks for a small one); None leaves it to the walk."""
+
+    def __init__(self, *planners: JoinedPlanner) -> None:
+        self.planners = planners
+
+    def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
+        return any(p.plans(ds, cfg) for p in self.planners)
+
+    def __call__(self, ds: Any, cfg: CopyConfiguration) -> Any:
+        for planner in self.planners:
+            if planner.plans(ds, cfg):
+                plan = planner(ds, cfg)
+                if plan is not None:
+                    return plan
+        return None
+
+
 def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
              datasets: list[CopyableDataset] | None = None,
              state: StateStore | None = None, lister: Lister | None = None,

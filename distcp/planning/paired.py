@@ -10,7 +10,7 @@ nothing, and a source entry not copied alone; they go through the same ``plan_ro
 The walks' entries reach it as they are, never made listing rows and read back (a
 tenth of a no-op's planning time).
 
-The driver lists the top of both trees (``distcp.spark.planning.paired_items``): the
+The driver lists the top of both trees (``distcp.planning.treeplans.paired_items``): the
 source's top down to its subtrees, and the target's down to the same cut. A subtree's
 own entry is paired in its task (its source walk yields it only when it can be listed,
 as the driver's walk does) with the target entry at that path, which the driver

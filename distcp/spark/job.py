@@ -44,7 +44,7 @@ from distcp.events.run import RunEvents
 from distcp.events.sinks import EventSink
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
-from distcp.planning.listing import find_datasets, plan_all, state_root
+from distcp.planning.listing import FirstPlanner, find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, unit_count
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.planning.splitting import (
@@ -55,6 +55,7 @@ from distcp.planning.splitting import (
     resumed_results,
     units_for,
 )
+from distcp.planning.treeplans import DriverPairs, kept_walked
 from distcp.publishers.catalog import CatalogTarget
 from distcp.runlog import RunLog
 from distcp.spark.arrow import RunnerFactory, run_pickled
@@ -66,7 +67,7 @@ from distcp.spark.listedcopy import (
     split_listed,
 )
 from distcp.spark.listing import LazySession, Lister
-from distcp.spark.planning import DriverPairs, FirstPlanner, JoinPlanner, kept_walked
+from distcp.spark.planning import JoinPlanner
 from distcp.spark.publish import fan_out_with
 from distcp.spark.session import default_parallelism, opens_cheaply, spark_session
 from distcp.storage import StorageSpec, s3, spec_for
@@ -194,7 +195,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
-    """Whether planning (on Spark, or on the driver past ``planning.HELD`` files) keeps
+    """Whether planning (on Spark, or on the driver past ``treeplans.HELD`` files) keeps
     a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Not when
     every decision is shown or logged, nor for what still needs each file on the driver:
     ``move``, the catalog, split files, ``--visibility file``, ``--commit-policy full``,

@@ -8,7 +8,7 @@ from those reports (``distcp.commit.publish_listed``). What the driver holds gro
 the chunks and tasks (a few hundred for a million files), not with the files.
 
 Taken for plain copies planned on Spark (``--listing spark``), or by the driver's
-paired walks with more than ``planning.HELD`` files to copy, where nothing asks for
+paired walks with more than ``treeplans.HELD`` files to copy, where nothing asks for
 every file on the driver (``keeps_copies``); any other run keeps the collected path.
 """
 

@@ -17,19 +17,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from distcp.copying.taskenv import applied_environment, task_environment
-from distcp.planning.listsplit import balance, grouped, key_ranges, task_target
+from distcp.planning.listsplit import grouped, key_ranges, task_target
+from distcp.planning.tops import Found, tree_tasks
 from distcp.spark.arrow import frame_of
 from distcp.spark.schemas import local_frame
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.filesystems import Skipped
 
-#: Directories the driver lists at most to balance subtrees; probes at most per prefix.
-LIST_BUDGET = 64
+#: Probes at most per prefix.
 PROBE_BUDGET = 64
 #: Keys in one ListObjectsV2 page of a listing task.
 PAGE = 1000
@@ -40,43 +40,6 @@ PAGE = 1000
 #: against 133.2 s). An object-store prefix stays with the driver: its listing read ahead
 #: took 2.46 s for 100,000 keys, the key ranges on Spark 3.52 s (s5cmd: 3.04 s).
 LOCAL_FROM = 250_000
-
-
-@dataclass
-class Found:
-    """What the driver listed itself, and the tasks for the rest."""
-
-    kind: str
-    entries: list[tuple[str, Any]] = field(default_factory=list)
-    tasks: list[tl.ListingTask] = field(default_factory=list)
-    #: Spark tasks to run them in (``listing_frame``'s width; 0: one each).
-    width: int = 0
-
-
-def tree_tasks(url: str, root: str, links: str, options: Mapping[str, Any], target: int,
-               skipped: list[Skipped]) -> Found:
-    """A local tree: the top levels listed here (breadth first, ``balance``), a task for
-    each subtree left."""
-    found = Found(tl.TREE)
-    top = os.stat(root)
-
-    def expand(sub: tl.Subtree | None) -> list[tl.Subtree] | None:
-        path, ancestors = (root, {(top.st_dev, top.st_ino)}) if sub is None \
-            else (sub.path, set(sub.ancestors))
-        items = tl.local_level(path, links, skipped, frozenset(ancestors))
-        if items is None:
-            return None
-        if sub is not None:
-            found.entries.append((sub.path, sub.status))
-        kids = [i for i in items if isinstance(i, tl.Subtree)]
-        found.entries.extend(i for i in items if not isinstance(i, tl.Subtree))
-        return kids
-
-    subtrees = balance(expand(None) or [], expand, target, LIST_BUDGET)
-    found.tasks = [tl.ListingTask(tl.TREE, url, root, links, start=s.path,
-                                  ancestors=s.ancestors, options=dict(options))
-                   for s in subtrees]
-    return found
 
 
 def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: int,

@@ -13,44 +13,24 @@ directories, not its files (``Summary.plan_rows_collected`` says how many rows c
 
 from __future__ import annotations
 
-import os
 import pickle
-from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
-from distcp.copying.copyrows import CHUNK, CopyRowsWriter
 from distcp.copying.taskenv import task_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
-from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory
 from distcp.planning import joined as jp
 from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
-from distcp.planning.listsplit import grouped
-from distcp.planning.plan import Action, DatasetPlan, Plan
+from distcp.planning.treeplans import JoinedPlan, assembled, copies_folder, paired_items
 from distcp.spark.arrow import frame_of, session_setting
-from distcp.spark.listing import Found, Lister, tree_tasks
+from distcp.spark.listing import Lister
 from distcp.spark.schemas import struct
 from distcp.storage import filesystems as fsutil
-from distcp.storage import spec_for
 from distcp.storage import treelisting as tl
-
-
-@dataclass(frozen=True)
-class JoinedPlan:
-    """A dataset planned on Spark or by the driver's paired walks: its plan (skips
-    counted, kept only when asked), the entries not copied, files seen at the source,
-    and rows the driver collected from Spark."""
-
-    plan: DatasetPlan
-    skipped: tuple[fsutil.Skipped, ...]
-    seen: int
-    rows: int
 
 
 class JoinPlanner:
@@ -86,7 +66,7 @@ class JoinPlanner:
         with _join_partitions(self.lister.session(), cfg):
             rows = _joined(source, src_root, target).mapInArrow(
                 partial(jp.arrow_plan, rule), struct(jp.OUT_SCHEMA)).collect()
-        return _assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
+        return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
 
     def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,
                 src_root: str, target: tuple[Any, str, Any] | None,
@@ -111,7 +91,7 @@ class JoinPlanner:
         rule = self._rule(ds, cfg, tl.TREE, tl.TREE)
         rows = frame_of(spark, items, partial(pp.run_paired, rule, (src, dst[1] if dst else "")),
                         jp.OUT_SCHEMA).collect()
-        return _assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
+        return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
 
     def _rule(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source_kind: str,
               target_kind: str) -> jp.JoinRule:
@@ -128,212 +108,6 @@ class JoinPlanner:
         fs, root, _ = found
         frame, kind = self.lister.frame(fs, root, target_links(cfg), cfg.dst_options, [])
         return (frame, root), kind
-
-
-#: Pairs of the trees' tops sent with the planning tasks at most (they travel in the
-#: job's closure); a tree whose top holds more is planned by the join.
-TOP_PAIRS = 10_000
-
-
-def copies_folder(copies_to: str, ds: RecursiveCopyableDataset) -> str:
-    """Where a dataset's files to copy are kept ("": collected), a folder each, under
-    the run's ``copies_to`` ("": nowhere)."""
-    if not copies_to or ds.whole:  # a whole file set is published all or nothing
-        return ""
-    return fsutil.join(copies_to, urn_key(ds.urn)[:16])
-
-
-class DriverPairs:
-    """``plan_all``'s planner under ``--listing driver`` for two local trees: the same
-    paired walks as the planning tasks (``distcp.planning.paired``), run in this
-    process, without Spark. The files skipped are counted where they are decided (kept
-    only when every decision is shown), so a file identical to its target costs two
-    ``stat`` calls and no object (``plan.skips_same``). With ``copies_to`` (the thin
-    path allowed: ``job.keeps_copies``) a dataset with more than ``HELD`` files to copy
-    writes them to a copy-rows file as the planning tasks do, a chunk at a time, so the
-    driver holds a chunk, not every file, and the copy stays on the executors
-    (``spark.listedcopy``). None (the driver's own walk plans it) when a side is not a
-    local tree or the top is too wide to pair (``TOP_PAIRS``)."""
-
-    def __init__(self, keep_skips: bool = False, copies_to: str = "") -> None:
-        self.keep_skips, self.copies_to = keep_skips, copies_to
-
-    def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
-        if not jp.plannable(ds, cfg):
-            return False
-        src_fs, _ = fsutil.filesystem(ds.root, cfg.src_options)
-        dst_fs, _ = fsutil.filesystem(ds.destination_root, cfg.dst_options)
-        return tl.listing_kind(src_fs) == tl.TREE == tl.listing_kind(dst_fs)
-
-    def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration
-                 ) -> JoinedPlan | None:
-        root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
-        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
-        target = target_root(ds, cfg, ds.destination_root)
-        if target is not None and tl.listing_kind(target[0]) != tl.TREE:
-            return None
-        src = src_root.rstrip("/") or "/"
-        skipped: list[fsutil.Skipped] = []
-        found = replace(tree_tasks(fsutil.to_url(src_fs, src), src, cfg.links,
-                                   cfg.src_options, DRIVER_CUT, skipped), width=1)
-        dst = (target[0], target[1].rstrip("/") or "/") if target is not None else None
-        items = paired_items(found, src, dst, target_links(cfg), cfg.dst_options)
-        if items is None:
-            return None
-        rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
-                           mtimes_kept=keeps_mtimes(ds.destination_root, cfg))
-        roots = (src, dst[1] if dst else "")
-        kept = _Held(copies_folder(self.copies_to, ds), dict(cfg.dst_options))
-        values: list[tuple[str, str, Any]] = []
-        for item in items:
-            for kind, sort, value, size in jp.plan_rows(rule, pp.item_pairs(item, *roots)):
-                if kind != jp.COPY or not kept.add(sort, value, size):
-                    values.append((kind, sort, value))
-        values += kept.close()
-        return _assembled(ds, cfg, rule, root_dir, values, skipped, 0)
-
-
-class FirstPlanner:
-    """``plan_all``'s planner made of several: a dataset goes to the first that plans
-    it and gives a plan (``--listing auto``: Spark's planning tasks for a big local
-    tree, the driver's paired walks for a small one); None leaves it to the walk."""
-
-    def __init__(self, *planners: JoinPlanner | DriverPairs) -> None:
-        self.planners = planners
-
-    def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
-        return any(p.plans(ds, cfg) for p in self.planners)
-
-    def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration
-                 ) -> JoinedPlan | None:
-        for planner in self.planners:
-            if planner.plans(ds, cfg):
-                plan = planner(ds, cfg)
-                if plan is not None:
-                    return plan
-        return None
-
-
-#: Files to copy a dataset planned on the driver holds before it writes them to a
-#: copy-rows file and takes the thin path: one chunk. A copy that small costs less
-#: collected than written, read back and reported through files.
-HELD = CHUNK
-
-
-class _Held:
-    """A driver-planned dataset's files to copy: held until there are more than
-    ``HELD``, then written to ``folder``'s copy-rows file as they come (a chunk held
-    at most); ``folder`` "": always held."""
-
-    def __init__(self, folder: str, options: dict[str, Any]) -> None:
-        self.writer = CopyRowsWriter(fsutil.join(folder, "driver.parquet"), options) \
-            if folder else None
-        self.held: list[tuple[str, Action, int]] = []
-        self.spilled = False
-
-    def add(self, sort: str, action: Action, size: int) -> bool:
-        """Whether ``action`` was taken (False: the caller keeps it as a value)."""
-        if self.writer is None:
-            return False
-        self.held.append((sort, action, size))
-        if self.spilled or len(self.held) > HELD:
-            self.spilled = True
-            for at, each, n in self.held:  # copy tasks read files, not actions
-                self.writer.add(at, n, pickle.dumps(each.file))
-            self.held.clear()
-        return True
-
-    def close(self) -> list[tuple[str, str, Any]]:
-        """The values left: the files held as copies, or the copy-rows file written."""
-        if self.spilled:
-            assert self.writer is not None
-            rows = self.writer.close()
-            return [(jp.LISTED, "", rows)] if rows is not None else []
-        return [(jp.COPY, sort, action) for sort, action, _ in self.held]
-
-
-def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
-                copies_to: str) -> Plan:
-    """``plan`` with each plain dataset the driver's own walk planned (an object store
-    on a side, or a top too wide to pair) that has more than ``HELD`` files to copy
-    written to a copy-rows file, as ``DriverPairs`` writes its own: the copy then takes
-    the thin path, its results never collected. Not where staging is a multipart
-    upload: completing uploads read back from results files cost more than it saves
-    (README, Object stores)."""
-    if not copies_to or spec_for(cfg.destination, dict(cfg.dst_options)).capabilities.multipart:
-        return plan
-    by_urn = {ds.urn: ds for ds in datasets}
-    out: list[DatasetPlan] = []
-    for d in plan.datasets:
-        ds = by_urn.get(d.urn)
-        folder = copies_folder(copies_to, ds) if ds is not None and jp.plannable(ds, cfg) else ""
-        if d.listed or len(d.copy) <= HELD or not folder:
-            out.append(d)
-            continue
-        held = _Held(folder, dict(cfg.dst_options))
-        for action in d.copy:
-            held.add("", action, action.file.origin.size)
-        out.append(replace(d, copy=(), listed=tuple(v for _, _, v in held.close())))
-    return Plan(tuple(out))
-
-
-#: Subtrees the driver's paired planning cuts a tree into: only where the walk starts
-#: pairing (one process walks them all).
-DRIVER_CUT = 4
-
-
-def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_links: str,
-                 dst_options: Mapping[str, Any]) -> list[pp.PairedItem] | None:
-    """The planning tasks of two local trees: the source's top (``found``, listed by
-    the driver) paired with the target's down to the same cut, and a task per subtree
-    of either (``distcp.planning.paired``), dealt into ``found.width`` tasks."""
-    src_cut = len(src_root.rstrip("/")) + 1
-    starts = {t.start[src_cut:]: t for t in found.tasks if t.start is not None}
-    expanded = {p[src_cut:] for p, st in found.entries if st.is_dir}
-    top_t: dict[str, dict[str, Any]] = {}
-    under: dict[str, tl.Subtree] = {}
-    at_start: dict[str, dict[str, Any]] = {}
-    only: list[tl.Subtree] = []
-    dst_root = dst[1] if dst is not None else ""
-    dst_cut = len(dst_root.rstrip("/")) + 1
-    if dst is not None:
-        root_st = os.stat(dst_root)
-        frontier = [(dst_root, frozenset({(root_st.st_dev, root_st.st_ino)}))]
-        while frontier:
-            path, ancestors = frontier.pop()
-            for item in tl.local_level(path, dst_links, [], ancestors) or ():
-                entry = (item.path, item.status) if isinstance(item, tl.Subtree) else item
-                rel = entry[0][dst_cut:]
-                if rel in starts:  # paired in the subtree's task
-                    at_start[rel] = tl.row_of(*entry)
-                    if isinstance(item, tl.Subtree):
-                        under[rel] = item
-                    continue
-                if isinstance(item, tl.Subtree) and rel not in expanded:
-                    only.append(item)  # listed whole by a task, its own entry included
-                    continue
-                top_t[rel] = tl.row_of(*entry)
-                if isinstance(item, tl.Subtree):
-                    frontier.append((item.path, frozenset(item.ancestors)))
-    top_s = {p[src_cut:]: tl.row_of(p, st) for p, st in found.entries}
-    # a source file where only the target has a directory: paired in that one's task
-    beside = {sub.path[dst_cut:]: top_s.pop(sub.path[dst_cut:], None) for sub in only}
-    names = sorted(top_s.keys() | top_t.keys(), key=lambda r: tl.sort_key(tl.TREE, r))
-    if len(names) > TOP_PAIRS:
-        return None
-
-    def target_task(sub: tl.Subtree) -> tl.ListingTask:
-        return tl.ListingTask(tl.TREE, fsutil.to_url(dst[0], dst_root) if dst else "",
-                              dst_root, dst_links, start=sub.path, ancestors=sub.ancestors,
-                              options=dict(dst_options))
-
-    tasks = [pp.PairedTask(rel, t, target_task(under[rel]) if rel in under else None,
-                           at_start.get(rel)) for rel, t in starts.items()]
-    tasks += [pp.PairedTask(sub.path[dst_cut:], None, target_task(sub),
-                            source_row=beside[sub.path[dst_cut:]]) for sub in only]
-    pairs = tuple((top_s.get(rel), top_t.get(rel)) for rel in names)
-    groups = grouped(tasks, found.width or len(tasks)) if tasks else []
-    return [pp.PairedItem(pairs)] + [pp.PairedItem(tasks=g) for g in groups]
 
 
 #: Spark's own setting for the partitions of a join's shuffle (its default: 200).
@@ -373,33 +147,3 @@ def _joined(source: Any, src_root: str, target: tuple[Any, str] | None) -> Any:
 def _decoded(rows: list[Any]) -> list[tuple[str, str, Any]]:
     """Collected ``jp.OUT_SCHEMA`` rows as ``(kind, sort key, value)``."""
     return [(row["kind"], row["sort"], pickle.loads(row["payload"])) for row in rows]
-
-
-def _assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.JoinRule,
-               root_dir: CopyableDirectory, values: list[tuple[str, str, Any]],
-               skipped: list[fsutil.Skipped], collected: int) -> JoinedPlan:
-    """The planned values as the driver planner's DatasetPlan (its order: the walk's
-    for entries, deepest first for deletions); the first conflict raised as it would.
-    ``collected``: the rows they came in from Spark (0: planned in this process)."""
-    by_kind: dict[str, list[tuple[str, Any]]] = {}
-    for kind, sort, value in values:
-        by_kind.setdefault(kind, []).append((sort, value))
-
-    def ordered(kind: str) -> list[Any]:
-        return [value for _, value in sorted(by_kind.get(kind, []), key=lambda e: e[0])]
-
-    errors = sorted(by_kind.get(jp.ERROR, []), key=lambda e: (e[1][0], e[0]))
-    if errors:
-        _, (_, message, path) = errors[0]
-        raise PlanningError(message, path=path)
-    counts = [value for _, value in by_kind.get(jp.COUNT, [])]
-    copy: list[Action] = ordered(jp.COPY)
-    doomed = sorted((u for _, u in by_kind.get(jp.DELETE, [])),
-                    key=lambda u: (-u.count("/"), u))
-    listed = tuple(sorted((r for _, r in by_kind.get(jp.LISTED, [])), key=lambda r: r.url))
-    plan = DatasetPlan(ds.urn, ds.destination_root, tuple(copy), tuple(ordered(jp.SKIP)),
-                       tuple(doomed), (root_dir, *ordered(jp.DIRECTORY)),
-                       skips_counted=sum(s for _, s in counts), listed=listed)
-    return JoinedPlan(plan, (*skipped, *ordered(jp.NOT_COPIED)),
-                      sum(f for f, _ in counts), collected)
-

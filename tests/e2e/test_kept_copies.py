@@ -21,7 +21,8 @@ import distcp
 from distcp.callbacks import Callback
 from distcp.commit.log import CommitStepStore
 from distcp.commit.state import StateStore
-from distcp.spark import job, listing, planning, publish
+from distcp.planning import treeplans
+from distcp.spark import job, listing, publish
 from tests.conftest import run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -50,8 +51,9 @@ def _pending(dst: Path) -> list[Any]:
 @pytest.mark.parametrize("listing", ["spark", "driver"])
 def test_twenty_thousand_files_reach_the_driver_as_a_few_rows(
         spark: Any, tmp_path: Path, listing: str) -> None:
-    """Planned on Spark, or by the driver's walk (the default), which then holds a chunk
-    of files to copy at a time and sends them to the copy tasks in files."""
+    """Planned on Spark, or by the driver's walk (the default for a tree this size),
+    which then holds a chunk of files to copy at a time and sends them to the copy
+    tasks in files."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 200, 100)
     s = distcp.copy(str(src), str(dst), listing=listing, progress=False)
@@ -85,9 +87,9 @@ def test_a_file_gone_before_its_copy_fails_alone_and_the_rest_is_published(
     and the set's deletions wait for a run where it is complete. ``driver-kept``: the
     driver's walk with more files to copy than it holds keeps them on the executors."""
     if listing == "driver-kept":
-        monkeypatch.setattr(planning, "HELD", 4)
+        monkeypatch.setattr(treeplans, "HELD", 4)
         listing = "driver"
-    kept = listing == "spark" or planning.HELD < 15
+    kept = listing == "spark" or treeplans.HELD < 15
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 3, 5)
     (dst / "extra").mkdir(parents=True)
@@ -110,10 +112,10 @@ def test_a_file_gone_before_its_copy_fails_alone_and_the_rest_is_published(
 
 
 def _kept_listing(listing: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """``driver-kept``: the default ``--listing driver`` with ``HELD`` lowered, so a small
+    """``driver-kept``: ``--listing driver`` with ``HELD`` lowered, so a small
     copy takes the thin path from the driver's own plan."""
     if listing == "driver-kept":
-        monkeypatch.setattr(planning, "HELD", 4)
+        monkeypatch.setattr(treeplans, "HELD", 4)
         return "driver"
     return listing
 
@@ -159,7 +161,7 @@ def test_a_publishing_task_killed_mid_rename_is_finished_by_the_rerun(
 @pytest.mark.parametrize(("listing", "dirs"), [("spark", 3), ("driver", 11)])
 def test_a_driver_killed_mid_publish_is_finished_by_the_rerun(
         tmp_path: Path, listing: str, dirs: int) -> None:
-    """``driver``: 1,100 files, past ``HELD``, so the default path's copy is kept too."""
+    """``driver``: 1,100 files, past ``HELD``, so the driver's planned copy is kept too."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     per_dir = 20 if listing == "spark" else 100
     _source(src, dirs, per_dir)
@@ -257,12 +259,12 @@ def test_a_publishing_task_killed_mid_complete_on_s3_is_finished_by_the_rerun(
 @pytest.mark.parametrize("verbose", [False, True])
 def test_the_drivers_walk_keeps_a_big_copy_on_the_executors(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verbose: bool) -> None:
-    """The default ``--listing driver`` past ``HELD`` files to copy: planned by the
-    driver, copied and published from files, nothing per file collected; unless every
+    """The default listing (``auto``: the driver's paired walk for a tree this small)
+    past ``HELD`` files to copy: planned by the driver, copied and published from files, nothing per file collected; unless every
     decision is shown (``-v``), which needs each file on the driver."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 6, 10)
-    monkeypatch.setattr(planning, "HELD", 59)
+    monkeypatch.setattr(treeplans, "HELD", 59)
     s = distcp.copy(str(src), str(dst), progress=False,
                     log_level="info" if verbose else None)
     assert s.ok, s.failures
@@ -289,7 +291,7 @@ def test_a_walked_s3_source_past_held_files_is_copied_from_files(
     client = s3.client()
     for path, data in _files(src).items():
         client.put_object(Bucket="src", Key=f"in/{path}", Body=data)
-    monkeypatch.setattr(planning, "HELD", held)
+    monkeypatch.setattr(treeplans, "HELD", held)
     dst = tmp_path / "dst"
     s = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
     assert s.ok, s.failures
@@ -314,13 +316,13 @@ def test_auto_plans_a_big_local_tree_on_spark_and_a_small_one_on_the_driver(
     monkeypatch.setattr(listing, "LOCAL_FROM", 84 if big else 85)
     monkeypatch.setattr(job, "opens_cheaply", lambda *args: cheap)
     paired: list[str] = []
-    real = planning.DriverPairs.__call__
+    real = treeplans.DriverPairs.__call__
 
-    def counted(self: planning.DriverPairs, ds: Any, cfg: Any) -> Any:
+    def counted(self: treeplans.DriverPairs, ds: Any, cfg: Any) -> Any:
         paired.append(ds.urn)
         return real(self, ds, cfg)
 
-    monkeypatch.setattr(planning.DriverPairs, "__call__", counted)
+    monkeypatch.setattr(treeplans.DriverPairs, "__call__", counted)
     s = distcp.copy(str(src), str(dst), progress=False)
     assert s.ok and s.files_copied == 80
     on_spark = big and cheap

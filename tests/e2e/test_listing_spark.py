@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from distcp.spark.listing import Lister, key_tasks, listing_frame, tree_tasks
+from distcp.planning.tops import tree_tasks
+from distcp.spark.listing import Lister, key_tasks, listing_frame
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from tests.conftest import cli_env

@@ -24,11 +24,12 @@ from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
 from distcp.copying import copyrows
 from distcp.errors import PlanningError
+from distcp.planning import treeplans
 from distcp.planning.listing import Planned, plan_all
 from distcp.planning.plan import skips_same
-from distcp.spark import planning
+from distcp.planning.treeplans import DriverPairs
 from distcp.spark.listing import Lister
-from distcp.spark.planning import DriverPairs, JoinPlanner
+from distcp.spark.planning import JoinPlanner
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -167,7 +168,7 @@ def test_the_drivers_paired_walks_write_past_held_files_to_copy_rows(
         _file(src / f"d{n}" / "f.txt", "f" * n)
     cfg = CopyConfiguration(sources=(str(src),), destination=str(dst))
     walked = plan_all(cfg, lambda _m: None).plan.datasets[0]
-    monkeypatch.setattr(planning, "HELD", held)
+    monkeypatch.setattr(treeplans, "HELD", held)
     monkeypatch.setattr(copyrows, "CHUNK", 5)
     folder = tmp_path / "plan"
     paired = plan_all(cfg, lambda _m: None, joined=DriverPairs(copies_to=str(folder)))
