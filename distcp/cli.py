@@ -193,7 +193,8 @@ def main() -> None:
                    "ranges in parallel; a plain tree is then planned on Spark too, only "
                    "what is acted on collected) or auto (spark for a local tree of more "
                    "than 250,000 entries when Spark costs little to start: the warm "
-                   "engine runs, or a cluster; else driver, S3 prefixes included).")
+                   "engine runs, or a cluster; and for an S3 prefix of more than 100,000 "
+                   "keys; else driver).")
 @click.option("--publishing", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True,
               help="Who carries out the per-file steps of publishing (renames, multipart "

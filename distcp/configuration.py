@@ -81,7 +81,8 @@ class CopyConfiguration:
     engine: str = "auto"
     #: Who lists trees: "driver", "spark" (executors list subtrees or key ranges) or
     #: "auto" (spark for a local tree of more than 250,000 entries when the session opens
-    #: cheaply, the driver otherwise: measured faster either side). distcp.spark.listing.
+    #: cheaply and for an S3 prefix of more than 100,000 keys, the driver otherwise:
+    #: measured faster either side). distcp.spark.listing.
     listing: str = "auto"
     #: Who carries out per-file commit steps (renames, completes, source deletes):
     #: "driver", "spark" (executors, in pieces) or "auto" (spark for a large step on a

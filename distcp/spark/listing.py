@@ -8,8 +8,8 @@ join) takes it as it is. Until then ``entries`` adapts it to the walk's
 ``--listing`` chooses: ``driver`` (the walk, in this process), ``spark`` (this
 module wherever the storage can be cut: local trees by subtree, S3 by key range),
 ``auto``, the default (Spark for a local tree of more than LOCAL_FROM entries when the
-run's session opens cheaply; the walk otherwise, object stores included: measured in
-benchmarks/bench_scale.py).
+run's session opens cheaply, and for an object-store prefix of more than KEYS_FROM keys;
+the walk otherwise: measured in benchmarks/bench_scale.py).
 """
 
 from __future__ import annotations
@@ -37,9 +37,15 @@ PAGE = 1000
 #: the session opens cheaply (``session.opens_cheaply``). Below, the driver's paired walk
 #: is faster (a no-op of 100,000 files: 1.25 s); above, Spark's tasks plan on every core
 #: (a million files on the warm engine: no-op 6.8 s against 9.7 s, first copy 113.5 s
-#: against 133.2 s). An object-store prefix stays with the driver: its listing read ahead
-#: took 2.46 s for 100,000 keys, the key ranges on Spark 3.52 s (s5cmd: 3.04 s).
+#: against 133.2 s).
 LOCAL_FROM = 250_000
+#: ``auto``: keys under an object-store prefix from which it is listed on Spark. Up to
+#: here the driver's listing, read ahead, was faster (100,000 keys: 2.46 s, against
+#: 3.52 s by key ranges on Spark; s5cmd 3.04 s), and a copy of more than a chunk of
+#: files leaves the driver after planning (``treeplans.kept_walked``); past it, the
+#: listing the driver would hold grows with the keys. The driver lists that many keys to
+#: tell (kept for the walk when the prefix ends there).
+KEYS_FROM = 100_000
 
 
 def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: int,
@@ -91,24 +97,32 @@ class Lister:
 
     def __init__(self, mode: str, session: Callable[[], Any], target: int | None = None,
                  page: int = PAGE, local_from: int | None = None,
-                 cheap: Callable[[], bool] = lambda: True) -> None:
-        """``cheap``: whether the run's session opens cheaply (``auto`` lists on Spark
-        only then: a JVM's start costs more than the driver's walk saves)."""
+                 cheap: Callable[[], bool] = lambda: True, keys_from: int | None = None
+                 ) -> None:
+        """``cheap``: whether the run's session opens cheaply (``auto`` lists a local
+        tree on Spark only then: a JVM's start costs more than the driver's walk saves)."""
         self.mode, self.session, self.cheap = mode, session, cheap
         #: Tasks to aim for (default: a few per core), keys per listing page and the
         #: entries of a local tree ``auto`` lists on Spark; tests set them small so that
         #: small trees are treated as big ones are.
         self.target, self.page = target, page
         self.local_from = LOCAL_FROM if local_from is None else local_from
+        self.keys_from = KEYS_FROM if keys_from is None else keys_from
         #: First pages ``joins`` probed, by tree URL, for the listing that follows.
         self._pages: dict[str, Mapping[str, Any]] = {}
-        #: ``auto``'s verdict on each local tree probed (it is asked twice per tree).
+        #: ``auto``'s verdict on each tree probed (it is asked twice per tree), and the
+        #: walk of each prefix its probe listed whole, with what the walk skipped.
         self._big_trees: dict[str, bool] = {}
+        self._walked: dict[str, tuple[list[tuple[str, Any]], list[Skipped]]] = {}
 
     def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
                  skipped: list[Skipped]) -> Iterable[tuple[str, Any]]:
         kind, first = self._placed(fs, root)
         if kind is None:
+            if root in self._walked:
+                walked, walk_skipped = self._walked.pop(root)
+                skipped.extend(walk_skipped)
+                return iter(walked)
             return fsutil.walk(fs, root, links, skipped)
         return self._on_spark(fs, root, kind, links, options, first, skipped)
 
@@ -118,11 +132,12 @@ class Lister:
         (a probe ``joins`` made is taken, not listed again)."""
         kind = tl.listing_kind(fs) if self.mode != "driver" else None
         if self.mode == "auto":
-            if kind != tl.TREE:
+            if kind is None:
                 return None, None
             if root not in self._big_trees:
                 self._big_trees[root] = more_entries_than(
-                    root.rstrip("/") or "/", self.local_from) and self.cheap()
+                    root.rstrip("/") or "/", self.local_from) and self.cheap() \
+                    if kind == tl.TREE else self._more_keys(fs, root)
             return (kind if self._big_trees[root] else None), None
         if kind != tl.KEYS:
             return kind, None
@@ -130,6 +145,19 @@ class Lister:
         if first is None:  # the key ranges start from the first key
             first = tl.list_page(fs, root, None, 1)
         return kind, first
+
+    def _more_keys(self, fs: Any, root: str) -> bool:
+        """Whether the prefix holds more than ``keys_from`` keys: the driver's walk, which
+        stops there; the walk of a prefix that ends before is kept for ``__call__``."""
+        from distcp.storage.s3list import MoreKeys
+
+        skipped: list[Skipped] = []
+        try:
+            self._walked[root] = (list(fsutil.walk(fs, root, "follow", skipped,
+                                                   most=self.keys_from)), skipped)
+        except MoreKeys:
+            return True
+        return False
 
     def _on_spark(self, fs: Any, root: str, kind: str, links: str, options: dict[str, Any],
                   first: Mapping[str, Any] | None, skipped: list[Skipped]

@@ -281,7 +281,8 @@ def _mlsd_time(value: str) -> float:
 
 
 def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
-         skipped: list[Skipped] | None = None) -> Iterator[tuple[str, FileStatus]]:
+         skipped: list[Skipped] | None = None, most: int | None = None
+         ) -> Iterator[tuple[str, FileStatus]]:
     """Every file and directory below ``root`` (not ``root`` itself), skipping state dirs.
 
     Local trees are walked with ``os.scandir`` (one stat per entry, exact
@@ -290,7 +291,9 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
     unreadable directories) are appended to ``skipped`` with their reason, so that
     nothing is dropped silently and one bad entry never aborts the walk. With
     ``links="copy"`` every symbolic link (dangling or not) is an entry of its own,
-    with its target text in ``link_target``, and is never descended into.
+    with its target text in ``link_target``, and is never descended into. ``most``: an
+    object-store prefix listed through lean pages with more keys than that raises
+    ``s3list.MoreKeys`` before it yields anything.
     """
     if is_local(fs):
         root = root.rstrip("/") or "/"
@@ -300,7 +303,7 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
                                frozenset({(top.st_dev, top.st_ino)}))
         return
     if _prefix_directories(fs):
-        listing = _keys_and_prefixes(fs, root, skipped)
+        listing = _keys_and_prefixes(fs, root, skipped, most)
     else:
         listing = fs.find(root, withdirs=True, detail=True)
         if skipped is not None and _is_object_store(fs):
@@ -328,8 +331,8 @@ def _prefix_directories(fs: AbstractFileSystem) -> bool:
     return bool({"s3", "s3a"} & set(protocols))
 
 
-def _keys_and_prefixes(fs: AbstractFileSystem, root: str, skipped: list[Skipped] | None
-                       ) -> dict[str, Any]:
+def _keys_and_prefixes(fs: AbstractFileSystem, root: str, skipped: list[Skipped] | None,
+                       most: int | None = None) -> dict[str, Any]:
     """What ``find(withdirs=True, detail=True)`` answers, from one listing of the keys:
     each key's parent prefixes (down to ``root``) as directories, as s3fs derives them.
     A key that is also the prefix of other keys (``a`` and ``a/b``) is reported and its
@@ -338,7 +341,7 @@ def _keys_and_prefixes(fs: AbstractFileSystem, root: str, skipped: list[Skipped]
     from distcp.storage.s3list import find_keys
 
     top = fs._strip_protocol(root).rstrip("/")
-    keys: dict[str, Any] = find_keys(fs, root) or fs.find(root, detail=True)
+    keys: dict[str, Any] = find_keys(fs, root, most) or fs.find(root, detail=True)
     prefixes: dict[str, Any] = {}
     for name in keys:
         parent = name.rsplit("/", 1)[0]

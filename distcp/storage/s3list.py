@@ -20,8 +20,9 @@ import datetime
 import html
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -48,7 +49,7 @@ def _fetch(fs: Any, bucket: str, prefix: str, after: str | None, max_keys: int =
 
 def page_stream(fs: Any, bucket: str, prefix: str, after: str | None = None,
                 max_keys: int = 1000, beyond: Callable[[str], bool] | None = None
-                ) -> Iterator[dict[str, Any]] | None:
+                ) -> Generator[dict[str, Any]] | None:
     """The pages of keys under ``prefix`` after ``after``; None: ask s3fs.
 
     The next page is asked for (in a thread: the wait releases the GIL) as soon as this
@@ -64,7 +65,7 @@ def page_stream(fs: Any, bucket: str, prefix: str, after: str | None = None,
 
 
 def _pages(fs: Any, bucket: str, prefix: str, data: bytes, max_keys: int,
-           beyond: Callable[[str], bool] | None) -> Iterator[dict[str, Any]]:
+           beyond: Callable[[str], bool] | None) -> Generator[dict[str, Any]]:
     with ThreadPoolExecutor(1) as pool:
         while True:
             last = _last_key(data)
@@ -80,20 +81,30 @@ def _pages(fs: Any, bucket: str, prefix: str, data: bytes, max_keys: int,
             data = got
 
 
-def find_keys(fs: Any, root: str) -> dict[str, dict[str, Any]] | None:
+class MoreKeys(Exception):
+    """A prefix holds more keys than the caller would list here (``find_keys``' most)."""
+
+
+def find_keys(fs: Any, root: str, most: int | None = None
+              ) -> dict[str, dict[str, Any]] | None:
     """What s3fs's ``find(root, detail=True)`` answers for a prefix with keys, through
     lean pages; None when s3fs must answer (this filesystem is not served, or nothing is
-    under ``root``: it may be an object itself, which s3fs then looks up)."""
+    under ``root``: it may be an object itself, which s3fs then looks up). Past ``most``
+    keys it stops and raises MoreKeys: the caller lists such a prefix elsewhere."""
     bucket, key, _ = fs.split_path(fs._strip_protocol(root))
     prefix = key.lstrip("/") + "/" if key else ""
     pages = page_stream(fs, bucket, prefix)
     if pages is None:
         return None
     found: dict[str, dict[str, Any]] = {}
-    for page in pages:
-        for c in page["Contents"]:
-            name = f"{bucket}/{c['Key']}"
-            found[name] = {**c, "type": "file", "size": c["Size"], "name": name, "Key": name}
+    with closing(pages):  # stopped early: the page read ahead is awaited, not left behind
+        for page in pages:
+            for c in page["Contents"]:
+                name = f"{bucket}/{c['Key']}"
+                found[name] = {**c, "type": "file", "size": c["Size"], "name": name,
+                               "Key": name}
+            if most is not None and len(found) > most:
+                raise MoreKeys(f"more than {most:,} keys under s3://{bucket}/{prefix}")
     return found or None
 
 

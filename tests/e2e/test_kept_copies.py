@@ -303,6 +303,31 @@ def test_a_walked_s3_source_past_held_files_is_copied_from_files(
     assert (again.files_copied, again.files_skipped) == (0, 24)
 
 
+@pytest.mark.parametrize("keys_from", [23, 24])
+def test_auto_plans_an_s3_source_of_more_than_keys_from_keys_on_spark(
+        spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch, keys_from: int) -> None:
+    """The default listing (``auto``): an S3 prefix of more than KEYS_FROM keys is listed
+    and planned on Spark, its files kept on the executors (nothing per file collected);
+    one of KEYS_FROM keys or fewer is walked by the driver, whose plan of so few files
+    is collected."""
+    src = tmp_path / "src"
+    _source(src, 3, 8)
+    client = s3.client()
+    for path, data in _files(src).items():
+        client.put_object(Bucket="src", Key=f"in/{path}", Body=data)
+    monkeypatch.setattr(listing, "KEYS_FROM", keys_from)
+    dst = tmp_path / "dst"
+    s = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
+    assert s.ok, s.failures
+    on_spark = keys_from < 24
+    assert (s.files_copied, s.results_collected) == (24, 0 if on_spark else 24)
+    assert (s.plan_rows_collected > 0) is on_spark
+    assert {k: v for k, v in _files(dst).items() if not k.startswith(".pydistcp/")} == _files(src)
+    again = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
+    assert (again.files_copied, again.files_skipped) == (0, 24)
+
+
 @pytest.mark.parametrize(("big", "cheap"), [(True, True), (True, False), (False, True)])
 def test_auto_plans_a_big_local_tree_on_spark_and_a_small_one_on_the_driver(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool, cheap: bool

@@ -22,6 +22,7 @@ import pytest
 from distcp.planning.tops import tree_tasks
 from distcp.spark.listing import Lister, key_tasks, listing_frame
 from distcp.storage import filesystems as fsutil
+from distcp.storage import s3list
 from distcp.storage import treelisting as tl
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
@@ -203,27 +204,40 @@ def test_cli_dry_run_plans_the_same_with_spark_listing_and_an_unreadable_dir(
         [("copy", str(dst / f"d{n:02d}" / "sub" / "f.txt")) for n in range(12) if n != 5]
 
 
-def test_auto_lists_an_s3_prefix_on_the_driver(spark: Any, s3: S3Server  # noqa: F811
-                                              ) -> None:
-    """``auto`` keeps object-store prefixes, small or many pages long, on the driver
-    (its listing read ahead beat the key ranges on Spark at 100,000 keys): no session is
-    opened and nothing is probed."""
-    _put_keys(s3, {f"small/{n}": b"s" for n in range(3)} | {f"big/{n:02d}": b"b"
-                                                             for n in range(12)})
+def test_auto_lists_a_prefix_of_up_to_keys_from_keys_on_the_driver_and_more_on_spark(
+        spark: Any, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """``auto`` lists an object-store prefix of up to ``keys_from`` keys on the driver
+    (its listing read ahead beat the key ranges on Spark at 100,000 keys), once: the
+    probe that counted them is the walk. A longer prefix is listed on Spark."""
+    _put_keys(s3, {f"small/{n}": b"s" for n in range(5)} | {f"big/{n:02d}": b"b"
+                                                             for n in range(12)}
+              | {f"big/d{n}/x": b"d" for n in range(2)})
     opened: list[str] = []
+    streams: list[str] = []
+    real = s3list.page_stream
+
+    def counted(fs: Any, bucket: str, prefix: str, *args: Any, **kw: Any) -> Any:
+        streams.append(prefix)
+        return real(fs, bucket, prefix, *args, **kw)
+
+    monkeypatch.setattr(s3list, "page_stream", counted)
 
     def session() -> Any:
         opened.append("spark")
         return spark
 
-    for prefix in ("small", "big"):
+    for prefix, big in (("small", False), ("big", True)):
         fs, root = fsutil.filesystem(f"s3://src/{prefix}", s3.options)
-        lister = Lister("auto", session, target=4, page=5)
-        assert not lister.joins(fs, root)
+        expected = walked(fs, root, "follow")[0]
+        streams.clear()
+        lister = Lister("auto", session, target=4, page=5, keys_from=5)
+        assert lister.joins(fs, root) is big
         got = list(lister(fs, root, "follow", s3.options, []))
-        assert got == walked(fs, root, "follow")[0]
-        assert len(got) == (3 if prefix == "small" else 12)
-    assert opened == []
+        assert got == expected
+        assert len(got) == (5 if prefix == "small" else 16)
+        assert opened == (["spark"] if big else []), prefix
+        if not big:
+            assert streams == ["small/"]  # the probe's listing, not listed again
 
 
 def test_probe_of_joins_is_the_first_page_of_the_listing(
