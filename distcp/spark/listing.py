@@ -112,7 +112,7 @@ class Lister:
         self._pages: dict[str, Mapping[str, Any]] = {}
         #: ``auto``'s verdict on each tree probed (it is asked twice per tree), and the
         #: walk of each prefix its probe listed whole, with what the walk skipped.
-        self._big_trees: dict[str, bool] = {}
+        self._big: dict[str, bool] = {}
         self._walked: dict[str, tuple[list[tuple[str, Any]], list[Skipped]]] = {}
 
     def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
@@ -134,11 +134,13 @@ class Lister:
         if self.mode == "auto":
             if kind is None:
                 return None, None
-            if root not in self._big_trees:
-                self._big_trees[root] = more_entries_than(
-                    root.rstrip("/") or "/", self.local_from) and self.cheap() \
-                    if kind == tl.TREE else self._more_keys(fs, root)
-            return (kind if self._big_trees[root] else None), None
+            if root not in self._big:
+                if kind == tl.KEYS:
+                    self._big[root] = self._more_keys(fs, root)
+                else:
+                    self._big[root] = more_entries_than(root.rstrip("/") or "/",
+                                                        self.local_from) and self.cheap()
+            return (kind if self._big[root] else None), None
         if kind != tl.KEYS:
             return kind, None
         first = self._pages.pop(fsutil.to_url(fs, root), None)
