@@ -24,8 +24,9 @@ side by side in one run, by:
 - pydistcp's listing alone, in one process with a started ``local[2]`` session:
   ``fsutil.walk`` (the driver) against ``distcp.spark.listing.Lister`` (executors,
   key ranges), the session's start not counted (a warm engine or a running job has it);
-- ``pydistcp copy --dry-run`` (planning, nothing copied) with ``--listing driver`` and
-  ``--listing spark``, cold (its own JVM) and on the warm engine (started untimed first).
+- ``pydistcp copy --dry-run`` (planning, nothing copied) with ``--listing auto`` (the
+  default), ``driver`` and ``spark``, cold (its own JVM) and on the warm engine (started
+  untimed first).
 
 Medians of ``--rounds``. Writes benchmarks/results/scale.json and scale.md.
 """
@@ -198,7 +199,7 @@ def bench_listing(keys: int, rounds: int, work: Path,
             listed = in_process(endpoint, prefix, rounds)
             row["listing_driver_s"], row["listing_spark_s"] = (med(listed["driver"]),
                                                                med(listed["spark"]))
-            for listing in ("driver", "spark"):
+            for listing in LISTINGS:
                 for engine in ("cold", "warm"):
                     runs = [dry_run(endpoint, prefix, listing, engine, work)
                             for _ in range(rounds)]
@@ -356,19 +357,20 @@ def render(res: dict[str, Any]) -> str:
     m = res["machine"]
     head = (f"{m['when']}, {m['cpus']} cores, {m['python']}, {m['platform']}; medians of "
             f"{res['listing']['rounds']} rounds (seconds).")
+    runs = [(listing, engine) for engine in ("cold", "warm") for listing in LISTINGS]
     columns = ("| prefix | s5cmd ls | s3fs find | pydistcp listing: driver | pydistcp "
-               "listing: spark | dry run driver cold | dry run spark cold | dry run driver "
-               "warm | dry run spark warm |")
+               "listing: spark | " + " | ".join(f"dry run {listing} {engine}"
+                                                for listing, engine in runs) + " |")
     lines = [f"# Scale: listing {res['listing']['keys']:,} keys on rclone serve s3", "", head,
-             "", columns, "|---|---|---|---|---|---|---|---|---|"]
+             "", columns, "|---|---|---|---|---|" + "---|" * len(runs)]
     for prefix in ("flat", "nested"):
         if prefix not in res["listing"]:
             continue
         r = res["listing"][prefix]
+        dry = " | ".join(str(r.get(f"dry_run_{listing}_{engine}_s", "-"))
+                         for listing, engine in runs)
         lines.append(f"| {prefix} | {r['s5cmd_ls_s']} | {r['s3fs_find_s']} | "
-                     f"{r['listing_driver_s']} | {r['listing_spark_s']} | "
-                     f"{r['dry_run_driver_cold_s']} | {r['dry_run_spark_cold_s']} | "
-                     f"{r['dry_run_driver_warm_s']} | {r['dry_run_spark_warm_s']} |")
+                     f"{r['listing_driver_s']} | {r['listing_spark_s']} | {dry} |")
     if "local" in res:
         lines += render_local(res["local"])
         engine = res["local_machine"].get("engine", "cold")
