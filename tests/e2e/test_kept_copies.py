@@ -279,6 +279,15 @@ def test_the_drivers_walk_keeps_a_big_copy_on_the_executors(
     assert tree(dst) == tree(src)
 
 
+def _s3_source(src: Path, s3: S3Server) -> Path:  # noqa: F811
+    """24 files in 3 directories, locally at ``src`` and as keys under s3://src/in/."""
+    _source(src, 3, 8)
+    client = s3.client()
+    for path, data in _files(src).items():
+        client.put_object(Bucket="src", Key=f"in/{path}", Body=data)
+    return src
+
+
 @pytest.mark.parametrize("held", [5, 40])
 def test_a_walked_s3_source_past_held_files_is_copied_from_files(
         spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
@@ -286,11 +295,7 @@ def test_a_walked_s3_source_past_held_files_is_copied_from_files(
     """A dataset the driver's own walk planned (an S3 source: no paired walks) with more
     than ``HELD`` files to copy is written to a copy-rows file after planning: copied and
     published from files, nothing per file collected, the same objects as bytes."""
-    src = tmp_path / "src"
-    _source(src, 3, 8)
-    client = s3.client()
-    for path, data in _files(src).items():
-        client.put_object(Bucket="src", Key=f"in/{path}", Body=data)
+    src = _s3_source(tmp_path / "src", s3)
     monkeypatch.setattr(treeplans, "HELD", held)
     dst = tmp_path / "dst"
     s = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
@@ -311,11 +316,7 @@ def test_auto_plans_an_s3_source_of_more_than_keys_from_keys_on_spark(
     and planned on Spark, its files kept on the executors (nothing per file collected);
     one of KEYS_FROM keys or fewer is walked by the driver, whose plan of so few files
     is collected."""
-    src = tmp_path / "src"
-    _source(src, 3, 8)
-    client = s3.client()
-    for path, data in _files(src).items():
-        client.put_object(Bucket="src", Key=f"in/{path}", Body=data)
+    src = _s3_source(tmp_path / "src", s3)
     monkeypatch.setattr(listing, "KEYS_FROM", keys_from)
     dst = tmp_path / "dst"
     s = distcp.copy("s3://src/in", str(dst), src_options=s3.options, progress=False)
