@@ -13,12 +13,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from distcp.errors import JavaMissingError, SparkUnavailableError
+from distcp.faults import delay_at
 from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
 from distcp.spark.interrupts import plain_interrupts
@@ -52,8 +54,8 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
     if engine != "cold" and is_local_master(master):
         warm = _warm_engine(master, conf, log_file, start=engine == "warm")
         if warm is not None:
-            with warm as spark:
-                yield spark
+            with warm as session:
+                yield session
             return
     if not master.startswith("sc://"):
         check_java()
@@ -69,34 +71,28 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
         builder = builder.config(key, value)
     python = None if remote else settings["spark.pyspark.python"]
     _quiet_py4j_logger()
-    with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        try:
-            spark = builder.getOrCreate()
-        except KeyboardInterrupt:
-            _end_jvm(_jvm_process(launching=True))
-            raise
-        except Exception as exc:
-            # A driver JVM that died on its CDS archive (e.g. a truncated file): once more
-            # without it; the archive is deleted, so the next build replaces it.
-            options = cds.drop_archive_of(settings.get("spark.driver.extraJavaOptions", ""))
-            if options is None:
-                raise SparkUnavailableError(f"Spark did not start ({master}): {_cause(exc)}; "
-                                            f"details in {log_file}", path=log_file) from None
-            try:
-                spark = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
-            except Exception as again:
-                raise SparkUnavailableError(
-                    f"Spark did not start ({master}): {_cause(again)}; details in {log_file}",
-                    path=log_file) from None
-    interrupted, lost, jvm = False, False, _jvm_process()  # PySpark drops it on interrupt
+    spark: Any = None
+    jvm: int | None = None
+    interrupted = lost = False
+    # One try from the JVM's launch on: a Ctrl-C anywhere from there (in PySpark's
+    # start, leaving the redirections, before our own handler) still ends the JVM, which
+    # PySpark starts ignoring SIGINT and which would outlive us holding our stdout.
     try:
+        with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            spark = _started(builder, settings, master, log_file)
+        pause = delay_at("spark_started")  # lets a test press Ctrl-C in this gap
+        if pause:
+            time.sleep(pause)
+        jvm = _jvm_process()  # PySpark drops it on interrupt
         with plain_interrupts():
             yield spark
     except KeyboardInterrupt:
         interrupted = True
         raise
     except Exception as exc:
+        if spark is None:  # did not start: its own error
+            raise
         failure = _lost_jvm(exc, log_file)
         if failure is exc:
             raise
@@ -105,11 +101,32 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
     finally:
         with _stderr_to(log_file):
             if interrupted or lost:
-                _end_jvm(jvm)
-            else:
+                _end_jvm(jvm if jvm is not None else _jvm_process(launching=True))
+            elif spark is not None:
                 _stop(spark, log_file)
-        if is_local_master(master) and not (interrupted or lost):
+        if spark is not None and is_local_master(master) and not (interrupted or lost):
             cds.after_run(check_java(), log_file)
+
+
+def _started(builder: Any, settings: Mapping[str, str], master: str, log_file: str) -> Any:
+    """``builder``'s session; a driver JVM that died on its CDS archive (e.g. a
+    truncated file) is started once more without it (the archive is deleted, so the
+    next build replaces it)."""
+    try:
+        return builder.getOrCreate()
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        options = cds.drop_archive_of(settings.get("spark.driver.extraJavaOptions", ""))
+        if options is None:
+            raise SparkUnavailableError(f"Spark did not start ({master}): {_cause(exc)}; "
+                                        f"details in {log_file}", path=log_file) from None
+        try:
+            return builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+        except Exception as again:
+            raise SparkUnavailableError(
+                f"Spark did not start ({master}): {_cause(again)}; details in {log_file}",
+                path=log_file) from None
 
 
 def jvm_lost(log_file: str, tail: int = 1 << 20) -> str | None:

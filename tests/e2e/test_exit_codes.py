@@ -230,37 +230,71 @@ def test_spark_that_cannot_start_is_one_line_exit_3(tmp_path: Path, src: Path) -
     assert tree(tmp_path / "out") == {}  # staging may exist; nothing published
 
 
-@pytest.mark.parametrize("phase", ["spark-start", "copy", "copy-twice"])
+@pytest.mark.parametrize("phase", ["spark-start", "spark-started", "copy", "copy-twice"])
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
     """``copy-twice``: a second Ctrl-C while the run ends (a user pressing it again)
-    still ends it with the one line and 130, never killed by the signal itself."""
+    still ends it with the one line and 130, never killed by the signal itself.
+    ``spark-started``: pressed once the JVM runs but before the run's own handler is in
+    place (a pause there, ``DISTCP_SLOW_AT``): the JVM, which ignores SIGINT, is ended
+    too, not left holding the run's stdout."""
     src, dst, logs = tmp_path / "src", tmp_path / "dst", tmp_path / "logs"
     src.mkdir()
     for i in range(6):  # enough bytes that the copy phase lasts a while
         (src / f"f{i}.bin").write_bytes(os.urandom(1 << 20) * 48)
     proc = subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--no-progress",
                              "--buffer-size", "64K"],
-                            env=cli_env({"PYDISTCP_LOG_DIR": str(logs)}),
+                            env=cli_env({"PYDISTCP_LOG_DIR": str(logs), **(
+                                {"DISTCP_SLOW_AT": "spark_started=90"}
+                                if phase == "spark-started" else {})}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     staging = dst / ".pydistcp" / "staging"
     deadline = time.monotonic() + 240
     # The staging folder is made just before Spark starts; a staged file means copying.
-    while time.monotonic() < deadline and not (
-            staging.exists() if phase == "spark-start" else
-            any(p.is_file() for p in staging.rglob("*"))):
+    def reached() -> bool:
+        if phase == "spark-start":
+            return staging.exists()
+        if phase == "spark-started":  # the JVM runs: its session is up within seconds
+            return _java_child(proc.pid) is not None
+        return any(p.is_file() for p in staging.rglob("*"))
+
+    while time.monotonic() < deadline and not reached():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
+    jvm = _java_child(proc.pid)
+    if phase == "spark-started":
+        time.sleep(25)  # the session's start ends within that, and the pause lasts 90 s
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
     if phase == "copy-twice":
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=60 if phase == "spark-started" else 120)
     assert proc.returncode == 130, err
     assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
                                    "published, rerun to finish")
     assert "py4j" not in err
     assert tree(dst) == {}  # nothing published
+    if jvm is not None:  # ended with the run, not left behind
+        assert not Path(f"/proc/{jvm}").exists() or "Z" in _proc_state(jvm)
+
+
+def _java_child(parent: int) -> int | None:
+    """The pid of ``parent``'s child JVM (the Spark driver), if one runs."""
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[1] == str(parent) and (entry / "comm").read_text().strip() == "java":
+                return int(entry.name)
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() or ["?"])[0]
+    except OSError:
+        return "gone"
 
 
 @pytest.mark.parametrize("command", ["status", "recover", "cleanup"])
