@@ -9,6 +9,7 @@ tests and on executors whose PySpark is only the worker side).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -120,9 +121,11 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     now = set(unit.publish_now)
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = bytearray(spec.buffer_size)
+        folders = Folders(staging_dir)
         for index, file in enumerate(unit.files):
             yield file, _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
-                                      buffer, publish_now=bool(now) and file.guid in now)
+                                      buffer, publish_now=bool(now) and file.guid in now,
+                                      folders=folders)
         return
     local = threading.local()
 
@@ -174,12 +177,12 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
 
 
 def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
-                  index: int, spec: TaskSpec, buffer: bytearray, publish_now: bool = False
-                  ) -> Outputs:
+                  index: int, spec: TaskSpec, buffer: bytearray, publish_now: bool = False,
+                  folders: Folders | None = None) -> Outputs:
     """``copy_file``'s results, spilled to local disk when there are many (an archive)."""
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
-                             publish_now and spec.dst.capabilities.multipart)
+                             publish_now and spec.dst.capabilities.multipart, folders)
     requests = tally.items()
     if requests:  # amending costs a copy of the result: most files send none
         results.amend_first(requests=requests)
@@ -195,6 +198,25 @@ def plain(file: CopyableFile, spec: TaskSpec) -> bool:
     return (not file.converters and not spec.checks and spec.bwlimit is None
             and spec.dst.capabilities.local_paths
             and storage_for(file.origin.url, spec.src_options).capabilities.local_paths)
+
+
+class Folders:
+    """The staging folders of one task attempt's plain files: one per final folder, each
+    staged file under its final name, so that a final folder the run creates is
+    published by renaming its staging folder (``LocalStorage.publish_all``): one rename
+    instead of one per file, the most of a first copy's publish (100,000 files in 1,000
+    folders: 0.13 s against 1.16 s here). Numbered in the order the unit meets them."""
+
+    def __init__(self, staging_dir: str) -> None:
+        self.root, self.number = staging_dir, dict[str, int]()
+
+    def staging_url(self, final: str) -> str:
+        parent, name = final.rsplit("/", 1)
+        n = self.number.get(parent)
+        if n is None:
+            n = self.number[parent] = len(self.number)
+            os.makedirs(os_path(f"{self.root}/d{n}"), exist_ok=True)
+        return f"{self.root}/d{n}/{name}"
 
 
 def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: TaskSpec,
@@ -224,14 +246,16 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
-               spec: TaskSpec, buffer: bytearray, publish_now: bool) -> Outputs:
+               spec: TaskSpec, buffer: bytearray, publish_now: bool,
+               folders: Folders | None = None) -> Outputs:
     key = ResultKey.of(file, unit_id, attempt)
     note = ""
     if file.origin.link_target is not None:
         return Outputs.of([_copy_link(file, key, f"{staging_dir}/{index}-0",
                                       spec.dst.capabilities.symlinks)])
     if plain(file, spec) and not publish_now:
-        return Outputs.of([_copy_plain(file, key, f"{staging_dir}/{index}-0", spec, buffer)])
+        staging = folders.staging_url(file.destination) if folders else f"{staging_dir}/{index}-0"
+        return Outputs.of([_copy_plain(file, key, staging, spec, buffer)])
     if server_side(file, spec):
         try:
             return Outputs.of([_copy_server_side(file, key, spec, publish_now)])

@@ -205,7 +205,7 @@ def test_a_worker_killed_mid_copy_is_a_lost_node_and_the_job_finishes(
 
 def _copying(dst: Path) -> bool:
     """Whether a copy task staged a file (planning on Spark runs tasks before)."""
-    return any((dst / ".pydistcp" / "staging").glob("*/u*/*"))
+    return any(p.is_file() for p in (dst / ".pydistcp" / "staging").glob("*/u*/**/*"))
 
 
 def _running_task(work: Path) -> bool:
