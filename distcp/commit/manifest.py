@@ -71,6 +71,20 @@ def segment_table(entries: Iterable[Entry], removed: Iterable[str], seq: int) ->
                      [seq] * len(names), list(cols[4])], schema=_schema())
 
 
+def staged_segment(staged: Any, seq: int) -> Any:
+    """``segment_table`` of a table of staged outputs (``resultfiles.staged_tables``:
+    destinations unique), by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = staged.sort_by("destination")
+    n = rows.num_rows
+    return pa.table([rows["destination"], rows["size"], rows["mtime"],
+                     pc.fill_null(rows["digest"], ""), rows["guid"],
+                     pa.array([seq] * n, pa.int64()), pa.array([False] * n)],
+                    schema=_schema())
+
+
 def to_parquet(table: Any) -> bytes:
     """The table as the bytes of one Parquet file (written whole by ``write_atomic``)."""
     import pyarrow.parquet as pq

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.commit import manifest as mf
-from distcp.copying.resultfiles import GROUP, staged_rows
+from distcp.copying.resultfiles import staged_tables
 from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
@@ -258,14 +258,9 @@ class StateStore:
         if removed:
             yield mf.segment_table((), removed, seq)
         for url in results:
-            entries: list[mf.Entry] = []
-            for _, dest, size, mtime, digest, guid in staged_rows(url, self.options):
-                entries.append((dest, size, mtime, digest, guid))
-                if len(entries) >= GROUP:
-                    yield mf.segment_table(entries, (), seq)
-                    entries = []
-            if entries:
-                yield mf.segment_table(entries, (), seq)
+            for staged in staged_tables(url, self.options):
+                if staged.num_rows:
+                    yield mf.staged_segment(staged, seq)
 
     def _write_segment(self, urn: str, name: str, table: Any) -> int:
         storage = storage_for(self.folder_of(urn), self.options)

@@ -137,16 +137,17 @@ def _groups(url: str, options: dict[str, Any], columns: list[str]) -> Iterator[A
             yield pf.read_row_group(n, columns=present)
 
 
-def staged_rows(url: str, options: dict[str, Any]) -> Iterator[tuple[str, str, int, float, str, str]]:
-    """(staging, destination, size, origin mtime, digest, guid) of each output staged
-    for publishing, in the file's order."""
+def staged_tables(url: str, options: dict[str, Any]) -> Iterator[Any]:
+    """The outputs staged for publishing, a table per row group (destination, size,
+    origin mtime, digest, guid), filtered by Arrow: a manifest segment of a million
+    files is made without a Python object per file."""
+    import pyarrow.compute as pc
+
     names = ["ok", "staging", "destination", "size", "mtime", "digest", "guid"]
     for table in _groups(url, options, names):
-        ok, staging, dest, size, mtime, digest, guid = (table.column(c).to_pylist()
-                                                        for c in names)
-        for i, good in enumerate(ok):
-            if good and staging[i]:
-                yield staging[i], dest[i], size[i], mtime[i], digest[i], guid[i]
+        staged = table.filter(pc.and_(pc.fill_null(table["ok"], False),
+                                      pc.not_equal(pc.fill_null(table["staging"], ""), "")))
+        yield staged.select(names[2:])
 
 
 #: (staging, final, size) of a staged file a rename publishes (``PublishFiles``).

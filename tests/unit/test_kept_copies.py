@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from distcp.copying.resultfiles import (
     REPORTED_FAILURES,
     ResultsWriter,
     publishing_of,
-    staged_rows,
+    staged_tables,
 )
 from distcp.model import CopyableFile, FileStatus, TaskResult
 from distcp.planning.packing import pack_chunks, split_chunks
@@ -104,10 +105,14 @@ def test_results_file_lists_the_staged_outputs_and_the_report_sums_them(tmp_path
     assert (report.bytes_read, report.bytes_written, report.newest_mtime) == (34, 30, 1_002.0)
     assert report.requests == (("get", 3),)
     assert [r.message for r in report.failures] == ["gone"]
-    assert list(staged_rows(url, {})) == [
-        (f"/stage/{n}", f"/dst/f{n}", 10, 1_000.0 + n, f"d{n}", f.guid)
-        for n, f in enumerate(good)]
+    assert _staged(url) == [
+        (f"/dst/f{n}", 10, 1_000.0 + n, f"d{n}", f.guid) for n, f in enumerate(good)]
     assert publishing_of(url, {}) == ([(f"/stage/{n}", f"/dst/f{n}", 10) for n in range(3)], [])
+
+
+def _staged(url: str) -> list[tuple[Any, ...]]:
+    """(destination, size, mtime, digest, guid) of each staged output of a results file."""
+    return [tuple(row.values()) for table in staged_tables(url, {}) for row in table.to_pylist()]
 
 
 def test_results_file_keeps_staged_uploads_with_their_parts(tmp_path: Path) -> None:
@@ -147,4 +152,4 @@ def test_a_report_carries_the_first_failures_whole_and_counts_the_rest(tmp_path:
     report = writer.close()
     assert report.files_failed == REPORTED_FAILURES + 5
     assert len(report.failures) == REPORTED_FAILURES
-    assert list(staged_rows(report.url, {})) == []  # nothing to publish
+    assert _staged(report.url) == []  # nothing to publish
