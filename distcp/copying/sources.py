@@ -75,21 +75,36 @@ def _store_of(url: str, spec: TaskSpec) -> Any:
 _STORES: dict[tuple[str, int], tuple[TaskSpec, Any]] = {}
 
 
-@contextmanager
-def opened_source(file: CopyableFile) -> Iterator[int]:
-    """The descriptor of a local regular origin file, closed after; refused in
-    ``open_source``'s words. Listing skips special files, so one found here is a
-    source that changed since (opened without blocking: a FIFO would wait for a writer)."""
-    shown = fsutil.display(file.origin.url)
-    with _refusals(shown):
-        fd = os.open(os_path(file.origin.url), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SourceReadError(f"source changed while copying: {shown} is no longer a "
-                                  "regular file", path=shown)
-        yield fd
-    finally:
-        os.close(fd)
+class opened_source:
+    """``with opened_source(file) as fd``: the descriptor of a local regular origin file,
+    closed after; refused in ``open_source``'s words. Listing skips special files, so
+    one found here is a source that changed since (opened without blocking: a FIFO
+    would wait for a writer). A class, not a generator: it runs once per plain file,
+    where ``contextlib``'s machinery cost more than the open."""
+
+    __slots__ = ("fd", "file")
+
+    def __init__(self, file: CopyableFile) -> None:
+        self.file = file
+
+    def __enter__(self) -> int:
+        url = self.file.origin.url
+        try:
+            self.fd = os.open(os_path(url), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError as exc:
+            raise _refused(fsutil.display(url), exc) from exc
+        try:
+            if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+                shown = fsutil.display(url)
+                raise SourceReadError(f"source changed while copying: {shown} is no "
+                                      "longer a regular file", path=shown)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        return self.fd
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
 
 
 @contextmanager
@@ -97,14 +112,18 @@ def _refusals(shown: str) -> Iterator[None]:
     """An origin that cannot be opened, as the SourceReadError that names why."""
     try:
         yield
-    except FileNotFoundError as exc:
-        raise SourceReadError(f"source vanished since listing: {shown}", path=shown) from exc
-    except IsADirectoryError as exc:
-        raise SourceReadError(f"source became a directory: {shown}", path=shown) from exc
-    except PermissionError as exc:
-        raise SourceReadError(f"cannot read {shown}: permission denied", path=shown) from exc
     except OSError as exc:
-        raise SourceReadError(f"cannot open {shown}: {exc}", path=shown) from exc
+        raise _refused(shown, exc) from exc
+
+
+def _refused(shown: str, exc: OSError) -> SourceReadError:
+    if isinstance(exc, FileNotFoundError):
+        return SourceReadError(f"source vanished since listing: {shown}", path=shown)
+    if isinstance(exc, IsADirectoryError):
+        return SourceReadError(f"source became a directory: {shown}", path=shown)
+    if isinstance(exc, PermissionError):
+        return SourceReadError(f"cannot read {shown}: permission denied", path=shown)
+    return SourceReadError(f"cannot open {shown}: {exc}", path=shown)
 
 
 def _get_listed(fs: Any, file: CopyableFile, shown: str) -> io.BytesIO:

@@ -57,6 +57,29 @@ def test_vanished_source_is_a_failed_result_naming_the_file(tmp_path: Path) -> N
     assert gone.retryable
 
 
+def test_a_source_that_became_a_directory_or_a_fifo_fails_alone_leaving_no_descriptor(
+        tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("dir", "fifo", "kept"):
+        (src / name).write_text("x")
+    unit, spec = _unit(src, tmp_path / "dst")
+    (src / "dir").unlink()
+    (src / "dir").mkdir()
+    (src / "fifo").unlink()
+    os.mkfifo(src / "fifo")
+    fds = len(os.listdir("/proc/self/fd"))
+    results = {Path(r.origin).name: r for r in run_work_unit(unit, spec, attempt="t1")}
+    assert len(os.listdir("/proc/self/fd")) == fds  # each source's descriptor was closed
+    assert results["kept"].ok
+    for name in ("dir", "fifo"):
+        assert results[name].error_type == "SourceReadError"
+        assert results[name].message == (f"source changed while copying: {src / name} is no "
+                                          "longer a regular file")
+    staged = [p for p in (tmp_path / "dst").rglob("*") if p.is_file()]
+    assert [p.name for p in staged if "progress" not in p.parts] == ["kept"]  # nothing else
+
+
 def test_source_rewritten_during_copy_is_refused(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
