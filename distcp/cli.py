@@ -201,7 +201,8 @@ def main() -> None:
                    "completes, move's source deletes): driver (this process), spark (Spark "
                    "tasks, in pieces; the commit log still records each file set first) or "
                    "auto (spark on a cluster master for a step of 2,000 objects or 200,000 "
-                   "local files, else driver: local executors share the driver's cores).")
+                   "local files, or on a local master for 500,000 local files; else driver: "
+                   "local executors share the driver's cores).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: about 2 tasks per core (default: Spark's "
                                 "cores); --parallelism is its old name.")

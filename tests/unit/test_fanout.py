@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from distcp.commit.fanout import (
+    LOCAL_FAN_OUT_FROM,
     Piece,
     entries_of,
     pieces,
@@ -68,8 +69,12 @@ def test_only_steps_of_independent_per_file_entries_can_be_cut() -> None:
     ("auto", 10**6, ObjectStorage.capabilities, True, False, False),  # the driver's cores
     ("auto", 199_999, LocalStorage.capabilities, True, True, False),  # renames take µs
     ("auto", 200_000, LocalStorage.capabilities, True, True, True),
+    # a local master: only a local filesystem's renames, by the million
+    ("auto", LOCAL_FAN_OUT_FROM - 1, LocalStorage.capabilities, True, False, False),
+    ("auto", LOCAL_FAN_OUT_FROM, LocalStorage.capabilities, True, False, True),
+    ("auto", LOCAL_FAN_OUT_FROM, LocalStorage.capabilities, False, False, False),
 ])
-def test_auto_fans_out_large_steps_only_on_a_cluster_already_running(
+def test_auto_fans_out_large_steps_only_on_a_session_already_running(
         mode: str, entries: int, caps: Capabilities, open_: bool, cluster: bool,
         want: bool) -> None:
     assert worth_fanning(mode, entries, caps, open_, cluster) is want
