@@ -268,7 +268,15 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
     if phase == "copy-twice":
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGINT)
-    _out, err = proc.communicate(timeout=60 if phase == "spark-started" else 120)
+    try:
+        _out, err = proc.communicate(timeout=60 if phase == "spark-started" else 120)
+    except subprocess.TimeoutExpired:  # seen once in CI: say who held on, then clean up
+        held = _session_processes(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        state = "still running" if proc.poll() is None else f"exited {proc.returncode}"
+        tail = "".join(p.read_text(errors="replace")[-2000:] for p in logs.glob("*"))
+        pytest.fail(f"not ended after Ctrl-C: pydistcp {state}; its session: {held}; "
+                    f"log tail: {tail}")
     assert proc.returncode == 130, err
     assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
                                    "published, rerun to finish")
@@ -276,6 +284,20 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
     assert tree(dst) == {}  # nothing published
     if jvm is not None:  # ended with the run, not left behind
         assert not Path(f"/proc/{jvm}").exists() or "Z" in _proc_state(jvm)
+
+
+def _session_processes(sid: int) -> list[str]:
+    """pid, state and command line of every process of session ``sid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[3] == str(sid):  # state, ppid, pgrp, session
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")[:200]
+                found.append(f"{entry.name} {fields[0]} {command.decode(errors='replace')}")
+        except (OSError, IndexError):
+            continue
+    return found
 
 
 def _java_child(parent: int) -> int | None:
