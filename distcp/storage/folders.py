@@ -12,11 +12,13 @@ folders published in 0.13 s here, against 1.16 s for the renames of each file.
 What is left is what the renames of each file leave: the files at their final paths,
 gone from staging (each file's ``is_published`` holds, so a replay finds them done), and
 the final folder with its mode and owner (the staging folder takes its mode first; a
-folder owned by someone else keeps the renames of each file).
+folder owned by someone else, or carrying extended attributes such as a default ACL,
+keeps its own inode: its files are renamed one by one).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -64,9 +66,23 @@ def _replace_folder(staged: str, final: str, names: set[str]) -> bool:
                 or (have.st_uid, have.st_gid) != (want.st_uid, want.st_gid):
             return False  # a link or a file there, subfolders, or another owner (the
             # kernel would refuse the first two too: ENOTDIR, ENOTEMPTY)
+        if _extended(final):
+            return False  # ACLs or labels of the user's folder: it keeps its inode
         if stat.S_IMODE(have.st_mode) != stat.S_IMODE(want.st_mode):
             os.chmod(staged, stat.S_IMODE(want.st_mode))
         os.rename(staged, final)  # ENOTEMPTY if a file is there: the renames of each file
     except OSError:
         return False
     return True
+
+
+def _extended(path: str) -> bool:
+    """Whether the folder carries extended attributes (POSIX ACLs, security labels),
+    which a folder put in its place would not: where the platform cannot tell, it may."""
+    listxattr = getattr(os, "listxattr", None)
+    if listxattr is None:
+        return True
+    try:
+        return bool(listxattr(path, follow_symlinks=False))
+    except OSError as exc:  # a filesystem without them has none to lose
+        return exc.errno not in (errno.ENOTSUP, errno.EOPNOTSUPP)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from distcp.storage import Staged, storage_for
 from distcp.storage.staging import StagedFile
 
@@ -60,6 +62,21 @@ def test_a_staging_folder_with_an_entry_not_published_is_never_renamed(tmp_path:
     _publish(files[:2])
     assert sorted(p.name for p in (tmp_path / "dst" / "a").iterdir()) == ["x", "y"]
     assert (tmp_path / "stage" / "a" / "failed").read_bytes() == b"half"
+
+
+def test_a_folder_with_extended_attributes_keeps_its_inode(tmp_path: Path) -> None:
+    # a default ACL or a security label lives in xattrs: the user's folder must stay
+    files = _staged(tmp_path, "a", {"x": b"1", "y": b"2"})
+    final = tmp_path / "dst" / "a"
+    try:
+        os.setxattr(final, "user.pydistcp-test", b"kept")
+    except OSError:
+        pytest.skip("no user extended attributes on this filesystem")
+    inode = final.stat().st_ino
+    _publish(files)
+    assert final.stat().st_ino == inode
+    assert os.getxattr(final, "user.pydistcp-test") == b"kept"
+    assert sorted(p.name for p in final.iterdir()) == ["x", "y"]
 
 
 def test_a_link_to_a_folder_is_not_replaced(tmp_path: Path) -> None:
