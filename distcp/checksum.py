@@ -38,6 +38,12 @@ class Digest:
         self.size = 0
 
     def update(self, data: bytes | memoryview) -> None:
+        n = len(data)
+        if self._fill + n < self._block:  # within the block: each small file's one update
+            self._cur.update(data)
+            self._fill += n
+            self.size += n
+            return
         view = memoryview(data)
         self.size += len(view)
         while len(view):

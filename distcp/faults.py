@@ -26,6 +26,12 @@ def crash_point(name: str) -> None:
         os._exit(137)
 
 
+def armed(name: str) -> bool:
+    """Whether ``DISTCP_CRASH_AT`` names ``name``: a loop over a million files asks
+    once, not at each passage."""
+    return os.environ.get("DISTCP_CRASH_AT", "").rpartition(":")[0] == name
+
+
 def fail_point(name: str) -> None:
     """``DISTCP_FAIL_AT=<point>`` makes every passage through ``fail_point(<point>)``
     raise an OSError: a failure the run must report as data (a branch of a fork that

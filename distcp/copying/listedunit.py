@@ -39,11 +39,13 @@ def results_url(spec: TaskSpec, unit_id: int, attempt: str) -> str:
 
 def run_listed_unit(unit: ListedUnit, spec: TaskSpec, attempt: str) -> Iterator[UnitReport]:
     files = tuple(f for chunk in unit.chunks for f in read_chunk(chunk, spec.dst_options))
-    by_guid = {f.guid: f for f in files}
+    # by origin, not guid: a second sha1 per file cost more than the dict (files of
+    # one origin share its FileStatus, all the writer reads of them)
+    by_origin = {f.origin.url: f for f in files}
     writer = ResultsWriter(unit.unit_id, results_url(spec, unit.unit_id, attempt),
                            spec.dst_options)
     for result in stream_work_unit(WorkUnit(unit.unit_id, files), spec, attempt):
-        writer.add(result, by_guid[result.guid])
+        writer.add(result, by_origin[result.origin])
     yield writer.close()
 
 

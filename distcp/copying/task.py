@@ -38,7 +38,7 @@ from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, QualityCheckError
-from distcp.faults import crash_point, delay_at
+from distcp.faults import armed, crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.storage import Storage, parse_staged, s3, storage_for
 from distcp.storage import filesystems as fsutil
@@ -85,14 +85,17 @@ def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResu
     fs.makedirs(path, exist_ok=True)
     progress = Progress(spec, unit.unit_id, attempt)
     pause = delay_at("after_stage")  # lets a test kill a worker mid-copy
+    crash = armed("after_stage")
+    crash_first = attempt.endswith("a0") and armed("first_attempt_after_stage")
     with progress.ticking():
         for file, done in _copy_files(unit, attempt, staging_dir, spec):
             progress.advance(file, done)
-            crash_point("after_stage")
+            if crash:
+                crash_point("after_stage")
             if pause:  # time.sleep(0) still costs ~85 µs: a fifth of a small file's copy
                 time.sleep(pause)
-            if attempt.endswith("a0"):
-                crash_point("first_attempt_after_stage")  # lets tests force a Spark retry
+            if crash_first:  # lets tests force a Spark retry
+                crash_point("first_attempt_after_stage")
             yield from done
             done.close()
     progress.flush()
@@ -122,7 +125,15 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = bytearray(spec.buffer_size)
         folders = Folders(staging_dir)
+        # a plain file's own way: nothing per file counted, it sends no request
+        side = _plain_side(spec)
         for index, file in enumerate(unit.files):
+            if side and file.origin.link_target is None and _plain_file(file, spec) \
+                    and not (now and file.guid in now):
+                yield file, Outputs.of([_copy_plain(
+                    file, ResultKey.of(file, unit.unit_id, attempt),
+                    folders.staging_url(file.destination), spec, buffer)])
+                continue
             yield file, _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
                                       buffer, publish_now=bool(now) and file.guid in now,
                                       folders=folders)
@@ -195,9 +206,20 @@ def plain(file: CopyableFile, spec: TaskSpec) -> bool:
     the stream layers a converter or a check needs are skipped: they cost more than the
     copy itself for a small file (one task, 64-byte files: 111 µs a file through them,
     82 without; the bare system calls take 27)."""
-    return (not file.converters and not spec.checks and spec.bwlimit is None
-            and spec.dst.capabilities.local_paths
-            and storage_for(file.origin.url, spec.src_options).capabilities.local_paths)
+    return _plain_side(spec) and _plain_file(file, spec)
+
+
+def _plain_side(spec: TaskSpec) -> bool:
+    """``plain``'s part that is the task's: asked once per unit, not per file."""
+    return not spec.checks and spec.bwlimit is None and spec.dst.capabilities.local_paths
+
+
+def _plain_file(file: CopyableFile, spec: TaskSpec) -> bool:
+    """``plain``'s part that is the file's (a plain path is local without asking)."""
+    url = file.origin.url
+    return not file.converters and (
+        fsutil.local_path(url) is not None
+        or storage_for(url, spec.src_options).capabilities.local_paths)
 
 
 class Folders:

@@ -84,18 +84,23 @@ def digest_span(fd: int, offset: int, length: int, buffer: bytearray) -> Digest:
 
 
 def digest_of_file(path: str, buffer: bytearray) -> Digest:
-    """Digest of the whole file at ``path`` (the verify re-read of a local staged copy).
+    """Digest of the whole file at ``path`` (the verify re-read of a local staged copy)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return digest_of_fd(fd, buffer)
+    finally:
+        os.close(fd)
+
+
+def digest_of_fd(fd: int, buffer: bytearray) -> Digest:
+    """Digest of the whole file open at ``fd``, whatever its position.
 
     A dense file that fits the buffer is one read: the verify of each small file of a
     million, where the general loop's steps cost more than the read."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        st = os.fstat(fd)
-        if st.st_size < min(len(buffer), HASH_CHUNK) and st.st_blocks * 512 >= st.st_size:
-            view = memoryview(buffer)[:st.st_size]
-            digest = Digest()
-            digest.update(view[:os.preadv(fd, [view], 0)])
-            return digest
-        return digest_span(fd, 0, st.st_size, buffer)
-    finally:
-        os.close(fd)
+    st = os.fstat(fd)
+    if st.st_size < min(len(buffer), HASH_CHUNK) and st.st_blocks * 512 >= st.st_size:
+        view = memoryview(buffer)[:st.st_size]
+        digest = Digest()
+        digest.update(view[:os.preadv(fd, [view], 0)])
+        return digest
+    return digest_span(fd, 0, st.st_size, buffer)

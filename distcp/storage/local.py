@@ -23,6 +23,7 @@ from distcp.storage.staging import (
     RangeAt,
     RangeSource,
     StagedFile,
+    StagedStream,
     StageWriter,
     WrittenRange,
 )
@@ -42,18 +43,51 @@ class LocalFileWriter(FileWriter):
 
     def __init__(self, url: str, verify: str) -> None:
         super().__init__(None, os_path(url), url, verify)
+        #: The kernel's copy, still open: the verify reads it back through it.
+        self._copy: int | None = None
 
     def _open(self) -> BinaryIO:
         return open(self.path, "wb", buffering=0)
 
     def copy_file(self, fd: int, buffer: bytearray, source: str) -> Digest | None:
         self._copied = True  # the file exists from here on: abort removes it
-        return localcopy.copy_to(fd, self.path, buffer, source=source)
+        self._copy, digest = localcopy.copy_into(fd, self.path, buffer, source=source)
+        return digest
+
+    def commit(self, digest: Digest, buffer: bytearray) -> StagedStream:
+        try:
+            staged = super().commit(digest, buffer)
+        except BaseException:
+            self._close_copy(quietly=True)
+            raise
+        try:
+            self._close_copy()  # a network filesystem may report a failed write only here
+        except OSError as exc:
+            self._discard()
+            raise self.failure(exc) from exc
+        return staged
+
+    def abort(self) -> None:
+        self._close_copy(quietly=True)
+        super().abort()
+
+    def _close_copy(self, quietly: bool = False) -> None:
+        if self._copy is not None:
+            fd, self._copy = self._copy, None
+            try:
+                os.close(fd)
+            except OSError:
+                if not quietly:
+                    raise
 
     def _size(self) -> int:
+        if self._copy is not None:
+            return os.fstat(self._copy).st_size
         return os.stat(self.path).st_size
 
     def _digest(self, buffer: bytearray) -> str:
+        if self._copy is not None:
+            return holes.digest_of_fd(self._copy, buffer).hexdigest()
         return holes.digest_of_file(self.path, buffer).hexdigest()
 
     def _discard(self) -> None:

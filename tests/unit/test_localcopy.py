@@ -12,7 +12,7 @@ import pytest
 
 from distcp.checksum import Digest, digest_of_bytes
 from distcp.copying.writer import SourceReader, write_staged
-from distcp.errors import IntegrityError, SourceReadError
+from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.storage import holes, localcopy
 from tests.fixtures.trees import sparse_file
 
@@ -280,3 +280,85 @@ def test_past_small_or_the_buffer_or_sparse_the_kernel_copies(
     assert (tmp_path / "b1").read_bytes() == big and (tmp_path / "b3").read_bytes() == content
     assert os.stat(tmp_path / "b3").st_blocks * 512 < 512 * 1024  # holes stay holes
 
+
+
+def _open_fds_to(path: Path) -> list[str]:
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        try:
+            if os.readlink(fd) == str(path):
+                found.append(fd.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("size", [64, 3 * MIB], ids=["small", "kernel"])
+def test_the_verify_reads_the_copy_back_through_the_descriptor_that_wrote_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """One open of the staged copy (read and write), none to verify it; closed after."""
+    opened: list[tuple[str, int]] = []
+    real_open = os.open
+
+    def spy(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        opened.append((str(path), flags))
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", spy)
+    data = os.urandom(size)
+    (tmp_path / "a").write_bytes(data)
+    out = tmp_path / "out"
+    with open(tmp_path / "a", "rb", buffering=0) as raw:
+        staged = write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {},
+                              bytearray(MIB), "digest")
+    assert staged.checksum == digest_of_bytes(data) and out.read_bytes() == data
+    flags = [f for p, f in opened if p == str(out)]
+    assert len(flags) == 1 and flags[0] & os.O_ACCMODE == os.O_RDWR
+    assert _open_fds_to(out) == []
+
+
+def test_a_small_copy_written_wrong_fails_the_verify_and_leaves_nothing_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+
+    def flipping(fd: int, data: Any) -> int:
+        return real_write(fd, b"\xff" + bytes(data)[1:])
+
+    monkeypatch.setattr(os, "write", flipping)
+    (tmp_path / "a").write_bytes(b"small file")
+    out = tmp_path / "out"
+    with open(tmp_path / "a", "rb", buffering=0) as raw, \
+            pytest.raises(IntegrityError, match="digest differs"):
+        write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {}, bytearray(MIB),
+                     "digest")
+    assert not out.exists() and _open_fds_to(out) == []
+
+
+def test_a_copy_whose_close_fails_is_a_write_error_and_is_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network filesystem may report a lost write only when the file is closed."""
+    out = tmp_path / "out"
+    real_open, real_close = os.open, os.close
+    copies: list[int] = []
+
+    def spy_open(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        fd = real_open(path, flags, *args, **kw)
+        if str(path) == str(out):
+            copies.append(fd)
+        return fd
+
+    def failing_close(fd: int) -> None:
+        real_close(fd)
+        if fd in copies:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(os, "close", failing_close)
+    (tmp_path / "a").write_bytes(b"abc")
+    with open(tmp_path / "a", "rb", buffering=0) as raw, \
+            pytest.raises(DestinationWriteError, match=r"cannot write staging copy .*out.*"
+                                                       r"Input/output error"):
+        write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {}, bytearray(MIB),
+                     "digest")
+    assert copies and not out.exists()

@@ -135,10 +135,15 @@ def test_the_plain_path_gives_the_stream_path_s_results(tmp_path: Path,
         os.utime(src / name, ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
     unit, spec = _unit(src, tmp_path / "dst")
     runs = {}
+    plain_copies = []
+    real = task._copy_plain
+    monkeypatch.setattr(task, "_copy_plain",
+                        lambda file, *args: plain_copies.append(file) or real(file, *args))
     for path in ("plain", "stream"):
         if path == "stream":
-            monkeypatch.setattr(task, "plain", lambda file, spec: False)
+            monkeypatch.setattr(task, "_plain_file", lambda file, spec: False)
         runs[path] = {Path(r.destination).name: r for r in run_work_unit(unit, spec, path)}
+    assert sorted(Path(f.destination).name for f in plain_copies) == ["big", "empty", "small"]
     for name in ("empty", "small", "big"):
         a, b = runs["plain"][name], runs["stream"][name]
         assert a.ok and b.ok
