@@ -18,7 +18,7 @@ from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state_steps import RecordRun
 from distcp.commit.steps import CommitContext, PublishFiles
-from distcp.copying.progress import JOURNAL
+from distcp.copying.progress import JOURNAL, journal_records
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
 from distcp.publishers.catalog import registered_in, registrations_left
@@ -108,9 +108,8 @@ def read_journal(state_root: str, options: dict[str, Any], job: str
             records = json.loads(fs.cat_file(name))
         except (OSError, ValueError):
             continue  # a segment cut short by the kill: its copies are simply re-done
-        for rec in records:
-            results = [TaskResult(**r) for r in rec["results"]]
-            out[results[0].guid] = (rec["planned"], results)
+        for planned, results in journal_records(records):
+            out[results[0].guid] = (planned, results)
     return out
 
 

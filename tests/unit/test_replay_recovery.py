@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -124,6 +124,34 @@ def test_read_journal_skips_segments_cut_short_and_counters(tmp_path: Path) -> N
         assert (back.staging, back.bytes_written, back.checksum, back.destination) == (
             r.staging, r.bytes_written, r.checksum, r.destination)
     assert read_journal(str(tmp_path / "state"), {}, "no-such-job") == {}
+
+
+def test_the_journal_progress_writes_reads_back_whole(tmp_path: Path) -> None:
+    """The form tasks write now (field names once per segment), a file's record in the
+    batched segment and one of many outputs streamed alone: every field comes back."""
+    from distcp.copying.outputs import Outputs
+    from distcp.copying.progress import Progress
+    from distcp.copying.taskspec import TaskSpec
+
+    a, b = _result(tmp_path, "a", b"aaa"), _result(tmp_path, "b", b"bb")
+    b2 = (b[0], replace(b[1], destination=str(tmp_path / "dst" / "b2"), parts=((1, "x"),),
+                        requests=(("get", 2),)))
+    spec = TaskSpec("jobA", str(tmp_path / "state" / "staging" / "jobA"),
+                    str(tmp_path / "state" / "progress" / "jobA"))
+    (tmp_path / "state" / "progress" / "jobA").mkdir(parents=True)  # the driver makes it
+    progress = Progress(spec, 0, "t1")
+    progress.advance(a[0], Outputs.of([a[1]]))
+    many = Outputs(str(tmp_path), in_memory=1)  # spilled: its own segment, streamed
+    for r in (b[1], b2[1]):
+        many.append(r)
+    progress.advance(b[0], many)
+    progress.flush()
+    segments = sorted(p.name for p in (tmp_path / "state" / "progress" / "jobA").iterdir())
+    assert segments == ["u0-t1.j0.json", "u0-t1.j1.json", "u0-t1.json"]
+    got = read_journal(str(tmp_path / "state"), {}, "jobA")
+    assert got[a[1].guid] == (a[0].destination, [a[1]])
+    planned, back = got[b[1].guid]
+    assert planned == b[0].destination and back == [b[1], b2[1]]
 
 
 def test_sweep_keeps_journaled_intact_copies_of_dead_jobs_and_deletes_the_rest(
