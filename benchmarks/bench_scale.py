@@ -4,6 +4,7 @@ part ``local``: trees of tiny files copied local to local.
 
     python benchmarks/bench_scale.py [--only listing,local] [--keys N] [--rounds R]
                                      [--files 100000,1000000] [--engine cold|warm]
+                                     [--listings auto,driver,spark] [--first-rounds N]
                                      [--workdir DIR]
 
 Part ``local``: ``--files`` files of 64 bytes, 100 per directory, copied by
@@ -11,9 +12,12 @@ Part ``local``: ``--files`` files of 64 bytes, 100 per directory, copied by
 ``local[2]``, its own JVM each run; ``warm``: the warm engine, started untimed first),
 then copied again with nothing to do (the no-op rerun), pydistcp with ``--listing
 auto`` (the default: on the warm engine a tree this big is planned on Spark), ``driver``
-and ``spark`` (listed and planned on Spark), each into a destination of its own. For each: wall time and peak RSS (rclone's process; pydistcp's driver, the
-Python process, read from its own ``getrusage`` at exit: the JVM is apart) and, for
-pydistcp, the rows its planning collected. The destination is checked identical.
+and ``spark`` (listed and planned on Spark; ``--listings`` picks), each into a destination
+of its own. ``--first-rounds N`` times N-1 more first copies by rclone and the default
+in turned order, each into a new destination, and reports each pair's ratio. For each:
+wall time and peak RSS (rclone's process; pydistcp's driver, the Python process, read
+from its own ``getrusage`` at exit: the JVM is apart) and, for pydistcp, the rows its
+planning collected. The destination is checked identical.
 
 The keys are written straight into the directory ``rclone serve s3`` serves (a flat
 prefix ``flat/k000000...``, and ``nested/d000/k0000...``: 100 directories), then listed,
@@ -295,7 +299,13 @@ def same_tree(a: Path, b: Path) -> bool:
     return names(a) == names(b)
 
 
-def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str, Any]:
+#: ``--listing`` values: the default first.
+LISTINGS = ("auto", "driver", "spark")
+
+
+def bench_local(sizes: list[int], work: Path, engine: str = "cold",
+                listings: tuple[str, ...] = LISTINGS,
+                rounds: int = 1) -> dict[str, Any]:
     res: dict[str, Any] = {}
     if engine == "warm":
         start_engine()
@@ -313,14 +323,15 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str,
         # auto (the default) picks Spark for a tree this big when the session is cheap
         # (the warm engine), else the driver; the other two force one side. Planned on
         # Spark, the files to copy and their results stay on the executors
-        for listing in LISTINGS:
+        for listing in listings:
             row[f"pydistcp_first_{listing}"] = pydistcp_local(src, base / f"dst-{listing}",
                                                               listing, base, engine)
             assert same_tree(src, base / f"dst-{listing}")
-        for listing in LISTINGS:
+        for listing in listings:
             row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / f"dst-{listing}",
                                                              listing, base, engine)
             assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
+        row["first_rounds"] = first_rounds(src, base, engine, row, rounds)
         print(f"[local] {files:,}: {row}", flush=True)
         res[str(files)] = row
     for files in sizes:  # after every timed run, for the same reason
@@ -328,24 +339,52 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold") -> dict[str,
     return res
 
 
-#: ``--listing`` values part local runs: the default first.
-LISTINGS = ("auto", "driver", "spark")
+def first_rounds(src: Path, base: Path, engine: str, row: dict[str, Any],
+                 rounds: int) -> list[dict[str, Any]]:
+    """The first copy by rclone and by pydistcp's default, round by round: the pair
+    timed above, then ``rounds - 1`` more into new destinations, the order turned each
+    round (the second of a pair runs after the first's million creates). The disk
+    swings a run by 10-20 % here: one pair is not a verdict, the median ratio is."""
+    pairs = [{"rclone": row["rclone_first"]["wall_s"],
+              "pydistcp": row["pydistcp_first_auto"]["wall_s"]}] \
+        if "pydistcp_first_auto" in row else []
+    def run(tool: str, n: int) -> float:
+        r = rclone_local(src, base / f"rclone-{n}") if tool == "rclone" else \
+            pydistcp_local(src, base / f"dst-auto-{n}", "auto", base, engine)
+        return float(r["wall_s"])
+
+    for n in range(1, rounds):
+        order = ("pydistcp", "rclone") if n % 2 else ("rclone", "pydistcp")
+        pairs.append({tool: run(tool, n) for tool in order})
+    for p in pairs:
+        p["ratio"] = round(p["pydistcp"] / p["rclone"], 2)
+    return pairs
 
 
 def render_local(res: dict[str, Any]) -> list[str]:
+    listings = [listing for listing in LISTINGS
+                if any(f"pydistcp_first_{listing}" in r for r in res.values())]
     head = " | ".join(f"pydistcp {run}, listing {listing}{' (default)' * (listing == 'auto')}"
-                      for run in ("copy", "no-op") for listing in LISTINGS)
-    lines = ["", "## Local to local, 64-byte files, 100 per directory (one round)", "",
+                      for run in ("copy", "no-op") for listing in listings)
+    lines = ["", "## Local to local, 64-byte files, 100 per directory (the first round)", "",
              f"| files | rclone copy | rclone no-op | {head} |",
-             "|---|---|---|" + "---|" * 2 * len(LISTINGS)]
+             "|---|---|---|" + "---|" * 2 * len(listings)]
     for files, r in res.items():
         def cell(m: dict[str, Any]) -> str:
             rows = f", {m['plan_rows']:,} rows" if m.get("plan_rows") else ""
             return f"{m['wall_s']} s, {m['rss_mib']} MiB{rows}"
         ours = " | ".join(cell(r.get(f"pydistcp_{run}_{listing}", {"wall_s": "-", "rss_mib": "-"}))
-                          for run in ("first", "noop") for listing in LISTINGS)
+                          for run in ("first", "noop") for listing in listings)
         lines.append(f"| {int(files):,} | {cell(r['rclone_first'])} | {cell(r['rclone_noop'])} "
                      f"| {ours} |")
+    for files, r in res.items():
+        pairs = r.get("first_rounds", [])
+        if len(pairs) > 1:
+            each = "; ".join(" then ".join(f"{tool} {p[tool]} s" for tool in p if tool != "ratio")
+                             + f" ({p['ratio']}x)" for p in pairs)
+            median = statistics.median(p["ratio"] for p in pairs)
+            lines += ["", (f"First copy of {int(files):,} files, round by round (pydistcp's "
+                           f"default ÷ rclone's wall): {each}. Median ratio **{median}x**.")]
     lines += ["", ("RSS: rclone's process; pydistcp's driver (the Python process, its JVM "
                    "apart); rows: what planning on Spark sent the driver (the first copy's "
                    "files and results stay on the executors past 1,000 files to copy: no "
@@ -387,6 +426,11 @@ def main() -> None:
     ap.add_argument("--workdir")
     ap.add_argument("--prefixes", default="flat,nested", help="flat, nested or both")
     ap.add_argument("--files", default="100000,1000000", help="part local: tree sizes")
+    ap.add_argument("--listings", default="auto,driver,spark",
+                    help="part local: the --listing values run (auto is the default)")
+    ap.add_argument("--first-rounds", type=int, default=1,
+                    help="part local: rounds of the first copy, rclone against the default, "
+                         "the order turned each round")
     ap.add_argument("--engine", choices=("cold", "warm"), default="cold",
                     help="part local: pydistcp on a JVM of its own per run, or the warm engine")
     args = ap.parse_args()
@@ -403,7 +447,8 @@ def main() -> None:
         if "local" in args.only:
             res["local_machine"] = {**machine, "engine": args.engine}
             res["local"] = bench_local([int(n) for n in args.files.split(",")], work,
-                                       args.engine)
+                                       args.engine, tuple(args.listings.split(",")),
+                                       args.first_rounds)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
