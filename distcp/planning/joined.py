@@ -175,7 +175,7 @@ def planned_batches(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | N
     out: list[tuple[str, str, bytes | None]] = []
     for kind, sort, value, size in plan_rows(rule, rows):
         if writer is not None and kind == COPY:
-            writer.add(sort, size, pickle.dumps(value.file))  # copy tasks read files
+            writer.add(value.file)  # copy tasks read files, not actions
             continue
         if kind == COUNT and writer is not None:
             written = writer.close()

@@ -14,7 +14,6 @@ same items and joins on it).
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -136,8 +135,8 @@ class _Held:
         self.held.append((sort, action, size))
         if self.spilled or len(self.held) > HELD:
             self.spilled = True
-            for at, each, n in self.held:  # copy tasks read files, not actions
-                self.writer.add(at, n, pickle.dumps(each.file))
+            for _, each, _ in self.held:  # copy tasks read files, not actions
+                self.writer.add(each.file)
             self.held.clear()
         return True
 

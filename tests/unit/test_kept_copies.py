@@ -5,7 +5,6 @@ tasks write, on real disk (``distcp.copying.copyrows``, ``distcp.copying.resultf
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ def test_copy_rows_come_back_by_chunk_in_order(tmp_path: Path,
     writer = CopyRowsWriter(url, {})
     files = [_file(n, size=n) for n in range(10)]
     for f in files:
-        writer.add(f"k{f.origin.url}", f.origin.size, pickle.dumps(f))
+        writer.add(f)
     rows = writer.close()
     assert rows is not None and rows.url == url
     assert rows.chunks == ((4, 0 + 1 + 2 + 3), (4, 4 + 5 + 6 + 7), (2, 8 + 9))
@@ -49,7 +48,7 @@ def test_a_row_group_cut_in_parts_reads_back_each_part(tmp_path: Path) -> None:
     writer = CopyRowsWriter(url, {})
     files = [_file(n, size=100) for n in range(7)]
     for f in files:
-        writer.add("k", 100, pickle.dumps(f))
+        writer.add(f)
     rows = writer.close()
     assert rows is not None
     parts = split_chunks(chunks_of([rows]), 3, file_cost=0)
