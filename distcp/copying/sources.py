@@ -172,8 +172,9 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
     o = file.origin
     shown = fsutil.display(o.url)
     etag: str | None = None
-    if storage_for(o.url, spec.src_options).capabilities.local_paths:
-        st = os.stat(os_path(o.url))
+    local = fsutil.local_path(o.url)  # a plain path, asked without its storage
+    if local is not None or storage_for(o.url, spec.src_options).capabilities.local_paths:
+        st = os.stat(local if local is not None else os_path(o.url))
         size, mtime = st.st_size, st.st_mtime
     else:
         fs, path = fsutil.filesystem(o.url, spec.src_options)
