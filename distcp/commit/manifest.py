@@ -67,8 +67,8 @@ def segment_table(entries: Iterable[Entry], removed: Iterable[str], seq: int) ->
         rows.setdefault(dest, (0, 0.0, "", "", True))
     names = sorted(rows)
     cols = list(zip(*(rows[n] for n in names))) or [(), (), (), (), ()]
-    return pa.table([names, list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3]),
-                     [seq] * len(names), list(cols[4])], schema=_schema())
+    return _segment([names, list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3])],
+                    seq, pa.array(list(cols[4]), pa.bool_()))
 
 
 def staged_segment(staged: Any, seq: int) -> Any:
@@ -78,10 +78,16 @@ def staged_segment(staged: Any, seq: int) -> Any:
     import pyarrow.compute as pc
 
     rows = staged.sort_by("destination")
-    n = rows.num_rows
-    return pa.table([rows["destination"], rows["size"], rows["mtime"],
-                     pc.fill_null(rows["digest"], ""), rows["guid"],
-                     pa.array([seq] * n, pa.int64()), pa.array([False] * n)],
+    return _segment([rows["destination"], rows["size"], rows["mtime"],
+                     pc.fill_null(rows["digest"], ""), rows["guid"]],
+                    seq, pa.array([False] * rows.num_rows))
+
+
+def _segment(columns: list[Any], seq: int, deleted: Any) -> Any:
+    """A segment from its first five columns, in ``COLUMNS`` order: ``seq`` on every row."""
+    import pyarrow as pa
+
+    return pa.table([*columns, pa.array([seq] * len(deleted), pa.int64()), deleted],
                     schema=_schema())
 
 
