@@ -334,9 +334,14 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold",
         row["first_rounds"] = first_rounds(src, base, engine, row, rounds)
         print(f"[local] {files:,}: {row}", flush=True)
         res[str(files)] = row
-    for files in sizes:  # after every timed run, for the same reason
-        shutil.rmtree(work / f"local-{files}")
     return res
+
+
+def remove_local(sizes: list[int], work: Path) -> None:
+    """The trees, after every timed run (see above) and after the results are written:
+    removing millions of files takes minutes here."""
+    for files in sizes:
+        shutil.rmtree(work / f"local-{files}", ignore_errors=True)
 
 
 def first_rounds(src: Path, base: Path, engine: str, row: dict[str, Any],
@@ -449,13 +454,15 @@ def main() -> None:
             res["local"] = bench_local([int(n) for n in args.files.split(",")], work,
                                        args.engine, tuple(args.listings.split(",")),
                                        args.first_rounds)
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "scale.json").write_text(json.dumps(res, indent=2) + "\n")
+        (RESULTS / "scale.md").write_text(render(res))
+        print(render(res), flush=True)
     finally:
+        if "local" in args.only:
+            remove_local([int(n) for n in args.files.split(",")], work)
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scale.json").write_text(json.dumps(res, indent=2) + "\n")
-    (RESULTS / "scale.md").write_text(render(res))
-    print(render(res))
 
 
 if __name__ == "__main__":
