@@ -148,7 +148,7 @@ class Progress:
 
 
 def _record_json(planned: str, results: Iterable[TaskResult]) -> Iterator[str]:
-    """A segment of one record (``JournalSegment``'s form), piece by piece."""
+    """A segment of one record (``journal_records`` reads the form), piece by piece."""
     yield f'{{"fields": {json.dumps(_RESULT_FIELDS)}, "records": [[{json.dumps(planned)}, ['
     for n, r in enumerate(results):
         yield (", " if n else "") + json.dumps(_RESULT_VALUES(r))

@@ -53,23 +53,14 @@ def regular_fd(raw: Any) -> int | None:
         return None
 
 
-def copy_to(src: int, path: str, buffer: bytearray, *, source: str = "",
-            method: str = METHODS[0]) -> Digest:
-    """Copy what is left of ``src`` (from its position) to a new file at ``path``.
-
-    Returns the digest of the bytes read from the source. The copy has the source's
-    holes; ``src`` is left at its end, as a read loop would leave it.
-    """
-    dst, digest = copy_into(src, path, buffer, source=source, method=method)
-    os.close(dst)
-    return digest
-
-
 def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
               method: str = METHODS[0]) -> tuple[int, Digest]:
-    """``copy_to``, the copy left open for reading and writing: its verify reads it back
-    through that descriptor (a second open, stat and close of each small file of a
-    million cost a tenth of its copy). The caller closes it; on failure it is closed."""
+    """Copy what is left of ``src`` (from its position) to a new file at ``path``, left
+    open for reading and writing: its verify reads it back through that descriptor (a
+    second open, stat and close of each small file of a million cost a tenth of its
+    copy). Returns the descriptor, which the caller closes (on failure it is closed),
+    and the digest of the bytes read from the source. The copy has the source's holes;
+    ``src`` is left at its end, as a read loop would leave it."""
     start = os.lseek(src, 0, os.SEEK_CUR)
     st = os.fstat(src)
     end = st.st_size

@@ -30,7 +30,9 @@ def kernel_for_every_size(request: pytest.FixtureRequest,
 
 def _copy(src: Path, dst: Path, buffer_size: int = MIB, **kw: Any) -> Digest:
     with open(src, "rb", buffering=0) as f:
-        return localcopy.copy_to(f.fileno(), str(dst), bytearray(buffer_size), **kw)
+        fd, digest = localcopy.copy_into(f.fileno(), str(dst), bytearray(buffer_size), **kw)
+    os.close(fd)
+    return digest
 
 
 def _digest_of_file(path: Path) -> str:
