@@ -76,13 +76,14 @@ def job_name(destination: str) -> str:
 
 
 def run_event(state: str, job_id: str, destination: str, sources: Sequence[str],
-              error: str | None = None) -> RunEvent:
-    """The run's own START, COMPLETE or FAIL (``error``: the FAIL's message)."""
+              error: str | None = None, at: str | None = None) -> RunEvent:
+    """The run's own START, COMPLETE or FAIL (``error``: the FAIL's message; ``at``:
+    when it happened, ISO 8601, else now)."""
     facets: dict[str, RunFacet] = {}
     if error:
         facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
             message=error, programmingLanguage="python", producer=PRODUCER)
-    return RunEvent(eventType=RunState[state], eventTime=_now(), producer=PRODUCER,
+    return RunEvent(eventType=RunState[state], eventTime=at or _now(), producer=PRODUCER,
                     run=Run(runId=run_id(job_id), facets=facets),
                     job=Job(namespace=JOB_NAMESPACE, name=job_name(destination)),
                     inputs=_inputs(sources), outputs=_outputs([destination]))

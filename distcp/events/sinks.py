@@ -30,9 +30,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+#: An event, or how to make it when it is delivered (``distcp.events.run``).
+Event = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
 
 from distcp.commit.lock import LOCK_NAME
 from distcp.storage import filesystems as fsutil
@@ -62,8 +65,8 @@ class EventSink:
     dead: bool = False
     undelivered: int = 0
     _outbox_made: bool = field(default=False, repr=False)
-    #: Default-log events held until the state exists (see ``_held``).
-    _waiting: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    #: Default-log events held until the state exists (see ``_held``), not yet made.
+    _waiting: list[tuple[str, Event]] = field(default_factory=list, repr=False)
 
     @property
     def outbox(self) -> str:
@@ -73,26 +76,25 @@ class EventSink:
         """A file set's event as it was first sent: the commit step's proof it ran."""
         return fsutil.join(self.state_root, "events", f"{key}.json")
 
-    def send(self, key: str, event: Mapping[str, Any]) -> bool:
+    def send(self, key: str, event: Event) -> bool:
         """Deliver ``event`` at least once: kept in the outbox until the target took it.
         False when it waits there for the next run."""
-        body = json.dumps(event, sort_keys=True)
-        if self._held(key, body):
+        if self._held(key, event):
             return True
-        return self._deliver(key, body)
+        return self._deliver(key, _body(event))
 
-    def _held(self, key: str, body: str) -> bool:
+    def _held(self, key: str, event: Event) -> bool:
         """The default log is the state's: until a run has made the state folder its
         events wait in memory, and a run that never makes it (nothing to copy, a
-        refusal) leaves no trace in the destination."""
+        refusal) leaves no trace in the destination (nor makes its events)."""
         if self.target is not None or default_jsonl(self.state_root) is None:
             return False
-        self._waiting.append((key, body))
+        self._waiting.append((key, event))
         if not _state_made(str(fsutil.local_path(self.state_root))):
             return True
         waiting, self._waiting = self._waiting, []
-        for k, b in waiting:
-            self._deliver(k, b)
+        for k, e in waiting:
+            self._deliver(k, _body(e))
         return True
 
     def flush(self) -> int:
@@ -153,6 +155,10 @@ class EventSink:
         write_atomic(fsutil.join(self.outbox, f"{key}.json"),
                      json.dumps({"key": key, "event": json.loads(body)}).encode(),
                      dict(self.options))
+
+
+def _body(event: Event) -> str:
+    return json.dumps(event() if callable(event) else event, sort_keys=True)
 
 
 def _state_made(folder: str) -> bool:

@@ -40,7 +40,7 @@ from distcp.copying.taskenv import task_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.errors import DestinationNotWritableError, PlanningError
-from distcp.events.run import RunEvents
+from distcp.events.run import RunEvents, import_ahead
 from distcp.events.sinks import EventSink
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
@@ -455,10 +455,12 @@ def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
 def run_polled(spark: Any, items: list[tuple[int, Any]], runner: RunnerFactory,
                spec: TaskSpec, callback: Callback) -> list[Any]:
     """``run_pickled`` with the tasks' progress files summed into ``callback`` about
-    twice a second while the job runs; raises what Spark raised."""
+    twice a second while the job runs; raises what Spark raised. The session is up by
+    now, so this thread mostly waits from here: the events' client is imported meanwhile."""
     stop = threading.Event()
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
     poller.start()
+    import_ahead()
     try:
         return run_pickled(spark, items, runner)
     finally:
