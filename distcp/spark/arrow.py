@@ -26,6 +26,7 @@ from typing import Any
 
 from distcp import collection
 from distcp.spark.interrupts import interrupted
+from distcp.spark.pandasprobe import skip_pandas_probe
 from distcp.spark.schemas import known, local_frame, range_schema, struct
 
 #: Rows sent: an item's id and its pickle.
@@ -117,6 +118,7 @@ def _put_back(spark: Any, key: str, previous: str | None) -> None:
 def map_pickled(runner: RunnerFactory, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function (executor side): unpickle each batch's items, run them,
     and yield their results, pickled, in rows under the items' ids as they come."""
+    skip_pandas_probe()
     run = runner(attempt_id())
     with collection.paused():  # one result per file, none in a cycle (distcp.collection)
         for batch in batches:
