@@ -81,6 +81,9 @@ def base_conf(log_file: str, log_dir: str, master: str = "", archive_flags: str 
         f.write(_LOG4J.format(log=log_file))
     local = is_local_master(master)
     driver_jvm = f"{LOCAL_DRIVER_JVM} {archive_flags}".strip() if local else ""
+    # PySpark's daemon, importing PySpark from its package rather than from Spark's zip
+    # (distcp.spark.daemon); on clusters the executors' Python is not ours to assume.
+    daemon = {"spark.python.daemon.module": "distcp.spark.daemon"} if local else {}
     return {
         "spark.app.name": "pydistcp",
         "spark.pyspark.python": sys.executable,
@@ -91,6 +94,7 @@ def base_conf(log_file: str, log_dir: str, master: str = "", archive_flags: str 
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}"
                                          + (f" {driver_jvm}" if local else ""),
         "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}",
+        **daemon,
     }
 
 

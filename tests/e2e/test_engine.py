@@ -97,7 +97,7 @@ def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path,
 
 
 def python_daemons(jvm: int) -> set[int]:
-    """The Python worker daemons (``pyspark.daemon``) the engine's JVM started."""
+    """The Python worker daemons (``distcp.spark.daemon``) the engine's JVM started."""
     found = set()
     for entry in Path("/proc").iterdir():
         try:
@@ -105,7 +105,7 @@ def python_daemons(jvm: int) -> set[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if parent == jvm and b"pyspark.daemon" in cmdline:
+        if parent == jvm and b"distcp.spark.daemon" in cmdline:
             found.add(int(entry.name))
     return found
 
