@@ -82,10 +82,12 @@ class opened_source:
     would wait for a writer). A class, not a generator: it runs once per plain file,
     where ``contextlib``'s machinery cost more than the open."""
 
-    __slots__ = ("fd", "file")
+    __slots__ = ("fd", "file", "st")
 
     def __init__(self, file: CopyableFile) -> None:
         self.file = file
+        #: The open file's status (taken to refuse a special file; the copy reuses it).
+        self.st: os.stat_result | None = None
 
     def __enter__(self) -> int:
         url = self.file.origin.url
@@ -94,7 +96,8 @@ class opened_source:
         except OSError as exc:
             raise _refused(fsutil.display(url), exc) from exc
         try:
-            if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+            self.st = os.fstat(self.fd)
+            if not stat.S_ISREG(self.st.st_mode):
                 shown = fsutil.display(url)
                 raise SourceReadError(f"source changed while copying: {shown} is no "
                                       "longer a regular file", path=shown)

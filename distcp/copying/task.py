@@ -249,15 +249,18 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
     writer: StageWriter | None = None
     read = 0
     try:
-        with opened_source(file) as fd:
+        source = opened_source(file)
+        with source as fd:
             storage = spec.dst.open()
             writer = storage.open_stage(file.destination, staging_url, verify=spec.verify,
                                         size_hint=file.origin.size, buffer_size=len(buffer))
-            digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url))
+            digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url), source.st)
             assert digest is not None  # local staging copies files (copies_files)
             read = digest.size
+            kept = _keep_attributes(storage, staging_url, file, spec, writer=writer)
             staged = writer.commit(digest, buffer)
-        _keep_attributes(storage, staging_url, file, spec)
+        if not kept:
+            _keep_attributes(storage, staging_url, file, spec)
         check_read(file, read, spec)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         if writer is not None:
@@ -432,17 +435,23 @@ def _member_mode(spec: TaskSpec, mode: int | None, is_dir: bool) -> int | None:
 
 
 def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spec: TaskSpec,
-                     out: FileAwareInputStream | None = None) -> None:
+                     out: FileAwareInputStream | None = None,
+                     writer: StageWriter | None = None) -> bool:
     """Give a staged file the mode, mtime and owner the rename that publishes keeps
-    (the output's own where a converter knows them, else the origin's)."""
+    (the output's own where a converter knows them, else the origin's). With a
+    ``writer`` still open, only where it can (no owner to set): False when it did not."""
     mtime: float | int | None = out.mtime if out is not None else None
     if mtime is None:
         mtime = file.origin.mtime_ns or file.origin.mtime
-    storage.set_staged_attributes(staging_url,
-                                  mode=file.mode if out is None or out.mode is None
-                                  else _member_mode(spec, out.mode, is_dir=False),
-                                  mtime=mtime if "t" in file.preserve else None,
-                                  owner=file.owner, group=file.group)
+    mode = file.mode if out is None or out.mode is None else _member_mode(spec, out.mode,
+                                                                          is_dir=False)
+    mtime = mtime if "t" in file.preserve else None
+    if writer is not None:
+        return (file.owner is None and file.group is None
+                and writer.keep_attributes(mode, mtime))
+    storage.set_staged_attributes(staging_url, mode=mode, mtime=mtime, owner=file.owner,
+                                  group=file.group)
+    return True
 
 
 def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskResult:

@@ -92,12 +92,13 @@ def digest_of_file(path: str, buffer: bytearray) -> Digest:
         os.close(fd)
 
 
-def digest_of_fd(fd: int, buffer: bytearray) -> Digest:
-    """Digest of the whole file open at ``fd``, whatever its position.
+def digest_of_fd(fd: int, buffer: bytearray, st: os.stat_result | None = None) -> Digest:
+    """Digest of the whole file open at ``fd``, whatever its position (``st``: its
+    status, if the caller has it).
 
     A dense file that fits the buffer is one read: the verify of each small file of a
     million, where the general loop's steps cost more than the read."""
-    st = os.fstat(fd)
+    st = st if st is not None else os.fstat(fd)
     if st.st_size < min(len(buffer), HASH_CHUNK) and st.st_blocks * 512 >= st.st_size:
         view = memoryview(buffer)[:st.st_size]
         digest = Digest()

@@ -45,13 +45,17 @@ class LocalFileWriter(FileWriter):
         super().__init__(None, os_path(url), url, verify)
         #: The kernel's copy, still open: the verify reads it back through it.
         self._copy: int | None = None
+        #: Its status, taken once for the size check and the digest's read.
+        self._copy_st: os.stat_result | None = None
 
     def _open(self) -> BinaryIO:
         return open(self.path, "wb", buffering=0)
 
-    def copy_file(self, fd: int, buffer: bytearray, source: str) -> Digest | None:
+    def copy_file(self, fd: int, buffer: bytearray, source: str,
+                  fresh: os.stat_result | None = None) -> Digest | None:
         self._copied = True  # the file exists from here on: abort removes it
-        self._copy, digest = localcopy.copy_into(fd, self.path, buffer, source=source)
+        self._copy, digest = localcopy.copy_into(fd, self.path, buffer, source=source,
+                                                 fresh=fresh)
         return digest
 
     def commit(self, digest: Digest, buffer: bytearray) -> StagedStream:
@@ -80,14 +84,22 @@ class LocalFileWriter(FileWriter):
                 if not quietly:
                     raise
 
+    def keep_attributes(self, mode: int | None, mtime: float | None) -> bool:
+        """Mode and mtime through the copy still open: no walk of its path."""
+        if self._copy is None:
+            return False
+        set_mode_mtime(self._copy, mode, mtime)
+        return True
+
     def _size(self) -> int:
         if self._copy is not None:
-            return os.fstat(self._copy).st_size
+            self._copy_st = os.fstat(self._copy)
+            return self._copy_st.st_size
         return os.stat(self.path).st_size
 
     def _digest(self, buffer: bytearray) -> str:
         if self._copy is not None:
-            return holes.digest_of_fd(self._copy, buffer).hexdigest()
+            return holes.digest_of_fd(self._copy, buffer, self._copy_st).hexdigest()
         return holes.digest_of_file(self.path, buffer).hexdigest()
 
     def _discard(self) -> None:
@@ -96,6 +108,17 @@ class LocalFileWriter(FileWriter):
         except OSError:
             pass
 
+
+
+def set_mode_mtime(target: str | int, mode: int | None, mtime: float | None) -> None:
+    """``mode`` and ``mtime`` (an ``int`` is nanoseconds, exact) of a path or an open
+    file; None leaves it."""
+    if mode is not None:
+        os.chmod(target, mode & 0o7777)
+    if isinstance(mtime, int):
+        os.utime(target, ns=(mtime, mtime))
+    elif mtime is not None:
+        os.utime(target, (mtime, mtime))
 
 
 class LocalStorage(Storage):
@@ -226,13 +249,7 @@ class LocalStorage(Storage):
             raise OSError(f"--chown: unknown user or group {exc}") from None
 
     def set_attributes(self, url: str, mode: int | None, mtime: float | None) -> None:
-        path = os_path(url)
-        if mode is not None:
-            os.chmod(path, mode & 0o7777)
-        if isinstance(mtime, int):
-            os.utime(path, ns=(mtime, mtime))
-        elif mtime is not None:
-            os.utime(path, (mtime, mtime))
+        set_mode_mtime(os_path(url), mode, mtime)
 
     # -- staging ------------------------------------------------------------------
     def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
@@ -245,14 +262,9 @@ class LocalStorage(Storage):
         """Mode, ownership (where the process may: root, or a group it is in) and
         mtime (an ``int`` is nanoseconds, exact), all kept by the rename that publishes."""
         path = os_path(url)
-        if mode is not None:
-            os.chmod(path, mode & 0o7777)
         if owner is not None or group is not None:
             _chown(path, owner, group)
-        if isinstance(mtime, int):
-            os.utime(path, ns=(mtime, mtime))
-        elif mtime is not None:
-            os.utime(path, (mtime, mtime))
+        set_mode_mtime(path, mode, mtime)
         return None
 
     def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,

@@ -13,6 +13,7 @@ writer itself never leaves the task.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -64,11 +65,18 @@ class StageWriter(ABC):
     #: ``copy_file`` can stage a regular local file without the bytes passing here.
     copies_files: ClassVar[bool] = False
 
-    def copy_file(self, fd: int, buffer: bytearray, source: str) -> Digest | None:
+    def copy_file(self, fd: int, buffer: bytearray, source: str,
+                  fresh: os.stat_result | None = None) -> Digest | None:
         """Stage the rest of the regular local file ``fd`` without the bytes passing
         through Python, where this storage can (local disk: the kernel copies); the
-        digest of what was read, or None when the engine must write the bytes itself."""
+        digest of what was read, or None when the engine must write the bytes itself.
+        ``fresh``: ``fd``'s status, when it was just opened and is read no further."""
         return None
+
+    def keep_attributes(self, mode: int | None, mtime: float | None) -> bool:
+        """Give the staged copy ``mode`` and ``mtime`` before ``commit``, where that is
+        cheaper than the storage's ``set_staged_attributes`` after it; False: not done."""
+        return False
 
     @abstractmethod
     def write(self, chunk: memoryview) -> None:

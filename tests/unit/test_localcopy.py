@@ -364,3 +364,60 @@ def test_a_copy_whose_close_fails_is_a_write_error_and_is_removed(
         write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {}, bytearray(MIB),
                      "digest")
     assert copies and not out.exists()
+
+
+@pytest.mark.parametrize("size", [64, 3 * MIB], ids=["small", "kernel"])
+def test_a_freshly_opened_source_is_copied_from_its_start_and_left_where_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """The plain path hands over the status it took at the open: the copy is the same,
+    the source's position is neither asked nor moved, and a small file's status is not
+    asked again (the kernel path checks the size it read against the file's)."""
+    data = os.urandom(size)
+    (tmp_path / "a").write_bytes(data)
+    src = os.open(tmp_path / "a", os.O_RDONLY)
+    asked: list[str] = []
+    real_fstat, real_lseek = os.fstat, os.lseek
+
+    def fstat(fd: int) -> os.stat_result:
+        asked.extend(["fstat"] if fd == src else [])
+        return real_fstat(fd)
+
+    def lseek(fd: int, *args: int) -> int:
+        asked.extend(["lseek"] if fd == src else [])
+        return real_lseek(fd, *args)
+
+    try:
+        fresh = os.fstat(src)
+        monkeypatch.setattr(os, "fstat", fstat)
+        monkeypatch.setattr(os, "lseek", lseek)
+        fd, digest = localcopy.copy_into(src, str(tmp_path / "out"), bytearray(MIB),
+                                         fresh=fresh)
+        os.close(fd)
+        monkeypatch.undo()
+        assert "lseek" not in asked and os.lseek(src, 0, os.SEEK_CUR) == 0
+        assert size > MIB or asked == []
+    finally:
+        os.close(src)
+    assert (tmp_path / "out").read_bytes() == data
+    assert digest.hexdigest() == digest_of_bytes(data)
+
+
+def test_mode_and_mtime_are_set_through_the_open_copy_before_its_verify(
+        tmp_path: Path) -> None:
+    from distcp.storage.local import LocalFileWriter
+
+    data = os.urandom(5000)
+    (tmp_path / "a").write_bytes(data)
+    out = tmp_path / "out"
+    writer = LocalFileWriter(str(out), "digest")
+    with open(tmp_path / "a", "rb", buffering=0) as raw:
+        digest = writer.copy_file(raw.fileno(), bytearray(MIB), "a")
+    assert digest is not None
+    mtime = 1_600_000_000_123_456_789
+    moved = tmp_path / "moved"
+    os.rename(out, moved)  # the descriptor is what it sets, not the path
+    assert writer.keep_attributes(0o604, mtime)
+    staged = writer.commit(digest, bytearray(MIB))
+    st = os.stat(moved)
+    assert (st.st_mode & 0o7777, st.st_mtime_ns, staged.size) == (0o604, mtime, 5000)
+    assert not writer.keep_attributes(0o644, None)  # committed: closed, nothing to set
