@@ -34,9 +34,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: An event, or how to make it when it is delivered (``distcp.events.run``).
-Event = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
-
 from distcp.commit.lock import LOCK_NAME
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -46,6 +43,8 @@ log = logging.getLogger("pydistcp.events")
 AUTH_ENV = "PYDISTCP_EVENTS_AUTH"
 #: Seconds an HTTP endpoint gets for one event, retries included (--events-timeout).
 DEFAULT_TIMEOUT = 10.0
+#: An event, or how to make it when it is delivered (``distcp.events.run``).
+Event = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
 
 
 class DeliveryError(OSError):
