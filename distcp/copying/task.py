@@ -257,10 +257,8 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
             digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url), source.st)
             assert digest is not None  # local staging copies files (copies_files)
             read = digest.size
-            kept = _keep_attributes(storage, staging_url, file, spec, writer=writer)
+            _keep_attributes(storage, staging_url, file, spec, writer=writer)
             staged = writer.commit(digest, buffer)
-        if not kept:
-            _keep_attributes(storage, staging_url, file, spec)
         check_read(file, read, spec)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         if writer is not None:
@@ -436,22 +434,21 @@ def _member_mode(spec: TaskSpec, mode: int | None, is_dir: bool) -> int | None:
 
 def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spec: TaskSpec,
                      out: FileAwareInputStream | None = None,
-                     writer: StageWriter | None = None) -> bool:
+                     writer: StageWriter | None = None) -> None:
     """Give a staged file the mode, mtime and owner the rename that publishes keeps
-    (the output's own where a converter knows them, else the origin's). With a
-    ``writer`` still open, only where it can (no owner to set): False when it did not."""
+    (the output's own where a converter knows them, else the origin's); through the
+    ``writer`` still open where it can (no owner to set), else by the staged path."""
     mtime: float | int | None = out.mtime if out is not None else None
     if mtime is None:
         mtime = file.origin.mtime_ns or file.origin.mtime
     mode = file.mode if out is None or out.mode is None else _member_mode(spec, out.mode,
                                                                           is_dir=False)
     mtime = mtime if "t" in file.preserve else None
-    if writer is not None:
-        return (file.owner is None and file.group is None
-                and writer.keep_attributes(mode, mtime))
+    if (writer is not None and file.owner is None and file.group is None
+            and writer.keep_attributes(mode, mtime)):
+        return
     storage.set_staged_attributes(staging_url, mode=mode, mtime=mtime, owner=file.owner,
                                   group=file.group)
-    return True
 
 
 def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskResult:

@@ -109,7 +109,6 @@ class LocalFileWriter(FileWriter):
             pass
 
 
-
 def set_mode_mtime(target: str | int, mode: int | None, mtime: float | None) -> None:
     """``mode`` and ``mtime`` (an ``int`` is nanoseconds, exact) of a path or an open
     file; None leaves it."""
