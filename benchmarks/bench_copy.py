@@ -9,7 +9,10 @@ Data sets (generated once with a fixed seed, cached under benchmarks/data/ or --
 
 pydistcp runs three ways: cold (its own JVM, no class-data-sharing archive), cold with the
 archive, and on the warm engine (started, untimed, before the first round: the steady
-state of repeated runs). The empty Spark job runs with and without the archive.
+state of repeated runs); ``--tools ...,pydistcp-warm-idle`` adds the warm engine after
+IDLE_S seconds without a run (untimed), when its Python workers were stopped and the run
+starts new ones, as a run an hour after the last does. The empty Spark job runs with
+and without the archive.
 
 Every round runs each tool once (the order rotates per round), each into a fresh empty
 destination on the same filesystem as the source; medians over rounds are reported.
@@ -56,7 +59,13 @@ STATE_DIR = ".pydistcp"  # pydistcp's state directory under a destination
 GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 
 TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm",
-         "pydistcp-warm-spark", "empty-spark", "empty-spark-cds"]
+         "pydistcp-warm-spark", "empty-spark", "empty-spark-cds", "pydistcp-warm-idle"]
+#: Not run unless named in --tools: each of its runs first waits IDLE_S, untimed.
+OPT_IN = ("pydistcp-warm-idle",)
+#: A warm engine stops its idle Python workers after a minute (PySpark's
+#: PythonWorkerFactory checks every 10 s): a run this long after the last one starts
+#: new workers, as an hourly cron job's run always does.
+IDLE_S = 75
 TOOL_LABEL = {
     "cp": "`cp -a`",
     "rsync": "`rsync -a`",
@@ -65,10 +74,12 @@ TOOL_LABEL = {
     "pydistcp-cds": "`pydistcp copy`, cold, with the CDS archive",
     "pydistcp-warm": "`pydistcp copy`, warm engine",
     "pydistcp-warm-spark": "`pydistcp copy --listing spark`, warm engine (thin coordinator)",
+    "pydistcp-warm-idle": f"`pydistcp copy`, warm engine idle {IDLE_S} s before (new workers)",
     "empty-spark": "empty Spark job (fresh process), no archive",
     "empty-spark-cds": "empty Spark job (fresh process), with the archive",
 }
-PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark")
+PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
+                  "pydistcp-warm-idle")
 EMPTY_TOOLS = ("empty-spark", "empty-spark-cds")
 #: How each variant runs: extra copy flags and environment.
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -76,6 +87,7 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "pydistcp-cds": (["--engine", "cold"], {}),
     "pydistcp-warm": (["--engine", "warm"], {}),
     "pydistcp-warm-spark": (["--engine", "warm", "--listing", "spark"], {}),
+    "pydistcp-warm-idle": (["--engine", "warm"], {}),
     "empty-spark": ([], {"PYDISTCP_CDS": "0"}),
     "empty-spark-cds": ([], {}),
 }
@@ -259,7 +271,7 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
     columns show the steady state of repeated runs; returns what each step printed."""
     done: dict[str, str] = {}
     if any(t in tools for t in ("pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
-                                "empty-spark-cds")):
+                                "pydistcp-warm-idle", "empty-spark-cds")):
         r = subprocess.run(pydistcp_cmd() + ["engine", "start"], capture_output=True,
                            text=True, timeout=900, stdin=subprocess.DEVNULL)
         # no machine paths in the committed results: the home directory is "~"
@@ -288,6 +300,8 @@ def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
     if tool in PYDISTCP_TOOLS + EMPTY_TOOLS:
         rec["code"] = code_fingerprint()
     env = {**os.environ, **VARIANTS.get(tool, ([], {}))[1]}
+    if tool in OPT_IN:
+        time.sleep(IDLE_S)
     t = time.perf_counter()
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -577,7 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=sorted(DATASETS), help="run one data set")
     ap.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
                     help="source data and destinations (default: benchmarks/data, git-ignored)")
-    ap.add_argument("--tools", default=",".join(TOOLS), help="comma list, default: all")
+    ap.add_argument("--tools", default=",".join(t for t in TOOLS if t not in OPT_IN),
+                    help=f"comma list, default: all but {', '.join(OPT_IN)}")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")
     ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
@@ -637,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "copy.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.results / "copy.md").write_text(markdown)
-    if set(names) == set(DATASETS) and set(tools) == set(TOOLS):
+    if set(names) == set(DATASETS) and set(tools) >= set(TOOLS) - set(OPT_IN):
         update_readme(markdown)
     print()
     print(markdown)

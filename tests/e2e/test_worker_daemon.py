@@ -4,6 +4,7 @@ its installed package, with its bytecode, not from Spark's zip (``distcp.spark.d
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,3 +31,17 @@ def test_local_workers_import_pyspark_from_its_package(spark: Any) -> None:
 
     got = set(run_pickled(spark, [(n, None) for n in range(2)], _where))
     assert got == {(pyspark.__file__, daemon.__file__)}
+
+
+def _forked(attempt: str) -> Callable[[list[Any]], Iterator[Iterator[tuple[Any, int]]]]:
+    def run(items: list[Any]) -> Iterator[Iterator[tuple[Any, int]]]:
+        daemon_threads = len(os.listdir(f"/proc/{os.getppid()}/task"))
+        for _ in items:
+            yield iter([(getattr(sys.modules["__main__"], "preloaded", None), daemon_threads)])
+    return run
+
+
+def test_workers_are_forked_with_the_task_modules_loaded(spark: Any) -> None:
+    # a new worker (the first of a run a minute after the last) starts with them
+    got = set(run_pickled(spark, [(n, None) for n in range(2)], _forked))
+    assert got == {(daemon.PRELOAD, 1)}

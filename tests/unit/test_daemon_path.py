@@ -39,3 +39,17 @@ def test_no_installed_pyspark_keeps_the_zip(tmp_path: Path) -> None:
     path = [str(lib / "pyspark.zip"), str(tmp_path / "empty")]
     assert installed_first(path) == path
     assert installed_first([str(tmp_path)]) == [str(tmp_path)]
+
+
+def test_preload_imports_the_task_modules_and_starts_no_thread() -> None:
+    # in a fresh interpreter, as the daemon runs it: a thread started here would be
+    # missing from every worker forked after it (and any lock it held, locked forever)
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from distcp.spark import daemon; got = daemon.preload(); "
+            "print(got == daemon.PRELOAD, all(m in sys.modules for m in got), "
+            "len(os.listdir(f'/proc/{os.getpid()}/task')), 'pyarrow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["True", "True", "1", "False"], done.stderr
