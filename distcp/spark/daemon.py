@@ -54,14 +54,15 @@ preloaded: tuple[str, ...] = ()
 def preload() -> tuple[str, ...]:
     """Import PRELOAD; one that fails is left to the worker, which imports it again and
     reports what failed where the task does."""
-    done = []
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the worker's own import reports it
-            continue
-        done.append(name)
-    return tuple(done)
+    return tuple(name for name in PRELOAD if _imported(name))
+
+
+def _imported(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - the worker's own import reports it
+        return False
+    return True
 
 
 def main() -> None:
