@@ -18,6 +18,17 @@ from typing import Any
 import pytest
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Write pydistcp's bytecode once. Where the environment sets PYTHONDONTWRITEBYTECODE
+    (this project's CI does), every CLI run, Spark daemon and Python worker the suite
+    starts would compile the package from source again: 0.15 s a process here, for
+    hundreds of processes. An installed pydistcp has its bytecode, so runs are measured
+    as users get them."""
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "distcp"), quiet=1)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from distcp.spark.session import spark_session
