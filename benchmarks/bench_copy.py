@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from as_installed import write_bytecode
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORKDIR = HERE / "data"
 RESULTS = HERE / "results"
@@ -586,6 +588,7 @@ def update_readme(markdown: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    write_bytecode()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", choices=sorted(DATASETS), help="run one data set")

@@ -53,6 +53,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from as_installed import write_bytecode
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 MIB = 1 << 20
@@ -579,6 +581,7 @@ def render(res: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    write_bytecode()
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--server", choices=["rclone", "moto"], default="rclone")

@@ -52,6 +52,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from as_installed import write_bytecode
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 ROOT = HERE.parent
@@ -424,6 +426,7 @@ def render(res: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    write_bytecode()
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="listing")
     ap.add_argument("--keys", type=int, default=100_000)
