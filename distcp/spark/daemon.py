@@ -13,12 +13,16 @@ inherit the path and what it imported.
 
 A worker the daemon forks imports what its task needs; a warm engine's idle workers
 are stopped after a minute (PySpark's PythonWorkerFactory), so a run more than a
-minute after the last one forks new workers and pays those imports again. The daemon
-therefore imports pydistcp's task modules once, before it forks (``preload``): 0.09 s
-off each new worker here. Only modules that start no thread: a forked child keeps only
-the thread that forked, and a lock another thread held would stay locked in it.
-pyarrow starts two (jemalloc's among them), so workers still import it themselves, as
-PySpark's own daemon says it must.
+minute after the last one forks new workers and pays those imports again. The warm
+engine's daemons (``PRELOAD_ENV`` set in the engine's environment) therefore import
+pydistcp's task modules once, before they fork (``preload``): 0.09 s off each new
+worker here. Not a cold session's: there the daemon starts inside the run's first job,
+and importing before the fork made it 0.2-0.3 s longer (an empty job measured 1.6-1.8
+s without, 1.9-2.0 s with), where its two workers import in parallel on two cores.
+Only modules that start no thread: a forked child keeps only the thread that forked,
+and a lock another thread held would stay locked in it. pyarrow starts two (jemalloc's
+among them), so workers still import it themselves, as PySpark's own daemon says they
+must.
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ def installed_first(path: Sequence[str]) -> list[str]:
 #: thread: ``tests/unit/test_daemon_path.py`` checks in a fresh interpreter).
 PRELOAD = ("distcp.copying.task", "distcp.copying.listedunit", "distcp.spark.arrow")
 
+#: Set to "1" in the environment of a daemon that should preload (the warm engine's).
+PRELOAD_ENV = "PYDISTCP_DAEMON_PRELOAD"
+
 #: The modules this process loaded for its workers (read by tests through a worker).
 preloaded: tuple[str, ...] = ()
 
@@ -68,7 +75,8 @@ def _imported(name: str) -> bool:
 def main() -> None:
     global preloaded
     sys.path[:] = installed_first(sys.path)
-    preloaded = preload()
+    if os.environ.get(PRELOAD_ENV) == "1":
+        preloaded = preload()
     from pyspark.daemon import manager
 
     manager()

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from distcp.copying.taskenv import TASK_ENV_NAMES, TASK_ENV_PREFIXES
+from distcp.spark.daemon import PRELOAD_ENV
 from distcp.spark.jvm import java_version
 
 ENGINE_ENV = "PYDISTCP_ENGINE"
@@ -178,6 +179,7 @@ class Engine:
                if not (k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES))}
         env["SPARK_LOCAL_CONNECT_DISCOVERY"] = str(self.discovery)
         env["PYSPARK_PYTHON"] = env.get("PYSPARK_PYTHON") or sys.executable
+        env[PRELOAD_ENV] = "1"  # its workers are forked long after the daemon started
         env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
         request = json.dumps({"master": master, "conf": dict(conf)})
         # Its own session: a run killed with its process group never takes the server.

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from distcp.spark import daemon
 from distcp.spark.session import opens_cheaply
 from tests.conftest import cli_env, run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
@@ -128,7 +129,31 @@ def test_start_readies_the_python_workers_the_first_run_uses(tmp_path: Path) -> 
     assert run.returncode == 0, run.stderr
     assert tree(tmp_path / "dst") == tree(src)
     assert python_daemons(running["pid"]) == daemons
+    # new workers (a run a minute after the last gets them) are forked with the copy
+    # task's modules loaded, by a daemon that started no thread
+    check = subprocess.run([sys.executable, "-c", FORKED_WITH, str(tmp_path / "check.log")],
+                           env=cli_env({**env, "PYDISTCP_ENGINE": "warm"}), capture_output=True,
+                           text=True, timeout=300, check=False)
+    assert check.stdout.strip() == repr([(daemon.PRELOAD, 1)]), check.stderr[-2000:]
     run_cli("engine", "stop", env=env)
+
+
+#: Run in a client process: what the engine's Python workers were forked with.
+FORKED_WITH = """
+import os, sys
+from distcp.spark.arrow import run_pickled
+from distcp.spark.session import spark_session
+
+def forked(attempt):
+    def run(items):
+        threads = len(os.listdir(f"/proc/{os.getppid()}/task"))
+        for _ in items:
+            yield iter([(getattr(sys.modules["__main__"], "preloaded", None), threads)])
+    return run
+
+with spark_session("local[*]", {}, sys.argv[1], engine="warm") as spark:
+    print(sorted(set(run_pickled(spark, [(0, None), (1, None)], forked))))
+"""
 
 
 def test_engine_stops_itself_when_idle(tmp_path: Path) -> None:
