@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,14 @@ def make_files(root: Path, count: int, size: int) -> None:
     root.mkdir(parents=True)
     for i in range(count):
         (root / f"f{i:03d}.bin").write_bytes(os.urandom(size))
+
+
+@pytest.fixture(autouse=True)
+def _engines_stopped(tmp_path: Path) -> Iterator[None]:
+    """Each test's engines are stopped when it ends, also when it fails (an engine
+    left behind would run on, idle, for its 30 minutes)."""
+    yield
+    run_cli("engine", "stop", "--all", env={"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")})
 
 
 def _alive(pid: int) -> bool:
