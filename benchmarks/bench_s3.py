@@ -507,8 +507,8 @@ def render(res: dict[str, Any]) -> str:
                   "aws": "aws s3 cp --recursive"}
         for name, label in (("big", "1 GiB in 4 files"), ("small", "2,000 files of 1-64 KiB")):
             u = up.get(name)
-            if not u or "pydistcp-warm" not in u["median_s"]:
-                continue  # an older result's layout
+            if not u or not any(t.startswith("pydistcp") for t in u["median_s"]):
+                continue  # an older result's layout (or a set run with --up-tools only)
             label += f" ({u.get('server', up['server'])})"
             for tool, wall in u["median_s"].items():
                 work = u["pydistcp_copy_publish_s"].get(tool)
