@@ -67,10 +67,8 @@ class Watcher(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            for path in list(self.dst.rglob("*.bin")) if self.dst.exists() else []:
+            for path in self._finals():
                 rel = path.relative_to(self.dst)
-                if rel.parts[0] == ".pydistcp":
-                    continue
                 try:
                     data = path.read_bytes()
                 except FileNotFoundError:
@@ -79,6 +77,17 @@ class Watcher(threading.Thread):
                 if data != (self.src / rel).read_bytes():
                     self.bad.append(str(rel))
             time.sleep(0.01)
+
+    def _finals(self) -> list[Path]:
+        """The final files under the destination now. The state folder is not walked:
+        its staging folders come and go while a walk reads them (``rglob`` raised on
+        one that vanished, which ended this thread's watch)."""
+        found: list[Path] = []
+        for root, dirs, files in os.walk(self.dst):  # a folder that vanishes is skipped
+            if Path(root) == self.dst:
+                dirs[:] = [d for d in dirs if d != ".pydistcp"]
+            found += [Path(root) / f for f in files if f.endswith(".bin")]
+        return found
 
 
 DATASETS = ["db1/tables/a", "db1/tables/b", "db2/tables/c"]
@@ -116,6 +125,7 @@ def test_killed_at_commit_boundary_then_rerun_matches_clean_run(
     watcher.start()
     killed = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
                      env={"DISTCP_CRASH_AT": point})
+    assert watcher.is_alive(), "the destination's watcher stopped watching"
     watcher.stop.set()
     watcher.join()
     assert killed.returncode == 137, killed.stderr
@@ -155,6 +165,7 @@ def test_sigkill_at_a_random_instant_then_rerun_matches_clean_run(
     time.sleep(delay * random.uniform(0.8, 1.2))
     os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
     proc.wait(timeout=60)
+    assert watcher.is_alive(), "the destination's watcher stopped watching"
     watcher.stop.set()
     watcher.join()
     assert watcher.bad == []
