@@ -17,7 +17,12 @@ and without the archive.
 Every round runs each tool once (the order rotates per round), each into a fresh empty
 destination on the same filesystem as the source; medians over rounds are reported.
 Destinations are deleted (untimed) right after each run, followed by ``sync`` so one
-tool's write-back does not land in the next tool's timing. Every copy is checked
+tool's write-back does not land in the next tool's timing, and by --settle seconds
+(default SETTLE_S) so that every tool writes into memory in the same state: on a VM
+whose balloon reports free memory to its host (``free_page_reporting`` in the machine
+line), memory freed more than ~2 s ago costs a host fault at its first write, and a
+tool that starts writing at once reuses the memory the previous copy's deletion freed
+(A by ``cp -a``: 0.53 s right after a deletion, 2.43-2.84 s 3 s after it, 2026-11-27). Every copy is checked
 (file count and bytes); pydistcp's first good copy is also compared byte for byte.
 
 Writes benchmarks/results/copy.json and copy.md, and the table into benchmarks/README.md
@@ -62,6 +67,8 @@ GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 
 TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm",
          "pydistcp-warm-spark", "empty-spark", "empty-spark-cds", "pydistcp-warm-idle"]
+#: Untimed seconds between a run's cleanup and the next run (module docstring).
+SETTLE_S = 3.0
 #: Not run unless named in --tools: each of its runs first waits IDLE_S, untimed.
 OPT_IN = ("pydistcp-warm-idle",)
 #: A warm engine stops its idle Python workers after a minute (PySpark's
@@ -288,7 +295,8 @@ def stop_engines() -> None:
 
 
 def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
-             expect: tuple[int, int], compare: bool, keep: bool = False) -> dict[str, Any]:
+             expect: tuple[int, int], compare: bool, keep: bool = False,
+             settle: float = SETTLE_S) -> dict[str, Any]:
     """One timed run; never raises. Returns wall seconds or a failure reason."""
     dst = out_root / f"{tool}-{tag}"
     summary = out_root / f"{tool}-{tag}.summary.json"
@@ -298,6 +306,7 @@ def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
     summary.unlink(missing_ok=True)
     cmd = tool_command(tool, src, dst, summary, logs)
     subprocess.run(["sync"], check=False)
+    time.sleep(settle)
     rec: dict[str, Any] = {"tool": tool, "tag": tag}
     if tool in PYDISTCP_TOOLS + EMPTY_TOOLS:
         rec["code"] = code_fingerprint()
@@ -419,12 +428,29 @@ def machine_info(workdir: Path) -> dict[str, Any]:
     except Exception:  # noqa: BLE001
         info["pyspark"] = "?"
     info["kernel"] = platform.release()
+    info["free_page_reporting"] = free_page_reporting()
     info["date"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     try:
         info["loadavg_start"] = os.getloadavg()[0]
     except OSError:
         pass
     return info
+
+
+def free_page_reporting() -> bool | None:
+    """Whether a virtio balloon reports this VM's free memory to its host (feature bit 5
+    of device 5), which makes the first write to long-free memory cost a host fault;
+    None where there is no virtio bus to ask."""
+    devices = Path("/sys/bus/virtio/devices")
+    if not devices.is_dir():
+        return None
+    for device in devices.iterdir():
+        try:
+            if int((device / "device").read_text().strip(), 16) == 5:
+                return (device / "features").read_text().strip()[5:6] == "1"
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 # --------------------------------------------------------------------------- report
@@ -525,7 +551,9 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gib']} GiB RAM, work dir on "
         f"{m['workdir_fs']}; Python {m['python']}, {m['java']}, pyspark {m['pyspark']}; "
         f"{m['date']}; {result['rounds']} interleaved rounds, median wall seconds "
-        f"(min–max); ×cp = median ÷ `cp -a` median.",
+        f"(min–max); ×cp = median ÷ `cp -a` median; {result.get('settle_s', 0)} s "
+        f"settle after each cleanup, free page reporting: "
+        f"{m.get('free_page_reporting', '?')}.",
         "",
         "| data set | tool | median wall s | min–max | ×cp | notes |",
         "|---|---|---|---|---|---|",
@@ -598,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma list, default: all but {', '.join(OPT_IN)}")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--settle", type=float, default=SETTLE_S,
+                    help="untimed seconds after each run's cleanup (module docstring)")
     args = ap.parse_args(argv)
     tools = [t for t in args.tools.split(",") if t]
     unknown = set(tools) - set(TOOLS)
@@ -611,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info(workdir)
     names = [args.only] if args.only else sorted(DATASETS)
     result: dict[str, Any] = {"rounds": args.rounds, "machine": machine, "versions": versions,
-                              "datasets": {}}
+                              "settle_s": args.settle, "datasets": {}}
     out_root = Path(tempfile.mkdtemp(prefix="out-", dir=workdir))
     try:
         for name in names:
@@ -627,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
                 for tool in order:
                     compare = tool in PYDISTCP_TOOLS and not compared
                     rec = run_tool(tool, src, out_root, f"{name}{rnd}", args.timeout, expect,
-                                   compare, keep)
+                                   compare, keep, args.settle)
                     compared = compared or (compare and "content_check" in rec)
                     rec["round"] = rnd
                     runs.append(rec)

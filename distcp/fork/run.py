@@ -37,7 +37,7 @@ from distcp.fork.task import ForkedFile, ForkSpec, ForkUnit, fork_runner
 from distcp.fork.tee import QueueStats
 from distcp.model import CopyableFile, TaskResult
 from distcp.planning.listing import find_datasets, plan_all, state_root
-from distcp.planning.packing import pack, unit_count
+from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import Plan
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
@@ -238,10 +238,10 @@ def _copy_on_spark(runs: list[_Branch], todo: list[ForkedFile], settings: ForkSe
     spark = session()
     summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
     cores = lead.parallelism or default_parallelism(spark)
-    per_core = 1 if lead.tasks else 2
     by_guid = {f.lead.guid: f for f in todo}
-    packed = pack([f.lead for f in todo],
-                  unit_count(len(todo), lead.tasks or cores, per_core), lead.file_cost)
+    cost = sum(f.lead.origin.size for f in todo) + len(todo) * lead.file_cost
+    packed = pack([f.lead for f in todo], unit_count(
+        len(todo), lead.tasks or cores, per_core(lead.tasks, cost, cores)), lead.file_cost)
     units = [ForkUnit(u.unit_id, tuple(by_guid[f.guid] for f in u.files)) for u in packed]
     callback.set_size(len(todo), sum(f.lead.origin.size for f in todo))
     specs = tuple(run.spec for run in runs)

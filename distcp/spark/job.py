@@ -45,7 +45,7 @@ from distcp.events.sinks import EventSink
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.listing import FirstPlanner, find_datasets, plan_all, state_root
-from distcp.planning.packing import pack, unit_count
+from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.planning.splitting import (
     SplitFile,
@@ -344,8 +344,9 @@ def _copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
         cores = cfg.parallelism or default_parallelism(spark)
         splits = _prepare_splits(cfg, spec, files, summary, cores)
         whole = [f for f in files if f.guid not in splits] if splits else files
-        per_core = 1 if cfg.tasks else 2  # --tasks N: exactly N (fewer only with fewer files)
-        units = pack(whole, unit_count(len(whole), cfg.tasks or cores, per_core), cfg.file_cost)
+        cost = sum(f.origin.size for f in whole) + len(whole) * cfg.file_cost
+        units = pack(whole, unit_count(len(whole), cfg.tasks or cores,
+                                       per_core(cfg.tasks, cost, cores)), cfg.file_cost)
         units = visibility.mark(units, publish_now)
         for sf in splits.values():
             units += units_for(sf, len(units))

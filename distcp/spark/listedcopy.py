@@ -28,7 +28,7 @@ from distcp.copying.listedunit import ListedUnit, listed_runner
 from distcp.copying.resultfiles import UnitReport
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
-from distcp.planning.packing import pack_chunks, split_chunks, unit_count
+from distcp.planning.packing import pack_chunks, per_core, split_chunks, unit_count
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.summary import Tally, tally_of
 
@@ -65,7 +65,9 @@ def copy_listed(spark: Any, cfg: CopyConfiguration, spec: TaskSpec,
     Units are numbered from ``first_id`` (after the collected path's units)."""
     units: list[tuple[DatasetPlan, ListedUnit]] = []
     for d in datasets:
-        count = unit_count(d.files_listed, cfg.tasks or cores, 1 if cfg.tasks else 2)
+        cost = sum(r.bytes for r in d.listed) + d.files_listed * cfg.file_cost
+        count = unit_count(d.files_listed, cfg.tasks or cores,
+                           per_core(cfg.tasks, cost, cores))
         parts = split_chunks(chunks_of(d.listed), count, cfg.file_cost)
         for chunks in pack_chunks(parts, count, cfg.file_cost):
             units.append((d, ListedUnit(first_id + len(units), chunks)))

@@ -236,13 +236,15 @@ def test_a_publishing_task_killed_mid_complete_on_s3_is_finished_by_the_rerun(
         spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The uploads a pending listed sequence will complete are named only in its results
-    files: the run's orphan sweep must leave them for the rerun to complete."""
+    files: the run's orphan sweep must leave them for the rerun to complete. Four tasks
+    (one results file, a piece of the publish, each): a piece of six files is killed
+    at its second while later ones are still to be completed."""
     src = tmp_path / "src"
     _source(src, 3, 8)
     with monkeypatch.context() as m:
         m.setattr(publish, "task_environment", lambda: {"DISTCP_CRASH_AT": "mid_publish:2"})
         s = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, listing="spark",
-                        publishing="spark", progress=False)
+                        publishing="spark", progress=False, tasks=4)
     assert not s.ok and "publish-listed of 24 file(s) failed" in s.failures[0].error
     seen, files = _objects(s3), _files(src)
     assert 2 <= len(seen) < len(files) and all(files[k] == v for k, v in seen.items())

@@ -22,10 +22,13 @@ MIB = 1 << 20
 @pytest.fixture(autouse=True)
 def kernel_for_every_size(request: pytest.FixtureRequest,
                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests force the kernel's ways of copying with small files too; the small
-    file's one read and one write has its own tests (``small`` in their names)."""
+    """These tests force the kernel's ways of copying with small files too, and on every
+    filesystem; the small file's one read and one write, and the choice by filesystem,
+    have their own tests (``small``, ``filesystem`` in their names)."""
     if "small" not in request.node.name:
         monkeypatch.setattr(localcopy, "SMALL", -1)
+    if "filesystem" not in request.node.name:
+        monkeypatch.setattr(localcopy, "first_method", lambda dst: localcopy.METHODS[0])
 
 
 def _copy(src: Path, dst: Path, buffer_size: int = MIB, **kw: Any) -> Digest:
@@ -421,3 +424,71 @@ def test_mode_and_mtime_are_set_through_the_open_copy_before_its_verify(
     st = os.stat(moved)
     assert (st.st_mode & 0o7777, st.st_mtime_ns, staged.size) == (0o604, mtime, 5000)
     assert not writer.keep_attributes(0o644, None)  # committed: closed, nothing to set
+
+
+def _on_filesystem(monkeypatch: pytest.MonkeyPatch, kind: str) -> dict[str, list[int]]:
+    """Every device a ``kind`` filesystem; the sizes of each copy_file_range and pwrite."""
+    monkeypatch.setattr(localcopy, "_FIRST", {})
+    monkeypatch.setattr(localcopy, "filesystem_type", lambda device: kind)
+    calls: dict[str, list[int]] = {"copy_file_range": [], "pwrite": []}
+    real_copy, real_pwrite = os.copy_file_range, os.pwrite
+
+    def copy(*args: Any) -> int:
+        calls["copy_file_range"].append(args[2])
+        return real_copy(*args)
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        calls["pwrite"].append(len(data))
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "copy_file_range", copy)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return calls
+
+
+def test_a_page_cache_filesystem_copies_by_the_loop_in_pieces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ext4: read, hash and write a PIECE at a time (the kernel's copy would read the
+    source a second time); holes stay holes."""
+    calls = _on_filesystem(monkeypatch, "ext4")
+    data = os.urandom(3 * MIB + 5)
+    (tmp_path / "a").write_bytes(data)
+    digest = _copy(tmp_path / "a", tmp_path / "b", buffer_size=8 * MIB)
+    assert (tmp_path / "b").read_bytes() == data
+    assert digest.hexdigest() == digest_of_bytes(data) and digest.size == len(data)
+    assert calls["copy_file_range"] == []
+    assert max(calls["pwrite"]) == localcopy.PIECE and sum(calls["pwrite"]) == len(data)
+    content = sparse_file(tmp_path / "holes", 16 * MIB, {3 * MIB: b"x" * 100})
+    assert _copy(tmp_path / "holes", tmp_path / "c").hexdigest() == digest_of_bytes(content)
+    assert (tmp_path / "c").read_bytes() == content
+    assert os.stat(tmp_path / "c").st_blocks * 512 <= MIB
+
+
+@pytest.mark.parametrize("kind", ["xfs", "btrfs", "nfs4", None])
+def test_a_cloning_or_remote_or_unknown_filesystem_keeps_the_kernel_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str | None) -> None:
+    calls = _on_filesystem(monkeypatch, kind)  # type: ignore[arg-type]
+    data = os.urandom(3 * MIB)
+    (tmp_path / "a").write_bytes(data)
+    assert _copy(tmp_path / "a", tmp_path / "b").hexdigest() == digest_of_bytes(data)
+    assert (tmp_path / "b").read_bytes() == data
+    assert sum(calls["copy_file_range"]) == len(data) and calls["pwrite"] == []
+
+
+def test_the_filesystem_type_comes_from_the_mount_table(tmp_path: Path) -> None:
+    table = tmp_path / "mountinfo"
+    table.write_text(
+        "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+        "27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "31 27 0:45 / /data rw master:2 - xfs /dev/sdb1 rw,attr2\n"
+        "40 27 7:3 / /odd rw - \n")
+    assert localcopy.filesystem_type(os.makedev(254, 0), str(table)) == "ext4"
+    assert localcopy.filesystem_type(os.makedev(0, 45), str(table)) == "xfs"
+    assert localcopy.filesystem_type(os.makedev(7, 3), str(table)) is None
+    assert localcopy.filesystem_type(os.makedev(8, 1), str(table)) is None
+    assert localcopy.filesystem_type(os.makedev(254, 0), str(tmp_path / "none")) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/mountinfo").exists(), reason="Linux mount table")
+def test_this_machines_mount_table_names_the_proc_filesystem() -> None:
+    assert localcopy.filesystem_type(os.stat("/proc").st_dev) == "proc"

@@ -7,7 +7,8 @@ import pytest
 from distcp.configuration import COMPARE_MODES
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
-from distcp.planning.packing import pack, unit_count
+from distcp.planning import packing
+from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import check_duplicates, decide, plan_dataset, skips_same
 
 
@@ -104,6 +105,17 @@ def test_task_count_follows_cores_not_files() -> None:
     assert unit_count(1_000_000, cores=2) == 100
     assert unit_count(1_000_001, cores=2, per_core=1) == 101
     assert pack([], 4, 1) == []
+
+
+def test_a_short_job_takes_one_task_a_core_and_a_long_one_two() -> None:
+    """A second wave of tasks costs more than the balance it buys on a short job."""
+    gib = 1 << 30
+    assert per_core(None, 2 * gib, cores=2) == 1  # 8 x 256 MiB: 1 GiB a core
+    assert per_core(None, packing.TWO_A_CORE * 2, cores=2) == 1
+    assert per_core(None, packing.TWO_A_CORE * 2 + 1, cores=2) == 2
+    assert per_core(None, 20_000 * (32 << 10) + 20_000 * (256 << 10), cores=2) == 2
+    assert per_core(None, 4 * gib, cores=8) == 1 and per_core(None, 4 * gib, cores=0) == 2
+    assert per_core(3, 100 * gib, cores=2) == 1  # --tasks N: exactly N
 
 
 def test_a_destination_keeping_whole_seconds_matches_a_sub_second_source() -> None:
