@@ -102,7 +102,6 @@ class CopyRowsWriter:
         return CopyRows(self.url, tuple(self.chunks)) if self.chunks else None
 
     def _flush(self) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         if self._writer is None:
@@ -112,11 +111,24 @@ class CopyRowsWriter:
             self._writer = pq.ParquetWriter(self._file, _schema())
         files, size = len(self.pending), self.size
         blob = pickle.dumps(self.pending, pickle.HIGHEST_PROTOCOL)
-        self._writer.write_table(pa.table(
-            [pa.array([files], pa.int64()), pa.array([size], pa.int64()),
-             pa.array([blob], pa.binary())], schema=_schema()))
+        self._writer.write_batch(_row(files, size, blob))
         self.chunks.append((files, size))
         self.pending, self.size = [], 0
+
+
+def _row(files: int, size: int, blob: bytes) -> Any:
+    """One chunk's row, its arrays made from their buffers: ``pa.array`` of Python
+    objects first imports pandas to ask whether they are pandas objects (0.22-0.34 s of
+    the driver's planning of 20,000 files here, and nothing else in a run needed it)."""
+    import pyarrow as pa
+
+    def int64(n: int) -> Any:
+        return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(
+            n.to_bytes(8, "little", signed=True))])
+
+    offsets = pa.py_buffer((0).to_bytes(4, "little") + len(blob).to_bytes(4, "little"))
+    payload = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, pa.py_buffer(blob)])
+    return pa.RecordBatch.from_arrays([int64(files), int64(size), payload], schema=_schema())
 
 
 def read_chunk(chunk: Chunk, options: dict[str, Any]) -> list[CopyableFile]:

@@ -5,6 +5,8 @@ tasks write, on real disk (``distcp.copying.copyrows``, ``distcp.copying.resultf
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,27 @@ def test_copy_rows_come_back_by_chunk_in_order(tmp_path: Path,
     assert (rows.files, rows.bytes) == (10, 45)
     back = [f for chunk in chunks_of([rows]) for f in read_chunk(chunk, {})]
     assert back == files
+
+
+def test_writing_and_reading_copy_rows_never_imports_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (0.2-0.3 s) to build an array of Python objects; the
+    driver's planning of a big tree writes copy rows and needs pandas nowhere else."""
+    code = (
+        "import sys\n"
+        "from distcp.copying.copyrows import CopyRowsWriter, chunks_of, read_chunk\n"
+        "from distcp.model import CopyableFile, FileStatus\n"
+        "w = CopyRowsWriter(sys.argv[1], {})\n"
+        "files = [CopyableFile(FileStatus(f'/s/{n}', 2 ** 40 + n, 1.0), f'/d/{n}', 'u', 'f')"
+        " for n in range(1500)]\n"
+        "for f in files:\n"
+        "    w.add(f)\n"
+        "rows = w.close()\n"
+        "got = [f for c in chunks_of([rows]) for f in read_chunk(c, {})]\n"
+        "assert got == files and rows.chunks[0][1] == 1000 * 2 ** 40 + 499500, rows\n"
+        "print('pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "p" / "rows.parquet")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_a_row_group_cut_in_parts_reads_back_each_part(tmp_path: Path) -> None:
