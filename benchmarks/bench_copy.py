@@ -17,12 +17,14 @@ and without the archive.
 Every round runs each tool once (the order rotates per round), each into a fresh empty
 destination on the same filesystem as the source; medians over rounds are reported.
 Destinations are deleted (untimed) right after each run, followed by ``sync`` so one
-tool's write-back does not land in the next tool's timing, and by --settle seconds
-(default SETTLE_S) so that every tool writes into memory in the same state: on a VM
-whose balloon reports free memory to its host (``free_page_reporting`` in the machine
-line), memory freed more than ~2 s ago costs a host fault at its first write, and a
-tool that starts writing at once reuses the memory the previous copy's deletion freed
-(A by ``cp -a``: 0.53 s right after a deletion, 2.43-2.84 s 3 s after it, 2026-11-27). Every copy is checked
+tool's write-back does not land in the next tool's timing (and by ``--settle`` seconds,
+none by default). On a VM whose balloon reports free memory to its host
+(``free_page_reporting`` in the machine line) a page first written after it was given
+back costs a host fault: A by ``cp -a`` took 0.53 s right after a deletion and 2.43-2.84 s
+3 s after it (2026-11-27), and pydistcp's copy of A 0.69-0.75 s or 1.5-3.1 s by the
+same turns. A settle was meant to give every tool that state, but the host's own state
+moves (``cp -a`` after a 3 s settle: 0.86-3.42 s in one run), so the rounds' spread
+shows it instead. Every copy is checked
 (file count and bytes); pydistcp's first good copy is also compared byte for byte.
 
 Writes benchmarks/results/copy.json and copy.md, and the table into benchmarks/README.md
@@ -68,7 +70,7 @@ GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm",
          "pydistcp-warm-spark", "empty-spark", "empty-spark-cds", "pydistcp-warm-idle"]
 #: Untimed seconds between a run's cleanup and the next run (module docstring).
-SETTLE_S = 3.0
+SETTLE_S = 0.0
 #: Not run unless named in --tools: each of its runs first waits IDLE_S, untimed.
 OPT_IN = ("pydistcp-warm-idle",)
 #: A warm engine stops its idle Python workers after a minute (PySpark's
