@@ -204,8 +204,9 @@ def main() -> None:
                    "local files, or on a local master for 500,000 local files; else driver: "
                    "local executors share the driver's cores).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
-              metavar="N", help="Cores to plan for: about 2 tasks per core (default: Spark's "
-                                "cores); --parallelism is its old name.")
+              metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
+                                "share is under 1.5 GiB (default: Spark's cores); "
+                                "--parallelism is its old name.")
 @click.option("--tasks", type=int, metavar="N",
               help="Exactly N tasks copy whole files (fewer only when there are fewer files, "
                    "more when a task would hold over 10,000 files); wins over --cores.")
