@@ -19,11 +19,13 @@ import sys
 import threading
 
 from distcp.cli import main
+from distcp.planning import beside
 
 
 def run() -> None:
     """``pydistcp``: the CLI, exiting with its status (an exception that escapes it is
     left to the interpreter, traceback and all)."""
+    beside.enable()  # this process's own threads are known: planning may fork
     try:
         main(prog_name="pydistcp")
         code = 0

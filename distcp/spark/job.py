@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
@@ -44,7 +44,8 @@ from distcp.events.run import RunEvents, import_ahead
 from distcp.events.sinks import EventSink
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
-from distcp.planning.listing import FirstPlanner, find_datasets, plan_all, state_root
+from distcp.planning.beside import plan_beside, refused_session
+from distcp.planning.listing import FirstPlanner, Planned, find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.planning.splitting import (
@@ -69,7 +70,12 @@ from distcp.spark.listedcopy import (
 from distcp.spark.listing import LazySession, Lister
 from distcp.spark.planning import JoinPlanner
 from distcp.spark.publish import fan_out_with
-from distcp.spark.session import default_parallelism, opens_cheaply, spark_session
+from distcp.spark.session import (
+    client_modules,
+    default_parallelism,
+    opens_cheaply,
+    spark_session,
+)
 from distcp.storage import StorageSpec, s3, spec_for
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
@@ -136,16 +142,26 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
-    lister = Lister(cfg.listing, session, cheap=lambda: session.started or opens_cheaply(
-        cfg.master, dict(cfg.spark_conf), cfg.engine)) if cfg.listing != "driver" else None
     copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
                  if keeps_copies(cfg, pub.recovery) else "")
-    pairs = DriverPairs(every_decision(cfg), copies_to)
-    with collection.paused():
-        planned = plan_all(cfg, callback.message, datasets,
-                           StateStore(root, dict(cfg.dst_options)), lister,
-                           FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
-                                        pairs) if lister else pairs)
+
+    def planned_with(spark: Callable[[], Any]) -> Planned:
+        lister = Lister(cfg.listing, spark, cheap=lambda: session.started or opens_cheaply(
+            cfg.master, dict(cfg.spark_conf), cfg.engine)) if cfg.listing != "driver" else None
+        pairs = DriverPairs(every_decision(cfg), copies_to)
+        with collection.paused():
+            return plan_all(cfg, callback.message, datasets,
+                            StateStore(root, dict(cfg.dst_options)), lister,
+                            FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
+                                         pairs) if lister else pairs)
+
+    planned = None
+    if not cfg.dry_run and not session.started and opens_cheaply(
+            cfg.master, dict(cfg.spark_conf), cfg.engine):
+        planned = plan_beside(partial(planned_with, refused_session),
+                              client_modules(cfg.master, cfg.engine))
+    if planned is None:
+        planned = planned_with(session)
     plan = kept_walked(planned.plan, datasets, cfg, copies_to)
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected

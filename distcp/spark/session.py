@@ -209,6 +209,16 @@ def opens_cheaply(master: str, conf: Mapping[str, str], engine: str) -> bool:
         return False
 
 
+def client_modules(master: str, engine: str) -> tuple[str, ...]:
+    """The modules of PySpark's client this run's session imports (Spark Connect's for
+    the warm engine and ``sc://``, the classic one else), lightest first: what
+    ``distcp.planning.beside`` imports while the run plans, stopping once the plan is
+    made."""
+    if master.startswith("sc://") or (engine != "cold" and is_local_master(master)):
+        return ("numpy", "pyarrow", "pandas", "grpc", "pyspark.sql.connect.session")
+    return ("pyspark.sql",)
+
+
 def engine_settings(master: str, conf: Mapping[str, str]) -> tuple[Engine, dict[str, Any]]:
     """The engine that serves ``master`` with the user's ``conf`` (part of its key: a
     run with other settings gets another engine, never a silently different one)."""

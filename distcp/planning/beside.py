@@ -1,0 +1,158 @@
+"""DRIVER: a run's planning in a forked child while the run imports its Spark client.
+
+On the warm engine a run's two serial costs before its first task are its planning
+(B, 20,000 files: ~0.3 s, listing and writing copy rows) and the import of PySpark's
+Spark Connect client (~0.37 s: pandas alone ~0.2 s, imported at the top of PySpark's
+session module). Both are Python holding the GIL, so a thread runs them one after the
+other (measured: no gain); two processes run them at once on two cores. The child
+forked here plans (its copy-rows files land where the run's staging is) and sends the
+``Planned`` back pickled; meanwhile this process imports the client's modules one at a
+time, stopping as soon as the plan arrives: a run with nothing to copy waits for at
+most one module's import it did not need.
+
+Only the ``pydistcp`` command forks (``enable``, called by ``distcp.entry``): the API's
+caller's process (a notebook's kernel, a test runner) has threads of its own whose locks
+a child could inherit held. In the command, the only other thread then is the
+destination lock's heartbeat, which the child neither has nor needs. The child ignores
+Ctrl-C (the parent ends it), dies with the parent (Linux: ``PR_SET_PDEATHSIG``) and
+leaves with ``os._exit``: nothing of the parent's runs twice. A plan or an error that
+cannot travel back, a child that dies, or a planner that needs the Spark session (a tree
+big enough to list on Spark) makes the run plan here, as it did before: planning writes
+only its own copy-rows files, which planning again rewrites.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from distcp.faults import crash_point, delay_at
+
+T = TypeVar("T")
+
+_enabled = False
+
+
+def enable() -> None:
+    """Let this process fork for planning (the ``pydistcp`` command's own process)."""
+    global _enabled
+    _enabled = True
+
+
+class NeedsSession(BaseException):
+    """Raised in the child by a planner that would open the run's Spark session (a
+    BaseException: no ``except Exception`` on the way turns it into a planning error)."""
+
+
+def refused_session() -> None:
+    """The child's stand-in for the run's session: planning on Spark happens here."""
+    raise NeedsSession
+
+
+def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
+    """``plan()``'s value, made in a forked child while this process imports
+    ``meanwhile`` (module names, in order); its exception is raised here. None when the
+    plan is to be made here instead: no fork (not enabled, not POSIX, the modules are
+    imported already), or the child could not give its plan (see the module docstring).
+    """
+    if not _enabled or not hasattr(os, "fork") or all(m in sys.modules for m in meanwhile):
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    parent = os.getpid()
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
+        os.close(r)
+        _child(plan, w, parent)
+    os.close(w)
+    try:
+        _import_until_ready(r, meanwhile)
+        data = _read_all(r)
+        os.waitpid(pid, 0)
+        pid = 0
+    finally:
+        os.close(r)
+        if pid:  # interrupted: the child's plan is not wanted
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    try:
+        kind, value = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - nothing (the child died) or a value that cannot load
+        return None
+    if kind == "error":
+        raise value
+    return value if kind == "plan" else None
+
+
+def _child(plan: Callable[[], object], w: int, parent: int) -> None:
+    """Plan, write the pickled outcome to ``w`` and leave without the parent's exit."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _die_with(parent)
+        pause = delay_at("planning_beside")  # lets a test interrupt the child's planning
+        if pause:
+            time.sleep(pause)
+        try:
+            outcome: tuple[str, object] = ("plan", plan())
+            crash_point("planned_beside")  # a child that dies: the parent plans itself
+        except NeedsSession:
+            outcome = ("here", None)
+        except BaseException as exc:  # noqa: BLE001 - travels to the parent, raised there
+            outcome = ("error", exc)
+        try:
+            data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
+            pickle.loads(data)  # an error whose class cannot rebuild it: plan in the parent
+        except Exception:  # noqa: BLE001
+            data = pickle.dumps(("here", None))
+        with os.fdopen(w, "wb") as out:
+            out.write(data)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+    finally:
+        os._exit(0)
+
+
+def _die_with(parent: int) -> None:
+    """End this child when the parent ends (Linux), or now if it already has."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _import_until_ready(r: int, modules: Sequence[str]) -> None:
+    """Import ``modules`` one at a time until the child's answer starts arriving."""
+    for name in modules:
+        if select.select([r], [], [], 0)[0]:
+            return
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the session's own start reports a missing client
+            return
+
+
+def _read_all(r: int) -> bytes:
+    chunks = []
+    while chunk := os.read(r, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

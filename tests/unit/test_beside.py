@@ -1,0 +1,69 @@
+"""``distcp.planning.beside``: a plan made in a forked child, its errors, its fallbacks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from distcp.errors import PlanningError
+from distcp.planning import beside
+
+
+@pytest.fixture(autouse=True)
+def _enabled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(beside, "_enabled", True)
+    yield
+
+
+def _pid_and_value() -> tuple[int, str]:
+    return os.getpid(), "planned"
+
+
+def test_the_plan_is_made_in_a_child_and_comes_back() -> None:
+    pid, value = beside.plan_beside(_pid_and_value, ["not_a_module_anyone_has"]) or (0, "")
+    assert value == "planned"
+    assert pid not in (0, os.getpid())  # made by another process
+
+
+def test_meanwhile_modules_are_imported_here() -> None:
+    sys.modules.pop("colorsys", None)
+    # the child waits for the parent's import: its answer must not arrive first
+    assert beside.plan_beside(lambda: (os.system("sleep 0.3"), 7)[1], ["colorsys"]) == 7
+    assert "colorsys" in sys.modules
+
+
+def test_the_childs_error_is_raised_here_as_it_was() -> None:
+    def fails() -> None:
+        raise PlanningError("--include x: no file matched", path="/src")
+
+    with pytest.raises(PlanningError, match="no file matched") as caught:
+        beside.plan_beside(fails, ["not_a_module_anyone_has"])
+    assert caught.value.path == "/src"
+
+
+class _Unloadable(Exception):
+    def __init__(self, a: str, b: str) -> None:  # pickle rebuilds it with one argument
+        super().__init__(f"{a} {b}")
+
+
+@pytest.mark.parametrize("plan", [
+    pytest.param(lambda: beside.refused_session(), id="needs-the-session"),
+    pytest.param(lambda: (_ for _ in ()).throw(_Unloadable("x", "y")), id="error-that-cannot-travel"),
+    pytest.param(lambda: lambda: None, id="plan-that-cannot-travel"),
+    pytest.param(lambda: os._exit(137), id="child-died"),
+])
+def test_what_cannot_come_back_is_planned_here(plan: object) -> None:
+    assert beside.plan_beside(plan, ["not_a_module_anyone_has"]) is None  # type: ignore[arg-type]
+
+
+def test_no_fork_unless_enabled_or_when_the_client_is_imported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def never() -> None:
+        raise AssertionError("planned although it should not fork")
+
+    assert beside.plan_beside(never, ["os"]) is None  # imported already: nothing to overlap
+    monkeypatch.setattr(beside, "_enabled", False)
+    assert beside.plan_beside(never, ["not_a_module_anyone_has"]) is None
