@@ -31,6 +31,7 @@ import select
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -71,7 +72,9 @@ def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
     parent = os.getpid()
     r, w = os.pipe()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():  # 3.12+ warns of a fork beside threads: see above
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
     except OSError:
         os.close(r)
         os.close(w)

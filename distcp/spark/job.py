@@ -155,13 +155,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                             FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
                                          pairs) if lister else pairs)
 
-    planned = None
-    if not cfg.dry_run and not session.started and opens_cheaply(
-            cfg.master, dict(cfg.spark_conf), cfg.engine):
-        planned = plan_beside(partial(planned_with, refused_session),
-                              client_modules(cfg.master, cfg.engine))
-    if planned is None:
-        planned = planned_with(session)
+    planned = planned_beside(cfg, session, planned_with)
     plan = kept_walked(planned.plan, datasets, cfg, copies_to)
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
@@ -208,6 +202,20 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     summary.uploads_aborted += abort_orphans(cfg.destination, root, spec.dst_options)
     summary.duration_s = round(time.monotonic() - start, 3)
     return summary
+
+
+def planned_beside(cfg: CopyConfiguration, session: LazySession,
+                   planned_with: Callable[[Callable[[], Any]], Planned]) -> Planned:
+    """``planned_with(session)``, made in a forked child while this process imports
+    PySpark's client (``distcp.planning.beside``) when the run's session opens cheaply
+    and planning does not need it (``--listing spark`` does); else made here."""
+    if not cfg.dry_run and cfg.listing != "spark" and not session.started and opens_cheaply(
+            cfg.master, dict(cfg.spark_conf), cfg.engine):
+        planned = plan_beside(partial(planned_with, refused_session),
+                              client_modules(cfg.master, cfg.engine))
+        if planned is not None:
+            return planned
+    return planned_with(session)
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:

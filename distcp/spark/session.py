@@ -8,6 +8,7 @@ stopped by us; only a session this module started is stopped.
 from __future__ import annotations
 
 import contextlib
+import decimal  # noqa: F401 - before PySpark's import: see the note below
 import os
 import signal
 import subprocess
@@ -25,6 +26,12 @@ from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
 from distcp.spark.interrupts import plain_interrupts
 from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, is_local_master
+
+# ``decimal`` is imported with this module, not first by PySpark at the session's start:
+# a Ctrl-C that lands inside the C module's initialisation (PySpark imports it while the
+# run waits for Spark) makes its next import run that again, which prints "mpd_setminalloc:
+# ignoring request to set MPD_MINALLOC a second time" on stderr beside the run's one
+# line (seen in CI, tests/e2e/test_exit_codes.py). Importing it here costs 3 ms.
 
 
 def jvm_conf(log_file: str, log_dir: str, master: str) -> dict[str, str]:
