@@ -31,6 +31,7 @@ import select
 import signal
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -117,10 +118,13 @@ def _child(plan: Callable[[], object], w: int, parent: int) -> None:
         except NeedsSession:
             outcome = ("here", None)
         except BaseException as exc:  # noqa: BLE001 - travels to the parent, raised there
+            # where it happened, for a traceback shown in the parent (a bug's, not a
+            # refusal's: those are one line, notes unprinted)
+            exc.add_note(f"raised in the planning child:\n{traceback.format_exc()}")
             outcome = ("error", exc)
-        try:
+        try:  # one that cannot load in the parent (an error whose class cannot rebuild
+            # it) is planned there too
             data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
-            pickle.loads(data)  # an error whose class cannot rebuild it: plan in the parent
         except Exception:  # noqa: BLE001
             data = pickle.dumps(("here", None))
         with os.fdopen(w, "wb") as out:

@@ -44,6 +44,15 @@ def test_the_childs_error_is_raised_here_as_it_was() -> None:
     assert caught.value.path == "/src"
 
 
+def test_a_bug_in_the_child_keeps_its_traceback_as_a_note() -> None:
+    def buggy() -> None:
+        {}["missing"]
+
+    with pytest.raises(KeyError) as caught:
+        beside.plan_beside(buggy, ["not_a_module_anyone_has"])
+    assert "in buggy" in caught.value.__notes__[0]  # where it happened, in the child
+
+
 class _Unloadable(Exception):
     def __init__(self, a: str, b: str) -> None:  # pickle rebuilds it with one argument
         super().__init__(f"{a} {b}")
