@@ -76,7 +76,7 @@ from distcp.spark.session import (
     opens_cheaply,
     spark_session,
 )
-from distcp.storage import StorageSpec, s3, spec_for
+from distcp.storage import StorageSpec, s3, spec_for, storage_for
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 
@@ -146,8 +146,8 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                  if keeps_copies(cfg, pub.recovery) else "")
 
     def planned_with(spark: Callable[[], Any]) -> Planned:
-        lister = Lister(cfg.listing, spark, cheap=lambda: session.started or opens_cheaply(
-            cfg.master, dict(cfg.spark_conf), cfg.engine)) if cfg.listing != "driver" else None
+        lister = Lister(cfg.listing, spark, cheap=lambda: session.started or session_cheap(
+            cfg)) if cfg.listing != "driver" else None
         pairs = DriverPairs(every_decision(cfg), copies_to)
         with collection.paused():
             return plan_all(cfg, callback.message, datasets,
@@ -155,7 +155,12 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
                             FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
                                          pairs) if lister else pairs)
 
-    planned = planned_beside(cfg, session, planned_with)
+    planned = None
+    if plans_beside(cfg) and not session.started:
+        planned = plan_beside(partial(planned_with, refused_session),
+                              client_modules(cfg.master, cfg.engine))
+    if planned is None:
+        planned = planned_with(session)
     plan = kept_walked(planned.plan, datasets, cfg, copies_to)
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
@@ -204,18 +209,21 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     return summary
 
 
-def planned_beside(cfg: CopyConfiguration, session: LazySession,
-                   planned_with: Callable[[Callable[[], Any]], Planned]) -> Planned:
-    """``planned_with(session)``, made in a forked child while this process imports
-    PySpark's client (``distcp.planning.beside``) when the run's session opens cheaply
-    and planning does not need it (``--listing spark`` does); else made here."""
-    if not cfg.dry_run and cfg.listing != "spark" and not session.started and opens_cheaply(
-            cfg.master, dict(cfg.spark_conf), cfg.engine):
-        planned = plan_beside(partial(planned_with, refused_session),
-                              client_modules(cfg.master, cfg.engine))
-        if planned is not None:
-            return planned
-    return planned_with(session)
+def session_cheap(cfg: CopyConfiguration) -> bool:
+    """``opens_cheaply`` for this run's master, settings and engine."""
+    return opens_cheaply(cfg.master, dict(cfg.spark_conf), cfg.engine)
+
+
+def plans_beside(cfg: CopyConfiguration) -> bool:
+    """Whether the run plans in a forked child while it imports PySpark's client
+    (``distcp.planning.beside``): its session opens cheaply, planning does not need it
+    (``--listing spark`` does), and both ends are local trees. An object store's listing
+    may move to Spark after the driver walked ``KEYS_FROM`` keys to tell, a walk the child
+    could not hand back: the run would walk them twice."""
+    local = all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
+                for url in cfg.sources) and storage_for(
+        cfg.destination, dict(cfg.dst_options)).capabilities.local_paths
+    return not cfg.dry_run and cfg.listing != "spark" and local and session_cheap(cfg)
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:

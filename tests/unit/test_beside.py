@@ -76,3 +76,31 @@ def test_no_fork_unless_enabled_or_when_the_client_is_imported(
     assert beside.plan_beside(never, ["os"]) is None  # imported already: nothing to overlap
     monkeypatch.setattr(beside, "_enabled", False)
     assert beside.plan_beside(never, ["not_a_module_anyone_has"]) is None
+
+
+@pytest.mark.parametrize(("src", "dst", "options", "forks"), [
+    ("/src", "/dst", {}, True),
+    ("s3://bucket/src", "/dst", {}, False),  # a big prefix's walk could not come back
+    ("/src", "s3://bucket/dst", {}, False),
+    ("/src", "/dst", {"listing": "spark"}, False),  # planning needs the session
+    ("/src", "/dst", {"dry_run": True}, False),  # no session at all
+    ("/src", "/dst", {"engine": "cold"}, False),  # a JVM of its own: nothing cheap
+])
+def test_which_runs_plan_beside(src: str, dst: str, options: dict[str, object],
+                                forks: bool) -> None:
+    from distcp.configuration import CopyConfiguration
+    from distcp.spark.job import plans_beside
+
+    cfg = CopyConfiguration.build([src], dst, **{"engine": "warm", **options})
+    assert plans_beside(cfg) is forks
+
+
+def test_the_session_module_imports_decimal_before_pyspark_does() -> None:
+    """A Ctrl-C inside ``_decimal``'s first initialisation made its re-import print a C
+    warning beside the run's one line (``distcp.spark.session``)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "import sys, distcp.spark.session; "
+                          "print('decimal' in sys.modules, 'pyspark' in sys.modules)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False"]
