@@ -84,8 +84,7 @@ def test_no_fork_unless_enabled_or_when_the_client_is_imported(
     ("/src", "s3://bucket/dst", {}, False),
     ("/src", "/dst", {"listing": "spark"}, False),  # planning needs the session
     ("/src", "/dst", {"dry_run": True}, False),  # no session at all
-    ("/src", "/dst", {"engine": "cold"}, False),  # a JVM of its own: nothing cheap
-])
+])  # whether a session opens cheaply is opens_cheaply's (tests/unit/test_opens_cheaply.py)
 def test_which_runs_plan_beside(src: str, dst: str, options: dict[str, object],
                                 forks: bool) -> None:
     from distcp.configuration import CopyConfiguration
