@@ -360,7 +360,7 @@ def recover(destination: str | None = None, *, state_dir: str | None = None,
     with driver_errors(_display(state_dir or destination)):
         root = existing_state_root(destination, state_dir, options)[0]
         return recover_only(root, options, max_replays, dict(src_options or {}),
-                            EventSink(events, root, options, timeout))
+                            EventSink(events, root, options, timeout), destination)
 
 
 def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str | None = None,

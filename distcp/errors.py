@@ -96,6 +96,11 @@ class ConversionError(CopyError):
     """A converter rejected its input: corrupt gzip, wrong key, hostile archive."""
 
 
+class StateCollisionError(CopyError):
+    """A file or archive member would land in the destination's state directory: data
+    never becomes the tool's own state (its name is refused, the rest of the run goes on)."""
+
+
 class QualityCheckError(CopyError):
     """A staged output failed a ``--check``: discarded, nothing of its file published."""
 

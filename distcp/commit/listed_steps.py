@@ -16,9 +16,10 @@ from typing import Any, ClassVar
 
 from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.state_steps import _StateChange
-from distcp.commit.steps import CommitContext, CommitStep, PublishFiles
+from distcp.commit.steps import CommitContext, CommitStep, PublishFiles, staged_target
 from distcp.commit.upload_steps import CompleteUploads
 from distcp.copying.resultfiles import publishing_of
+from distcp.state.bounds import DESTINATION, STATE
 from distcp.storage import Storage, parse_staged
 
 #: A results file and the staged outputs it lists.
@@ -40,6 +41,19 @@ class PublishListed(CommitStep):
 
     def file_count(self) -> int:
         return sum(n for _, n in self.results)
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """The results files, then every rename and upload they list (read here: a
+        replayed record's files are checked before any of them is published)."""
+        for url, _ in self.results:
+            yield STATE, url
+            moves, uploads = publishing_of(url, options)
+            for staging, final, _ in moves:
+                yield staged_target(staging)
+                yield DESTINATION, final
+            for staging, final, *_ in uploads:
+                yield staged_target(staging)
+                yield DESTINATION, final
 
     def works_on(self, ctx: CommitContext) -> Storage:
         return ctx.storage(self.results[0][0])
@@ -81,6 +95,9 @@ class AppendManifestListed(_StateChange):
     marker_suffix: ClassVar[str] = "mfl"
     results: tuple[ResultsFile, ...]
     removed: tuple[str, ...] = ()
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((STATE, url) for url, _ in self.results)
 
     def apply(self, state: DatasetState, store: StateStore) -> None:
         store.append_listed(state, self.sequence_id, tuple(u for u, _ in self.results),

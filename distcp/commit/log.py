@@ -64,6 +64,17 @@ class CommitStepStore:
                             self.options)
         self.remove(pending.sequence.id)
 
+    def set_aside_unread(self, pending: PendingSequence) -> str:
+        """Move a log entry aside as it is, under its own file name (never one its
+        content gives): an entry that names paths outside the run's roots is not
+        rewritten, not executed, and kept for a person to inspect."""
+        fs, path = fsutil.filesystem(pending.url, self.options)
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        aside = fsutil.join(fsutil.filesystem(self.root, self.options)[1], "aside", name)
+        fs.makedirs(aside.rsplit("/", 1)[0], exist_ok=True)
+        fs.mv(path, aside)
+        return fsutil.to_url(fs, aside)
+
     def pending(self, aside: bool = False) -> list[PendingSequence]:
         """Unfinished sequences, oldest job first."""
         fs, path = fsutil.filesystem(fsutil.join(self.root, "aside") if aside else self.root,

@@ -12,13 +12,15 @@ copies it), nor one whose destination is missing or of another size.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.errors import PublishError
 from distcp.faults import crash_point, delay_at
 from distcp.mtimes import same_mtime
+from distcp.state.bounds import DESTINATION, SOURCE
 from distcp.storage import Storage
 from distcp.storage import filesystems as fsutil
 
@@ -36,6 +38,11 @@ class DeleteSources(CommitStep):
 
     def works_on(self, ctx: CommitContext) -> Storage:
         return ctx.source_storage(self.entries[0][0])
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for src, _, _, outputs in self.entries:
+            yield SOURCE, src
+            yield from ((DESTINATION, dst) for dst, _ in outputs)
 
     def verify(self, ctx: CommitContext) -> bool:
         return not any(_still_there(ctx, src, size, mtime) for src, size, mtime, _ in self.entries)
@@ -83,6 +90,9 @@ class RemoveEmptySourceDirs(CommitStep):
 
     kind: ClassVar[str] = "delete-empty-source-dirs"
     urls: tuple[str, ...]
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((SOURCE, u) for u in self.urls)
 
     def verify(self, ctx: CommitContext) -> bool:
         return not any(_empty_dir(ctx, u) for u in self.urls)

@@ -17,8 +17,10 @@ from typing import Any
 
 from distcp.commit.state import write_atomic
 from distcp.model import CopyableFile, TaskResult
+from distcp.state.bounds import inside
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.summary import Failure, Tally
 
 
 class RecoveryArea:
@@ -28,6 +30,9 @@ class RecoveryArea:
         self.root = fsutil.join(state_root, "recovery")
         self.options = options
         self.fs, self.path = fsutil.filesystem(self.root, options)
+        #: Entries set aside because they name files outside their own folder, one
+        #: line each (``refusals``): a kept copy is only ever taken from its folder.
+        self.refused: list[Failure] = []
 
     def guids(self) -> set[str]:
         try:
@@ -51,13 +56,20 @@ class RecoveryArea:
                      json.dumps(meta).encode(), self.options)
 
     def take(self, file: CopyableFile) -> list[TaskResult] | None:
-        """The kept results for ``file`` if they are intact and meant for its destination."""
+        """The kept results for ``file`` if they are intact and meant for its destination.
+        An entry whose outputs lie outside its own folder was not written by us: it is
+        set aside (``refusals``), never published."""
         folder = fsutil.join(self.path, file.guid)
         try:
             meta = json.loads(self.fs.cat_file(fsutil.join(folder, "meta.json")))
             if meta["destination"] != file.destination:
                 return None
             results = [TaskResult(**{**o, "attempt": "recovered"}) for o in meta["outputs"]]
+            stray = next((r.staging for r in results if r.staging and not inside(
+                r.staging, self.folder_url(file.guid))), None)
+            if stray is not None:
+                self._set_aside(file.guid, f"names {stray!r}, outside its folder")
+                return None
             for r in results:
                 if r.staging and storage_for(r.staging, self.options).entry_size(
                         r.staging) != r.bytes_written:
@@ -65,6 +77,20 @@ class RecoveryArea:
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None
         return results
+
+    def _set_aside(self, guid: str, why: str) -> None:
+        folder = fsutil.join(self.path, guid)
+        aside = fsutil.join(self.path.rstrip("/").rsplit("/", 1)[0], "recovery-aside", guid)
+        self.fs.makedirs(aside.rsplit("/", 1)[0], exist_ok=True)
+        self.fs.mv(folder, aside, recursive=True)
+        self.refused.append(Failure(fsutil.display(fsutil.to_url(self.fs, folder)),
+                                    f"recovery entry {why}; not published, set aside in "
+                                    f"{fsutil.display(fsutil.to_url(self.fs, aside))}"))
+
+    def refusals(self) -> Tally:
+        """The entries set aside since the last call, as failures of the run."""
+        out, self.refused = self.refused, []
+        return Tally(failures=tuple(out))
 
     def folder_url(self, guid: str) -> str:
         return fsutil.to_url(self.fs, fsutil.join(self.path, guid))

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from distcp.commit.listed_steps import PublishListed
-from distcp.commit.log import CommitStepStore
+from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state_steps import RecordRun
 from distcp.commit.steps import CommitContext, PublishFiles
@@ -22,6 +22,7 @@ from distcp.copying.progress import JOURNAL, journal_records
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
 from distcp.publishers.catalog import registered_in, registrations_left
+from distcp.state.bounds import SOURCE, inside, plain_name
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Tally, tally_of
@@ -35,6 +36,11 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
     done: list[Tally] = []
     for pending in store.pending():
         seq = pending.sequence
+        refused = _out_of_bounds(store, pending, ctx)
+        if refused is not None:
+            done.append(refused)
+            blocked.add(seq.dataset_urn)
+            continue
         if pending.replays >= max_replays:
             store.set_aside(pending)
             done.append(Tally(sequences_set_aside=1, failures=(Failure(
@@ -72,6 +78,41 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
                           bytes_recovered=sum(size for _, _, size in moves) + listed_bytes,
                           partitions_registered=registered_in(seq.steps)))
     return blocked, tally_of(done)
+
+
+def _out_of_bounds(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext
+                   ) -> Tally | None:
+    """A log entry that names a path outside the run's roots (or an id that is not its
+    file's name) is moved aside unread and never executed: one line says where. One
+    that deletes sources where this command knows none (``recover``) stays pending for
+    the next ``move``, which checks them against its sources."""
+    bounds = ctx.bounds
+    if bounds is None:
+        raise ValueError("replaying a commit log needs the run's bounds")
+    seq = pending.sequence
+    try:
+        targets = list(seq.targets(ctx.dst_options))
+    except (OSError, ValueError) as exc:  # a results file it names cannot be read
+        targets = [("unreadable", f"{type(exc).__name__}: {exc}")]
+    if not pending.url.endswith(f"/{seq.id}.json"):
+        targets.insert(0, ("unknown", f"id {seq.id!r} in {pending.url}"))
+    if bounds.sources is None and any(role == SOURCE for role, _ in targets):
+        targets = [t for t in targets if t[0] != SOURCE]
+        if bounds.first_outside(targets) is None:
+            note = (f"commit {seq.id} deletes the sources of a move: left pending for the "
+                    "next 'pydistcp move' to this destination, which checks them against "
+                    "its sources")
+            return Tally(notes=(note,))
+    bad = bounds.first_outside(targets)
+    if bad is None:
+        return None
+    role, url = bad
+    aside = store.set_aside_unread(pending)
+    return Tally(sequences_set_aside=1, failures=(Failure(
+        fsutil.display(pending.url),
+        f"commit log entry names {url!r} ({role}), outside the destination "
+        f"{fsutil.display(bounds.destination)} and its state directory; not executed, "
+        f"set aside in {fsutil.display(aside)}"),))
 
 
 def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
@@ -117,8 +158,12 @@ def _promote_journal(state_root: str, options: dict[str, Any], job: str,
                      recovery: RecoveryArea) -> int:
     kept = 0
     known = recovery.guids()
+    staging = fsutil.join(state_root, "staging", job)
     for guid, (planned, results) in read_journal(state_root, options, job).items():
-        if guid in known or not _intact(results, options):
+        if guid in known or not plain_name(guid) or any(
+                r.staging and not inside(r.staging, staging) for r in results):
+            continue  # not a copy of this job's: never moved, deleted with the job's folders
+        if not _intact(results, options):
             continue
         recovery.keep(guid, planned, results)
         kept += 1

@@ -31,6 +31,7 @@ from distcp.copying.resultfiles import staged_tables
 from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
+from distcp.state.bounds import plain_name
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
@@ -168,6 +169,12 @@ class StateStore:
                              int(data.get("next_seq", 1)), list(data.get("garbage", [])),
                              data.get("manifest") or None, reader=self.manifest_of)
         state.watermarks = Watermarks.from_dict(data.get("watermarks"))  # none before v3
+        stray = next((n for n in [s.name for s in state.segments] + state.garbage
+                      if not plain_name(str(n))), None)
+        if stray is not None:  # read or removed under manifests/<key>/: one name each
+            raise StateError(f"dataset state {fsutil.display(self.url_of(urn))} names "
+                             f"{stray!r}, outside its manifest folder; nothing was read or "
+                             "changed. Move it aside and run again", path=self.url_of(urn))
         return state
 
     def save(self, state: DatasetState) -> None:

@@ -13,8 +13,9 @@ import json
 import logging
 import time
 from abc import abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from distcp.checksum import ALGORITHM
 from distcp.commit.manifest import COMPACT_AFTER, Entry
@@ -23,6 +24,7 @@ from distcp.commit.steps import CommitContext, CommitStep
 from distcp.datasets.partitions import advance
 from distcp.events.sinks import EventSink
 from distcp.faults import crash_point
+from distcp.state.bounds import NAME
 
 events_log = logging.getLogger("pydistcp.events")
 
@@ -36,6 +38,11 @@ class _StateChange(CommitStep):
     marker_suffix: ClassVar[str] = ""
     sequence_id: str
     urn: str
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """None of its own: the state document and segments it writes are named by the
+        dataset's URN through a digest (``StateStore``), never by a path in the record."""
+        return iter(())
 
     @property
     def marker(self) -> str:
@@ -88,6 +95,9 @@ class CompactManifest(CommitStep):
     kind: ClassVar[str] = "compact-manifest"
     urn: str
     threshold: int = COMPACT_AFTER
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return iter(())  # the dataset's own state, found by its URN's digest
 
     def verify(self, ctx: CommitContext) -> bool:
         state = _store(ctx).load(self.urn)
@@ -179,6 +189,9 @@ class EmitEvent(CommitStep):
     job_id: str = ""
     run_destination: str = ""
     branch: str = "main"
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        yield NAME, self.sequence_id  # its record's file name under events/
 
     def url(self, ctx: CommitContext) -> str:
         return _sink(ctx).record_url(self.sequence_id)

@@ -19,6 +19,7 @@ from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.steps import CommitContext
 from distcp.events.sinks import EventSink
 from distcp.planning.listing import state_root_of
+from distcp.state.bounds import Bounds
 from distcp.storage import filesystems as fsutil
 from distcp.summary import StatusReport, Summary
 
@@ -36,6 +37,23 @@ def resolve_state_root(destination: str | None, state_dir: str | None,
     fs, path = fsutil.filesystem(destination, options)
     single = destination if fs.isfile(path.rstrip("/") or "/") else None
     return state_root_of(destination, options, single_file=single)
+
+
+def destination_of(root: str, destination: str | None, options: dict[str, Any]) -> str:
+    """The destination a state root serves: ``destination`` when given, else the folder
+    holding a state root of the default name; a ``--state-dir`` of another name does not
+    say, and commits are not replayed without it."""
+    from distcp.errors import ConfigurationError
+
+    if destination:
+        fs, path = fsutil.filesystem(destination, options)
+        return fsutil.to_url(fs, path.rstrip("/") or "/")
+    parent, _, name = root.rstrip("/").rpartition("/")
+    if name != fsutil.STATE_DIR_NAME:
+        raise ConfigurationError(
+            f"recover: give DST with --state-dir {fsutil.display(root)}: pending commits "
+            "are checked against their destination before anything of them runs")
+    return parent or "/"
 
 
 def existing_state_root(destination: str | None, state_dir: str | None,
@@ -157,11 +175,14 @@ def render_status(report: StatusReport) -> str:
 
 def recover_only(root: str, options: dict[str, Any], max_replays: int = 3,
                  src_options: dict[str, Any] | None = None,
-                 events: EventSink | None = None) -> Summary:
+                 events: EventSink | None = None, destination: str | None = None
+                 ) -> Summary:
     """Replay pending commits and keep interrupted runs' verified copies; copy nothing.
 
     ``src_options``: the sources' storage options, which a pending ``move`` needs to
-    delete the sources it published (they are never in the commit log). ``events``:
+    delete the sources it published (they are never in the commit log). ``destination``:
+    what pending commits may publish to (default: the folder holding a state root named
+    ``.pydistcp``); a commit naming anything else is set aside, not executed. ``events``:
     where replayed commits' events go (and what earlier runs left in the outbox).
 
     Pending commits are published here. Journaled copies are moved to the recovery
@@ -177,7 +198,8 @@ def recover_only(root: str, options: dict[str, Any], max_replays: int = 3,
         sink = events or EventSink(None, root, options)
         sink.flush()
         ctx = CommitContext(dict(options), root, src_options=dict(src_options or {}),
-                            events=sink)
+                            events=sink, bounds=Bounds(destination_of(root, destination, options),
+                                                       root, None))
         summary.add(replay_pending(store, ctx, max_replays)[1])
         keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
         recovery = RecoveryArea(root, options)

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from distcp.errors import PublishError, StateError
 from distcp.faults import crash_point
-from distcp.storage import Staged, Storage, storage_for
+from distcp.state.bounds import DESTINATION, NAME, STATE, Bounds
+from distcp.storage import Staged, Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
 from distcp.storage.staging import StagedFile
 
@@ -44,6 +45,9 @@ class CommitContext:
     #: process does every step (``recover``, which has no Spark).
     fan_out: Callable[[CommitStep, CommitContext], bool] | None = field(
         default=None, repr=False, compare=False)
+    #: The roots this run may act in (``distcp.state.bounds``): every record read back
+    #: from the commit log is checked against them before any of its steps runs.
+    bounds: Bounds | None = field(default=None, compare=False)
 
     def fs(self, url: str) -> tuple[Any, str]:
         return fsutil.filesystem(url, self.dst_options)
@@ -88,6 +92,13 @@ class CommitStep(ABC):
     def file_count(self) -> int:
         """The files the step's per-file entries stand for (0: a step done as a whole)."""
         return len(getattr(self, self.per_file)) if self.per_file else 0
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Every path the step acts on, with its role (``distcp.state.bounds``:
+        destination, state or source), so that a record read back from the commit log
+        is checked against the run's roots before anything acts on it. A step kind
+        that does not say acts on something unknown: its records are set aside."""
+        yield "unknown", self.kind
 
     def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
         """The staged multipart uploads the step completes: while the step is pending,
@@ -152,6 +163,13 @@ class CommitSequence:
                     f"{step.kind} failed: {exc}", file_set=self.file_set) from exc
             crash_point("after_step")
 
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Every path its steps act on (``CommitStep.targets``), and its own id, which
+        names its log entry."""
+        yield NAME, self.id
+        for step in self.steps:
+            yield from step.targets(options)
+
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "dataset_urn": self.dataset_urn, "file_set": self.file_set,
                 "steps": [s.to_dict() for s in self.steps]}
@@ -168,6 +186,9 @@ class MakeDirectories(CommitStep):
 
     kind: ClassVar[str] = "mkdirs"
     urls: tuple[str, ...]
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((DESTINATION, u) for u in self.urls)
 
     def verify(self, ctx: CommitContext) -> bool:
         return all(_isdir(ctx, u) for u in self.urls)
@@ -188,6 +209,11 @@ class PublishFiles(CommitStep):
     kind: ClassVar[str] = "publish"
     per_file: ClassVar[str] = "moves"
     moves: tuple[tuple[str, str, int], ...]
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for staging, final, _ in self.moves:
+            yield staged_target(staging)
+            yield DESTINATION, final
 
     def verify(self, ctx: CommitContext) -> bool:
         if not self.moves:
@@ -212,6 +238,9 @@ class SetAttributes(CommitStep):
     kind: ClassVar[str] = "attributes"
     entries: tuple[tuple[str, int | None, float | None], ...]
 
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((DESTINATION, e[0]) for e in self.entries)
+
     def verify(self, ctx: CommitContext) -> bool:
         """Done when every directory already has its mode and mtime (a stat each);
         judged from the target, so a replay after the step ran leaves them alone."""
@@ -229,6 +258,9 @@ class SetOwners(CommitStep):
     kind: ClassVar[str] = "owners"
     entries: tuple[tuple[str, str | None, str | None], ...]
 
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((DESTINATION, e[0]) for e in self.entries)
+
     def verify(self, ctx: CommitContext) -> bool:
         return all(ctx.storage(url).has_owner(url, owner, group)
                    for url, owner, group in self.entries)
@@ -245,6 +277,9 @@ class DeletePaths(CommitStep):
     kind: ClassVar[str] = "delete"
     urls: tuple[str, ...]
 
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((DESTINATION, u) for u in self.urls)
+
     def verify(self, ctx: CommitContext) -> bool:
         return not any(_exists(ctx, u) for u in self.urls)
 
@@ -259,6 +294,19 @@ class RemoveStaging(DeletePaths):
     (a delete under its own name, so a commit log reads as what it does)."""
 
     kind: ClassVar[str] = "remove-staging"
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return ((STATE, u) for u in self.urls)
+
+
+def staged_target(staging: str) -> tuple[str, str]:
+    """A staged output's place and role: a staging file lives under the state root;
+    a staged upload, an empty file or a published output is named by its final URL."""
+    try:
+        staged = parse_staged(staging)
+    except ValueError:
+        return "unknown", staging
+    return (STATE if staged.needs_rename else DESTINATION), staged.location
 
 
 def _has_attributes(ctx: CommitContext, url: str, mode: int | None,

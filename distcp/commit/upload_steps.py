@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from distcp.commit.steps import CommitContext, CommitStep
+from distcp.commit.steps import CommitContext, CommitStep, staged_target
 from distcp.copying.resultfiles import Upload
 from distcp.errors import PublishError
 from distcp.faults import crash_point
+from distcp.state.bounds import DESTINATION
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.storage.staging import StagedFile
@@ -43,6 +44,11 @@ class CompleteUploads(CommitStep):
     def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
         return (parse_staged(u[0]).upload_id for u in self.uploads)
 
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for staging, final, *_ in self.uploads:
+            yield staged_target(staging)
+            yield DESTINATION, final
+
     def execute(self, ctx: CommitContext) -> None:
         if not self.uploads:
             return
@@ -65,6 +71,11 @@ class CheckDigests(CommitStep):
     kind: ClassVar[str] = "check-digest"
     per_file: ClassVar[str] = "entries"
     entries: tuple[tuple[str, str, int, str], ...]
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        for staging, final, _, _ in self.entries:
+            yield staged_target(staging)
+            yield DESTINATION, final
 
     def verify(self, ctx: CommitContext) -> bool:
         return not self._bad(ctx)

@@ -37,7 +37,7 @@ from distcp.copying.symlinks import apply_link_attributes, stage_link
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.writer import SourceReader, stage_stream
-from distcp.errors import CopyError, QualityCheckError
+from distcp.errors import CopyError, QualityCheckError, StateCollisionError
 from distcp.faults import armed, crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.storage import Storage, parse_staged, s3, storage_for
@@ -77,6 +77,14 @@ def stream_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[T
 
 
 def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
+    if spec.protected:
+        refused = list(_refused(unit, spec, attempt))
+        if refused:
+            yield from (r for _, r in refused)
+            gone = {id(f) for f, _ in refused}
+            unit = replace(unit, files=tuple(f for f in unit.files if id(f) not in gone))
+            if not unit.files:
+                return
     if unit.split is not None:
         yield _run_range(unit, spec, attempt)
         return
@@ -99,6 +107,18 @@ def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResu
             yield from done
             done.close()
     progress.flush()
+
+
+def _refused(unit: WorkUnit, spec: TaskSpec, attempt: str
+             ) -> Iterator[tuple[CopyableFile, TaskResult]]:
+    """The unit's files whose destination lies in a protected folder, each failed by
+    name: the rest of the unit is copied."""
+    for file in unit.files:
+        try:
+            spec.refuse_protected(file.origin.url, file.destination)
+        except StateCollisionError as exc:
+            yield file, failed(ResultKey.of(file, unit.unit_id, attempt).result(
+                file.destination), exc)
 
 
 #: Files one task copies at a time when a remote end makes each file a few round trips.
@@ -320,6 +340,7 @@ def stage_outputs(file: CopyableFile, key: ResultKey, stream: Any, staging_dir: 
         outputs = chain(converters, FileAwareInputStream.of(file, stream))
         notes: list[str] = []
         for n, out in enumerate(outputs):
+            spec.refuse_protected(file.origin.url, out.destination)
             done.append(_stage_output(out, file, key, f"{staging_dir}/{index}-{n}", spec, buffer,
                                       held if held is None or held.room else None))
             notes = out.notes

@@ -13,7 +13,10 @@ from typing import Any
 from distcp.checks.checklist import CheckList
 from distcp.chmod import Chmod
 from distcp.converters.base import ConverterOptions
+from distcp.errors import StateCollisionError
+from distcp.state.bounds import landing_in
 from distcp.storage import StorageSpec
+from distcp.storage.filesystems import display
 
 
 @dataclass(frozen=True)
@@ -47,4 +50,17 @@ class TaskSpec:
     #: ``--chmod``: also applied to the modes archive members carry (the planner has
     #: already applied it to every file's own mode).
     chmod: Chmod | None = None
+    #: The folders no output may land in (``distcp.state.bounds.protected_roots``: the
+    #: run's state root and the destination's default one), as the driver wrote them.
+    protected: tuple[str, ...] = ()
+
+    def refuse_protected(self, origin: str, destination: str) -> None:
+        """Raise StateCollisionError when ``destination`` lies in a protected folder:
+        checked for every file and every expanded member before any byte is staged."""
+        root = landing_in(destination, self.protected) if self.protected else None
+        if root is not None:
+            raise StateCollisionError(
+                f"cannot copy {display(origin)} to {display(destination)}: that is inside "
+                f"the state directory {display(root)}, where no data may land; rename it "
+                "at the source or exclude it", path=origin)
 

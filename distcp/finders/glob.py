@@ -34,7 +34,7 @@ class GlobDatasetsFinder(DatasetsFinder):
         found = 0
         for path, info in sorted(matches.items()):
             rel = fsutil.relpath(path.rstrip("/"), root)
-            if info.get("type") != "directory" or fsutil.STATE_DIR_NAME in rel.split("/"):
+            if info.get("type") != "directory" or fsutil.at_state_dir(rel):
                 continue
             found += 1
             urn = fsutil.to_url(src_fs, path.rstrip("/"))

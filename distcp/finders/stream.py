@@ -53,5 +53,4 @@ class StreamDatasetsFinder(DatasetsFinder):
         else:
             entries = [(i["name"], i) for i in fs.ls(root, detail=True)]
         return sorted(p.rstrip("/") for p, i in entries if i.get("type") == "directory"
-                      and fsutil.STATE_DIR_NAME not in fsutil.relpath(p.rstrip("/"), root)
-                      .split("/"))
+                      and not fsutil.at_state_dir(fsutil.relpath(p.rstrip("/"), root)))

@@ -221,6 +221,7 @@ def _prepare(runs: list[_Branch]) -> list[ForkedFile]:
         check_destination(cfg, run.spec, run.plan.files_to_copy)
         prepare_state_dirs(run.root, run.spec)
         recovered, files = split_recovered(run.plan.files_to_copy, run.pub.recovery)
+        run.summary.add(run.pub.recovery.refusals())
         run.results = [replace(r, branch=run.name) for rs in recovered for r in rs]
         if files:
             prepare_staging(run.spec, cfg)

@@ -101,8 +101,11 @@ def listed_entries(fs: Any, root: str, entries: Iterable[ListedPath], cfg: CopyC
     workers = 1 if caps.local_paths else max(1, caps.parallel_ops)
     with ThreadPoolExecutor(workers) as pool:
         for chunk in _chunks(entries, CHUNK):
-            if fsutil.STATE_DIR_NAME in {part for e in chunk for part in e.path.split("/")}:
-                chunk = [e for e in chunk if fsutil.STATE_DIR_NAME not in e.path.split("/")]
+            if any(fsutil.at_state_dir(e.path) for e in chunk):
+                skipped.extend(fsutil.Skipped(fsutil.to_url(fs, f"{prefix}/{e.path}"),
+                                              fsutil.STATE_DIR_SKIPPED)
+                               for e in chunk if fsutil.at_state_dir(e.path))
+                chunk = [e for e in chunk if not fsutil.at_state_dir(e.path)]
             paths = [f"{prefix}/{e.path}" for e in chunk]
             found = pool.map(lambda pe: _status(fs, pe[0], pe[1], cfg.links, name),
                              zip(paths, chunk, strict=True))

@@ -42,7 +42,7 @@ def tree_tasks(url: str, root: str, links: str, options: Mapping[str, Any], targ
     def expand(sub: tl.Subtree | None) -> list[tl.Subtree] | None:
         path, ancestors = (root, {(top.st_dev, top.st_ino)}) if sub is None \
             else (sub.path, set(sub.ancestors))
-        items = tl.local_level(path, links, skipped, frozenset(ancestors))
+        items = tl.local_level(path, links, skipped, frozenset(ancestors), top=sub is None)
         if items is None:
             return None
         if sub is not None:

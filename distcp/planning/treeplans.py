@@ -198,7 +198,8 @@ def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_l
         frontier = [(dst_root, frozenset({(root_st.st_dev, root_st.st_ino)}))]
         while frontier:
             path, ancestors = frontier.pop()
-            for item in tl.local_level(path, dst_links, [], ancestors) or ():
+            for item in tl.local_level(path, dst_links, [], ancestors,
+                                       top=path == dst_root) or ():
                 entry = (item.path, item.status) if isinstance(item, tl.Subtree) else item
                 rel = entry[0][dst_cut:]
                 if rel in starts:  # paired in the subtree's task

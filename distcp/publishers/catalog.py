@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from distcp.commit.steps import CommitContext, CommitSequence, CommitStep
 from distcp.errors import CatalogError
+from distcp.state.bounds import DESTINATION
 
 #: Partitions per ALTER TABLE statement: one metastore call adds them all, and a
 #: statement stays far below the metastore's limits on a long backlog.
@@ -125,7 +126,7 @@ def add_partitions_sql(table: str, partitions: Iterable[Partition], batch: int =
                        ) -> list[str]:
     """``ALTER TABLE t ADD IF NOT EXISTS PARTITION (...) LOCATION '...' ...``, ``batch``
     partitions a statement."""
-    clauses = [f"PARTITION ({', '.join(f'`{c}` = {_literal(v)}' for c, v in spec)}) "
+    clauses = [f"PARTITION ({', '.join(f'{_ident(c)} = {_literal(v)}' for c, v in spec)}) "
                f"LOCATION {_literal(hadoop_url(location))}" for spec, location in partitions]
     return [f"ALTER TABLE {_quoted(table)} ADD IF NOT EXISTS " + " ".join(clauses[i:i + batch])
             for i in range(0, len(clauses), batch)]
@@ -141,7 +142,13 @@ def _literal(value: str) -> str:
 
 
 def _quoted(table: str) -> str:
-    return ".".join(f"`{p}`" for p in table.split("."))
+    return ".".join(_ident(p) for p in table.split("."))
+
+
+def _ident(name: str) -> str:
+    """A back-quoted identifier; a back quote inside is doubled (Spark SQL's escape),
+    so a partition column named by a directory of the data stays one identifier."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,10 @@ class RegisterPartitions(CommitStep):
     kind: ClassVar[str] = "catalog-partitions"
     table: str
     partitions: tuple[Partition, ...]
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """The partitions' locations (the table and values are quoted, never run)."""
+        return ((DESTINATION, location) for _, location in self.partitions)
 
     def verify(self, ctx: CommitContext) -> bool:
         rows = self._sql(ctx, f"SHOW PARTITIONS {_quoted(self.table)}").collect()

@@ -76,6 +76,7 @@ from distcp.spark.session import (
     opens_cheaply,
     spark_session,
 )
+from distcp.state.bounds import Bounds, protected_roots, source_roots
 from distcp.storage import StorageSpec, s3, spec_for, storage_for
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
@@ -179,6 +180,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     check_destination(cfg, spec, rest.files_to_copy)
     prepare_state_dirs(root, spec)
     recovered, files = split_recovered(rest.files_to_copy, pub.recovery)
+    summary.add(pub.recovery.refusals())
     results: list[TaskResult] = [r for rs in recovered for r in rs]
     copies: list[ListedCopy] = []
     if files or kept:
@@ -323,7 +325,8 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
     options = dict(cfg.dst_options)
     ctx = CommitContext(dst_options=options, state_root=root,
                         src_options=dict(cfg.src_options),
-                        events=sink or event_sink(cfg, root))
+                        events=sink or event_sink(cfg, root),
+                        bounds=Bounds(cfg.destination, root, source_roots(cfg.sources)))
     catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
                if cfg.catalog_table else None)
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
@@ -577,6 +580,7 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         s3_timeout=s3.watchdog_seconds(),
         checks=check_list(cfg.check),
         chmod=cfg.chmod_rules,
+        protected=protected_roots(cfg.destination, root),
     )
 
 

@@ -38,6 +38,27 @@ _OWN_CLASSES = {"ftp": "distcp.storage.ftp:ListingFTPFileSystem"}
 #: Name of the hidden directory that holds staging, state and logs under a
 #: destination; Hadoop, Spark and Hive readers skip names starting with "." or "_".
 STATE_DIR_NAME = ".pydistcp"
+#: Why a tree's top-level entry of that name is not copied: at a destination's root it
+#: is the state directory, and no byte of data may land there.
+STATE_DIR_SKIPPED = (f"not copied: a top-level {STATE_DIR_NAME} is where the destination "
+                     "keeps its state (one at any other depth is copied)")
+
+
+def at_state_dir(rel: str) -> bool:
+    """Whether ``rel`` (relative to a tree's root) is its top-level state directory or
+    below it: only there does a tree's state live; deeper entries of that name are data."""
+    return rel == STATE_DIR_NAME or rel.startswith(STATE_DIR_NAME + "/")
+
+
+def top_entries(entries: list[os.DirEntry[str]] | None, skipped: list[Skipped] | None
+                ) -> list[os.DirEntry[str]] | None:
+    """A tree root's entries less its state directory, which is named in ``skipped``."""
+    if entries is None or not any(e.name == STATE_DIR_NAME for e in entries):
+        return entries
+    if skipped is not None:
+        skipped.extend(Skipped(e.path, STATE_DIR_SKIPPED) for e in entries
+                       if e.name == STATE_DIR_NAME)
+    return [e for e in entries if e.name != STATE_DIR_NAME]
 
 _SECRET_HINTS = ("secret", "password", "token", "passphrase", "session", "key")
 
@@ -283,7 +304,8 @@ def _mlsd_time(value: str) -> float:
 def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
          skipped: list[Skipped] | None = None, most: int | None = None
          ) -> Iterator[tuple[str, FileStatus]]:
-    """Every file and directory below ``root`` (not ``root`` itself), skipping state dirs.
+    """Every file and directory below ``root`` (not ``root`` itself), less the tree's
+    top-level state directory (named in ``skipped``; one at any other depth is data).
 
     Local trees are walked with ``os.scandir`` (one stat per entry, exact
     nanosecond mtimes); other filesystems with fsspec's ``find``. Entries that are
@@ -299,8 +321,8 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
         root = root.rstrip("/") or "/"
         top = os.stat(root)
         skipped = [] if skipped is None else skipped
-        yield from walk_local(scandir_entries(root, skipped), links, skipped,
-                               frozenset({(top.st_dev, top.st_ino)}))
+        yield from walk_local(top_entries(scandir_entries(root, skipped), skipped), links,
+                              skipped, frozenset({(top.st_dev, top.st_ino)}))
         return
     if _prefix_directories(fs):
         listing = _keys_and_prefixes(fs, root, skipped, most)
@@ -316,7 +338,9 @@ def walk(fs: AbstractFileSystem, root: str, links: str = "follow",
             continue
         path = path.rstrip("/")
         rel = relpath(path, root)
-        if rel and STATE_DIR_NAME not in rel.split("/"):
+        if rel == STATE_DIR_NAME and skipped is not None:
+            skipped.append(Skipped(to_url(fs, path), STATE_DIR_SKIPPED))
+        if rel and not at_state_dir(rel):
             yield path, status(fs, info)
 
 
@@ -454,8 +478,6 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
     keeps the stat itself for a planner that compares it before anything is made of it).
     """
     for entry in entries or ():
-        if entry.name == STATE_DIR_NAME:
-            continue
         path = entry.path
         st: os.stat_result | None = None
         if not entry.is_symlink():  # nearly every entry: a file's stat, asked directly

@@ -100,18 +100,19 @@ class Subtree:
 
 
 def local_level(path: str, links: str, skipped: list[Skipped],
-                ancestors: frozenset[tuple[int, int]]
+                ancestors: frozenset[tuple[int, int]], top: bool = False
                 ) -> list[tuple[str, FileStatus] | Subtree] | None:
     """One directory's entries as ``walk_local`` treats them, except that a directory
     is not descended into but returned as a ``Subtree``; None (reported) when the
-    directory cannot be listed: the walk then yields neither it nor anything below."""
+    directory cannot be listed: the walk then yields neither it nor anything below.
+    ``top``: the tree's root, whose state directory is left out (and named)."""
     entries = fsutil.scandir_entries(path, skipped)
+    if top:
+        entries = fsutil.top_entries(entries, skipped)
     if entries is None:
         return None
     out: list[tuple[str, FileStatus] | Subtree] = []
     for entry in entries:
-        if entry.name == fsutil.STATE_DIR_NAME:
-            continue
         if links == "copy" and entry.is_symlink():
             link = fsutil.link_status(entry.path, skipped)
             if link is not None:
@@ -302,7 +303,9 @@ def _object_rows(fs: AbstractFileSystem, task: ListingTask, skipped: list[Skippe
                                    True))
             continue
         rel = fsutil.relpath(path.rstrip("/"), root)
-        if rel and fsutil.STATE_DIR_NAME not in rel.split("/"):
+        if rel == fsutil.STATE_DIR_NAME:
+            skipped.append(Skipped(fsutil.to_url(fs, path.rstrip("/")), fsutil.STATE_DIR_SKIPPED))
+        if rel and not fsutil.at_state_dir(rel):
             yield path.rstrip("/"), fsutil.status(fs, info)
 
 

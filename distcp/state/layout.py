@@ -1,0 +1,116 @@
+"""BOTH: every name under a destination's state directory, in one place.
+
+The state directory (``DST/.pydistcp`` unless ``--state-dir``) holds everything a run
+keeps between runs. Its layout is spelled out here and nowhere else: other modules ask
+a ``StateLayout`` for a folder or a document, never join a name of their own, so the
+layout can be read (and changed) in one screen::
+
+    lock                          the destination's lock (one run at a time)
+    commits/<sequence>.json       pending commit sequences (the write-ahead log)
+    commits/aside/<sequence>.json sequences set aside (failed replays, foreign records)
+    datasets/<key>.json           each dataset's state document (watermark, runs)
+    manifests/<key>/<segment>     each dataset's manifest, in Parquet segments
+    staging/<job>/                a job's staged copies, results files, kept plan
+    progress/<job>/               a job's progress counters and journal
+    splits/<guid>/                split files' range records
+    recovery/<guid>/              verified copies kept for a later publish
+    recovery-aside/<guid>/        kept copies set aside (foreign records)
+    events/<key>.json             events sent; events/outbox/: events not yet delivered;
+                                  events/events.jsonl: the default local event log
+
+Keys and guids are digests, sequence and job ids are made by the tool: no name of the
+data ever becomes a name here (``distcp.state.bounds``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from distcp.storage import filesystems as fsutil
+
+#: The lock's document name (also what ``events.sinks`` leaves out of a fresh state).
+LOCK = "lock"
+#: The folder of the events the run sent, its outbox and the default event log.
+EVENTS = "events"
+#: A state directory whose entries are only these was made by a run that copied nothing.
+BARE = frozenset({LOCK, EVENTS})
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """The names under one state root (a URL or a local path, as the run wrote it)."""
+
+    root: str
+
+    def _at(self, *parts: str) -> str:
+        return fsutil.join(self.root, *parts)
+
+    @property
+    def lock(self) -> str:
+        return self._at(LOCK)
+
+    def commits(self, aside: bool = False) -> str:
+        return self._at("commits", "aside") if aside else self._at("commits")
+
+    def commit(self, sequence_id: str, aside: bool = False) -> str:
+        return fsutil.join(self.commits(aside), f"{sequence_id}.json")
+
+    @property
+    def datasets(self) -> str:
+        return self._at("datasets")
+
+    def dataset(self, key: str) -> str:
+        return self._at("datasets", f"{key}.json")
+
+    def manifests(self, key: str) -> str:
+        return self._at("manifests", key)
+
+    def staging(self, job: str = "") -> str:
+        return self._at("staging", job) if job else self._at("staging")
+
+    def progress(self, job: str = "") -> str:
+        return self._at("progress", job) if job else self._at("progress")
+
+    def results(self, job: str) -> str:
+        """A job's results files (copies whose results stayed on the executors)."""
+        return self._at("staging", job, "results")
+
+    def kept_plan(self, job: str) -> str:
+        """Where planning keeps the files a job copies without collecting them."""
+        return self._at("staging", job, "plan")
+
+    def check_progress(self, job: str) -> str:
+        return self._at("progress", f"check-{job}")
+
+    def splits(self, guid: str = "") -> str:
+        return self._at("splits", guid) if guid else self._at("splits")
+
+    def recovery(self, guid: str = "") -> str:
+        return self._at("recovery", guid) if guid else self._at("recovery")
+
+    def recovery_aside(self, guid: str) -> str:
+        return self._at("recovery-aside", guid)
+
+    @property
+    def events(self) -> str:
+        return self._at(EVENTS)
+
+    @property
+    def outbox(self) -> str:
+        return self._at(EVENTS, "outbox")
+
+    def event(self, key: str) -> str:
+        return self._at(EVENTS, f"{key}.json")
+
+    @property
+    def events_log(self) -> str:
+        return self._at(EVENTS, "events.jsonl")
+
+    #: Folders commit steps write single documents into: created before a run's first
+    #: write on filesystems that need a folder first (FTP, SFTP).
+    def document_folders(self) -> tuple[str, ...]:
+        return (self.commits(), self.commits(aside=True), self.datasets, self.events)
+
+    def job_folders(self, job: str) -> tuple[str, ...]:
+        """What a job leaves while it runs: removed once nothing pending needs it."""
+        return (self.staging(job), self.progress(job))
