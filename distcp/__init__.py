@@ -32,6 +32,7 @@ from distcp.errors import (
     QualityCheckError,
     SourceReadError,
     SparkUnavailableError,
+    StateCollisionError,
     StateError,
 )
 from distcp.summary import CleanupReport, Failure, StatusReport, Summary
@@ -48,7 +49,8 @@ __all__ = [
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
     "QualityCheckError",
-    "SourceReadError", "SparkUnavailableError", "StateError", "StatusReport", "Summary",
+    "SourceReadError", "SparkUnavailableError", "StateCollisionError", "StateError",
+    "StatusReport", "Summary",
     "__version__", "check", "cleanup", "copy", "move", "recover", "status",
 ]
 __version__ = "0.1.0"
