@@ -210,7 +210,7 @@ def _copy(sources: str | Sequence[str], destination: str, callback: Callback | N
     from distcp.callbacks import DEFAULT_CALLBACK
     from distcp.configuration import CopyConfiguration
     from distcp.driver_errors import driver_errors
-    from distcp.spark.job import run_copy
+    from distcp.run.pipeline import run_copy
 
     srcs = [sources] if isinstance(sources, str) else list(sources)
     try:

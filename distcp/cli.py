@@ -488,7 +488,7 @@ def _run_job(job_file: str, given: dict[str, Any]) -> int:
     if len(job.branches) > 1:  # a fork: one read, every branch written
         from functools import partial
 
-        from distcp.fork.jobs import fork_job
+        from distcp.run.forkjob import fork_job
 
         return _copy_and_report(*job.copy_arguments(), run=partial(fork_job, job))
     return _copy_and_report(*job.copy_arguments())

@@ -1,7 +1,7 @@
 """EXECUTOR: the files to copy kept where the copy tasks read them.
 
 Planning on Spark (``distcp.spark.planning``) decides every file in tasks. For a plain
-copy of a tree (``distcp.spark.job.keeps_copies``) the files to copy do not
+copy of a tree (``distcp.run.choice.keeps_copies``) the files to copy do not
 travel to the driver: each planning task writes its copy decisions to one Parquet file
 of its own beside the job's staging, in row groups of CHUNK files, and sends the driver
 one row naming the file with the files and bytes of each chunk. The driver packs

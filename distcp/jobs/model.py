@@ -3,7 +3,7 @@
 A job of one branch runs exactly as ``pydistcp copy`` does: ``copy_arguments`` gives
 ``distcp.copy`` its sources, destination and keywords, and ``distcp.copy`` builds the
 CopyConfiguration (one model, one set of defaults: a key the file leaves out is a
-keyword not passed). A job of several branches is a fork (``distcp.fork.jobs``): each
+keyword not passed). A job of several branches is a fork (``distcp.run.forkjob``): each
 branch's configuration is built the same way, from ``copy_arguments(branch)``.
 """
 

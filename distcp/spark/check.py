@@ -240,7 +240,7 @@ def _remove(folder: str, cfg: CopyConfiguration) -> None:
 
 
 def _log_dir(cfg: CopyConfiguration) -> str:
-    from distcp.spark.job import _log_dir as copy_log_dir
+    from distcp.spark.job import log_dir as copy_log_dir
 
     return copy_log_dir(cfg)
 

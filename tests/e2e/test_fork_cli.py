@@ -149,8 +149,8 @@ def test_a_branchs_quality_check_holds_the_file_back_in_every_branch(
     import pyarrow.parquet as pq
 
     from distcp.cli import job_keys
-    from distcp.fork.jobs import fork_job
     from distcp.jobs import load_job
+    from distcp.run.forkjob import fork_job
 
     src = tmp_path / "in"
     src.mkdir()

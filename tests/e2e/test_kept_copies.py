@@ -22,7 +22,8 @@ from distcp.callbacks import Callback
 from distcp.commit.log import CommitStepStore
 from distcp.commit.state import StateStore
 from distcp.planning import treeplans
-from distcp.spark import job, listing, publish
+from distcp.run import branch
+from distcp.spark import listing, publish
 from tests.conftest import run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -127,7 +128,7 @@ def test_a_copy_task_killed_fails_the_files_and_the_rerun_copies_them(
     _source(src, 4, 10)
     listing = _kept_listing(listing, monkeypatch)
     with monkeypatch.context() as m:  # the copy tasks' worker dies after 3 staged files
-        m.setattr(job, "task_environment", lambda: {"DISTCP_CRASH_AT": "after_stage:3"})
+        m.setattr(branch, "task_environment", lambda: {"DISTCP_CRASH_AT": "after_stage:3"})
         s = distcp.copy(str(src), str(dst), listing=listing, progress=False)
     assert (s.files_copied, s.files_failed, s.results_collected) == (0, 40, 0)
     assert "Spark job failed" in s.failures[0].error

@@ -28,7 +28,7 @@ from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, DestinationWriteError, PlanningError
 from distcp.model import WorkUnit
 from distcp.planning.listing import plan_all
-from distcp.spark.job import check_destination, publishing, task_spec
+from distcp.run.branch import check_destination, publishing, task_spec
 from distcp.storage import Staged, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.storage.staging import StagedStream

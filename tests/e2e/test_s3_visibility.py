@@ -22,7 +22,7 @@ from distcp.copying.task import TaskSpec, run_work_unit
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
-from distcp.spark.job import publishing, task_spec
+from distcp.run.branch import publishing, task_spec
 from distcp.storage import httpwire, parse_staged, s3get, storage_for
 from distcp.storage import s3 as s3ops
 from distcp.summary import Summary

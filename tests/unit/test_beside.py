@@ -88,7 +88,7 @@ def test_no_fork_unless_enabled_or_when_the_client_is_imported(
 def test_which_runs_plan_beside(src: str, dst: str, options: dict[str, object],
                                 forks: bool) -> None:
     from distcp.configuration import CopyConfiguration
-    from distcp.spark.job import plans_beside
+    from distcp.run.choice import plans_beside
 
     cfg = CopyConfiguration.build([src], dst, **{"engine": "warm", **options})
     assert plans_beside(cfg) is forks

@@ -225,8 +225,8 @@ def test_a_job_files_branches_each_get_their_own_settings(tmp_path: object) -> N
     from pathlib import Path
 
     from distcp.cli import job_keys
-    from distcp.fork.jobs import _branch
     from distcp.jobs import load_job
+    from distcp.run.forkjob import _branch
 
     folder = Path(str(tmp_path))
     (folder / "in").mkdir()

@@ -39,7 +39,7 @@ PUBLISH_TASK_MODULES = ("distcp.commit.fanout", "distcp.commit.steps",
 def test_publish_tasks_import_their_commit_steps_but_no_planner_and_no_pyspark() -> None:
     code = (f"import sys\nfor m in {PUBLISH_TASK_MODULES!r}: __import__(m)\n"
             f"print(','.join(m for m in sys.modules if m.startswith(('distcp.planning', "
-            f"'pyspark', 'distcp.spark.job', 'distcp.commit.publish'))))")
+            f"'pyspark', 'distcp.spark.job', 'distcp.run', 'distcp.commit.publish'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == ""

@@ -45,7 +45,7 @@ def test_a_task_uses_the_bound_the_driver_read_not_the_environment(
 def test_the_driver_reads_the_bound_once_into_the_task_spec(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     from distcp.configuration import CopyConfiguration
-    from distcp.spark.job import task_spec
+    from distcp.run.branch import task_spec
 
     monkeypatch.setenv(s3ops.TIMEOUT_ENV, "12.5")
     cfg = CopyConfiguration.build([str(tmp_path)], str(tmp_path / "dst"))

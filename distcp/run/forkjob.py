@@ -22,7 +22,7 @@ def fork_job(job: Job, *_: Any, callback: Callback = DEFAULT_CALLBACK,
     so the CLI reports both alike)."""
     from distcp import _write_summary
     from distcp.driver_errors import driver_errors
-    from distcp.fork.run import run_fork
+    from distcp.run.fork import run_fork
 
     branches = tuple(_branch(job, n) for n in range(len(job.branches)))
     with driver_errors(), reporting(branches[0].cfg.metrics_file, callback) as report:

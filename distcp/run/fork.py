@@ -39,12 +39,8 @@ from distcp.model import CopyableFile, TaskResult
 from distcp.planning.listing import find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import Plan
-from distcp.runlog import RunLog
-from distcp.spark.arrow import run_pickled
-from distcp.spark.job import (
+from distcp.run.branch import (
     check_destination,
-    count_requests,
-    decisions,
     event_sink,
     jobs_with_commits,
     new_job_id,
@@ -54,10 +50,13 @@ from distcp.spark.job import (
     publishing,
     recover,
     remove_job_folders,
-    run_session,
     split_recovered,
     task_spec,
 )
+from distcp.run.report import count_requests, decisions
+from distcp.runlog import RunLog
+from distcp.spark.arrow import run_pickled
+from distcp.spark.job import run_session
 from distcp.spark.listing import LazySession
 from distcp.spark.session import default_parallelism
 from distcp.storage import filesystems as fsutil

@@ -1,0 +1,188 @@
+"""DRIVER: one destination of a run: its job id, publishing, task spec and folders.
+
+A plain copy has one branch, a fork several (``distcp.run.fork``); each branch gets its
+own publishing (commit log, recovery area, event sink, bounds), its own TaskSpec and
+its own staging, and finishes earlier runs' work on its destination before it plans
+(``recover``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import replace
+
+from distcp.checks import check_list
+from distcp.commit.log import CommitStepStore
+from distcp.commit.orphans import abort_orphans
+from distcp.commit.publish import Publishing
+from distcp.commit.recovery import RecoveryArea
+from distcp.commit.replay import replay_pending, sweep_dead_jobs
+from distcp.commit.steps import CommitContext
+from distcp.configuration import CopyConfiguration
+from distcp.copying.taskenv import task_environment
+from distcp.copying.taskspec import TaskSpec
+from distcp.errors import DestinationNotWritableError, PlanningError
+from distcp.events.sinks import EventSink
+from distcp.model import CopyableFile, TaskResult
+from distcp.publishers.catalog import CatalogTarget
+from distcp.spark.listing import LazySession
+from distcp.spark.publish import fan_out_with
+from distcp.state.bounds import Bounds, protected_roots, source_roots
+from distcp.storage import StorageSpec, s3, spec_for
+from distcp.storage import filesystems as fsutil
+from distcp.summary import Summary
+
+
+def new_job_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "main",
+               sink: EventSink | None = None) -> Publishing:
+    """``sink``: the run's event sink, shared with its START/COMPLETE events (one
+    endpoint found dead is not tried again)."""
+    options = dict(cfg.dst_options)
+    ctx = CommitContext(dst_options=options, state_root=root,
+                        src_options=dict(cfg.src_options),
+                        events=sink or event_sink(cfg, root),
+                        bounds=Bounds(cfg.destination, root, source_roots(cfg.sources)))
+    catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
+               if cfg.catalog_table else None)
+    return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
+                      store=CommitStepStore(root, options), recovery=RecoveryArea(root, options),
+                      policy=cfg.commit_policy,  # type: ignore[arg-type]
+                      catalog=catalog, move=cfg.move, compare=cfg.compare,
+                      delete_empty_src_dirs=cfg.delete_empty_src_dirs,
+                      destination=cfg.destination, branch=branch)
+
+
+def on_session(pub: Publishing, session: LazySession, cfg: CopyConfiguration) -> Publishing:
+    """``pub`` with the run's Spark session: catalog steps open it lazily, per-file
+    steps go to the executors as ``--publishing`` says (``distcp.spark.publish``)."""
+    return replace(pub, ctx=replace(pub.ctx, spark=session, fan_out=fan_out_with(
+        session, cfg.publishing, cfg.master)))
+
+
+def event_sink(cfg: CopyConfiguration, root: str) -> EventSink:
+    return EventSink(cfg.events, root, dict(cfg.dst_options), cfg.events_timeout)
+
+
+def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
+               dst: StorageSpec | None = None) -> TaskSpec:
+    dst = dst or spec_for(cfg.destination, dict(cfg.dst_options))
+    return TaskSpec(
+        job_id=job_id,
+        staging_root=fsutil.join(root, "staging", job_id),
+        progress_root=fsutil.join(root, "progress", job_id),
+        buffer_size=cfg.buffer_size,
+        verify=cfg.verify,
+        src_options=dict(cfg.src_options),
+        dst_options=dict(cfg.dst_options),
+        converter_options=cfg.converter_options,
+        dst=dst,
+        server_side=_server_side(cfg, dst),
+        part_size=max(cfg.buffer_size, s3.MIN_PART),
+        env=task_environment(),
+        s3_timeout=s3.watchdog_seconds(),
+        checks=check_list(cfg.check),
+        chmod=cfg.chmod_rules,
+        protected=protected_roots(cfg.destination, root),
+    )
+
+
+def _server_side(cfg: CopyConfiguration, dst: StorageSpec) -> bool:
+    """S3 -> S3 with the same options (one endpoint, one account) and no converter."""
+    if cfg.converters or not dst.capabilities.server_side_copy:
+        return False
+    return dict(cfg.src_options) == dict(cfg.dst_options)
+
+
+def check_destination(cfg: CopyConfiguration, spec: TaskSpec,
+                       files: list[CopyableFile]) -> None:
+    """Refuse, before any copy, what the destination cannot take (S3: bad keys)."""
+    storage = spec.dst.open()
+    for f in files:
+        problem = storage.name_problem(f.destination)
+        if problem:
+            raise PlanningError(f"cannot copy {fsutil.display(f.origin.url)} to "
+                                f"{f.destination}: {problem}; rename it at the source or "
+                                "exclude it (--exclude)", path=f.destination)
+
+
+#: Folders of the state root that commit steps write single documents into.
+STATE_FOLDERS = ("commits", "commits/aside", "datasets", "events")
+
+
+def prepare_state_dirs(root: str, spec: TaskSpec) -> None:
+    """Create the state root's folders on filesystems that need a folder before a
+    file goes into it (FTP, SFTP...); object stores and local writes need none."""
+    storage = spec.dst.open()
+    for name in STATE_FOLDERS:
+        try:
+            storage.prepare_folder(fsutil.join(root, name))
+        except OSError as exc:
+            raise PlanningError(f"cannot write to the state directory {fsutil.display(root)}: "
+                                f"{exc}", path=root) from exc
+
+
+def prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
+    """Fail fast, with one clear line, when the destination cannot take any write."""
+    for url in (spec.staging_root, spec.progress_root):
+        fs, path = fsutil.filesystem(url, spec.dst_options)
+        try:
+            fs.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise DestinationNotWritableError(
+                f"cannot write to destination {fsutil.display(cfg.destination)}: "
+                f"{exc.strerror or exc}", path=cfg.destination) from exc
+
+
+def remove_job_folders(spec: TaskSpec) -> None:
+    """Remove this job's staging and progress directories.
+
+    The state directory itself stays: removing it would change the mtime of the
+    destination root after its attributes were set.
+    """
+    for url in (spec.staging_root, spec.progress_root):
+        fs, path = fsutil.filesystem(url, spec.dst_options)
+        try:
+            if fs.exists(path):
+                fs.rm(path, recursive=True)
+        except OSError:
+            pass  # leftovers of a failed cleanup are swept by the next run
+
+
+def jobs_with_commits(store: CommitStepStore) -> set[str]:
+    """Jobs whose staged copies a pending or set-aside commit still refers to."""
+    return {p.job_id for p in store.pending() + store.pending(aside=True)}
+
+
+def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[str]:
+    """Replay pending commits, keep orphaned verified copies, expire old ones.
+
+    Returns the URNs whose commits could not be finished: they are not copied now.
+    """
+    blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays)
+    summary.add(replayed)
+    sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
+                    jobs_with_commits(pub.store))
+    summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
+    summary.uploads_aborted += abort_orphans(cfg.destination, pub.ctx.state_root,
+                                             pub.ctx.dst_options)
+    return blocked
+
+
+def split_recovered(files: list[CopyableFile], recovery: RecoveryArea
+                     ) -> tuple[list[list[TaskResult]], list[CopyableFile]]:
+    """Files whose verified copy an earlier run kept, and the files still to copy."""
+    kept = recovery.guids()
+    recovered: list[list[TaskResult]] = []
+    todo: list[CopyableFile] = []
+    for f in files:
+        results = recovery.take(f) if kept and f.guid in kept else None  # a sha1 a file
+        if results:
+            recovered.append(results)
+        else:
+            todo.append(f)
+    return recovered, todo

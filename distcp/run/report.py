@@ -1,0 +1,67 @@
+"""DRIVER: what a run reports: its decisions, a dry run's counts, per-dataset counts
+and the requests per file, built from what the phases returned."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from distcp import request_count
+from distcp.commit.publish import Publishing
+from distcp.commit.state import StateStore
+from distcp.model import TaskResult
+from distcp.planning.plan import Plan
+from distcp.summary import Summary
+
+
+def decisions(plan: Any) -> list[dict[str, str]]:
+    rows = []
+    for d in plan.datasets:
+        for a in d.copy:
+            rows.append({"action": "copy", "path": a.file.destination, "reason": a.reason})
+        for a in d.skip:
+            rows.append({"action": "skip", "path": a.file.destination, "reason": a.reason})
+        for url in d.delete:
+            rows.append({"action": "delete", "path": url, "reason": "not in source"})
+    return rows
+
+
+def dry_run_summary(summary: Summary, plan: Any, start: float) -> Summary:
+    summary.files_copied = len(plan.files_to_copy)
+    summary.links_copied = sum(1 for f in plan.files_to_copy if f.origin.link_target is not None)
+    summary.bytes_copied = plan.bytes_to_copy
+    summary.files_deleted = sum(len(d.delete) for d in plan.datasets)
+    summary.duration_s = round(time.monotonic() - start, 3)
+    return summary
+
+
+def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing,
+                kept_failed: Counter[str] | None = None) -> dict[str, dict[str, Any]]:
+    """What this run did to each dataset: published (from the run records its commits
+    wrote, so only what was published counts), skipped, failed (``kept_failed``: of
+    datasets whose results stayed on the executors), and a stream dataset's
+    watermarks."""
+    store = StateStore(pub.ctx.state_root, pub.ctx.dst_options, pub.ctx.state_cache)
+    failed = Counter(r.dataset_urn for r in results if not r.ok) + (kept_failed or Counter())
+    out: dict[str, dict[str, Any]] = {}
+    for d in plan.datasets:
+        state = store.load(d.urn)
+        runs = [r for r in state.runs if r.get("job_id") == pub.job_id]
+        counts: dict[str, Any] = {
+            "files_transferred": sum(r.get("files", 0) for r in runs),
+            "bytes_transferred": sum(r.get("bytes", 0) for r in runs),
+            "files_skipped": d.files_skipped, "errors": failed[d.urn]}
+        marks = {"low": state.low_watermark, "expected_high": state.expected_high_watermark,
+                 "actual_high": state.actual_high_watermark}
+        if any(v is not None for v in marks.values()):
+            counts["watermarks"] = marks
+        out[d.urn] = counts
+    return out
+
+
+def count_requests(summary: Summary, publish: request_count.Counts, files: int) -> None:
+    """Add the publish step's requests to the tasks' and divide by the files copied."""
+    totals = request_count.total([tuple(summary.requests.items()), publish])
+    summary.requests = {k: n for k, n in sorted(totals.items()) if n}
+    summary.requests_per_file = request_count.per_file(summary.requests, files)
