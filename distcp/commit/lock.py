@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Self
 
 from distcp.errors import DestinationBusyError, PlanningError
+from distcp.state.layout import StateLayout
 from distcp.storage import Storage, storage_for
 from distcp.storage import filesystems as fsutil
 
@@ -31,7 +32,6 @@ from distcp.storage import filesystems as fsutil
 #: not mistaken for a dead run).
 HEARTBEAT_S = 30.0
 STALE_S = 10 * 60.0
-LOCK_NAME = "lock"
 UNREADABLE_S = 3.0
 
 
@@ -99,7 +99,7 @@ class DestinationLock:
     def __init__(self, state_root: str, options: dict[str, Any], job_id: str,
                  command: str = "copy") -> None:
         self.root = state_root
-        self.url = fsutil.join(state_root, LOCK_NAME)
+        self.url = StateLayout(state_root).lock
         self.options = options
         self.fs, self.path = fsutil.filesystem(self.url, options)
         self.storage = storage_for(self.url, options)
@@ -254,7 +254,7 @@ def read_holder(fs: Any, path: str, storage: Storage) -> Holder | None:
 
 def live_holder(state_root: str, options: dict[str, Any]) -> Holder | None:
     """The run holding the destination now, or None if none (or only a dead one) does."""
-    url = fsutil.join(state_root, LOCK_NAME)
+    url = StateLayout(state_root).lock
     fs, path = fsutil.filesystem(url, options)
     holder = read_holder(fs, path, storage_for(url, options))
     return holder if holder is not None and holder_alive(holder) else None

@@ -22,6 +22,7 @@ from distcp.commit.state import read_json
 from distcp.commit.steps import CommitSequence
 from distcp.errors import StateError
 from distcp.faults import crash_point
+from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage.atomic import write_atomic_pieces
 
@@ -38,11 +39,12 @@ class CommitStepStore:
     """``commits/`` (pending) and ``commits/aside/`` (given up after --max-replays)."""
 
     def __init__(self, state_root: str, options: dict[str, Any]) -> None:
-        self.root = fsutil.join(state_root, "commits")
+        self.layout = StateLayout(state_root)
+        self.root = self.layout.commits()
         self.options = options
 
     def url_of(self, sequence_id: str, aside: bool = False) -> str:
-        return fsutil.join(self.root, "aside" if aside else "", f"{sequence_id}.json")
+        return self.layout.commit(sequence_id, aside)
 
     def persist(self, sequence: CommitSequence, job_id: str, replays: int = 0) -> None:
         crash_point("before_persist")
@@ -70,15 +72,15 @@ class CommitStepStore:
         rewritten, not executed, and kept for a person to inspect."""
         fs, path = fsutil.filesystem(pending.url, self.options)
         name = path.rstrip("/").rsplit("/", 1)[-1]
-        aside = fsutil.join(fsutil.filesystem(self.root, self.options)[1], "aside", name)
+        aside = fsutil.filesystem(self.layout.commit(name.removesuffix(".json"), aside=True),
+                                  self.options)[1]
         fs.makedirs(aside.rsplit("/", 1)[0], exist_ok=True)
         fs.mv(path, aside)
         return fsutil.to_url(fs, aside)
 
     def pending(self, aside: bool = False) -> list[PendingSequence]:
         """Unfinished sequences, oldest job first."""
-        fs, path = fsutil.filesystem(fsutil.join(self.root, "aside") if aside else self.root,
-                                     self.options)
+        fs, path = fsutil.filesystem(self.layout.commits(aside), self.options)
         try:
             names = sorted(n for n in fs.ls(path, detail=False) if n.endswith(".json"))
         except FileNotFoundError:

@@ -16,6 +16,7 @@ from typing import Any
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.planning.splitting import SplitStore
+from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, s3, storage_for
 from distcp.summary import CleanupReport
@@ -68,8 +69,9 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
     jobs = splits_freed = size = 0
     store = CommitStepStore(state_root, options)
     keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
-    for part in ("staging", "progress"):
-        fs, root = fsutil.filesystem(fsutil.join(state_root, part), options)
+    layout = StateLayout(state_root)
+    for part in (layout.staging(), layout.progress()):
+        fs, root = fsutil.filesystem(part, options)
         try:
             folders = fs.ls(root, detail=False)
         except FileNotFoundError:
@@ -81,7 +83,7 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             size += _size(fs, folder)
             if not dry_run:
                 fs.rm(folder, recursive=True)
-            jobs += part == "staging"
+            jobs += part == layout.staging()
     splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
         if s3.older_than(float(meta.get("created", 0)), older_than):

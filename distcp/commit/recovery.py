@@ -18,6 +18,7 @@ from typing import Any
 from distcp.commit.state import write_atomic
 from distcp.model import CopyableFile, TaskResult
 from distcp.state.bounds import inside
+from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.summary import Failure, Tally
@@ -27,7 +28,8 @@ class RecoveryArea:
     """``<state root>/recovery/<guid>/{meta.json, 0, 1, ...}``."""
 
     def __init__(self, state_root: str, options: dict[str, Any]) -> None:
-        self.root = fsutil.join(state_root, "recovery")
+        self.layout = StateLayout(state_root)
+        self.root = self.layout.recovery()
         self.options = options
         self.fs, self.path = fsutil.filesystem(self.root, options)
         #: Entries set aside because they name files outside their own folder, one
@@ -80,7 +82,7 @@ class RecoveryArea:
 
     def _set_aside(self, guid: str, why: str) -> None:
         folder = fsutil.join(self.path, guid)
-        aside = fsutil.join(self.path.rstrip("/").rsplit("/", 1)[0], "recovery-aside", guid)
+        aside = fsutil.filesystem(self.layout.recovery_aside(guid), self.options)[1]
         self.fs.makedirs(aside.rsplit("/", 1)[0], exist_ok=True)
         self.fs.mv(folder, aside, recursive=True)
         self.refused.append(Failure(fsutil.display(fsutil.to_url(self.fs, folder)),

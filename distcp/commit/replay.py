@@ -23,6 +23,7 @@ from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
 from distcp.publishers.catalog import registered_in, registrations_left
 from distcp.state.bounds import SOURCE, inside, plain_name
+from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Tally, tally_of
@@ -119,7 +120,8 @@ def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
                     recovery: RecoveryArea, keep_jobs: set[str]) -> int:
     """Move journaled copies of finished or killed jobs to recovery; delete the rest."""
     kept = 0
-    staging_fs, staging = fsutil.filesystem(fsutil.join(state_root, "staging"), options)
+    layout = StateLayout(state_root)
+    staging_fs, staging = fsutil.filesystem(layout.staging(), options)
     try:
         jobs = [j.rstrip("/").rsplit("/", 1)[-1] for j in staging_fs.ls(staging, detail=False)]
     except FileNotFoundError:
@@ -128,8 +130,8 @@ def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
         if job == current_job or job in keep_jobs:
             continue
         kept += _promote_journal(state_root, options, job, recovery)
-        for part in ("staging", "progress"):
-            fs, path = fsutil.filesystem(fsutil.join(state_root, part, job), options)
+        for folder in layout.job_folders(job):
+            fs, path = fsutil.filesystem(folder, options)
             if fs.exists(path):
                 fs.rm(path, recursive=True)
     return kept
@@ -138,7 +140,7 @@ def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
 def read_journal(state_root: str, options: dict[str, Any], job: str
                  ) -> dict[str, tuple[str, list[TaskResult]]]:
     """guid -> (planned destination, results) of the copies ``job``'s tasks journaled."""
-    fs, progress = fsutil.filesystem(fsutil.join(state_root, "progress", job), options)
+    fs, progress = fsutil.filesystem(StateLayout(state_root).progress(job), options)
     try:
         names = [n for n in fs.ls(progress, detail=False) if JOURNAL.search(n)]
     except FileNotFoundError:
@@ -158,7 +160,7 @@ def _promote_journal(state_root: str, options: dict[str, Any], job: str,
                      recovery: RecoveryArea) -> int:
     kept = 0
     known = recovery.guids()
-    staging = fsutil.join(state_root, "staging", job)
+    staging = StateLayout(state_root).staging(job)
     for guid, (planned, results) in read_journal(state_root, options, job).items():
         if guid in known or not plain_name(guid) or any(
                 r.staging and not inside(r.staging, staging) for r in results):

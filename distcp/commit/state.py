@@ -32,6 +32,7 @@ from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
 from distcp.state.bounds import plain_name
+from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
@@ -137,11 +138,11 @@ class StateStore:
         self.cache = cache if cache is not None else {}
 
     def url_of(self, urn: str) -> str:
-        return fsutil.join(self.root, "datasets", f"{urn_key(urn)}.json")
+        return StateLayout(self.root).dataset(urn_key(urn))
 
     def folder_of(self, urn: str) -> str:
         """The dataset's manifest folder: Parquet segments only, readable by Spark."""
-        return fsutil.join(self.root, "manifests", urn_key(urn))
+        return StateLayout(self.root).manifests(urn_key(urn))
 
     def segment_url(self, urn: str, name: str) -> str:
         return fsutil.join(self.folder_of(urn), name)
@@ -198,7 +199,7 @@ class StateStore:
         state.legacy = None
 
     def all(self) -> list[DatasetState]:
-        fs, path = fsutil.filesystem(fsutil.join(self.root, "datasets"), self.options)
+        fs, path = fsutil.filesystem(StateLayout(self.root).datasets, self.options)
         try:
             names = sorted(fs.ls(path, detail=False))
         except FileNotFoundError:

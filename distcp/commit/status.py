@@ -18,8 +18,8 @@ from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
 from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.steps import CommitContext
 from distcp.events.sinks import EventSink
-from distcp.planning.listing import state_root_of
 from distcp.state.bounds import Bounds
+from distcp.state.layout import StateLayout, state_root_of
 from distcp.storage import filesystems as fsutil
 from distcp.summary import StatusReport, Summary
 
@@ -27,7 +27,7 @@ from distcp.summary import StatusReport, Summary
 def resolve_state_root(destination: str | None, state_dir: str | None,
                        options: dict[str, Any]) -> str:
     """``--state-dir``, else the ``.pydistcp`` directory a copy to DST would use
-    (``listing.state_root_of``: beside DST when DST is a file)."""
+    (``state.layout.state_root_of``: beside DST when DST is a file)."""
     if state_dir:
         return state_root_of(destination or "", options, state_dir)
     if not destination:
@@ -123,7 +123,7 @@ def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
                      ) -> list[tuple[str, str, int]]:
     """(job, planned destination, bytes) of each copy that a run which is no longer
     running journaled as verified: the next run (or ``recover``) keeps them."""
-    fs, progress = fsutil.filesystem(fsutil.join(root, "progress"), options)
+    fs, progress = fsutil.filesystem(StateLayout(root).progress(), options)
     try:
         jobs = [j.rstrip("/").rsplit("/", 1)[-1] for j in fs.ls(progress, detail=False)]
     except FileNotFoundError:

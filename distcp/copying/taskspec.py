@@ -53,6 +53,8 @@ class TaskSpec:
     #: The folders no output may land in (``distcp.state.bounds.protected_roots``: the
     #: run's state root and the destination's default one), as the driver wrote them.
     protected: tuple[str, ...] = ()
+    #: The run's state root (``distcp.state.layout``): split files' records live there.
+    state_root: str = ""
 
     def refuse_protected(self, origin: str, destination: str) -> None:
         """Raise StateCollisionError when ``destination`` lies in a protected folder:

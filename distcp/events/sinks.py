@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp.commit.lock import LOCK_NAME
+from distcp.state.layout import BARE, StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
@@ -69,11 +69,11 @@ class EventSink:
 
     @property
     def outbox(self) -> str:
-        return fsutil.join(self.state_root, "events", "outbox")
+        return StateLayout(self.state_root).outbox
 
     def record_url(self, key: str) -> str:
         """A file set's event as it was first sent: the commit step's proof it ran."""
-        return fsutil.join(self.state_root, "events", f"{key}.json")
+        return StateLayout(self.state_root).event(key)
 
     def send(self, key: str, event: Event) -> bool:
         """Deliver ``event`` at least once: kept in the outbox until the target took it.
@@ -164,7 +164,7 @@ def _state_made(folder: str) -> bool:
     """The state holds more than this run's lock (which goes again, with the folders
     it made, when a run leaves nothing)."""
     try:
-        return any(name not in (LOCK_NAME, "events") for name in os.listdir(folder))
+        return any(name not in BARE for name in os.listdir(folder))
     except OSError:
         return False
 
@@ -176,7 +176,7 @@ def is_http(target: str | None) -> bool:
 def default_jsonl(state_root: str) -> str | None:
     """``STATE/events/events.jsonl`` where the state is local (appendable), else None."""
     local = fsutil.local_path(state_root)
-    return os.path.join(local, "events", "events.jsonl") if local is not None else None
+    return StateLayout(local).events_log if local is not None else None
 
 
 def deliver(target: str | None, state_root: str, key: str, body: str, timeout: float,

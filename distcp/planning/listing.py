@@ -6,8 +6,7 @@ done by the pure functions of ``planning``.
 
 from __future__ import annotations
 
-import posixpath
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,6 +26,7 @@ from distcp.planning.plan import (
     plan_dataset,
 )
 from distcp.registry import FINDERS
+from distcp.state.layout import state_root_of
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 
@@ -256,18 +256,3 @@ def state_root(cfg: CopyConfiguration, datasets: Sequence[CopyableDataset]) -> s
     single = datasets[0].destination_root if len(datasets) == 1 and datasets[0].is_file \
         else None
     return state_root_of(cfg.destination, cfg.dst_options, cfg.state_dir, single)
-
-
-def state_root_of(destination: str, options: Mapping[str, Any], state_dir: str | None = None,
-                  single_file: str | None = None) -> str:
-    """The state root of a copy to ``destination``: ``state_dir`` if given, else
-    ``<destination>/.pydistcp``, or beside ``single_file`` (the URL a single file is
-    copied to). ``copy`` and ``status``/``recover``/``cleanup`` both use this one rule."""
-    if state_dir:
-        fs, path = fsutil.filesystem(state_dir, options)
-        return fsutil.to_url(fs, path.rstrip("/"))
-    fs, dst = fsutil.filesystem(destination, options)
-    if single_file is not None:
-        _, target = fsutil.filesystem(single_file, options)
-        dst = posixpath.dirname(target.rstrip("/")) or "/"
-    return fsutil.to_url(fs, fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME))

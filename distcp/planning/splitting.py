@@ -31,6 +31,7 @@ from distcp.commit.state import read_json, write_atomic
 from distcp.copying.ranges import range_result
 from distcp.copying.results import ResultKey
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
+from distcp.state.layout import StateLayout
 from distcp.storage import Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
 
@@ -92,7 +93,7 @@ class SplitStore:
     """``<state root>/splits/<guid>/{meta.json, r<index>.json, data}``."""
 
     def __init__(self, state_root: str, options: dict[str, Any], storage: Storage) -> None:
-        self.root = fsutil.join(state_root, "splits")
+        self.root = StateLayout(state_root).splits()
         self.options = options
         #: The destination's storage (where the split files are staged).
         self.storage = storage

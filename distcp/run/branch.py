@@ -29,6 +29,7 @@ from distcp.publishers.catalog import CatalogTarget
 from distcp.spark.listing import LazySession
 from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
+from distcp.state.layout import StateLayout
 from distcp.storage import StorageSpec, s3, spec_for
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
@@ -73,8 +74,9 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
     dst = dst or spec_for(cfg.destination, dict(cfg.dst_options))
     return TaskSpec(
         job_id=job_id,
-        staging_root=fsutil.join(root, "staging", job_id),
-        progress_root=fsutil.join(root, "progress", job_id),
+        staging_root=StateLayout(root).staging(job_id),
+        progress_root=StateLayout(root).progress(job_id),
+        state_root=root,
         buffer_size=cfg.buffer_size,
         verify=cfg.verify,
         src_options=dict(cfg.src_options),
@@ -110,17 +112,13 @@ def check_destination(cfg: CopyConfiguration, spec: TaskSpec,
                                 "exclude it (--exclude)", path=f.destination)
 
 
-#: Folders of the state root that commit steps write single documents into.
-STATE_FOLDERS = ("commits", "commits/aside", "datasets", "events")
-
-
 def prepare_state_dirs(root: str, spec: TaskSpec) -> None:
     """Create the state root's folders on filesystems that need a folder before a
     file goes into it (FTP, SFTP...); object stores and local writes need none."""
     storage = spec.dst.open()
-    for name in STATE_FOLDERS:
+    for folder in StateLayout(root).document_folders():
         try:
-            storage.prepare_folder(fsutil.join(root, name))
+            storage.prepare_folder(folder)
         except OSError as exc:
             raise PlanningError(f"cannot write to the state directory {fsutil.display(root)}: "
                                 f"{exc}", path=root) from exc

@@ -57,7 +57,7 @@ from distcp.spark.planning import JoinPlanner
 from distcp.spark.session import (
     client_modules,
 )
-from distcp.storage import filesystems as fsutil
+from distcp.state.layout import StateLayout
 from distcp.storage import spec_for
 from distcp.summary import Summary
 
@@ -119,7 +119,7 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
-    copies_to = (fsutil.join(root, "staging", summary.job_id, "plan")
+    copies_to = (StateLayout(root).kept_plan(summary.job_id)
                  if keeps_copies(cfg, pub.recovery) else "")
 
     def planned_with(spark: Callable[[], Any]) -> Planned:

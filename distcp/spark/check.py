@@ -37,6 +37,7 @@ from distcp.planning.listed import list_flag
 from distcp.planning.listing import find_datasets, source_listing, state_root, target_listing
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
+from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import spec_for
 
@@ -190,7 +191,7 @@ def _verdicts(pairs: list[Pair], results: list[DigestResult]) -> dict[str, Outco
 def _progress_folder(root: str, job_id: str, cfg: CopyConfiguration) -> str:
     """Where the tasks count what they read: only under an existing state directory."""
     fs, path = fsutil.filesystem(root, cfg.dst_options)
-    folder = fsutil.join(root, "progress", f"check-{job_id}")
+    folder = StateLayout(root).check_progress(job_id)
     try:
         if not fs.isdir(path):
             return ""

@@ -128,8 +128,7 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
         cfg, spec, files, cores)
     if not wanted:
         return {}
-    store = SplitStore(spec.progress_root.rsplit("/progress/", 1)[0], spec.dst_options,
-                       spec.dst.open())
+    store = SplitStore(spec.state_root, spec.dst_options, spec.dst.open())
     splits = {f.guid: store.prepare(f, wanted) for f in files
               if f.origin.size > wanted and not f.converters}
     if not cfg.split_size and splits:

@@ -24,7 +24,10 @@ data ever becomes a name here (``distcp.state.bounds``).
 
 from __future__ import annotations
 
+import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from distcp.storage import filesystems as fsutil
 
@@ -114,3 +117,18 @@ class StateLayout:
     def job_folders(self, job: str) -> tuple[str, ...]:
         """What a job leaves while it runs: removed once nothing pending needs it."""
         return (self.staging(job), self.progress(job))
+
+
+def state_root_of(destination: str, options: Mapping[str, Any], state_dir: str | None = None,
+                  single_file: str | None = None) -> str:
+    """The state root of a copy to ``destination``: ``state_dir`` if given, else
+    ``<destination>/.pydistcp``, or beside ``single_file`` (the URL a single file is
+    copied to). ``copy`` and ``status``/``recover``/``cleanup`` both use this one rule."""
+    if state_dir:
+        fs, path = fsutil.filesystem(state_dir, options)
+        return fsutil.to_url(fs, path.rstrip("/"))
+    fs, dst = fsutil.filesystem(destination, options)
+    if single_file is not None:
+        _, target = fsutil.filesystem(single_file, options)
+        dst = posixpath.dirname(target.rstrip("/")) or "/"
+    return fsutil.to_url(fs, fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME))
