@@ -377,11 +377,11 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
     calls this)."""
     import os
 
-    from distcp.commit.lock import DestinationLock
     from distcp.commit.orphans import free_dead_runs
     from distcp.commit.status import existing_state_root
     from distcp.configuration import parse_duration
     from distcp.driver_errors import driver_errors
+    from distcp.state.lock import DestinationLock
 
     options = dict(dst_options or {})
     try:

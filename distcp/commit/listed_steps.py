@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.state_steps import _StateChange
 from distcp.commit.steps import CommitContext, CommitStep, PublishFiles, staged_target
 from distcp.commit.upload_steps import CompleteUploads
 from distcp.copying.resultfiles import publishing_of
 from distcp.state.bounds import DESTINATION, STATE
+from distcp.state.store import DatasetState, StateStore
 from distcp.storage import Storage, parse_staged
 
 #: A results file and the staged outputs it lists.

@@ -18,11 +18,11 @@ import distcp.commit.move_steps
 import distcp.commit.state_steps
 import distcp.commit.upload_steps
 import distcp.publishers.catalog  # noqa: F401 - registers the catalog step kind for from_dict
-from distcp.commit.state import read_json
 from distcp.commit.steps import CommitSequence
 from distcp.errors import StateError
 from distcp.faults import crash_point
 from distcp.state.layout import StateLayout
+from distcp.state.store import read_json
 from distcp.storage import filesystems as fsutil
 from distcp.storage.atomic import write_atomic_pieces
 

@@ -17,7 +17,6 @@ from typing import Literal
 from distcp.commit.log import CommitStepStore
 from distcp.commit.move_steps import DeleteSources, RemoveEmptySourceDirs, SourceEntry
 from distcp.commit.recovery import RecoveryArea
-from distcp.commit.state import urn_key
 from distcp.commit.state_steps import (
     AdvanceWatermark,
     AppendManifest,
@@ -45,6 +44,7 @@ from distcp.publishers.catalog import (
 )
 from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
+from distcp.state.store import urn_key
 from distcp.storage import Capabilities, parse_staged, s3
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Failure, Tally, tally_of

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from distcp.commit.state import write_atomic
 from distcp.model import CopyableFile, TaskResult
 from distcp.state.bounds import inside
 from distcp.state.layout import StateLayout
+from distcp.state.store import write_atomic
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.summary import Failure, Tally

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from distcp.checksum import ALGORITHM
-from distcp.commit.manifest import COMPACT_AFTER, Entry
-from distcp.commit.state import DatasetState, StateStore, write_atomic
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.datasets.partitions import advance
 from distcp.events.sinks import EventSink
 from distcp.faults import crash_point
 from distcp.state.bounds import NAME
+from distcp.state.manifest import COMPACT_AFTER, Entry
+from distcp.state.store import DatasetState, StateStore, write_atomic
 
 events_log = logging.getLogger("pydistcp.events")
 

@@ -11,15 +11,15 @@ from dataclasses import asdict
 from typing import Any
 
 from distcp.callbacks import human_bytes
-from distcp.commit.lock import DestinationLock, Holder, live_holder
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
-from distcp.commit.state import DatasetState, StateStore
 from distcp.commit.steps import CommitContext
 from distcp.events.sinks import EventSink
 from distcp.state.bounds import Bounds
 from distcp.state.layout import StateLayout, state_root_of
+from distcp.state.lock import DestinationLock, Holder, live_holder
+from distcp.state.store import DatasetState, StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.summary import StatusReport, Summary
 

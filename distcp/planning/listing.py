@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from distcp.commit.state import DatasetState, StateStore
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset, DatasetHistory, DatasetListing
 from distcp.errors import ConfigurationError, PlanningError
@@ -27,6 +26,7 @@ from distcp.planning.plan import (
 )
 from distcp.registry import FINDERS
 from distcp.state.layout import state_root_of
+from distcp.state.store import DatasetState, StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.checksum import BLOCK, compose
-from distcp.commit.state import read_json, write_atomic
 from distcp.copying.ranges import range_result
 from distcp.copying.results import ResultKey
 from distcp.model import CopyableFile, Split, TaskResult, WorkUnit
 from distcp.state.layout import StateLayout
+from distcp.state.store import read_json, write_atomic
 from distcp.storage import Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
 

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
 from distcp.copying.copyrows import CHUNK, CopyRowsWriter
 from distcp.datasets.recursive import RecursiveCopyableDataset
@@ -30,6 +29,7 @@ from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.listsplit import grouped
 from distcp.planning.plan import Action, DatasetPlan, Plan
 from distcp.planning.tops import Found, tree_tasks
+from distcp.state.store import urn_key
 from distcp.storage import filesystems as fsutil
 from distcp.storage import spec_for
 from distcp.storage import treelisting as tl

@@ -23,10 +23,8 @@ from typing import Any
 
 from distcp import preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
-from distcp.commit.lock import DestinationLock
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import Publishing, publish_plan
-from distcp.commit.state import StateStore
 from distcp.copying.taskspec import TaskSpec
 from distcp.events.run import RunEvents
 from distcp.events.sinks import EventSink
@@ -59,6 +57,8 @@ from distcp.spark.arrow import run_pickled
 from distcp.spark.job import run_session
 from distcp.spark.listing import LazySession
 from distcp.spark.session import default_parallelism
+from distcp.state.lock import DestinationLock
+from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 

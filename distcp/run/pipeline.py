@@ -17,10 +17,8 @@ from typing import Any
 
 from distcp import collection, metrics, preflight, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
-from distcp.commit.lock import DestinationLock
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
-from distcp.commit.state import StateStore
 from distcp.configuration import CopyConfiguration
 from distcp.events.run import RunEvents
 from distcp.events.sinks import EventSink
@@ -58,6 +56,8 @@ from distcp.spark.session import (
     client_modules,
 )
 from distcp.state.layout import StateLayout
+from distcp.state.lock import DestinationLock
+from distcp.state.store import StateStore
 from distcp.storage import spec_for
 from distcp.summary import Summary
 

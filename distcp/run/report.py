@@ -9,9 +9,9 @@ from typing import Any
 
 from distcp import request_count
 from distcp.commit.publish import Publishing
-from distcp.commit.state import StateStore
 from distcp.model import TaskResult
 from distcp.planning.plan import Plan
+from distcp.state.store import StateStore
 from distcp.summary import Summary
 
 

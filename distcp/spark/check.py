@@ -29,7 +29,6 @@ from distcp.checking.compare import (
 )
 from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_runner, pack
 from distcp.checking.report import CheckReport
-from distcp.commit.state import StateStore
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
 from distcp.model import FileStatus
@@ -38,6 +37,7 @@ from distcp.planning.listing import find_datasets, source_listing, state_root, t
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.state.layout import StateLayout
+from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import spec_for
 

@@ -13,7 +13,7 @@ from typing import Any
 
 #: The manifest's columns, as ``StateStore.manifest_of`` gives them per destination.
 MANIFEST_COLUMNS = ("destination", "size", "mtime", "digest", "guid")
-#: A segment's schema (``distcp.commit.manifest``), given so an empty folder reads too.
+#: A segment's schema (``distcp.state.manifest``), given so an empty folder reads too.
 SEGMENT_SCHEMA = ("destination STRING, size BIGINT, mtime DOUBLE, digest STRING, guid STRING, "
                   "seq BIGINT, deleted BOOLEAN")
 

@@ -2,7 +2,7 @@
 
 Readers see the old or the new document, never half of one. Its own module
 because both sides write such documents: the driver's state and commit log
-(``distcp.commit.state``, ``distcp.commit.log``) and executors' range records
+(``distcp.state.store``, ``distcp.commit.log``) and executors' range records
 (``distcp.copying.ranges``), and executors must not import the state module.
 """
 

@@ -120,7 +120,7 @@ def test_publish_into_a_path_the_server_refuses_is_an_ordinary_error_naming_it(
 
 _WRITER = r"""
 import json, os, sys
-from distcp.commit import state
+from distcp.state import store as state
 from distcp.storage.ftp import TranslatingFTPFile
 
 calls = [0]
@@ -140,7 +140,7 @@ state.write_atomic(sys.argv[1], b"[" + b"1," * 200_000 + b"2]", options)
 
 def test_a_kill_during_a_state_write_leaves_the_old_document_whole(
         ftp: FTPServer, tmp_path: Path) -> None:  # noqa: F811
-    from distcp.commit import state
+    from distcp.state import store as state
 
     url = ftp.url("st/datasets/x.json")
     (ftp.root / "st" / "datasets").mkdir(parents=True)

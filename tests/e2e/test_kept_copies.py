@@ -20,10 +20,10 @@ import pytest
 import distcp
 from distcp.callbacks import Callback
 from distcp.commit.log import CommitStepStore
-from distcp.commit.state import StateStore
 from distcp.planning import treeplans
 from distcp.run import branch
 from distcp.spark import listing, publish
+from distcp.state.store import StateStore
 from tests.conftest import run_cli, tree
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 

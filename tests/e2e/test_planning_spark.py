@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from distcp.commit.state import urn_key
 from distcp.configuration import CopyConfiguration
 from distcp.copying import copyrows
 from distcp.errors import PlanningError
@@ -30,6 +29,7 @@ from distcp.planning.plan import skips_same
 from distcp.planning.treeplans import DriverPairs
 from distcp.spark.listing import Lister
 from distcp.spark.planning import JoinPlanner
+from distcp.state.store import urn_key
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 

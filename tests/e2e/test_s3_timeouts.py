@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from distcp.commit.state import DatasetState, StateStore, read_json, write_atomic
+from distcp.state.store import DatasetState, StateStore, read_json, write_atomic
 from distcp.storage import filesystems as fsutil
 from distcp.storage import s3 as s3ops
 from tests.conftest import run_cli

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import Digest
-from distcp.commit.state import StateStore
+from distcp.state.store import StateStore
 from tests.conftest import PYDISTCP, run_cli
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,

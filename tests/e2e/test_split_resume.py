@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import Digest
-from distcp.commit.state import StateStore
 from distcp.commit.status import status_report
+from distcp.state.store import StateStore
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 

@@ -19,7 +19,10 @@ import fsspec
 import pytest
 
 from distcp.commit.log import SLICE, CommitStepStore, json_pieces
-from distcp.commit.state import (
+from distcp.commit.state_steps import AdvanceWatermark
+from distcp.commit.steps import CommitSequence, CommitStep, MakeDirectories, PublishFiles
+from distcp.errors import StateError
+from distcp.state.store import (
     MAX_APPLIED,
     MAX_RUNS,
     DatasetState,
@@ -27,9 +30,6 @@ from distcp.commit.state import (
     read_json,
     write_atomic,
 )
-from distcp.commit.state_steps import AdvanceWatermark
-from distcp.commit.steps import CommitSequence, CommitStep, MakeDirectories, PublishFiles
-from distcp.errors import StateError
 from distcp.storage.atomic import write_atomic_pieces
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 

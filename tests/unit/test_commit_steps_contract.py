@@ -25,10 +25,10 @@ import pytest
 from distcp.checksum import digest_of_bytes
 from distcp.commit.log import CommitStepStore
 from distcp.commit.move_steps import DeleteSources
-from distcp.commit.state import StateStore
 from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, PublishFiles
 from distcp.errors import PublishError
 from distcp.events.naming import dataset_name
+from distcp.state.store import StateStore
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
     DATED,
@@ -44,10 +44,10 @@ from tests.fixtures.commit_scenarios import (
     LocalLayout,
     S3Layout,
     all_kinds,
+    listed_files,
     local_inputs,
     local_sequence,
     local_steps,
-    listed_files,
     replay_into,
     s3_sequence,
     s3_steps,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from distcp.commit import lock as lockmod
-from distcp.commit.lock import DestinationLock, Holder, holder_alive, live_holder
 from distcp.errors import DestinationBusyError, PlanningError
+from distcp.state import lock as lockmod
+from distcp.state.lock import DestinationLock, Holder, holder_alive, live_holder
 
 
 def _write(root: Path, holder: Holder) -> None:

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from distcp.commit import manifest as mf
 from distcp.commit.log import CommitStepStore
-from distcp.commit.state import MIGRATED, StateStore, urn_key
 from distcp.commit.status import render_status, status_report
+from distcp.state import manifest as mf
+from distcp.state.store import MIGRATED, StateStore, urn_key
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
     DATED,
@@ -243,7 +243,7 @@ def test_a_crash_in_the_migration_keeps_the_first_format_document(tmp_path: Path
     """Killed after the migrated segment, before the document: the old document is the
     truth still, and the next write migrates it again (the same file, rewritten)."""
     _old_state(tmp_path)
-    child = ("import sys\nfrom distcp.commit.state import StateStore\n"
+    child = ("import sys\nfrom distcp.state.store import StateStore\n"
              "store = StateStore(sys.argv[1], {})\nstate = store.load('/data/src')\n"
              "state.watermark = 1.0\nstore.save(state)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DISTCP_CRASH_AT": "segment_written:1"}

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from distcp.commit.state import DatasetState, StateStore, urn_key
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.partitions import (
     PartitionPattern,
@@ -22,6 +21,7 @@ from distcp.datasets.partitions import (
     span,
 )
 from distcp.errors import ConfigurationError
+from distcp.state.store import DatasetState, StateStore, urn_key
 
 
 def utc(*parts: int) -> float:

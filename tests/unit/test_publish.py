@@ -20,11 +20,11 @@ from distcp.checksum import digest_of_bytes
 from distcp.commit.log import CommitStepStore
 from distcp.commit.publish import CommitPolicy, Publishing, outcomes_of, publish_plan, sequence_id
 from distcp.commit.recovery import RecoveryArea
-from distcp.commit.state import StateStore
 from distcp.commit.steps import CommitContext
 from distcp.datasets.recursive import PER_FILE
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus, TaskResult
 from distcp.planning.plan import Action, DatasetPlan, Plan
+from distcp.state.store import StateStore
 from distcp.summary import Summary
 
 

@@ -1,11 +1,11 @@
-"""Per-dataset state: watermark, run history, and the manifest of what was published.
+"""DRIVER: per-dataset state: watermark, run history, and the manifest of what was published.
 
 One JSON document per dataset URN under ``<state root>/datasets/``, replaced
 atomically (temp + rename on filesystems, one PUT on object stores). It holds only
 what grows with file sets (watermark, runs, applied sequence ids) and the list of
 live manifest segments; the manifest itself is Parquet under
 ``<state root>/manifests/<key>/``, one segment appended per published file set
-(``distcp.commit.manifest``). Only commit steps change either, in the same
+(``distcp.state.manifest``). Only commit steps change either, in the same
 CommitSequence as the data they describe, so the watermark can never move ahead of
 the data.
 
@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp.commit import manifest as mf
 from distcp.copying.resultfiles import staged_tables
 from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
+from distcp.state import manifest as mf
 from distcp.state.bounds import plain_name
 from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil

@@ -1,4 +1,4 @@
-"""One run at a time per destination: the lock in the state directory.
+"""DRIVER: one run at a time per destination: the lock in the state directory.
 
 Two runs publishing into one destination would sweep each other's staging as
 "dead" and interleave their commit sequences, so a run (and ``recover`` and
@@ -219,7 +219,7 @@ class DestinationLock:
         self._beat.start()
 
     def _heartbeat(self) -> None:
-        from distcp.commit.state import write_atomic
+        from distcp.state.store import write_atomic
 
         while not self._stop.wait(HEARTBEAT_S):
             beat = Holder(**{**asdict(self.me), "heartbeat": time.time()})
