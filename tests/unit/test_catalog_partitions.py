@@ -83,12 +83,15 @@ def test_a_pending_registration_without_spark_stays_pending_and_blocks_nothing(
     from distcp.commit.replay import replay_pending
     from distcp.commit.steps import CommitContext, CommitSequence
     from distcp.publishers.catalog import RegisterPartitions
+    from distcp.state.bounds import Bounds
 
-    store = CommitStepStore(str(tmp_path), {})
-    step = RegisterPartitions("db.t", (((("dt", "1"),), f"{tmp_path}/dt=1"),))
+    store = CommitStepStore(str(tmp_path / "state"), {})
+    step = RegisterPartitions("db.t", (((("dt", "1"),), f"{tmp_path}/dst/dt=1"),))
     store.persist(CommitSequence("urn:d", "all", (step,), "job-1-x"), "job-1")
     for _ in range(3):
-        blocked, tally = replay_pending(store, CommitContext({}, str(tmp_path)), max_replays=1)
+        ctx = CommitContext({}, str(tmp_path / "state"),
+                            bounds=Bounds(str(tmp_path / "dst"), str(tmp_path / "state")))
+        blocked, tally = replay_pending(store, ctx, max_replays=1)
         assert blocked == set() and tally.failures == () and tally.sequences_set_aside == 0
         assert [f.path for f in tally.catalog_failures] == ["urn:d"]
         assert "no Spark session" in tally.catalog_failures[0].error

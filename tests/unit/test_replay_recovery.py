@@ -18,6 +18,7 @@ from distcp.commit.replay import read_journal, sweep_dead_jobs
 from distcp.commit.state_steps import AdvanceWatermark
 from distcp.commit.steps import CommitContext, CommitSequence, MakeDirectories, PublishFiles
 from distcp.model import CopyableFile, FileStatus, TaskResult
+from distcp.state.bounds import Bounds
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import replay_into
 
@@ -48,6 +49,12 @@ def _journal(root: Path, job: str, segment: str, entries: list[tuple[CopyableFil
 
 # ---- replay_pending -----------------------------------------------------------------
 
+def _ctx(root: Path) -> CommitContext:
+    """A run's context: its records may act in ``root/dst`` and ``root/state``."""
+    return CommitContext({}, str(root / "state"),
+                         bounds=Bounds(str(root / "dst"), str(root / "state")))
+
+
 def _pending_publish(root: Path, sid: str = "jobA-1") -> CommitSequence:
     staged = root / "state" / "staging" / "jobA" / "x"
     staged.parent.mkdir(parents=True, exist_ok=True)
@@ -65,7 +72,7 @@ def test_replay_finishes_a_persisted_sequence_and_removes_it(tmp_path: Path) -> 
     _pending_publish(tmp_path)
     summary = Summary()
     store = CommitStepStore(str(tmp_path / "state"), {})
-    ctx = CommitContext({}, str(tmp_path / "state"))
+    ctx = _ctx(tmp_path)
     assert replay_into(store, ctx, 3, summary) == set()
     assert (tmp_path / "dst" / "d" / "x").read_bytes() == b"12345"
     assert (summary.sequences_replayed, summary.files_recovered, summary.bytes_recovered) == (1, 1, 5)
@@ -79,7 +86,7 @@ def test_a_replay_that_fails_blocks_its_dataset_and_counts_the_try(tmp_path: Pat
     os.unlink(tmp_path / "state" / "staging" / "jobA" / "x")  # the staged copy is lost
     store = CommitStepStore(str(tmp_path / "state"), {})
     summary = Summary()
-    assert replay_into(store, CommitContext({}, str(tmp_path / "state")), 3,
+    assert replay_into(store, _ctx(tmp_path), 3,
                           summary) == {"urn:a"}
     [failure] = summary.failures
     assert failure.path == "urn:a"
@@ -94,7 +101,7 @@ def test_a_sequence_that_failed_max_replays_is_set_aside(tmp_path: Path) -> None
     store = CommitStepStore(str(tmp_path / "state"), {})
     store.persist(seq, "jobA", replays=2)
     summary = Summary()
-    blocked = replay_into(store, CommitContext({}, str(tmp_path / "state")), 2, summary)
+    blocked = replay_into(store, _ctx(tmp_path), 2, summary)
     assert blocked == {"urn:a"}
     assert store.pending() == []
     [aside] = store.pending(aside=True)
