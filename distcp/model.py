@@ -32,7 +32,7 @@ def _pickled_as_arguments(cls: type[T]) -> type[T]:
     def __reduce__(self: Any) -> tuple[Any, tuple[Any, ...]]:
         return cls, values(self)
 
-    cls.__reduce__ = __reduce__  # type: ignore[assignment,method-assign]
+    cls.__reduce__ = __reduce__  # type: ignore[method-assign]
     return cls
 
 

@@ -107,7 +107,7 @@ class UnzipConverter(Converter):
             return zipfile.ZipFile(source)
         except CopyError:
             raise
-        except Exception as exc:  # noqa: BLE001 - one line naming the file
+        except Exception as exc:  # one line naming the file, whatever zipfile raised
             raise self.error(origin, f"corrupt zip: {exc}") from exc
 
     def _entry(self, info: zipfile.ZipInfo, origin: str) -> _Entry:
@@ -131,7 +131,7 @@ class UnzipConverter(Converter):
     def _member(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo, origin: str) -> Any:
         try:
             return archive.open(info)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # zipfile raises many types: translated, re-raised
             raise self._translate(exc, origin) from exc
 
     def _translate(self, exc: BaseException, origin: str) -> CopyError:

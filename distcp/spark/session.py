@@ -123,14 +123,14 @@ def _started(builder: Any, settings: Mapping[str, str], master: str, log_file: s
         return builder.getOrCreate()
     except KeyboardInterrupt:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - py4j and Spark raise many types
         options = cds.drop_archive_of(settings.get("spark.driver.extraJavaOptions", ""))
         if options is None:
             raise SparkUnavailableError(f"Spark did not start ({master}): {_cause(exc)}; "
                                         f"details in {log_file}", path=log_file) from None
         try:
             return builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
-        except Exception as again:
+        except Exception as again:  # noqa: BLE001 - as above
             raise SparkUnavailableError(
                 f"Spark did not start ({master}): {_cause(again)}; details in {log_file}",
                 path=log_file) from None
@@ -392,7 +392,7 @@ def default_parallelism(spark: Any) -> int:
     """Cores Spark offers; Spark Connect has no SparkContext, so ask the conf there."""
     try:
         return int(spark.sparkContext.defaultParallelism)
-    except Exception:
+    except Exception:  # noqa: BLE001 - Spark Connect's missing SparkContext raises its own
         value = spark.conf.get("spark.default.parallelism", None)
         return int(value) if value else os.cpu_count() or 2
 

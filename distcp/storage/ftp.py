@@ -140,7 +140,7 @@ class ListingFTPFileSystem(FTPFileSystem):
             autocommit=autocommit, cache_options=cache_options)
 
     @_oserrors
-    def set_mtime(self, path: str, mtime: float | int) -> None:
+    def set_mtime(self, path: str, mtime: float | int) -> None:  # noqa: PYI041 - int: ns
         """Set ``path``'s mtime (seconds; an ``int`` is nanoseconds) with ``MFMT``.
 
         FTP keeps whole seconds (RFC 3659 times, UTC); the fraction is dropped.

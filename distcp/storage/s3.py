@@ -237,7 +237,7 @@ def create(fs: Any, url: str) -> str:
     try:
         answer = _lean_post(fs, "create_multipart_upload", bucket, key, {"uploads": ""})
         if answer is not None:
-            return s3get().xml_text(answer, "UploadId")
+            return str(s3get().xml_text(answer, "UploadId"))
         return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
     except OSError as exc:
         if exc.errno != errno.EBUSY:
@@ -289,7 +289,7 @@ def complete(fs: Any, url: str, upload_id: str,
                         f'<CompleteMultipartUpload xmlns="{_XMLNS}">{body}'
                         "</CompleteMultipartUpload>".encode())
     if answer is not None:
-        return s3get().xml_text(answer, "ETag")
+        return str(s3get().xml_text(answer, "ETag"))
     out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
                MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
                                           for n, e, _ in sorted(parts)]})

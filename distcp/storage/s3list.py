@@ -194,5 +194,6 @@ def timestamp(text: str) -> datetime.datetime:
     except ValueError:
         from botocore.utils import parse_timestamp
 
-        return parse_timestamp(text)
+        parsed: datetime.datetime = parse_timestamp(text)
+        return parsed
     return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)

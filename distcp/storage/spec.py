@@ -60,15 +60,16 @@ _classes: dict[str, type[Storage]] = {}
 def backend_class(name: str) -> type[Storage]:
     """The class registered under ``name``; imported on first use (then remembered:
     tasks ask for capabilities several times a file)."""
-    cls = _classes.get(name)
-    if cls is not None:
-        return cls
+    known = _classes.get(name)
+    if known is not None:
+        return known
     try:
         module, _, attr = BACKENDS[name].partition(":")
     except KeyError:
         raise LookupError(f"unknown storage backend {name!r}; known: "
                           f"{', '.join(sorted(BACKENDS))}") from None
-    cls = _classes[name] = getattr(importlib.import_module(module), attr)
+    cls: type[Storage] = getattr(importlib.import_module(module), attr)
+    _classes[name] = cls
     return cls
 
 
