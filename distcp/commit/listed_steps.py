@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from distcp.commit.state_steps import _StateChange
 from distcp.commit.steps import CommitContext, CommitStep, PublishFiles, staged_target
 from distcp.commit.upload_steps import CompleteUploads
-from distcp.copying.resultfiles import publishing_of
+from distcp.copying.resultfiles import publishing_of, staged_tables
 from distcp.state.bounds import DESTINATION, STATE
 from distcp.state.store import DatasetState, StateStore
 from distcp.storage import Storage, parse_staged
@@ -100,5 +100,5 @@ class AppendManifestListed(_StateChange):
         return ((STATE, url) for url, _ in self.results)
 
     def apply(self, state: DatasetState, store: StateStore) -> None:
-        store.append_listed(state, self.sequence_id, tuple(u for u, _ in self.results),
-                            self.removed)
+        staged = (t for url, _ in self.results for t in staged_tables(url, store.options))
+        store.append_listed(state, self.sequence_id, staged, self.removed)

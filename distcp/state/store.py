@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp.copying.resultfiles import staged_tables
 from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
@@ -231,10 +230,11 @@ class StateStore:
             for dest, size, mtime, digest, guid in entries:
                 state._manifest[dest] = [size, mtime, digest or "", guid]
 
-    def append_listed(self, state: DatasetState, sequence_id: str, results: Sequence[str],
+    def append_listed(self, state: DatasetState, sequence_id: str, staged: Iterable[Any],
                       removed: Iterable[str]) -> None:
-        """``append_segment`` of the outputs that copy tasks' results files list
-        (``distcp.copying.resultfiles``), read and written a row group at a time into a
+        """``append_segment`` of the outputs that copy tasks' results files list, given as
+        their tables of staged outputs (``distcp.copying.resultfiles.staged_tables``, read
+        by the caller: the state knows no results file), a row group at a time into a
         local temporary file, then written to the state in pieces: a segment of a
         million files is never in memory (storages that take one body join them).
         Tombstones come first, so an entry of the same destination, later in the
@@ -246,7 +246,7 @@ class StateStore:
         rows = 0
         with tempfile.TemporaryFile(prefix="pydistcp-segment-") as spool:
             with pq.ParquetWriter(spool, mf.segment_table((), (), seq).schema) as writer:
-                for table in self._listed_tables(results, tuple(removed), seq):
+                for table in self._listed_tables(staged, tuple(removed), seq):
                     writer.write_table(table)
                     rows += table.num_rows
             if not rows:
@@ -261,14 +261,13 @@ class StateStore:
         state.next_seq = seq + 1
         state._manifest = None  # one read before is stale: read again when asked
 
-    def _listed_tables(self, results: Sequence[str], removed: tuple[str, ...], seq: int
+    def _listed_tables(self, staged: Iterable[Any], removed: tuple[str, ...], seq: int
                        ) -> Iterator[Any]:
         if removed:
             yield mf.segment_table((), removed, seq)
-        for url in results:
-            for staged in staged_tables(url, self.options):
-                if staged.num_rows:
-                    yield mf.staged_segment(staged, seq)
+        for table in staged:
+            if table.num_rows:
+                yield mf.staged_segment(table, seq)
 
     def _write_segment(self, urn: str, name: str, table: Any) -> int:
         storage = storage_for(self.folder_of(urn), self.options)
