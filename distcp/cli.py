@@ -352,6 +352,12 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
         branch = f"[{row['branch']}] " if "branch" in row else ""
         click.echo(f"{branch}{row['action']:<6} {row['path']}  ({row['reason']})",
                    err=to_stdout or not dry_run)
+    if level in ("info", "debug") or dry_run:  # how it planned and copied, and why
+        for phase, rows in summary.strategy.items():
+            for row in rows:
+                where = " ".join(f"{row[k]}" for k in ("branch", "dataset") if k in row)
+                click.echo(f"pydistcp: {phase}{' ' + where if where else ''}: "
+                           f"{row['strategy']} ({row['why']})", err=True)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
     for failure in summary.catalog_failures:

@@ -118,6 +118,10 @@ class Summary:
     phases: dict[str, float] = field(default_factory=dict)
     dry_run: bool = False
     plan: list[dict[str, str]] = field(default_factory=list)
+    #: How the run planned each dataset and how it copied, each with why (``plan``: one
+    #: ``{"dataset", "strategy", "why"}`` per dataset; ``copy``: ``{"strategy", "why"}``
+    #: per way used; ``distcp.planning.strategy``); printed by ``-v``.
+    strategy: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     log_file: str = ""
     #: A fork run (``--fork``, a job file's branches): per branch, its own counts and
     #: its queue statistics (size, fill ratio, put/get counts and rates); the run's

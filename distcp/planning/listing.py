@@ -24,6 +24,7 @@ from distcp.planning.plan import (
     expansion_targets,
     plan_dataset,
 )
+from distcp.planning.strategy import DRIVER_WALK, FILES_FROM, SPARK_LIST, Strategy
 from distcp.registry import FINDERS
 from distcp.state.layout import state_root_of
 from distcp.state.store import DatasetState, StateStore
@@ -44,6 +45,8 @@ class Planned:
     skipped: tuple[fsutil.Skipped, ...] = ()
     #: Rows the driver collected from planning on Spark (0: planned here).
     rows_collected: int = 0
+    #: How each dataset was planned, and why (by URN, in the run's order).
+    strategies: tuple[tuple[str, Strategy], ...] = ()
 
 
 def find_datasets(cfg: CopyConfiguration) -> list[CopyableDataset]:
@@ -154,6 +157,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     plans: list[DatasetPlan] = []
     listings = seen = selected = collected = 0
     skipped: list[fsutil.Skipped] = []
+    strategies: list[tuple[str, Strategy]] = []
     datasets = [with_history(ds, state) for ds in datasets]
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
@@ -162,8 +166,10 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
             plans.append(done.plan)
             skipped.extend(done.skipped)
             seen, listings, collected = seen + done.seen, listings + 1, collected + done.rows
+            strategies.append((ds.urn, done.strategy))
             continue
         listing = source_listing(ds, cfg, lister)
+        strategies.append((ds.urn, listed_strategy(ds, cfg, lister)))
         skipped.extend(listing.skipped)
         seen, selected = seen + listing.seen, selected + len(listing.files)
         # The manifest holds the sources' own mtimes; a listed object store, its own.
@@ -195,7 +201,25 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         check_max_move(plans, cfg.max_delete, cfg.compare)
     else:
         check_max_delete(plans, cfg.max_delete)
-    return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped), collected)
+    return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped), collected,
+                   tuple(strategies))
+
+
+def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,
+                    lister: Lister | None) -> Strategy:
+    """How ``plan_all`` listed a dataset it planned itself, and why."""
+    flag = list_flag(cfg)
+    if flag is not None:
+        return Strategy(FILES_FROM, f"{flag} names the files; the tree is not walked")
+    if ds.is_file:
+        return Strategy(DRIVER_WALK, "a single file")
+    fs, root = fsutil.filesystem(ds.root, cfg.src_options)
+    on_spark = getattr(lister, "on_spark", None)
+    if on_spark is None or not _takes_entries(ds):
+        return Strategy(DRIVER_WALK, f"--listing {cfg.listing}" if on_spark is None
+                        else f"a {type(ds).__name__} lists itself")
+    why = str(lister.reason(fs, root))  # type: ignore[union-attr]
+    return Strategy(SPARK_LIST if on_spark(fs, root) else DRIVER_WALK, why)
 
 
 def with_history(ds: CopyableDataset, state: StateStore | None) -> CopyableDataset:

@@ -14,7 +14,7 @@ same items and joins on it).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +28,7 @@ from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.listsplit import grouped
 from distcp.planning.plan import Action, DatasetPlan, Plan
+from distcp.planning.strategy import DRIVER_PAIRED_WALK, Strategy
 from distcp.planning.tops import Found, tree_tasks
 from distcp.state.store import urn_key
 from distcp.storage import filesystems as fsutil
@@ -45,6 +46,7 @@ class JoinedPlan:
     skipped: tuple[fsutil.Skipped, ...]
     seen: int
     rows: int
+    strategy: Strategy
 
 
 #: Pairs of the trees' tops sent with the planning tasks at most (they travel in the
@@ -67,14 +69,18 @@ class DriverPairs:
     files skipped are counted where they are decided (kept only when every decision is
     shown), so a file identical to its target costs two ``stat`` calls and no object
     (``plan.skips_same``). With ``copies_to`` (the thin path allowed:
-    ``job.keeps_copies``) a dataset with more than ``HELD`` files to copy writes them to
+    ``run.choice.keeps_copies``) a dataset with more than ``HELD`` files to copy writes them to
     a copy-rows file as the planning tasks do, a chunk at a time, so the driver holds a
     chunk, not every file, and the copy stays on the executors (``spark.listedcopy``).
     None (the driver's own walk plans it) when a side is not a local tree or the top is
     too wide to pair (``TOP_PAIRS``)."""
 
-    def __init__(self, keep_skips: bool = False, copies_to: str = "") -> None:
-        self.keep_skips, self.copies_to = keep_skips, copies_to
+    def __init__(self, keep_skips: bool = False, copies_to: str = "",
+                 why: Callable[[Any, str], str] = lambda fs, root: "two local trees"
+                 ) -> None:
+        """``why``: what made the run plan a source tree ``(fs, root)`` here rather than
+        on Spark."""
+        self.keep_skips, self.copies_to, self.why = keep_skips, copies_to, why
 
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
         if not jp.plannable(ds, cfg):
@@ -108,7 +114,8 @@ class DriverPairs:
                 if kind != jp.COPY or not kept.add(sort, value, size):
                     values.append((kind, sort, value))
         values += kept.close()
-        return assembled(ds, cfg, rule, root_dir, values, skipped, 0)
+        return assembled(ds, cfg, rule, root_dir, values, skipped, 0,
+                         Strategy(DRIVER_PAIRED_WALK, self.why(src_fs, src_root)))
 
 
 #: Files to copy a dataset planned on the driver holds before it writes them to a
@@ -236,7 +243,8 @@ def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_l
 
 def assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.JoinRule,
                root_dir: CopyableDirectory, values: list[tuple[str, str, Any]],
-               skipped: list[fsutil.Skipped], collected: int) -> JoinedPlan:
+               skipped: list[fsutil.Skipped], collected: int, strategy: Strategy
+               ) -> JoinedPlan:
     """The planned values as the driver planner's DatasetPlan (its order: the walk's
     for entries, deepest first for deletions); the first conflict raised as it would.
     ``collected``: the rows they came in from Spark (0: planned in this process)."""
@@ -260,4 +268,4 @@ def assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.Joi
                        tuple(doomed), (root_dir, *ordered(jp.DIRECTORY)),
                        skips_counted=sum(s for _, s in counts), listed=listed)
     return JoinedPlan(plan, (*skipped, *ordered(jp.NOT_COPIED)),
-                      sum(f for f, _ in counts), collected)
+                      sum(f for f, _ in counts), collected, strategy)

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration
+from distcp.planning.strategy import COLLECTED, KEPT, NOTHING, Strategy
 from distcp.spark.session import (
     opens_cheaply,
 )
 from distcp.storage import storage_for
+
+#: Why a run without Spark listing plans two local trees in its own process.
+PAIRED_HERE = "--listing driver: two local trees walked side by side in this process"
+#: What planning beside adds to a strategy's reason.
+BESIDE = "planned in a forked child while PySpark's client was imported"
 
 
 def session_cheap(cfg: CopyConfiguration) -> bool:
@@ -31,14 +37,42 @@ def plans_beside(cfg: CopyConfiguration) -> bool:
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
     """Whether planning (on Spark, or on the driver past ``treeplans.HELD`` files) keeps
-    a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Not when
-    every decision is shown or logged, nor for what still needs each file on the driver:
-    ``move``, the catalog, split files, ``--visibility file``, ``--commit-policy full``,
-    quality checks and copies an earlier run kept for recovery. Staged uploads (object
-    stores) keep their parts in the results files, which ``PublishListed`` completes."""
-    return not (every_decision(cfg) or cfg.move or cfg.catalog_table or cfg.split_size
-                or cfg.visibility != "file-set" or cfg.commit_policy == "full" or cfg.check
-                or recovery.guids())
+    a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Staged
+    uploads (object stores) keep their parts in the results files, which
+    ``PublishListed`` completes."""
+    return collects_because(cfg, recovery) is None
+
+
+def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | None:
+    """Why every file to copy must come to the driver (None: they may stay on the
+    executors): every decision shown or logged, or what needs each file on the driver
+    (``move``, the catalog, split files, ``--visibility file``, ``--commit-policy full``,
+    quality checks, copies an earlier run kept for recovery)."""
+    reasons = ((every_decision(cfg), "every decision is shown or logged"),
+               (cfg.move, "a move deletes each source on the driver's word"),
+               (bool(cfg.catalog_table), "--catalog-table registers each file's partition"),
+               (bool(cfg.split_size), "--split-size splits files into ranges"),
+               (cfg.visibility != "file-set", f"--visibility {cfg.visibility}"),
+               (cfg.commit_policy == "full", "--commit-policy full"),
+               (bool(cfg.check), "--check inspects each output"))
+    why = next((text for holds, text in reasons if holds), None)
+    if why is None and recovery.guids():
+        why = "copies an earlier run kept wait in the recovery area"
+    return why
+
+
+def copy_strategies(collected: int, kept: int, collects: str | None) -> tuple[Strategy, ...]:
+    """How the run copied: ``collected`` files whose results came to the driver, ``kept``
+    files whose results stayed on the executors; ``collects``: ``collects_because``."""
+    out = []
+    if kept:
+        out.append(Strategy(KEPT, f"{kept:,} files: each dataset's files to copy and their "
+                                  "results stay on the executors"))
+    if collected:
+        out.append(Strategy(COLLECTED, collects or (
+            f"{collected:,} files of datasets planned here with few files to copy, or "
+            "published whole")))
+    return tuple(out) or (Strategy(NOTHING, "nothing to copy: no Spark job"),)
 
 
 def every_decision(cfg: CopyConfiguration) -> bool:

@@ -37,6 +37,7 @@ from distcp.model import CopyableFile, TaskResult
 from distcp.planning.listing import find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import Plan
+from distcp.planning.strategy import FORK, NOTHING, Strategy
 from distcp.run.branch import (
     check_destination,
     event_sink,
@@ -51,7 +52,7 @@ from distcp.run.branch import (
     split_recovered,
     task_spec,
 )
-from distcp.run.report import count_requests, decisions
+from distcp.run.report import count_requests, decisions, record_strategies
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
 from distcp.spark.job import run_session
@@ -133,6 +134,9 @@ def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
         planned = plan_all(cfg, callback.message, datasets,
                            StateStore(run.root, dict(cfg.dst_options)))
         run.plan = planned.plan
+        summary.strategy.setdefault("plan", []).extend(
+            {"branch": run.name, **row}
+            for row in record_strategies(log, "plan", planned.strategies))
         run.summary.destination_listings = planned.destination_listings
         if run is runs[0]:  # one source listing's skipped entries, reported once
             summary.add_skipped(planned.skipped)
@@ -151,6 +155,9 @@ def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
     if lead.dry_run:
         return _dry_run(runs, summary, start)
     todo = _prepare(runs)
+    summary.strategy["copy"] = record_strategies(log, "copy", (("", Strategy(
+        FORK if todo else NOTHING, f"{len(runs)} destinations, each file read once for all "
+        "the branches it goes to" if todo else "nothing to copy: no Spark job")),))
     if todo:
         results = _copy_on_spark(runs, todo, settings, callback, summary, session)
         by_name = {run.name: run for run in runs}

@@ -26,6 +26,7 @@ from distcp.model import TaskResult
 from distcp.planning import visibility
 from distcp.planning.beside import plan_beside, refused_session
 from distcp.planning.listing import FirstPlanner, Planned, find_datasets, plan_all, state_root
+from distcp.planning.strategy import NOTHING, Strategy
 from distcp.planning.treeplans import DriverPairs, kept_walked
 from distcp.run.branch import (
     check_destination,
@@ -41,8 +42,22 @@ from distcp.run.branch import (
     split_recovered,
     task_spec,
 )
-from distcp.run.choice import every_decision, keeps_copies, plans_beside, session_cheap
-from distcp.run.report import count_requests, decisions, dry_run_summary, per_dataset
+from distcp.run.choice import (
+    BESIDE,
+    PAIRED_HERE,
+    collects_because,
+    copy_strategies,
+    every_decision,
+    plans_beside,
+    session_cheap,
+)
+from distcp.run.report import (
+    count_requests,
+    decisions,
+    dry_run_summary,
+    per_dataset,
+    record_strategies,
+)
 from distcp.runlog import RunLog
 from distcp.spark.job import copy_kept, copy_on_spark, run_session
 from distcp.spark.listedcopy import (
@@ -119,13 +134,14 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if not cfg.dry_run:
         blocked = recover(pub, cfg, summary)
         datasets = [d for d in datasets if d.urn not in blocked]
-    copies_to = (StateLayout(root).kept_plan(summary.job_id)
-                 if keeps_copies(cfg, pub.recovery) else "")
+    collects = collects_because(cfg, pub.recovery)
+    copies_to = StateLayout(root).kept_plan(summary.job_id) if collects is None else ""
 
     def planned_with(spark: Callable[[], Any]) -> Planned:
         lister = Lister(cfg.listing, spark, cheap=lambda: session.started or session_cheap(
             cfg)) if cfg.listing != "driver" else None
-        pairs = DriverPairs(every_decision(cfg), copies_to)
+        pairs = DriverPairs(every_decision(cfg), copies_to,
+                            lister.reason if lister is not None else lambda fs, root: PAIRED_HERE)
         with collection.paused():
             return plan_all(cfg, callback.message, datasets,
                             StateStore(root, dict(cfg.dst_options)), lister,
@@ -136,8 +152,12 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if plans_beside(cfg) and not session.started:
         planned = plan_beside(partial(planned_with, refused_session),
                               client_modules(cfg.master, cfg.engine))
+        if planned is not None:
+            planned = replace(planned, strategies=tuple(
+                (urn, s.besides(BESIDE)) for urn, s in planned.strategies))
     if planned is None:
         planned = planned_with(session)
+    summary.strategy["plan"] = record_strategies(log, "plan", planned.strategies)
     plan = kept_walked(planned.plan, datasets, cfg, copies_to)
     summary.destination_listings = planned.destination_listings
     summary.plan_rows_collected = planned.rows_collected
@@ -150,6 +170,8 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
     if cfg.dry_run or cfg.log_level in ("info", "debug"):
         summary.plan = decisions(plan)  # -v: every decision, as a dry run shows them
     if cfg.dry_run:
+        summary.strategy["copy"] = record_strategies(log, "copy", (
+            ("", Strategy(NOTHING, "--dry-run: nothing is copied")),))
         return dry_run_summary(summary, plan, start)
     spec = task_spec(cfg, summary.job_id, root, dst)
     kept, rest = split_listed(plan)  # kept: files to copy that stayed on the executors
@@ -168,6 +190,9 @@ def _run_planned(cfg: CopyConfiguration, callback: Callback, summary: Summary,
         results += copy_on_spark(cfg, spec, files, callback, summary, now)
     if kept:
         copies = copy_kept(cfg, spec, kept, callback, summary)
+    summary.strategy["copy"] = record_strategies(log, "copy", tuple(
+        ("", s) for s in copy_strategies(len(files), sum(d.files_listed for d in kept),
+                                         collects)))
     if rest.files_to_copy or kept:
         callback.message("publishing")
     t = time.monotonic()

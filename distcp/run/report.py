@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from distcp import request_count
 from distcp.commit.publish import Publishing
 from distcp.model import TaskResult
 from distcp.planning.plan import Plan
+from distcp.planning.strategy import Strategy
+from distcp.runlog import RunLog
 from distcp.state.store import StateStore
 from distcp.summary import Summary
 
@@ -65,3 +68,15 @@ def count_requests(summary: Summary, publish: request_count.Counts, files: int) 
     totals = request_count.total([tuple(summary.requests.items()), publish])
     summary.requests = {k: n for k, n in sorted(totals.items()) if n}
     summary.requests_per_file = request_count.per_file(summary.requests, files)
+
+
+def record_strategies(log: RunLog, phase: str, chosen: Iterable[tuple[str, Strategy]]
+                      ) -> list[dict[str, str]]:
+    """``chosen`` (by dataset URN; "" for the run) as the summary keeps them, each also
+    a ``strategy`` event of the run's log file."""
+    out = []
+    for urn, strategy in chosen:
+        row = {**({"dataset": urn} if urn else {}), **strategy.to_dict()}
+        log.event("strategy", phase=phase, **row)
+        out.append(row)
+    return out

@@ -126,6 +126,30 @@ class Lister:
             return fsutil.walk(fs, root, links, skipped)
         return self._on_spark(fs, root, kind, links, options, first, skipped)
 
+    def on_spark(self, fs: Any, root: str) -> bool:
+        """Whether the tree at ``root`` was (or is) listed on Spark: ``auto``'s verdict,
+        asked after the listing, never listing again."""
+        kind = tl.listing_kind(fs) if self.mode != "driver" else None
+        if kind is None:
+            return False
+        return self._big.get(root, False) if self.mode == "auto" else True
+
+    def reason(self, fs: Any, root: str) -> str:
+        """The fact that put the tree at ``root`` on Spark or on the driver."""
+        if self.mode != "auto":
+            return f"--listing {self.mode}"
+        kind = tl.listing_kind(fs)
+        if kind is None:
+            return "--listing auto: a store whose listing cannot be cut into tasks"
+        big = self._big.get(root, False)
+        if kind == tl.KEYS:
+            return f"--listing auto: {'more than' if big else 'at most'} {self.keys_from:,} keys"
+        if big:
+            return (f"--listing auto: more than {self.local_from:,} entries, and the "
+                    "session opens cheaply")
+        return (f"--listing auto: at most {self.local_from:,} entries, or a session that "
+                "does not open cheaply")
+
     def _placed(self, fs: Any, root: str) -> tuple[str | None, Mapping[str, Any] | None]:
         """Where a tree is listed: its listing kind when on Spark, None for the driver's
         walk; and an object store's first page, which the tasks' key ranges start from

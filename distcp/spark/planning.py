@@ -25,6 +25,7 @@ from distcp.model import CopyableDirectory
 from distcp.planning import joined as jp
 from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
+from distcp.planning.strategy import SPARK_JOIN, SPARK_PAIRED_WALK, Strategy
 from distcp.planning.treeplans import JoinedPlan, assembled, copies_folder, paired_items
 from distcp.spark.arrow import frame_of, session_setting
 from distcp.spark.listing import Lister
@@ -66,7 +67,8 @@ class JoinPlanner:
         with _join_partitions(self.lister.session(), cfg):
             rows = _joined(source, src_root, target).mapInArrow(
                 partial(jp.arrow_plan, rule), struct(jp.OUT_SCHEMA)).collect()
-        return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
+        return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows),
+                         Strategy(SPARK_JOIN, self.lister.reason(src_fs, src_root)))
 
     def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,
                 src_root: str, target: tuple[Any, str, Any] | None,
@@ -91,7 +93,8 @@ class JoinPlanner:
         rule = self._rule(ds, cfg, tl.TREE, tl.TREE)
         rows = frame_of(spark, items, partial(pp.run_paired, rule, (src, dst[1] if dst else "")),
                         jp.OUT_SCHEMA).collect()
-        return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows))
+        return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows),
+                         Strategy(SPARK_PAIRED_WALK, self.lister.reason(src_fs, src_root)))
 
     def _rule(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source_kind: str,
               target_kind: str) -> jp.JoinRule:
