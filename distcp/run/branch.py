@@ -1,4 +1,5 @@
-"""DRIVER: one destination of a run: its job id, publishing, task spec and folders.
+"""DRIVER: one destination of a run: its job id, publishing, task spec and folders, and
+the value the phases fill in for it (``BranchRun``).
 
 A plain copy has one branch, a fork several (``distcp.run.fork``); each branch gets its
 own publishing (commit log, recovery area, event sink, bounds), its own TaskSpec and
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import replace
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from distcp import preflight
 from distcp.checks import check_list
 from distcp.commit.log import CommitStepStore
 from distcp.commit.orphans import abort_orphans
@@ -24,12 +28,17 @@ from distcp.copying.taskenv import task_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.errors import DestinationNotWritableError, PlanningError
 from distcp.events.sinks import EventSink
+from distcp.fork.branches import Branch
 from distcp.model import CopyableFile, TaskResult
+from distcp.planning.listing import find_datasets, state_root
+from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.catalog import CatalogTarget
+from distcp.spark.listedcopy import ListedCopy, split_listed
 from distcp.spark.listing import LazySession
 from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
 from distcp.state.layout import StateLayout
+from distcp.state.lock import DestinationLock
 from distcp.storage import StorageSpec, s3, spec_for
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
@@ -184,3 +193,91 @@ def split_recovered(files: list[CopyableFile], recovery: RecoveryArea
         else:
             todo.append(f)
     return recovered, todo
+
+
+@dataclass
+class BranchRun:
+    """One destination during a run: its configuration and what the phases learn of it.
+
+    A plain copy is one branch whose ``summary`` is the run's own; a fork has several,
+    each with a summary of its own that the run adds up (``distcp.run.fork.fold``)."""
+
+    branch: Branch
+    datasets: list[Any]
+    root: str
+    summary: Summary
+    pub: Publishing | None = None
+    #: The plan, then (after routing) what this branch copies.
+    plan: Plan = field(default_factory=lambda: Plan(()))
+    #: Why its files to copy must come to the driver (None: they may stay on executors).
+    collects: str | None = None
+    spec: TaskSpec | None = None
+    #: Datasets whose files to copy stayed on the executors, and the rest of the plan.
+    kept: tuple[DatasetPlan, ...] = ()
+    rest: Plan = field(default_factory=lambda: Plan(()))
+    #: Files still to read (not taken from the recovery area).
+    files: list[CopyableFile] = field(default_factory=list)
+    results: list[TaskResult] = field(default_factory=list)
+    copies: list[ListedCopy] = field(default_factory=list)
+    #: One of a fork's branches (its results carry its name).
+    forked: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.branch.name
+
+    @property
+    def cfg(self) -> CopyConfiguration:
+        return self.branch.cfg
+
+    @property
+    def publishing(self) -> Publishing:
+        assert self.pub is not None, "publishing is set up before planning"
+        return self.pub
+
+    @property
+    def task(self) -> TaskSpec:
+        assert self.spec is not None, "the task spec is made before copying"
+        return self.spec
+
+
+def opened(branches: tuple[Branch, ...], summary: Summary, forked: bool) -> list[BranchRun]:
+    """Each branch checked before Spark (``preflight``), its datasets found and its state
+    root chosen; a plain copy's one branch reports into the run's summary itself."""
+    for b in branches:
+        preflight.check_run(b.cfg)
+    runs = []
+    for b in branches:
+        datasets = find_datasets(b.cfg)
+        runs.append(BranchRun(b, datasets, state_root(b.cfg, datasets),
+                              Summary(job_id=summary.job_id) if forked else summary,
+                              forked=forked))
+    return runs
+
+
+def locked(runs: list[BranchRun], job_id: str, stack: ExitStack) -> None:
+    """Every branch's destination locked, in one order (two runs never deadlock); a dry
+    run changes nothing and takes no lock."""
+    if runs[0].cfg.dry_run:
+        return
+    for run in sorted(runs, key=lambda r: r.root):
+        preflight.check_local_destination(run.root, run.cfg.destination, run.cfg.dst_options)
+        stack.enter_context(DestinationLock(run.root, dict(run.cfg.dst_options), job_id))
+
+
+def prepared(run: BranchRun, dst: StorageSpec | None = None, server_side: bool = True
+             ) -> None:
+    """Before the copy: the task spec, what the destination refuses, the state folders,
+    the copies the recovery area holds, and the staging folders when anything is read."""
+    cfg, pub = run.cfg, run.publishing
+    spec = task_spec(cfg, pub.job_id, run.root, dst)
+    run.spec = spec if server_side else replace(spec, server_side=False)
+    run.kept, run.rest = split_listed(run.plan)  # kept: files that stayed on the executors
+    check_destination(cfg, run.task, run.rest.files_to_copy)
+    prepare_state_dirs(run.root, run.task)
+    recovered, run.files = split_recovered(run.rest.files_to_copy, pub.recovery)
+    run.summary.add(pub.recovery.refusals())
+    run.results = [replace(r, branch=run.name) if run.forked else r
+                   for rs in recovered for r in rs]
+    if run.files or run.kept:
+        prepare_staging(run.task, cfg)

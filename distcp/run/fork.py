@@ -1,13 +1,14 @@
-"""DRIVER: a fork run: plan each branch, copy every file once into all its branches, publish.
+"""DRIVER: what a fork adds to a run: routing, one copy job for every branch, the sum.
 
 Each branch is a whole destination with its own state root, lock, commit log,
 recovery area and plan (its own skip decisions against its own destination), so
-everything a plain copy guarantees holds per branch. What the fork adds: the
-operator's routing, one Spark job whose tasks read each source once for all its
-branches (``distcp.fork.task``), and the ``all`` policy (``distcp.fork.agree``)
-before any branch publishes. Branches publish one after the other, each through its
-commit log: a crash between two leaves the later ones' commits to the next run,
-which publishes them from their staged or kept copies.
+everything a plain copy guarantees holds per branch; the run's order is the same
+(``distcp.run.pipeline``). What the fork adds: the operator's routing (``route``), one
+Spark job whose tasks read each source once for all its branches (``copy_forked``,
+``distcp.fork.task``), the ``all`` policy (``distcp.fork.agree``) before any branch
+publishes, and the run's summary as the branches' added up (``fold``). Branches publish
+one after the other, each through its commit log: a crash between two leaves the later
+ones' commits to the next run, which publishes them from their staged or kept copies.
 """
 
 from __future__ import annotations
@@ -16,177 +17,30 @@ import json
 import logging
 import time
 from collections import defaultdict
-from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
 
-from distcp import preflight, request_count
-from distcp.callbacks import DEFAULT_CALLBACK, Callback
-from distcp.commit.orphans import abort_orphans
-from distcp.commit.publish import Publishing, publish_plan
-from distcp.copying.taskspec import TaskSpec
-from distcp.events.run import RunEvents
-from distcp.events.sinks import EventSink
-from distcp.fork.agree import agreed
-from distcp.fork.branches import Branch, ForkSettings, check_branches
+from distcp import request_count
+from distcp.callbacks import Callback
+from distcp.fork.branches import ForkSettings
 from distcp.fork.operators import decide, operator_for
 from distcp.fork.task import ForkedFile, ForkSpec, ForkUnit, fork_runner
 from distcp.fork.tee import QueueStats
 from distcp.model import CopyableFile, TaskResult
-from distcp.planning.listing import find_datasets, plan_all, state_root
 from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import Plan
 from distcp.planning.strategy import FORK, NOTHING, Strategy
-from distcp.run.branch import (
-    check_destination,
-    event_sink,
-    jobs_with_commits,
-    new_job_id,
-    on_session,
-    prepare_staging,
-    prepare_state_dirs,
-    publishing,
-    recover,
-    remove_job_folders,
-    split_recovered,
-    task_spec,
-)
-from distcp.run.report import count_requests, decisions, record_strategies
+from distcp.run.branch import BranchRun
+from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
 from distcp.spark.arrow import run_pickled
-from distcp.spark.job import run_session
 from distcp.spark.listing import LazySession
 from distcp.spark.session import default_parallelism
-from distcp.state.lock import DestinationLock
-from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 
 
-@dataclass
-class _Branch:
-    """One branch during the run: its configuration and what the run learns of it."""
-
-    branch: Branch
-    datasets: list[Any]
-    root: str
-    pub: Publishing | None = None
-    plan: Plan = field(default_factory=lambda: Plan(()))
-    spec: TaskSpec | None = None
-    results: list[TaskResult] = field(default_factory=list)
-    summary: Summary = field(default_factory=Summary)
-
-    @property
-    def name(self) -> str:
-        return self.branch.name
-
-
-def run_fork(branches: tuple[Branch, ...], settings: ForkSettings,
-             callback: Callback = DEFAULT_CALLBACK) -> Summary:
-    """One fork run: every branch's recovery and plan, one copy job, each branch's publish."""
-    check_branches(branches)
-    start = time.monotonic()
-    lead = branches[0].cfg
-    summary = Summary(job_id=new_job_id(), dry_run=lead.dry_run)
-    for b in branches:
-        preflight.check_run(b.cfg)
-    runs = []
-    for b in branches:
-        datasets = find_datasets(b.cfg)
-        runs.append(_Branch(b, datasets, state_root(b.cfg, datasets)))
-    log = RunLog(lead.log_file, summary.job_id)
-    try:
-        with ExitStack() as stack:
-            if not lead.dry_run:
-                for run in sorted(runs, key=lambda r: r.root):  # one order: no deadlock
-                    preflight.check_local_destination(run.root, run.branch.cfg.destination,
-                                                      run.branch.cfg.dst_options)
-                    stack.enter_context(DestinationLock(
-                        run.root, dict(run.branch.cfg.dst_options), summary.job_id))
-            session = LazySession(partial(run_session, lead, summary, callback))
-            stack.callback(session.close)
-            sink = event_sink(lead, runs[0].root)  # the run's own events: the lead's target
-            with RunEvents(sink, summary.job_id, lead.destination, lead.sources,
-                           enabled=not lead.dry_run) as events:
-                return events.end(_run_locked(runs, settings, callback, summary, start, log,
-                                              session, sink))
-    finally:
-        log.close()
-
-
-def _run_locked(runs: list[_Branch], settings: ForkSettings, callback: Callback,
-                summary: Summary, start: float, log: RunLog, session: LazySession,
-                sink: EventSink) -> Summary:
-    """The run once it holds every branch's destination. The Spark session opens at the
-    copy (or at a replayed catalog step) and stays open until the run ends."""
-    lead = runs[0].branch.cfg
-    for run in runs:
-        cfg = run.branch.cfg
-        run.summary = Summary(job_id=summary.job_id)
-        pub = replace(publishing(cfg, summary.job_id, run.root, run.name,
-                                 sink if run is runs[0] else None), log=log)
-        run.pub = on_session(pub, session, cfg)
-        datasets = run.datasets
-        if not cfg.dry_run:
-            blocked = recover(run.pub, cfg, run.summary)
-            datasets = [d for d in datasets if d.urn not in blocked]
-        planned = plan_all(cfg, callback.message, datasets,
-                           StateStore(run.root, dict(cfg.dst_options)))
-        run.plan = planned.plan
-        summary.strategy.setdefault("plan", []).extend(
-            {"branch": run.name, **row}
-            for row in record_strategies(log, "plan", planned.strategies))
-        run.summary.destination_listings = planned.destination_listings
-        if run is runs[0]:  # one source listing's skipped entries, reported once
-            summary.add_skipped(planned.skipped)
-    unrouted = _route(runs, settings)
-    if unrouted:
-        summary.notes.append(f"{unrouted} file(s) went to no branch (the fork operator "
-                             "chose none for them)")
-    for run in runs:
-        log.plan(run.plan)
-        run.summary.files_skipped = sum(d.files_skipped for d in run.plan.datasets)
-    summary.phases["plan_s"] = round(time.monotonic() - start, 3)
-    summary.datasets = len({d.urn for run in runs for d in run.plan.datasets})
-    if lead.dry_run or lead.log_level in ("info", "debug"):
-        summary.plan = [{**row, "branch": run.name} for run in runs
-                        for row in decisions(run.plan)]
-    if lead.dry_run:
-        return _dry_run(runs, summary, start)
-    todo = _prepare(runs)
-    summary.strategy["copy"] = record_strategies(log, "copy", (("", Strategy(
-        FORK if todo else NOTHING, f"{len(runs)} destinations, each file read once for all "
-        "the branches it goes to" if todo else "nothing to copy: no Spark job")),))
-    if todo:
-        results = _copy_on_spark(runs, todo, settings, callback, summary, session)
-        by_name = {run.name: run for run in runs}
-        for r in results:
-            by_name[r.branch].results.append(r)
-    if settings.policy == "all":
-        agreed_results = agreed([r.name for r in runs], [r.plan for r in runs],
-                                [r.results for r in runs], [r.pub for r in runs])  # type: ignore[misc]
-        for run, rs in zip(runs, agreed_results, strict=True):
-            run.results = rs
-    if any(run.plan.files_to_copy for run in runs):
-        callback.message("publishing")
-    t = time.monotonic()
-    with request_count.counting() as published:
-        for run in runs:
-            assert run.pub is not None and run.spec is not None
-            run.summary.add(publish_plan(run.plan, run.results, run.pub))
-            if summary.job_id not in jobs_with_commits(run.pub.store):
-                remove_job_folders(run.spec)
-            run.summary.uploads_aborted += abort_orphans(
-                run.branch.cfg.destination, run.root, run.spec.dst_options)
-    summary.phases["publish_s"] = round(time.monotonic() - t, 3)
-    _fold(summary, runs)
-    count_requests(summary, published.items(), len(todo))
-    summary.duration_s = round(time.monotonic() - start, 3)
-    return summary
-
-
-def _route(runs: list[_Branch], settings: ForkSettings) -> int:
+def route(runs: list[BranchRun], settings: ForkSettings) -> int:
     """Apply the fork operator: each branch keeps the files routed to it. Returns how
     many files no branch receives."""
     branches = [run.branch for run in runs]
@@ -215,32 +69,31 @@ def _relative(file: CopyableFile, root: str) -> str:
     return url.rsplit("/", 1)[-1]
 
 
-def _prepare(runs: list[_Branch]) -> list[ForkedFile]:
-    """Each branch's task spec, state folders, staging and kept copies; the files still
-    to read, each with every branch that needs it (a branch whose verified copy an
-    earlier run kept takes that copy instead, without a read)."""
+def copy_forked(runs: list[BranchRun], settings: ForkSettings, callback: Callback,
+                summary: Summary, session: LazySession, log: RunLog) -> int:
+    """One Spark job: each task reads its files once, for all their branches (a branch
+    whose verified copy an earlier run kept takes that copy instead, without a read).
+    Returns how many files it read."""
     targets: dict[str, list[tuple[int, CopyableFile]]] = defaultdict(list)
     for n, run in enumerate(runs):
-        cfg = run.branch.cfg
-        assert run.pub is not None
-        run.spec = replace(task_spec(cfg, run.pub.job_id, run.root), server_side=False)
-        check_destination(cfg, run.spec, run.plan.files_to_copy)
-        prepare_state_dirs(run.root, run.spec)
-        recovered, files = split_recovered(run.plan.files_to_copy, run.pub.recovery)
-        run.summary.add(run.pub.recovery.refusals())
-        run.results = [replace(r, branch=run.name) for rs in recovered for r in rs]
-        if files:
-            prepare_staging(run.spec, cfg)
-        for f in files:
+        for f in run.files:
             targets[f.guid].append((n, f))
-    return [ForkedFile(tuple(t)) for t in targets.values()]
+    todo = [ForkedFile(tuple(t)) for t in targets.values()]
+    summary.strategy["copy"] = record_strategies(log, "copy", (("", Strategy(
+        FORK if todo else NOTHING, f"{len(runs)} destinations, each file read once for all "
+        "the branches it goes to" if todo else "nothing to copy: no Spark job")),))
+    if not todo:
+        return 0
+    by_name = {run.name: run for run in runs}
+    for r in _copy_on_spark(runs, todo, settings, callback, summary, session):
+        by_name[r.branch].results.append(r)
+    return len(todo)
 
 
-def _copy_on_spark(runs: list[_Branch], todo: list[ForkedFile], settings: ForkSettings,
+def _copy_on_spark(runs: list[BranchRun], todo: list[ForkedFile], settings: ForkSettings,
                    callback: Callback, summary: Summary, session: LazySession
                    ) -> list[TaskResult]:
-    """One Spark job: each task reads its files once, for all their branches."""
-    lead = runs[0].branch.cfg
+    lead = runs[0].cfg
     t = time.monotonic()
     spark = session()
     summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
@@ -251,8 +104,7 @@ def _copy_on_spark(runs: list[_Branch], todo: list[ForkedFile], settings: ForkSe
         len(todo), lead.tasks or cores, per_core(lead.tasks, cost, cores)), lead.file_cost)
     units = [ForkUnit(u.unit_id, tuple(by_guid[f.guid] for f in u.files)) for u in packed]
     callback.set_size(len(todo), sum(f.lead.origin.size for f in todo))
-    specs = tuple(run.spec for run in runs)
-    fork = ForkSpec(tuple(run.name for run in runs), specs,  # type: ignore[arg-type]
+    fork = ForkSpec(tuple(run.name for run in runs), tuple(run.task for run in runs),
                     settings.queue, settings.queue_timeout)
     t = time.monotonic()
     try:
@@ -268,7 +120,7 @@ def _copy_on_spark(runs: list[_Branch], todo: list[ForkedFile], settings: ForkSe
     return results
 
 
-def _job_failed(runs: list[_Branch], todo: list[ForkedFile], exc: BaseException
+def _job_failed(runs: list[BranchRun], todo: list[ForkedFile], exc: BaseException
                 ) -> list[TaskResult]:
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     return [TaskResult(guid=f.guid, unit_id=-1, attempt="", origin=f.origin.url,
@@ -288,7 +140,7 @@ _ADDED = ("files_copied", "links_copied", "bytes_copied", "files_skipped", "file
           "destination_listings", "uploads_aborted", "directories_created")
 
 
-def _fold(summary: Summary, runs: list[_Branch]) -> None:
+def fold(summary: Summary, runs: list[BranchRun]) -> None:
     """The run's summary: the branches' counts added up, and each branch's own."""
     for run in runs:
         b = run.summary
@@ -302,21 +154,8 @@ def _fold(summary: Summary, runs: list[_Branch]) -> None:
                 queue = queue + QueueStats.of_pairs(r.queue)
         queue_log.debug("fork branch %s: queue %s", run.name, json.dumps(queue.report()))
         summary.branches[run.name] = {
-            "destination": fsutil.display(run.branch.cfg.destination),
+            "destination": fsutil.display(run.cfg.destination),
             "files_copied": b.files_copied, "bytes_copied": b.bytes_copied,
             "files_skipped": b.files_skipped, "files_failed": b.files_failed,
             "files_not_published": b.files_not_published,
             "files_recovered": b.files_recovered, "queue": queue.report()}
-
-
-def _dry_run(runs: list[_Branch], summary: Summary, start: float) -> Summary:
-    for run in runs:
-        files = run.plan.files_to_copy
-        run.summary.files_copied = len(files)
-        run.summary.bytes_copied = run.plan.bytes_to_copy
-        run.summary.files_deleted = sum(len(d.delete) for d in run.plan.datasets)
-    _fold(summary, runs)
-    summary.duration_s = round(time.monotonic() - start, 3)
-    return summary
-
-

@@ -10,7 +10,6 @@ from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.fork.branches import Branch, Route, settings_of
 from distcp.jobs.model import Job
-from distcp.metrics import reporting
 from distcp.options import configuration_options
 from distcp.summary import Summary
 
@@ -22,12 +21,11 @@ def fork_job(job: Job, *_: Any, callback: Callback = DEFAULT_CALLBACK,
     so the CLI reports both alike)."""
     from distcp import _write_summary
     from distcp.driver_errors import driver_errors
-    from distcp.run.fork import run_fork
+    from distcp.run.pipeline import run_branches
 
     branches = tuple(_branch(job, n) for n in range(len(job.branches)))
-    with driver_errors(), reporting(branches[0].cfg.metrics_file, callback) as report:
-        summary = run_fork(branches, settings_of(branches[0].cfg), report)
-        report.finish(summary)
+    with driver_errors():
+        summary = run_branches(branches, settings_of(branches[0].cfg), callback)
     _write_summary(summary, run_options.get("summary_json"))
     return summary
 

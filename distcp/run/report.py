@@ -3,7 +3,6 @@ and the requests per file, built from what the phases returned."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -30,13 +29,12 @@ def decisions(plan: Any) -> list[dict[str, str]]:
     return rows
 
 
-def dry_run_summary(summary: Summary, plan: Any, start: float) -> Summary:
+def dry_run_counts(summary: Summary, plan: Any) -> None:
+    """What a dry run would copy and delete, as the summary's counts."""
     summary.files_copied = len(plan.files_to_copy)
     summary.links_copied = sum(1 for f in plan.files_to_copy if f.origin.link_target is not None)
     summary.bytes_copied = plan.bytes_to_copy
     summary.files_deleted = sum(len(d.delete) for d in plan.datasets)
-    summary.duration_s = round(time.monotonic() - start, 3)
-    return summary
 
 
 def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing,

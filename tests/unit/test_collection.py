@@ -13,7 +13,7 @@ import pytest
 
 import distcp
 from distcp import collection
-from distcp.run import pipeline
+from distcp.run import planners
 
 
 @pytest.fixture(autouse=True)
@@ -47,13 +47,13 @@ def test_a_rerun_plans_without_collections(tmp_path: Path, monkeypatch: pytest.M
         (src / "a" / f"f{n}").write_bytes(b"x" * n)
     shutil.copytree(src, dst)  # copy2: same sizes and mtimes, so every file is skipped
     seen: list[bool] = []
-    plan_all = pipeline.plan_all
+    plan_all = planners.plan_all
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         seen.append(gc.isenabled())
         return plan_all(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "plan_all", recording)
+    monkeypatch.setattr(planners, "plan_all", recording)
     summary = distcp.copy(str(src), str(dst), progress=False)
     assert (summary.files_copied, summary.files_skipped) == (0, 3)
     assert seen == [False]

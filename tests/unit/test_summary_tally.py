@@ -19,7 +19,9 @@ SUMMARY_KEYS = {
     "partitions_registered", "catalog_failures", "branches", "sources_deleted",
     "per_dataset",
     # issue 11 point 2: rows collected from planning on Spark, results from copying
-    "plan_rows_collected", "results_collected"}
+    "plan_rows_collected", "results_collected",
+    # issue 36 point 1: how the run planned and copied, and why
+    "strategy"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:
