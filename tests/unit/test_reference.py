@@ -7,9 +7,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from distcp.cli import main
-from distcp.reference import END, PAGE, START, current_block
+from distcp.reference import END, PAGE, START, current_block, render
 from distcp.reference import main as write
-from distcp.reference import render
 
 ROOT = Path(__file__).resolve().parents[2]
 
