@@ -13,7 +13,8 @@
    against the default full diff (lists the destination), inside one Spark session.
 
 Run: ``python benchmarks/bench_commit.py [--files 20000] [--s3-files 5000] [--rounds 3]``.
-Writes ``benchmarks/results/commit.json`` and ``commit.md``.
+Writes ``benchmarks/results/commit.json`` and ``commit.md`` (the run's table, not kept in
+git: results worth keeping go to ``benchmarks/RESULTS.md``, dated).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@
    what a task always does: xxh3 hashing and the verifying re-read of every
    staged file (``--verify digest``, the default).
 
-Writes benchmarks/results/converters.md (and .json).
+Writes benchmarks/results/converters.md (and .json); the .md is the run's table, not kept
+in git: results worth keeping go to benchmarks/RESULTS.md, dated.
 """
 
 from __future__ import annotations

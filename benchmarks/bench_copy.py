@@ -20,15 +20,14 @@ Destinations are deleted (untimed) right after each run, followed by ``sync`` so
 tool's write-back does not land in the next tool's timing (and by ``--settle`` seconds,
 none by default). On a VM whose balloon reports free memory to its host
 (``free_page_reporting`` in the machine line) a page first written after it was given
-back costs a host fault: A by ``cp -a`` took 0.53 s right after a deletion and 2.43-2.84 s
-3 s after it (2026-11-27), and pydistcp's copy of A 0.69-0.75 s or 1.5-3.1 s by the
-same turns. A settle was meant to give every tool that state, but the host's own state
-moves (``cp -a`` after a 3 s settle: 0.86-3.42 s in one run), so the rounds' spread
+back costs a host fault, which moves ``cp -a``'s and pydistcp's times of A by turns
+(benchmarks/RESULTS.md, 2026-11-27, "This machine's memory"). A settle was meant to
+give every tool that state, but the host's own state moves too, so the rounds' spread
 shows it instead. Every copy is checked
 (file count and bytes); pydistcp's first good copy is also compared byte for byte.
 
-Writes benchmarks/results/copy.json and copy.md, and the table into benchmarks/README.md
-(between its results markers) when both data sets ran.
+Writes benchmarks/results/copy.json and copy.md, the run's table (not kept in git: a run
+worth keeping is folded into benchmarks/RESULTS.md, dated).
 """
 
 from __future__ import annotations

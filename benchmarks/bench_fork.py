@@ -12,7 +12,8 @@ the three separate runs, into fresh destinations, checked by file count and byte
 medians are reported with the fork's queue statistics. The target (issue 12): the fork
 in at most 0.6x the time of the three runs together.
 
-Writes benchmarks/results/fork.json and fork.md.
+Writes benchmarks/results/fork.json and fork.md (the run's table, not kept in git: results
+worth keeping go to benchmarks/RESULTS.md, dated).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ peak RSS (``ru_maxrss``: the Python worker's, pyarrow and pydistcp imported) and
 task's wall time (staging every member as a local file, journaling and sending every
 result). The target (issue 11): an archive of 1,000,000 members within 256 MiB.
 
-Writes benchmarks/results/members.md (and .json).
+Writes benchmarks/results/members.md (and .json); the .md is the run's table, not kept in
+git: results worth keeping go to benchmarks/RESULTS.md, dated.
 """
 
 from __future__ import annotations

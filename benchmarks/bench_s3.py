@@ -32,7 +32,8 @@
     repeated: bytes sent again, bytes saved, both wall times, and a byte comparison.
 
 The secret used is a fake one, passed through the environment (never argv).
-Writes benchmarks/results/s3.json and s3.md.
+Writes benchmarks/results/s3.json and s3.md (the run's table, not kept in git: results
+worth keeping go to benchmarks/RESULTS.md, dated).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ side by side in one run, by:
   default), ``driver`` and ``spark``, cold (its own JVM) and on the warm engine (started
   untimed first).
 
-Medians of ``--rounds``. Writes benchmarks/results/scale.json and scale.md.
+Medians of ``--rounds``. Writes benchmarks/results/scale.json and scale.md (the run's
+table, not kept in git: results worth keeping go to benchmarks/RESULTS.md, dated).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""docs/job.schema.json is current, valid, and agrees with the loader on the README's job.
+"""docs/job.schema.json is current, valid, and agrees with the loader on the guide's job.
 
 The schema is generated from the same key definitions as the loader; these tests
-fail while the committed file differs, and check that the README's example is a job
-both the schema and the loader accept (and that its documented error is the real one).
+fail while the committed file differs, and check that the example of the job files
+guide (docs/guide/jobs-and-fork.md) is a job both the schema and the loader accept (and
+that its documented error is the real one).
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from distcp.jobs.schema import render
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "docs" / "job.schema.json"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "guide" / "jobs-and-fork.md").read_text(encoding="utf-8")
 
 
-def readme_job() -> str:
-    """The first TOML block of the README's "Job files" section."""
-    section = README[README.index("## Job files"):]
+def guide_job() -> str:
+    """The first TOML block of the guide's "Job files" section."""
+    section = GUIDE[GUIDE.index("## Job files"):]
     match = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
-    assert match, "README's Job files section has no toml example"
+    assert match, "the guide's Job files section has no toml example"
     return match.group(1)
 
 
@@ -45,9 +46,9 @@ def test_committed_schema_is_current() -> None:
         "docs/job.schema.json`")
 
 
-def test_readme_example_validates_and_loads(tmp_path: Path,
+def test_guide_example_validates_and_loads(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    text = readme_job()
+    text = guide_job()
     validator().validate(tomllib.loads(text))
     monkeypatch.setenv("DROPS_KEY_ID", "AKIAEXAMPLE")
     monkeypatch.setenv("DROPS_SECRET", "example-secret")
@@ -62,12 +63,12 @@ def test_readme_example_validates_and_loads(tmp_path: Path,
     assert options["src_options"]["secret"] == "example-secret"
 
 
-def test_readme_shows_the_real_error_of_a_misspelt_key(tmp_path: Path) -> None:
-    (tmp_path / "partner.toml").write_text(readme_job().replace("convert =", "convrt ="))
+def test_guide_shows_the_real_error_of_a_misspelt_key(tmp_path: Path) -> None:
+    (tmp_path / "partner.toml").write_text(guide_job().replace("convert =", "convrt ="))
     with pytest.raises(ConfigurationError) as info:
         load_job(str(tmp_path / "partner.toml"), job_keys())
-    documented = re.search(r"`pydistcp: error: (partner\.toml:.*?)`", README, re.DOTALL)
-    assert documented, "README's Job files section shows no error line"
+    documented = re.search(r"`pydistcp: error: (partner\.toml:.*?)`", GUIDE, re.DOTALL)
+    assert documented, "the guide's Job files section shows no error line"
     shown = " ".join(documented.group(1).split())
     assert str(info.value) == shown.replace("partner.toml", str(tmp_path / "partner.toml"))
 
@@ -80,6 +81,6 @@ def test_readme_shows_the_real_error_of_a_misspelt_key(tmp_path: Path) -> None:
     ({"datasets": [{"source": "a", "sourse": "b"}]}, "sourse"),
 ])
 def test_schema_refuses_what_the_loader_refuses(change: dict, where: str) -> None:
-    job = {**tomllib.loads(readme_job()), **change}
+    job = {**tomllib.loads(guide_job()), **change}
     errors = list(validator().iter_errors(job))
     assert errors and any(where in str(e.message) or where in e.json_path for e in errors)
