@@ -459,7 +459,7 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
 
 
 RUN_HELP = """Run the job JOB.toml describes: its datasets, its branch and the copy's
-settings (README "Job files"; the format: docs/job.schema.json).
+settings (docs/guide/jobs-and-fork.md; the format: docs/job.schema.json).
 
 \b
 A relative path in the file is under the file's folder. Secrets are given
@@ -700,9 +700,10 @@ def cleanup_command(destination: str, older_than: str, state_dir: str | None, dr
 
 @main.group("engine")
 def engine_group() -> None:
-    """The warm engine: a local Spark server that later runs reuse (0.5 s instead of a
-    15-25 s JVM start). It stops itself after an idle time; runs use it with
-    --engine warm, or --engine auto (the default) while it runs."""
+    """The warm engine: a local Spark server that later runs reuse, so that they pay no
+    JVM start of their own (figures: benchmarks/RESULTS.md). It stops itself after an
+    idle time; runs use it with --engine warm, or --engine auto (the default) while it
+    runs."""
 
 
 @engine_group.command("start")

@@ -6,7 +6,7 @@ xxh3 in the loop is free); where the bytes go is the storage's business (a
 ``StageWriter``: a staging file, or an upload on the final key). A regular local
 file staged on local disk is moved by the kernel instead
 (``distcp.storage.localcopy``: ``copy_file_range``, holes kept), which beats the
-loop (README, Performance). Nothing here ever touches a final destination path.
+loop (benchmarks/RESULTS.md). Nothing here ever touches a final destination path.
 """
 
 from __future__ import annotations

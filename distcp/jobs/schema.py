@@ -32,7 +32,7 @@ def job_schema(keys: Sequence[KeySpec]) -> dict[str, Any]:
         "title": "pydistcp job file",
         "description": "One job for `pydistcp run JOB.toml`: [[datasets]] to read, "
                        "[[branches]] to write, [storage.\"PREFIX\"] options, and the "
-                       "copy's settings as top-level keys (see README, Job files).",
+                       "copy's settings as top-level keys (see docs/guide/jobs-and-fork.md).",
         "type": "object",
         "additionalProperties": False,
         "required": ["datasets", "branches"],

@@ -163,7 +163,7 @@ def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
     written to a copy-rows file, as ``DriverPairs`` writes its own: the copy then takes
     the thin path, its results never collected. Not where staging is a multipart
     upload: completing uploads read back from results files cost more than it saves
-    (README, Object stores)."""
+    (docs/guide/object-stores.md)."""
     if not copies_to or spec_for(cfg.destination, dict(cfg.dst_options)).capabilities.multipart:
         return plan
     by_urn = {ds.urn: ds for ds in datasets}

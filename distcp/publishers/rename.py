@@ -28,7 +28,7 @@ class RenamePublisher(Publisher):
 
     Directories are made first so that a destination that cannot take them fails
     the set before any file of it appears at a final path. Object stores have no
-    directories: there, empty source directories are dropped (README, S3 section).
+    directories: there, empty source directories are dropped (docs/guide/object-stores.md).
     """
 
     def sequence_for(self, outcome: FileSetOutcome, staging_dirs: Sequence[str]) -> CommitSequence:

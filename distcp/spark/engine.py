@@ -1,7 +1,7 @@
 """The warm engine: one persistent local Spark Connect server that later runs reuse.
 
-A cold run pays Spark's fixed cost (a JVM, a session, the first job's warm-up:
-15-25 s on 2 cores) for every copy. PySpark 4.3 ships the mechanism to avoid it
+A cold run pays Spark's fixed cost (a JVM, a session, the first job's warm-up; its
+figures: benchmarks/RESULTS.md) for every copy. PySpark 4.3 ships the mechanism to avoid it
 (``pyspark.sql.connect.local_server``): a long-lived local Spark Connect server,
 started through ``sbin/start-connect-server.sh`` and recorded in a discovery file
 (host, port, auth token, pid), to which later processes connect in under a second.

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from distcp.checksum import Digest
 
 #: Bytes read and hashed at a time: a piece that stays in the CPU cache between the
-#: read and the hash (2 GiB verified in 1.54 s with 1 MiB, 1.88 s with 8 MiB; README).
+#: read and the hash (2 GiB verified in 1.54 s with 1 MiB, 1.88 s with 8 MiB; benchmarks/RESULTS.md).
 HASH_CHUNK = 1 << 20
 
 _ZEROS = bytes(HASH_CHUNK)

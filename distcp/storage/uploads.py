@@ -238,7 +238,7 @@ def copy_in(fs: Any, source_url: str, final_url: str, size: int,
 
 def write_part(fs: Any, staged: Staged, at: RangeAt, source: RangeSource) -> tuple[str, bytes]:
     """One range = one part: S3 needs the whole part in one request, so the part's
-    bytes are held in memory (the range size; see README on --split-size). The part
+    bytes are held in memory (the range size; see docs/guide/copying.md on --split-size). The part
     is listed back, and sent again while another body holds its number."""
     upload_id, final = staged.upload_id, staged.location
     body = bytearray(at.length)
