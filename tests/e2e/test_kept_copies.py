@@ -21,7 +21,7 @@ import distcp
 from distcp.callbacks import Callback
 from distcp.commit.log import CommitStepStore
 from distcp.planning import treeplans
-from distcp.run import branch
+from distcp.run import branch, choice
 from distcp.spark import listing, publish
 from distcp.state.store import StateStore
 from tests.conftest import run_cli, tree
@@ -343,7 +343,7 @@ def test_auto_plans_a_big_local_tree_on_spark_and_a_small_one_on_the_driver(
     src, dst = tmp_path / "src", tmp_path / "dst"
     _source(src, 4, 20)  # 85 entries: 80 files, 5 directories
     monkeypatch.setattr(listing, "LOCAL_FROM", 84 if big else 85)
-    monkeypatch.setattr(job, "opens_cheaply", lambda *args: cheap)
+    monkeypatch.setattr(choice, "opens_cheaply", lambda *args: cheap)
     paired: list[str] = []
     real = treeplans.DriverPairs.__call__
 
