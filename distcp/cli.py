@@ -352,12 +352,8 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
         branch = f"[{row['branch']}] " if "branch" in row else ""
         click.echo(f"{branch}{row['action']:<6} {row['path']}  ({row['reason']})",
                    err=to_stdout or not dry_run)
-    if level in ("info", "debug") or dry_run:  # how it planned and copied, and why
-        for phase, rows in summary.strategy.items():
-            for row in rows:
-                where = " ".join(f"{row[k]}" for k in ("branch", "dataset") if k in row)
-                click.echo(f"pydistcp: {phase}{' ' + where if where else ''}: "
-                           f"{row['strategy']} ({row['why']})", err=True)
+    if level in ("info", "debug") or dry_run:
+        _echo_strategies(summary.strategy)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)
     for failure in summary.catalog_failures:
@@ -365,6 +361,15 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
     if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1
+
+
+def _echo_strategies(strategy: dict[str, list[dict[str, str]]]) -> None:
+    """How the run planned and copied, and why: one line each, on stderr."""
+    for phase, rows in strategy.items():
+        for row in rows:
+            where = " ".join(f"{row[k]}" for k in ("branch", "dataset") if k in row)
+            click.echo(f"pydistcp: {phase}{' ' + where if where else ''}: "
+                       f"{row['strategy']} ({row['why']})", err=True)
 
 
 MOVE_HELP = """Move SRC... to DST: copy them as 'copy' does (same options), then

@@ -78,13 +78,10 @@ def stream_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[T
 
 def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
     if spec.protected:
-        refused = list(_refused(unit, spec, attempt))
-        if refused:
-            yield from (r for _, r in refused)
-            gone = {id(f) for f, _ in refused}
-            unit = replace(unit, files=tuple(f for f in unit.files if id(f) not in gone))
-            if not unit.files:
-                return
+        unit, refused = _without_refused(unit, spec, attempt)
+        yield from refused
+        if not unit.files:
+            return
     if unit.split is not None:
         yield _run_range(unit, spec, attempt)
         return
@@ -109,16 +106,21 @@ def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResu
     progress.flush()
 
 
-def _refused(unit: WorkUnit, spec: TaskSpec, attempt: str
-             ) -> Iterator[tuple[CopyableFile, TaskResult]]:
-    """The unit's files whose destination lies in a protected folder, each failed by
-    name: the rest of the unit is copied."""
+def _without_refused(unit: WorkUnit, spec: TaskSpec, attempt: str
+                     ) -> tuple[WorkUnit, list[TaskResult]]:
+    """The unit less its files whose destination lies in a protected folder, and those
+    files failed by name: the rest of the unit is copied."""
+    keep: list[CopyableFile] = []
+    refused: list[TaskResult] = []
     for file in unit.files:
         try:
             spec.refuse_protected(file.origin.url, file.destination)
         except StateCollisionError as exc:
-            yield file, failed(ResultKey.of(file, unit.unit_id, attempt).result(
-                file.destination), exc)
+            refused.append(failed(ResultKey.of(file, unit.unit_id, attempt).result(
+                file.destination), exc))
+        else:
+            keep.append(file)
+    return (replace(unit, files=tuple(keep)) if refused else unit), refused
 
 
 #: Files one task copies at a time when a remote end makes each file a few round trips.
