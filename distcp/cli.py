@@ -352,7 +352,7 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
         branch = f"[{row['branch']}] " if "branch" in row else ""
         click.echo(f"{branch}{row['action']:<6} {row['path']}  ({row['reason']})",
                    err=to_stdout or not dry_run)
-    if level in ("info", "debug") or dry_run:
+    if level in ("info", "debug"):  # -v: how it planned and copied, and why
         _echo_strategies(summary.strategy)
     for failure in summary.failures:
         click.echo(f"pydistcp: FAILED {failure.error}", err=True)

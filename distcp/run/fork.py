@@ -81,7 +81,8 @@ def copy_forked(runs: list[BranchRun], settings: ForkSettings, callback: Callbac
     todo = [ForkedFile(tuple(t)) for t in targets.values()]
     summary.strategy["copy"] = record_strategies(log, "copy", (("", Strategy(
         FORK if todo else NOTHING, f"{len(runs)} destinations, each file read once for all "
-        "the branches it goes to" if todo else "nothing to copy: no Spark job")),))
+        "the branches it goes to" if todo else "nothing to copy: no Spark job")),),
+        runs[0].cfg.destination)
     if not todo:
         return 0
     by_name = {run.name: run for run in runs}

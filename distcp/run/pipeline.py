@@ -143,7 +143,7 @@ def _plan(runs: list[BranchRun], callback: Callback, summary: Summary, log: RunL
         run.plan = done.plan
         summary.strategy.setdefault("plan", []).extend(
             {"branch": run.name, **row} if run.forked else row
-            for row in record_strategies(log, "plan", done.strategies))
+            for row in record_strategies(log, "plan", done.strategies, run.cfg.destination))
         run.summary.destination_listings = done.destination_listings
         run.summary.plan_rows_collected = done.rows_collected
         if n == 0:
@@ -168,7 +168,7 @@ def _report_plan(runs: list[BranchRun], summary: Summary, start: float, log: Run
 def _dry_run(runs: list[BranchRun], summary: Summary, start: float, log: RunLog
              ) -> Summary:
     summary.strategy["copy"] = record_strategies(log, "copy", (
-        ("", Strategy(NOTHING, "--dry-run: nothing is copied")),))
+        ("", Strategy(NOTHING, "--dry-run: nothing is copied")),), runs[0].cfg.destination)
     for run in runs:
         dry_run_counts(run.summary, run.plan)
     if runs[0].forked:

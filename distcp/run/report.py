@@ -68,13 +68,17 @@ def count_requests(summary: Summary, publish: request_count.Counts, files: int) 
     summary.requests_per_file = request_count.per_file(summary.requests, files)
 
 
-def record_strategies(log: RunLog, phase: str, chosen: Iterable[tuple[str, Strategy]]
-                      ) -> list[dict[str, str]]:
-    """``chosen`` (by dataset URN; "" for the run) as the summary keeps them, each also
-    a ``strategy`` event of the run's log file."""
+def record_strategies(log: RunLog, phase: str, chosen: Iterable[tuple[str, Strategy]],
+                      destination: str) -> list[dict[str, str]]:
+    """``chosen`` (by dataset URN; "" for the whole run to ``destination``) as the
+    summary keeps them, each also a ``strategy`` event of the run's log file, which
+    names its dataset's source as ``path`` or the run's ``destination``, as every
+    event of that file names one or the other."""
     out = []
     for urn, strategy in chosen:
         row = {**({"dataset": urn} if urn else {}), **strategy.to_dict()}
-        log.event("strategy", phase=phase, **row)
+        log.event("strategy", phase=phase, **({"path": urn} if urn else
+                                              {"destination": destination}),
+                  **strategy.to_dict())
         out.append(row)
     return out

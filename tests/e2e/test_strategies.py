@@ -62,8 +62,12 @@ def test_minus_v_and_the_log_file_say_how_and_why(tmp_path: Path) -> None:
             "walked side by side in this process)") in out.stderr
     assert "pydistcp: copy: collected (every decision is shown or logged)" in out.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]
-    chosen = [(e["phase"], e["strategy"]) for e in events if e["event"] == "strategy"]
-    assert chosen == [("plan", "driver-paired-walk"), ("copy", "collected")]
+    chosen = [(e["phase"], e["strategy"], e.get("path") or e["destination"])
+              for e in events if e["event"] == "strategy"]
+    assert chosen == [("plan", "driver-paired-walk", str(src)),
+                      ("copy", "collected", str(tmp_path / "dst"))]
+    dry = run_cli("copy", str(src), str(tmp_path / "dst"), "--dry-run")
+    assert dry.returncode == 0 and "driver-paired-walk" not in dry.stderr  # -v's, not a dry run's
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["strategy"]["copy"] == [{"strategy": "collected",
                                             "why": "every decision is shown or logged"}]
