@@ -22,7 +22,7 @@ from distcp.copying.progress import JOURNAL, journal_records
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
 from distcp.publishers.catalog import registered_in, registrations_left
-from distcp.state.bounds import SOURCE, inside, plain_name
+from distcp.state.bounds import inside, plain_name
 from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
@@ -84,9 +84,7 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
 def _out_of_bounds(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext
                    ) -> Tally | None:
     """A log entry that names a path outside the run's roots (or an id that is not its
-    file's name) is moved aside unread and never executed: one line says where. One
-    that deletes sources where this command knows none (``recover``) stays pending for
-    the next ``move``, which checks them against its sources."""
+    file's name) is moved aside unread and never executed: one line says where."""
     bounds = ctx.bounds
     if bounds is None:
         raise ValueError("replaying a commit log needs the run's bounds")
@@ -97,13 +95,6 @@ def _out_of_bounds(store: CommitStepStore, pending: PendingSequence, ctx: Commit
         targets = [("unreadable", f"{type(exc).__name__}: {exc}")]
     if not pending.url.endswith(f"/{seq.id}.json"):
         targets.insert(0, ("unknown", f"id {seq.id!r} in {pending.url}"))
-    if bounds.sources is None and any(role == SOURCE for role, _ in targets):
-        targets = [t for t in targets if t[0] != SOURCE]
-        if bounds.first_outside(targets) is None:
-            note = (f"commit {seq.id} deletes the sources of a move: left pending for the "
-                    "next 'pydistcp move' to this destination, which checks them against "
-                    "its sources")
-            return Tally(notes=(note,))
     bad = bounds.first_outside(targets)
     if bad is None:
         return None

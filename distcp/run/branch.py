@@ -56,7 +56,7 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
     ctx = CommitContext(dst_options=options, state_root=root,
                         src_options=dict(cfg.src_options),
                         events=sink or event_sink(cfg, root),
-                        bounds=Bounds(cfg.destination, root, source_roots(cfg.sources)))
+                        bounds=bounds_of(cfg, root))
     catalog = (CatalogTarget(cfg.catalog_table, cfg.catalog_partitions or "")
                if cfg.catalog_table else None)
     return Publishing(job_id=job_id, started=time.time(), ctx=ctx,
@@ -65,6 +65,18 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
                       catalog=catalog, move=cfg.move, compare=cfg.compare,
                       delete_empty_src_dirs=cfg.delete_empty_src_dirs,
                       destination=cfg.destination, branch=branch)
+
+
+def bounds_of(cfg: CopyConfiguration, root: str) -> Bounds:
+    """The roots the run's records may act in, spelled as records spell URLs (a server's
+    user named in an FTP URL, a local path plain: ``fsutil.to_url``)."""
+    return Bounds(_as_written(cfg.destination, cfg.dst_options), root,
+                  tuple(_as_written(s, cfg.src_options) for s in source_roots(cfg.sources)))
+
+
+def _as_written(url: str, options: Any) -> str:
+    fs, path = fsutil.filesystem(url, dict(options))
+    return fsutil.to_url(fs, path.rstrip("/") or "/")
 
 
 def on_session(pub: Publishing, session: LazySession, cfg: CopyConfiguration) -> Publishing:
@@ -98,7 +110,7 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         s3_timeout=s3.watchdog_seconds(),
         checks=check_list(cfg.check),
         chmod=cfg.chmod_rules,
-        protected=protected_roots(cfg.destination, root),
+        protected=protected_roots(_as_written(cfg.destination, cfg.dst_options), root),
     )
 
 

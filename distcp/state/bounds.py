@@ -85,8 +85,9 @@ def landing_in(destination: str, roots: tuple[str, ...]) -> str | None:
 @dataclass(frozen=True)
 class Bounds:
     """The roots one run may act in: its destination, its state root, and the sources
-    a ``move`` may delete (None: this command does not know them, like ``recover``,
-    which leaves such a commit to the next ``move``)."""
+    a ``move`` may delete (None: this command is not given them, like ``recover``; a
+    move's deletion then rests on its own check, that the source's copy is at the
+    destination, inside it, with the published size)."""
 
     destination: str
     state_root: str
@@ -102,7 +103,7 @@ class Bounds:
             return inside(url, self.destination) and protected_by(
                 url, protected_roots(self.destination, self.state_root)) is None
         if role == SOURCE:
-            return any(inside(url, s) for s in self.sources or ())
+            return self.sources is None or any(inside(url, s) for s in self.sources)
         if role == NAME:
             return plain_name(url)
         return False
