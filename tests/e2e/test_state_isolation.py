@@ -188,7 +188,8 @@ def test_source_entries_named_like_the_state_directory(spark: Any, tmp_path: Pat
     assert again.ok and again.files_copied == 0 and again.files_deleted == 0
     assert (dst / ".pydistcp" / "commits").is_dir()
     listed = tmp_path / "list.txt"
-    listed.write_text(".pydistcp/commits/x.json\nplain.txt\n")
+    listed.write_text(".pydistcp/commits/x.json\nplain.txt\na/.pydistcp/deep.txt\n")
     f = distcp.copy(str(src), str(tmp_path / "dst2"), files_from=str(listed))
-    assert f.ok and f.files_copied == 1
+    assert f.ok and f.files_copied == 2  # the deeper one is data
+    assert (tmp_path / "dst2" / "a" / ".pydistcp" / "deep.txt").read_text() == "deep"
     assert [e.path for e in f.entries_skipped] == [str(src / ".pydistcp" / "commits" / "x.json")]
