@@ -109,7 +109,8 @@ def bench_s3_publish(n: int, rounds: int, spark: Any) -> dict[str, float]:
     import s3fs
 
     from distcp.commit.upload_steps import CompleteUploads  # imported before timing
-    from distcp.storage import Staged, parse_staged, s3
+    from distcp.storage import Staged, parse_staged
+    from distcp.storage.s3 import ops as s3
 
     server, endpoint = _moto_server()
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",

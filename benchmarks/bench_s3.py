@@ -365,7 +365,7 @@ def requests_per_file(endpoint: str, prefix: str, tmp: Path) -> dict[str, float]
     from distcp.copying.task import TaskSpec, run_work_unit
     from distcp.model import CopyableFile, WorkUnit
     from distcp.storage import filesystems as fsutil
-    from distcp.storage import s3get
+    from distcp.storage.s3 import lean as s3get
 
     options = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint}}
     fs, path = fsutil.filesystem(f"s3://bench/{prefix}/d0", options)

@@ -1,4 +1,4 @@
-"""When two readings of a file's mtime are the same time.
+"""Comparing times: two readings of one mtime, and the age of a time (driver and executor).
 
 Its own module because both sides need it: the planner decides with it whether a
 destination file is up to date, and executors whether a source changed while it
@@ -8,6 +8,7 @@ was copied. Executors must not import the planner.
 from __future__ import annotations
 
 import math
+import time
 
 #: Two mtimes closer than this are equal (float seconds lose sub-microsecond bits).
 MTIME_TOLERANCE_S = 1e-3
@@ -23,3 +24,9 @@ def same_mtime(a: float, b: float) -> bool:
     if abs(a - b) <= MTIME_TOLERANCE_S:
         return True
     return (a.is_integer() or b.is_integer()) and math.floor(a) == math.floor(b)
+
+
+def aged(since: float, seconds: float, now: float | None = None) -> bool:
+    """Whether a time ``since`` (epoch seconds) is ``seconds`` or more ago: the age test
+    of every sweep (staged uploads, dead runs' folders, kept copies)."""
+    return (now or time.time()) - since >= seconds

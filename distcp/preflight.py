@@ -31,7 +31,7 @@ from distcp.errors import (
 from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
-from distcp.storage.local import os_path
+from distcp.storage.filesystems import os_path
 
 #: Seconds a TCP connect to a Spark master or an S3 request may take here.
 PROBE_TIMEOUT = 5.0

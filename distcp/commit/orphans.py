@@ -15,10 +15,11 @@ from typing import Any
 
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
+from distcp.mtimes import aged
 from distcp.planning.splitting import SplitStore
 from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
-from distcp.storage import parse_staged, s3, storage_for
+from distcp.storage import parse_staged, storage_for
 from distcp.summary import CleanupReport
 
 
@@ -35,7 +36,7 @@ def referenced_uploads(state_root: str, options: dict[str, Any],
     splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
         staged = parse_staged(str(meta.get("staging", "")))
-        stale = splits_older_than is not None and s3.older_than(
+        stale = splits_older_than is not None and aged(
             float(meta.get("created", 0)), splits_older_than)
         if stale:
             splits.discard(meta, folder)
@@ -78,7 +79,7 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             continue
         for folder in folders:
             job = folder.rstrip("/").rsplit("/", 1)[-1]
-            if job in keep or not s3.older_than(_job_started(fs, folder, job), older_than):
+            if job in keep or not aged(_job_started(fs, folder, job), older_than):
                 continue
             size += _size(fs, folder)
             if not dry_run:
@@ -86,7 +87,7 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             jobs += part == layout.staging()
     splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
-        if s3.older_than(float(meta.get("created", 0)), older_than):
+        if aged(float(meta.get("created", 0)), older_than):
             fs, path = fsutil.filesystem(folder, options)
             size += _size(fs, path)
             if not dry_run:
@@ -94,7 +95,7 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
             splits_freed += 1
     recovery = RecoveryArea(state_root, options)
     size += sum(o.get("bytes_written", 0) for e in recovery.entries()
-                if s3.older_than(float(e.get("kept", 0)), older_than)
+                if aged(float(e.get("kept", 0)), older_than)
                 for o in e["outputs"])
     kept = recovery.expire(older_than, dry_run=dry_run)
     uploads = abort_orphans(destination, state_root, options, older_than, dry_run=dry_run)

@@ -45,7 +45,7 @@ from distcp.publishers.catalog import (
 from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
 from distcp.state.store import urn_key
-from distcp.storage import Capabilities, parse_staged, s3
+from distcp.storage import NO_SERVER_SIDE, Capabilities, parse_staged
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Failure, Tally, tally_of
 
@@ -274,9 +274,9 @@ def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:
     """Say when S3 -> S3 files went through the tasks because the server cannot copy, and
     which archive entries were left out by ``--archive-links skip``."""
     notes: list[str] = []
-    fallbacks = [r for r in results if r.ok and r.message.startswith(s3.NO_SERVER_SIDE)]
+    fallbacks = [r for r in results if r.ok and r.message.startswith(NO_SERVER_SIDE)]
     if fallbacks:
-        why = fallbacks[0].message.removeprefix(s3.NO_SERVER_SIDE)
+        why = fallbacks[0].message.removeprefix(NO_SERVER_SIDE)
         notes.append(f"server-side copy not used for {len(fallbacks)} file(s), "
                      f"copied through the tasks instead: {why}")
     notes.extend(f"{fsutil.display(r.origin)}: {r.message}" for r in results

@@ -14,16 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from distcp import request_count
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import throttle_for
 from distcp.copying.writer import SourceReader
 from distcp.errors import SourceReadError
 from distcp.model import CopyableFile
 from distcp.mtimes import same_mtime
+from distcp.storage import Storage, VersionChanged, storage_for
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3, s3get, storage_for
-from distcp.storage.local import os_path
+from distcp.storage.filesystems import os_path
 
 #: Objects up to this size with a listed ETag are read whole in one GET If-Match.
 SMALL_OBJECT = 1 << 20
@@ -31,48 +30,28 @@ SMALL_OBJECT = 1 << 20
 LIVE_READERS: weakref.WeakSet[SourceReader] = weakref.WeakSet()
 
 
-def one_get(file: CopyableFile) -> bool:
-    """A small S3 object whose listed ETag lets one GET If-Match read and vouch for it."""
+def one_get(file: CopyableFile, storage: Storage | None = None) -> bool:
+    """A small object whose listed ETag lets one conditional read fetch it and vouch for
+    its version (``capabilities.conditional_reads``)."""
     o = file.origin
     return bool(o.etag) and o.size <= SMALL_OBJECT and \
-        storage_for(o.url).capabilities.conditional_reads
+        (storage or storage_for(o.url)).capabilities.conditional_reads
 
 
 def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
-    local = storage_for(file.origin.url, spec.src_options).capabilities.local_paths
+    storage = storage_for(file.origin.url, spec.src_options)
     shown = fsutil.display(file.origin.url)
     proven = False
     with _refusals(shown):
-        if local:
-            raw: Any = open(os_path(file.origin.url), "rb", buffering=0)  # noqa: SIM115 - the reader owns it
-        elif one_get(file):
-            raw, proven = _get_listed(_store_of(file.origin.url, spec), file, shown), True
+        if one_get(file, storage):
+            raw: Any = _get_listed(storage, file, shown)
+            proven = True
         else:
-            fs, path = fsutil.filesystem(file.origin.url, spec.src_options)
-            raw = fs.open(path, "rb", block_size=spec.buffer_size)
+            raw = storage.open_read(file.origin.url, spec.buffer_size)
     reader = SourceReader(raw, file.origin.url, throttle_for(spec.bwlimit))
     LIVE_READERS.add(reader)
     reader.proven = proven
     return reader
-
-
-def _store_of(url: str, spec: TaskSpec) -> Any:
-    """The filesystem of an object ``url`` for ``spec``'s options, built once per bucket
-    and task spec: building it from the URL for each small object cost ~70 µs, a sixth
-    of the object's whole copy. Keys holding ``?`` are not remembered (s3fs reads a
-    version id from the URL's query)."""
-    bucket = url[:url.find("/", url.find("://") + 3) + 1]
-    if not bucket or "?" in url:
-        return fsutil.filesystem(url, spec.src_options)[0]
-    known = _STORES.get((bucket, id(spec)))
-    if known is None or known[0] is not spec:
-        known = _STORES[(bucket, id(spec))] = (spec, fsutil.filesystem(url, spec.src_options)[0])
-        if len(_STORES) > 64:
-            _STORES.clear()
-    return known[1]
-
-
-_STORES: dict[tuple[str, int], tuple[TaskSpec, Any]] = {}
 
 
 class opened_source:
@@ -129,17 +108,15 @@ def _refused(shown: str, exc: OSError) -> SourceReadError:
     return SourceReadError(f"cannot open {shown}: {exc}", path=shown)
 
 
-def _get_listed(fs: Any, file: CopyableFile, shown: str) -> io.BytesIO:
+def _get_listed(storage: Storage, file: CopyableFile, shown: str) -> io.BytesIO:
     """The listed version of a small object, in one request (no HEAD before or after)."""
     o = file.origin
     assert o.etag is not None
     try:
-        data = s3get.get_if_match(fs, o.url, o.etag)
-    except OSError as exc:
-        if s3.precondition_failed(exc):
-            raise SourceReadError(f"source changed while copying: {shown} (its ETag is no "
-                                  f"longer the listed {o.etag})", path=shown) from exc
-        raise
+        data = storage.read_version(o.url, o.etag)
+    except VersionChanged as exc:
+        raise SourceReadError(f"source changed while copying: {shown} (its ETag is no "
+                              f"longer the listed {o.etag})", path=shown) from exc
     # The ETag match is the proof. LastModified is not compared: rclone serve s3's header
     # (whole seconds) and its listing (milliseconds) disagreed on 27 of 5,000 objects.
     if len(data) != o.size:
@@ -176,13 +153,11 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
     shown = fsutil.display(o.url)
     etag: str | None = None
     local = fsutil.local_path(o.url)  # a plain path, asked without its storage
-    if local is not None or storage_for(o.url, spec.src_options).capabilities.local_paths:
-        st = os.stat(local if local is not None else os_path(o.url))
+    if local is not None:
+        st = os.stat(local)
         size, mtime = st.st_size, st.st_mtime
     else:
-        fs, path = fsutil.filesystem(o.url, spec.src_options)
-        request_count.count("head")  # one HEAD (or its protocol's stat) of the source
-        now = fsutil.status(fs, fs.info(path))
+        now = storage_for(o.url, spec.src_options).stat(o.url)
         size, mtime, etag = now.size, now.mtime, now.etag
     if size != o.size:
         change = f"listed {o.size} bytes, now {size}"

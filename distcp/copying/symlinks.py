@@ -18,7 +18,7 @@ from distcp.copying.writer import Staged
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
 from distcp.model import CopyableFile
 from distcp.storage import filesystems as fsutil
-from distcp.storage.local import os_path
+from distcp.storage.filesystems import os_path
 
 
 def stage_link(file: CopyableFile, staging_url: str, holds_links: bool = True) -> Staged:

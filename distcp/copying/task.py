@@ -40,9 +40,16 @@ from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, QualityCheckError, StateCollisionError
 from distcp.faults import armed, crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.storage import Storage, parse_staged, s3, storage_for
+from distcp.storage import (
+    NO_SERVER_SIDE,
+    ServerSideCopyUnsupported,
+    Storage,
+    bounded_by,
+    parse_staged,
+    storage_for,
+)
 from distcp.storage import filesystems as fsutil
-from distcp.storage.local import os_path
+from distcp.storage.filesystems import os_path
 from distcp.storage.staging import StagedStream, StageWriter
 
 U = TypeVar("U")
@@ -224,7 +231,7 @@ def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: s
 
 def plain(file: CopyableFile, spec: TaskSpec) -> bool:
     """A file copied as it is from one local path into local staging: no converter, no
-    check, no bandwidth limit. The kernel copies it (``distcp.storage.localcopy``) and
+    check, no bandwidth limit. The kernel copies it (``distcp.storage.local.copyfile``) and
     the stream layers a converter or a check needs are skipped: they cost more than the
     copy itself for a small file (one task, 64-byte files: 111 µs a file through them,
     82 without; the bare system calls take 27)."""
@@ -304,8 +311,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     if server_side(file, spec):
         try:
             return Outputs.of([_copy_server_side(file, key, spec, publish_now)])
-        except s3.ServerSideCopyUnsupported as exc:  # the bytes come through here instead
-            spec, note = replace(spec, server_side=False), f"{s3.NO_SERVER_SIDE}{exc}"
+        except ServerSideCopyUnsupported as exc:  # the bytes come through here instead
+            spec, note = replace(spec, server_side=False), f"{NO_SERVER_SIDE}{exc}"
     done = Outputs(spill_dir(spec, staging_dir))
     held = HeldBodies() if publish_now else None
     reader: SourceReader | None = None
@@ -510,7 +517,7 @@ def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
         except CopyError:
             _discard_results([_staged_result(key, file.destination, up)], spec)
             raise
-    except s3.ServerSideCopyUnsupported:
+    except ServerSideCopyUnsupported:
         raise  # copy_file copies through the task instead
     except Exception as exc:  # noqa: BLE001 - reported as data
         return failed(key.result(file.destination), exc)
@@ -543,11 +550,11 @@ def unit_runner(spec: TaskSpec, attempt: str
 def runner_of(spec: TaskSpec, per_unit: Callable[[U], Iterator[R]]
               ) -> Callable[[list[U]], Iterator[Iterator[R]]]:
     """A task attempt's runner: ``per_unit`` over each unit of a batch, inside the
-    client's task environment and S3 bound (shared by plain and fork runs)."""
+    client's task environment and request bound (shared by plain and fork runs)."""
     _new_job(spec.job_id)
 
     def run(units: list[U]) -> Iterator[Iterator[R]]:
-        with applied_environment(spec.env), s3.bounded_by(spec.s3_timeout):
+        with applied_environment(spec.env), bounded_by(spec.request_timeout):
             for unit in units:
                 yield per_unit(unit)
 

@@ -33,17 +33,18 @@ class TaskSpec:
     converter_options: ConverterOptions = field(default_factory=ConverterOptions)
     #: The destination's storage, resolved once on the driver: tasks ask it how to stage.
     dst: StorageSpec = field(default_factory=StorageSpec)
-    #: Sources and destination are S3 on one endpoint: copy S3 sources server-side.
+    #: Sources and destination are on one store and endpoint: copy sources server-side.
     server_side: bool = False
+    #: The part size a server-side copy asks for (the store rounds it up to its rules).
     part_size: int = 8 << 20
     #: The client's variables tasks read (AWS credentials, S3 bound, crash points):
     #: a warm engine's workers have the server's environment, not the client's.
     env: dict[str, str] | None = field(default=None, repr=False)
     #: ``--bwlimit``: this task's share of the run's bytes per second (None: no limit).
     bwlimit: int | None = None
-    #: Seconds one S3 operation may take (``PYDISTCP_S3_TIMEOUT``, read once by the
+    #: Seconds one remote operation may take (``PYDISTCP_S3_TIMEOUT``, read once by the
     #: driver); None: the environment's, for tasks run outside a job (tests).
-    s3_timeout: float | None = None
+    request_timeout: float | None = None
     #: ``--check``: what every staged output must pass before it may publish (one
     #: destination's list; a fork gives each branch its own).
     checks: CheckList = field(default_factory=CheckList)

@@ -5,7 +5,7 @@ a reused-buffer readinto/write loop is 2.2-2.5x faster here than sendfile, and
 xxh3 in the loop is free); where the bytes go is the storage's business (a
 ``StageWriter``: a staging file, or an upload on the final key). A regular local
 file staged on local disk is moved by the kernel instead
-(``distcp.storage.localcopy``: ``copy_file_range``, holes kept), which beats the
+(``distcp.storage.local.copyfile``: ``copy_file_range``, holes kept), which beats the
 loop (benchmarks/RESULTS.md). Nothing here ever touches a final destination path.
 """
 
@@ -18,7 +18,8 @@ from distcp.checksum import Digest
 from distcp.copying.throttle import Throttle
 from distcp.errors import CopyError, SourceReadError
 from distcp.storage import filesystems as fsutil
-from distcp.storage import localcopy, storage_for
+from distcp.storage import storage_for
+from distcp.storage.local import copyfile as localcopy
 from distcp.storage.staging import StagedStream, StageWriter
 
 
@@ -91,7 +92,7 @@ class SourceReader:
 
     def regular_fd(self) -> int | None:
         """The descriptor of a regular local source file, else None
-        (see distcp.storage.localcopy)."""
+        (see distcp.storage.local.copyfile)."""
         return localcopy.regular_fd(self.raw) if self.throttle is None else None
 
     def readable(self) -> bool:

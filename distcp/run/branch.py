@@ -39,7 +39,7 @@ from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
 from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
-from distcp.storage import StorageSpec, s3, spec_for
+from distcp.storage import StorageSpec, spec_for, watchdog_seconds
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 
@@ -105,9 +105,9 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         converter_options=cfg.converter_options,
         dst=dst,
         server_side=_server_side(cfg, dst),
-        part_size=max(cfg.buffer_size, s3.MIN_PART),
+        part_size=cfg.buffer_size,
         env=task_environment(),
-        s3_timeout=s3.watchdog_seconds(),
+        request_timeout=watchdog_seconds(),
         checks=check_list(cfg.check),
         chmod=cfg.chmod_rules,
         protected=protected_roots(_as_written(cfg.destination, cfg.dst_options), root),

@@ -175,7 +175,7 @@ class Lister:
     def _more_keys(self, fs: Any, root: str) -> bool:
         """Whether the prefix holds more than ``keys_from`` keys: the driver's walk, which
         stops there; the walk of a prefix that ends before is kept for ``__call__``."""
-        from distcp.storage.s3list import MoreKeys
+        from distcp.storage.s3.listing import MoreKeys
 
         skipped: list[Skipped] = []
         try:

@@ -5,6 +5,7 @@ resolves it once into a picklable ``StorageSpec`` that executors ``open()``.
 """
 
 from distcp.storage.base import Capabilities, Storage
+from distcp.storage.errors import NO_SERVER_SIDE, ServerSideCopyUnsupported, VersionChanged
 from distcp.storage.spec import (
     StorageSpec,
     backend_name,
@@ -14,7 +15,9 @@ from distcp.storage.spec import (
 )
 from distcp.storage.staged import Staged, StagedKind, parse_staged
 from distcp.storage.staging import RangeAt, StagedFile, StagedStream, StageWriter
+from distcp.storage.watchdog import bounded_by, watchdog_seconds
 
-__all__ = ["Capabilities", "RangeAt", "StageWriter", "Staged", "StagedFile", "StagedKind",
-           "StagedStream", "Storage", "StorageSpec", "backend_name", "capabilities_of",
-           "parse_staged", "spec_for", "storage_for"]
+__all__ = ["NO_SERVER_SIDE", "Capabilities", "RangeAt", "ServerSideCopyUnsupported",
+           "StageWriter", "Staged", "StagedFile", "StagedKind", "StagedStream", "Storage",
+           "StorageSpec", "VersionChanged", "backend_name", "bounded_by", "capabilities_of",
+           "parse_staged", "spec_for", "storage_for", "watchdog_seconds"]

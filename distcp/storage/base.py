@@ -16,9 +16,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
+from distcp import request_count
 from distcp.checksum import Digest, digest_of_stream
+from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage.files import FileWriter, part_name, write_part_file
 from distcp.storage.joins import SplitParts, join_parts
@@ -34,7 +36,6 @@ from distcp.storage.staging import (
 )
 
 T = TypeVar("T")
-
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
@@ -89,6 +90,25 @@ class Storage(ABC):
     def fs(self, url: str) -> tuple[Any, str]:
         """The fsspec filesystem and path of ``url`` (fsspec caches instances)."""
         return fsutil.filesystem(url, self.options)
+
+    # -- reading ------------------------------------------------------------------
+    def stat(self, url: str) -> FileStatus:
+        """The entry at ``url`` as a listing would give it (size, mtime, ETag where the
+        store has one): one request on remote stores; FileNotFoundError if none."""
+        fs, path = self.fs(url)
+        request_count.count("head")  # one HEAD (or its protocol's stat)
+        return fsutil.status(fs, fs.info(path))
+
+    def open_read(self, url: str, block_size: int) -> BinaryIO:
+        """A reader of the file at ``url`` (``block_size``: the read-ahead of remote
+        files); OSError as the filesystem raised it (callers name the cause)."""
+        fs, path = self.fs(url)
+        return cast(BinaryIO, fs.open(path, "rb", block_size=block_size))
+
+    def read_version(self, url: str, etag: str) -> bytes:
+        """The whole file at ``url`` in one read, only if it is still version ``etag``
+        (``capabilities.conditional_reads``); VersionChanged when it is not."""
+        raise NotImplementedError(f"{self.name} storage has no conditional reads")
 
     # -- questions ----------------------------------------------------------------
     def exists(self, url: str) -> bool:

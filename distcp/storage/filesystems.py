@@ -26,14 +26,14 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from distcp.model import FileStatus
-from distcp.storage import s3
+from distcp.storage.s3 import ops as s3
 
 S = TypeVar("S")
 
 #: Our own classes for some protocols, used for the filesystems pydistcp opens and never
 #: registered into fsspec (that would change ``fsspec.filesystem("ftp")`` for the whole
 #: process of a user who imports us); "module:Class", imported on first use.
-_OWN_CLASSES = {"ftp": "distcp.storage.ftp:ListingFTPFileSystem"}
+_OWN_CLASSES = {"ftp": "distcp.storage.fsspec.ftp:ListingFTPFileSystem"}
 
 #: Name of the hidden directory that holds staging, state and logs under a
 #: destination; Hadoop, Spark and Hive readers skip names starting with "." or "_".
@@ -222,6 +222,11 @@ def local_path(url: str) -> str | None:
     return None if "://" in url or "::" in url else url
 
 
+def os_path(url: str) -> str:
+    """The plain path of a URL known to be local (what ``os`` calls take)."""
+    return url.removeprefix("file://")
+
+
 def to_url(fs: AbstractFileSystem, path: str) -> str:
     """A URL that ``filesystem`` maps back to ``fs``; local paths stay plain paths.
 
@@ -362,7 +367,7 @@ def _keys_and_prefixes(fs: AbstractFileSystem, root: str, skipped: list[Skipped]
     A key that is also the prefix of other keys (``a`` and ``a/b``) is reported and its
     directory kept, as that answer keeps it (no second listing to find such keys:
     listing 100,000 keys once instead of twice takes 9 s instead of 22 s here)."""
-    from distcp.storage.s3list import find_keys
+    from distcp.storage.s3.listing import find_keys
 
     top = fs._strip_protocol(root).rstrip("/")
     keys: dict[str, Any] = find_keys(fs, root, most) or fs.find(root, detail=True)

@@ -18,15 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3
 from distcp.storage.base import Capabilities, Storage
 
-#: Backend name -> "module:Class", imported lazily.
+#: Backend name -> "module:Class", imported lazily; one folder each under storage/.
 BACKENDS: dict[str, str] = {
-    "fsspec": "distcp.storage.generic:FsspecStorage",
-    "local": "distcp.storage.local:LocalStorage",
-    "object": "distcp.storage.objects:ObjectStorage",
+    "fsspec": "distcp.storage.fsspec.storage:FsspecStorage",
+    "local": "distcp.storage.local.storage:LocalStorage",
+    "object": "distcp.storage.s3.storage:ObjectStorage",
 }
+#: fsspec protocol -> the backend serving it; any other protocol is "fsspec"'s (and a
+#: local filesystem is "local" whatever its protocol). A new store is a folder under
+#: storage/ and a line here: the engine asks the backend, never the protocol.
+PROTOCOLS: dict[str, str] = {"s3": "object", "s3a": "object"}
 
 _cache: dict[tuple[str, str], Storage] = {}
 _names: dict[tuple[str, str], str] = {}
@@ -92,7 +95,13 @@ def backend_name(url: str, options: dict[str, Any] | None = None) -> str:
 
 def backend_of(fs: Any) -> str:
     """The backend serving an fsspec filesystem already built."""
-    return "local" if fsutil.is_local(fs) else "object" if s3.is_s3(fs) else "fsspec"
+    if fsutil.is_local(fs):
+        return "local"
+    protocol = getattr(fs, "protocol", ())
+    for name in protocol if isinstance(protocol, (tuple, list)) else (protocol,):
+        if name in PROTOCOLS:
+            return PROTOCOLS[name]
+    return "fsspec"
 
 
 def capabilities_of(fs: Any) -> Capabilities:

@@ -21,8 +21,8 @@ from fsspec import AbstractFileSystem
 
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3list
 from distcp.storage.filesystems import Skipped
+from distcp.storage.s3 import listing as s3list
 
 S = TypeVar("S")
 

@@ -121,7 +121,7 @@ def test_publish_into_a_path_the_server_refuses_is_an_ordinary_error_naming_it(
 _WRITER = r"""
 import json, os, sys
 from distcp.state import store as state
-from distcp.storage.ftp import TranslatingFTPFile
+from distcp.storage.fsspec.ftp import TranslatingFTPFile
 
 calls = [0]
 upload = TranslatingFTPFile._upload_chunk
@@ -155,7 +155,7 @@ def test_a_kill_during_a_state_write_leaves_the_old_document_whole(
     assert partial and partial[0].stat().st_size > 0, "the kill came before any byte"
 
     # interrupted in-process: the temp is removed, the final name keeps the old bytes
-    from distcp.storage.ftp import TranslatingFTPFile
+    from distcp.storage.fsspec.ftp import TranslatingFTPFile
 
     def refuse(self: object, final: bool = False) -> bool:
         raise KeyboardInterrupt

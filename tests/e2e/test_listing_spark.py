@@ -22,7 +22,7 @@ import pytest
 from distcp.planning.tops import tree_tasks
 from distcp.spark.listing import Lister, key_tasks, listing_frame
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3list
+from distcp.storage.s3 import listing as s3list
 from distcp.storage import treelisting as tl
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures

@@ -20,8 +20,8 @@ import pytest
 from distcp.copying.task import TaskSpec, copy_file, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3 as s3api
-from distcp.storage import s3get
+from distcp.storage.s3 import ops as s3api
+from distcp.storage.s3 import lean as s3get
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
@@ -140,7 +140,7 @@ def test_a_proxy_in_the_environment_keeps_gets_on_s3fs(
 
 def test_lean_listing_pages_and_find_answer_as_botocore_and_s3fs_do(
         s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
-    from distcp.storage import s3list
+    from distcp.storage.s3 import listing as s3list
 
     s3 = s3_any
     objects = {f"lp/{name}": os.urandom(9) for name in [*TRICKY, "a+b c", "d/e/f.txt",

@@ -29,8 +29,8 @@ from distcp.errors import CopyError, DestinationWriteError, PlanningError
 from distcp.model import WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.run.branch import check_destination, publishing, task_spec
-from distcp.storage import Staged, storage_for
-from distcp.storage import s3 as s3ops
+from distcp.storage import Staged, storage_for, watchdog
+from distcp.storage.s3 import ops as s3ops
 from distcp.storage.staging import StagedStream
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
@@ -199,7 +199,7 @@ def test_a_hung_request_is_abandoned_by_the_watchdog(monkeypatch: pytest.MonkeyP
     held: list[socket.socket] = []
     threading.Thread(target=lambda: held.append(silent.accept()[0]), daemon=True).start()
     port = silent.getsockname()[1]
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "2")
+    monkeypatch.setenv(watchdog.TIMEOUT_ENV, "2")
     fs = s3fs.S3FileSystem(key="k", secret="s", skip_instance_cache=True,
                            endpoint_url=f"http://127.0.0.1:{port}",
                            config_kwargs={"read_timeout": 3600, "retries": {"max_attempts": 1}})

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3 as s3ops
+from distcp.storage.s3 import ops as s3ops
 from tests.fixtures.s3_server import S3Server, rclone_server  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,8 @@ import pytest
 
 from distcp.state.store import DatasetState, StateStore, read_json, write_atomic
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3 as s3ops
+from distcp.storage import watchdog
+from distcp.storage.s3 import ops as s3ops
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     ACCESS_KEY,
@@ -38,7 +39,7 @@ def options_via(proxy: StallProxy) -> dict[str, Any]:
 
 @pytest.fixture()
 def short_bound(monkeypatch: pytest.MonkeyPatch) -> float:
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, str(BOUND))
+    monkeypatch.setenv(watchdog.TIMEOUT_ENV, str(BOUND))
     return BOUND
 
 
@@ -60,12 +61,12 @@ def test_state_documents_on_a_stalled_server_fail_naming_the_file_within_the_bou
         assert took < short_bound + 3, took
         message = str(info.value)
         assert "s3://dst/root/.pydistcp/datasets/" in message and "no answer" in message
-        assert s3ops.TIMEOUT_ENV in message and SECRET_KEY not in message
+        assert watchdog.TIMEOUT_ENV in message and SECRET_KEY not in message
 
 
 def test_a_lean_get_on_a_stalled_server_fails_within_its_attempts(
         s3: S3Server, stall_proxy: StallProxy, short_bound: float) -> None:  # noqa: F811
-    from distcp.storage import s3get
+    from distcp.storage.s3 import lean as s3get
 
     s3.client().put_object(Bucket="src", Key="lean/a.bin", Body=b"x" * 64)
     fs, _ = fsutil.filesystem("s3://src/", options_via(stall_proxy))
@@ -101,7 +102,7 @@ def test_every_s3fs_request_gets_socket_timeouts_and_bounded_attempts(
     + botocore's backoff of up to 1 + 2 s) + s3fs's own backoff, doubled for a loaded
     machine: CI measured 46 s once for an ideal of about 37 s)."""
     bound = 1.0
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, str(bound))
+    monkeypatch.setenv(watchdog.TIMEOUT_ENV, str(bound))
     fs, _ = fsutil.filesystem("s3://dst/x", options_via(stall_proxy))
     fs.pipe_file("dst/d/f.txt", b"x")
     stall_proxy.frozen.set()
@@ -130,7 +131,7 @@ def test_a_run_whose_server_stops_answering_at_publish_ends_naming_the_file(
         r = run_cli("copy", str(src), "s3://dst/tree", "--no-progress", "--master", "local[2]",
                     "--log-dir", str(tmp_path / "logs"),
                     env={**s3.env, "AWS_ENDPOINT_URL": proxy.endpoint,
-                         s3ops.TIMEOUT_ENV: "3"})
+                         watchdog.TIMEOUT_ENV: "3"})
         took = time.monotonic() - t
     finally:
         proxy.close()
@@ -138,6 +139,6 @@ def test_a_run_whose_server_stops_answering_at_publish_ends_naming_the_file(
     assert r.returncode != 0 and took < 240, (r.returncode, took)
     assert "no answer from the S3 server within 3 s" in r.stderr, r.stderr
     assert "internal error" not in r.stderr and "rerun to finish" in r.stderr, r.stderr
-    assert "s3://dst/tree/.pydistcp/commits/" in r.stderr and s3ops.TIMEOUT_ENV in r.stderr
+    assert "s3://dst/tree/.pydistcp/commits/" in r.stderr and watchdog.TIMEOUT_ENV in r.stderr
     assert_no_canary(r.stdout, r.stderr)
     assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()

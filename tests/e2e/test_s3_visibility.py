@@ -23,8 +23,10 @@ from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.run.branch import publishing, task_spec
-from distcp.storage import httpwire, parse_staged, s3get, storage_for
-from distcp.storage import s3 as s3ops
+from distcp.storage import parse_staged, storage_for
+from distcp.storage.s3 import lean as s3get
+from distcp.storage.s3 import wire as httpwire
+from distcp.storage.s3 import ops as s3ops
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,

@@ -18,9 +18,9 @@ from distcp.copying.writer import SourceReader
 from distcp.errors import IntegrityError
 from distcp.model import CopyableFile, FileStatus, Split
 from distcp.storage import Staged, storage_for
-from distcp.storage import s3 as s3mod
+from distcp.storage.s3 import ops as s3mod
 from distcp.storage.staging import RangeAt
-from distcp.storage.uploads import PART_RESENDS
+from distcp.storage.s3.uploads import PART_RESENDS
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e

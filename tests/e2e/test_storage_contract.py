@@ -418,7 +418,7 @@ def test_importing_pydistcp_leaves_fsspecs_ftp_class_alone() -> None:
     """A user's own ``fsspec.filesystem("ftp")`` keeps fsspec's class after any use of us."""
     code = ("import fsspec, distcp, distcp.storage.filesystems, distcp.cli, distcp.storage\n"
             "from distcp.storage.filesystems import filesystem_class\n"
-            "assert filesystem_class('ftp').__module__ == 'distcp.storage.ftp'\n"
+            "assert filesystem_class('ftp').__module__ == 'distcp.storage.fsspec.ftp'\n"
             "cls = fsspec.get_filesystem_class('ftp')\n"
             "print(cls.__module__ + '.' + cls.__name__)\n"
             "print(fsspec.registry['ftp'].__name__)\n")

@@ -25,8 +25,8 @@ from distcp.commit.move_steps import DeleteSources
 from distcp.commit.steps import CommitContext, CommitStep, MakeDirectories, PublishFiles
 from distcp.commit.upload_steps import CheckDigests, CompleteUploads
 from distcp.storage import Capabilities
-from distcp.storage.local import LocalStorage
-from distcp.storage.objects import ObjectStorage
+from distcp.storage.local.storage import LocalStorage
+from distcp.storage.s3.storage import ObjectStorage
 
 
 def _moves(n: int) -> tuple[tuple[str, str, int], ...]:

@@ -11,7 +11,7 @@ import pytest
 from distcp.configuration import CopyConfiguration, parse_options_file
 from distcp.errors import ConfigurationError
 from distcp.storage import filesystems as fsutil
-from distcp.storage.ftp import translate
+from distcp.storage.fsspec.ftp import translate
 
 
 def test_ftp_url_server_parts_become_options_and_given_options_win() -> None:

@@ -1,4 +1,4 @@
-"""The kernel copy path (distcp.storage.localcopy) on real local files: bytes, digests, holes,
+"""The kernel copy path (distcp.storage.local.copyfile) on real local files: bytes, digests, holes,
 and each fallback forced through the os functions it calls."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 from distcp.checksum import Digest, digest_of_bytes
 from distcp.copying.writer import SourceReader, write_staged
 from distcp.errors import DestinationWriteError, IntegrityError, SourceReadError
-from distcp.storage import holes, localcopy
+from distcp.storage.local import copyfile as localcopy
+from distcp.storage.local import holes
 from tests.fixtures.trees import sparse_file
 
 MIB = 1 << 20
@@ -407,7 +408,7 @@ def test_a_freshly_opened_source_is_copied_from_its_start_and_left_where_it_was(
 
 def test_mode_and_mtime_are_set_through_the_open_copy_before_its_verify(
         tmp_path: Path) -> None:
-    from distcp.storage.local import LocalFileWriter
+    from distcp.storage.local.storage import LocalFileWriter
 
     data = os.urandom(5000)
     (tmp_path / "a").write_bytes(data)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from distcp.storage import s3, s3get
+from distcp.storage.s3 import lean as s3get
+from distcp.storage.s3 import ops as s3
 from tests.unit.test_httpwire import Scripted, ok
 from tests.unit.test_httpwire import server as scripted  # noqa: F401 - the fixture
 

@@ -10,36 +10,37 @@ import fsspec.asyn
 import pytest
 
 from distcp.mtimes import same_mtime
-from distcp.storage import s3 as s3ops
+from distcp.storage import watchdog
+from distcp.storage.s3 import ops as s3ops
 
 
 def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(s3ops.TIMEOUT_ENV, raising=False)
+    monkeypatch.delenv(watchdog.TIMEOUT_ENV, raising=False)
     mine = {"key": "k", "config_kwargs": {"read_timeout": 900, "retries": {"max_attempts": 9}}}
     out = s3ops.bounded_options(mine)
     assert out["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9},
                                     "connect_timeout": s3ops.CONNECT_TIMEOUT_S,
                                     "max_pool_connections": s3ops.POOL_CONNECTIONS}
     assert mine["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9}}
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "4")
-    assert s3ops.watchdog_seconds() == 4
+    monkeypatch.setenv(watchdog.TIMEOUT_ENV, "4")
+    assert watchdog.watchdog_seconds() == 4
     assert s3ops.bounded_options({})["config_kwargs"]["read_timeout"] == 4
     for bad in ("", "0", "-1", "nan", "inf", "soon"):
-        monkeypatch.setenv(s3ops.TIMEOUT_ENV, bad)
-        assert s3ops.watchdog_seconds() == s3ops.WATCHDOG_S
+        monkeypatch.setenv(watchdog.TIMEOUT_ENV, bad)
+        assert watchdog.watchdog_seconds() == watchdog.WATCHDOG_S
 
 
 def test_a_task_uses_the_bound_the_driver_read_not_the_environment(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "4")
-    with s3ops.bounded_by(42.0):
-        monkeypatch.setenv(s3ops.TIMEOUT_ENV, "7")  # a worker's own environment changes
-        assert s3ops.watchdog_seconds() == 42.0
+    monkeypatch.setenv(watchdog.TIMEOUT_ENV, "4")
+    with watchdog.bounded_by(42.0):
+        monkeypatch.setenv(watchdog.TIMEOUT_ENV, "7")  # a worker's own environment changes
+        assert watchdog.watchdog_seconds() == 42.0
         assert s3ops.bounded_options({})["config_kwargs"]["read_timeout"] == 42.0
         assert s3ops.bounded_options({})["config_kwargs"]["connect_timeout"] == 10.0
-    assert s3ops.watchdog_seconds() == 7  # outside a task: the environment, as before
-    with s3ops.bounded_by(None):
-        assert s3ops.watchdog_seconds() == 7
+    assert watchdog.watchdog_seconds() == 7  # outside a task: the environment, as before
+    with watchdog.bounded_by(None):
+        assert watchdog.watchdog_seconds() == 7
 
 
 def test_the_driver_reads_the_bound_once_into_the_task_spec(
@@ -47,12 +48,12 @@ def test_the_driver_reads_the_bound_once_into_the_task_spec(
     from distcp.configuration import CopyConfiguration
     from distcp.run.branch import task_spec
 
-    monkeypatch.setenv(s3ops.TIMEOUT_ENV, "12.5")
+    monkeypatch.setenv(watchdog.TIMEOUT_ENV, "12.5")
     cfg = CopyConfiguration.build([str(tmp_path)], str(tmp_path / "dst"))
-    assert task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp")).s3_timeout == 12.5
-    monkeypatch.delenv(s3ops.TIMEOUT_ENV)
+    assert task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp")).request_timeout == 12.5
+    monkeypatch.delenv(watchdog.TIMEOUT_ENV)
     spec = task_spec(cfg, "job", str(tmp_path / "dst" / ".pydistcp"))
-    assert spec.s3_timeout == s3ops.WATCHDOG_S
+    assert spec.request_timeout == watchdog.WATCHDOG_S
 
 
 def test_mtimes_compare_at_the_coarser_precision() -> None:

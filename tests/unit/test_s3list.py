@@ -7,7 +7,7 @@ import datetime
 import pytest
 from botocore.utils import parse_timestamp
 
-from distcp.storage.s3list import parse_page, timestamp
+from distcp.storage.s3.listing import parse_page, timestamp
 
 PAGE = """<?xml version="1.0" encoding="UTF-8"?>
 <ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
@@ -64,7 +64,7 @@ FLAT = """<?xml version="1.0" encoding="UTF-8"?>
 
 @pytest.mark.parametrize("encoding", ["<EncodingType>url</EncodingType>", ""])
 def test_flat_pages_read_by_the_quick_path_as_by_the_xml_parser(encoding: str) -> None:
-    from distcp.storage.s3list import _last_key, _parse_tree
+    from distcp.storage.s3.listing import _last_key, _parse_tree
 
     data = FLAT.format(encoding=encoding).encode()
     quick, tree = parse_page(data), _parse_tree(data)

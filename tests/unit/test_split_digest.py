@@ -14,8 +14,8 @@ from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableFile, FileStatus, Split, TaskResult, WorkUnit
 from distcp.planning.splitting import SplitFile, assemble_ranges, range_size, units_for
-from distcp.storage.local import LocalStorage
-from distcp.storage.objects import ObjectStorage
+from distcp.storage.local.storage import LocalStorage
+from distcp.storage.s3.storage import ObjectStorage
 
 MiB = 1 << 20
 

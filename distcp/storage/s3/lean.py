@@ -11,7 +11,7 @@ signing it here (``sign``, SigV4) instead of with botocore's signer
 saves most of another 0.8 ms.
 
 The request is then written on a kept-alive socket and its answer split by hand
-(``distcp.storage.httpwire``): 94 µs of CPU per GET instead of urllib3's 464 (one thread,
+(``distcp.storage.s3.wire``): 94 µs of CPU per GET instead of urllib3's 464 (one thread,
 2,000 GETs: 3,100/s instead of 1,400).
 
 So a small object read whole with ``If-Match`` (``sources._get_listed``) goes through
@@ -51,8 +51,9 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 from xml.sax.saxutils import unescape
 
-from distcp.storage import s3
-from distcp.storage.httpwire import Answer, Wire
+from distcp.storage.s3 import ops as s3
+from distcp.storage.s3.wire import Answer, Wire
+from distcp.storage.watchdog import watchdog_seconds
 
 T = TypeVar("T")
 
@@ -93,7 +94,7 @@ class LeanGetter:
             and self.endpoint.hostname.endswith(".amazonaws.com")))
         self._context = _tls_context((fs.client_kwargs or {}).get("verify", True)) \
             if self.endpoint.scheme == "https" else None
-        limit = s3.watchdog_seconds()
+        limit = watchdog_seconds()
         self._timeouts = (min(s3.CONNECT_TIMEOUT_S, limit), min(s3.READ_TIMEOUT_S, limit))
         self._wires: dict[str, Wire] = {}
         self._signer_credentials = client._request_signer._credentials
@@ -167,12 +168,12 @@ class LeanGetter:
              where: str, method: str = "GET", body: bytes | memoryview = b"",
              operation: str = "") -> Answer:
         """A signed request, retried as botocore would (connection trouble, throttling,
-        an expired token once) within the S3 bound (``s3.watchdog_seconds``); its 200
+        an expired token once) within the S3 bound (``watchdog_seconds``); its 200
         answer, or the error s3fs would raise, naming ``operation`` (else the method)."""
         refreshed = False
         what = f"{operation or method} {where}"
         payload = hashlib.sha256(body).hexdigest() if body else _EMPTY_SHA256
-        limit = s3.watchdog_seconds()
+        limit = watchdog_seconds()
         deadline = time.monotonic() + limit
         for attempt in range(s3.THROTTLE_RETRIES + 1):
             try:
@@ -300,7 +301,7 @@ def _answer_error(status: int, code: str, where: str, what: str) -> OSError:
 def fsspec_sync(fs: Any, coroutine: Any, *args: Any) -> Any:
     import fsspec.asyn
 
-    return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=s3.watchdog_seconds())
+    return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=watchdog_seconds())
 
 
 _GETTERS: dict[int, tuple[Any, LeanGetter | None]] = {}

@@ -26,7 +26,7 @@ from contextlib import closing
 from typing import Any
 from urllib.parse import unquote_plus
 
-from distcp.storage import s3get
+from distcp.storage.s3 import lean as s3get
 
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 

@@ -11,7 +11,7 @@ read, hashed while it is in the core's cache, and written. 8 × 256 MiB on ext4,
 at a time (2026-11-27): 0.48 s that way, 0.59 s kernel copy and read back, ``cp -a``
 0.53 s; the verify's read is in both.
 
-A sparse source is copied data segment by data segment (``distcp.storage.holes``), so the
+A sparse source is copied data segment by data segment (``distcp.storage.local.holes``), so the
 copy is sparse too; holes hash as zeros without being read, and the digest is that
 of the full logical content, the same whatever path copied the bytes.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 from distcp.checksum import Digest
 from distcp.errors import SourceReadError
-from distcp.storage.holes import HASH_CHUNK, hash_zeros, segments
+from distcp.storage.local.holes import HASH_CHUNK, hash_zeros, segments
 
 #: Ways to move bytes, best first; ``copy_span(method=...)`` starts lower (tests, tuning).
 METHODS = ("copy_file_range", "sendfile", "readwrite")

@@ -24,7 +24,8 @@ Two bounds keep a server that stops answering from hanging a run:
 
 Both come from ``PYDISTCP_S3_TIMEOUT`` (seconds, default 300): the longest one S3
 operation may take. Per-attempt socket timeouts are capped by it too. The driver
-reads it once per run into ``TaskSpec.s3_timeout``; tasks run ``bounded_by`` it.
+reads it once per run into ``TaskSpec.request_timeout``; tasks run ``bounded_by`` it
+(``distcp.storage.watchdog``).
 """
 
 from __future__ import annotations
@@ -32,12 +33,9 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
-import math
-import os
 import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -45,15 +43,13 @@ import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
 
 from distcp import request_count
+from distcp.storage.errors import ServerSideCopyUnsupported
+from distcp.storage.watchdog import TIMEOUT_ENV, watchdog_seconds
 
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
 MAX_PARTS = 10_000
 MAX_KEY_BYTES = 1024
-#: Seconds one S3 operation (all its retries) may take before it is abandoned as hung;
-#: ``PYDISTCP_S3_TIMEOUT`` overrides it (tests set a few seconds).
-WATCHDOG_S = 300.0
-TIMEOUT_ENV = "PYDISTCP_S3_TIMEOUT"
 #: Per-attempt socket timeouts and attempts botocore gets unless the user chose them.
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
@@ -63,20 +59,6 @@ MAX_ATTEMPTS = 3
 #: server shedding load (S3 at a hot prefix, rclone serve s3 under many uploads) asks
 #: for seconds.
 THROTTLE_RETRIES = 7
-
-
-#: How a TaskResult says its file went through the task after server-side copy failed.
-NO_SERVER_SIDE = "server-side copy not used: "
-
-
-class ServerSideCopyUnsupported(OSError):
-    """The server accepted UploadPartCopy but did not copy (rclone serve s3 v1.75 answers
-    an empty 200 and stores an empty part): copy the bytes through the task instead."""
-
-
-def is_s3(fs: Any) -> bool:
-    protocol = getattr(fs, "protocol", ())
-    return "s3" in (protocol if isinstance(protocol, (tuple, list)) else (protocol,))
 
 
 def bucket_key(fs: Any, url: str) -> tuple[str, str]:
@@ -96,40 +78,6 @@ def key_problem(key: str) -> str | None:
     if any(s in ("", ".", "..") for s in segments):
         return "key has an empty, '.' or '..' segment"
     return None
-
-
-#: The bound the running task was given (``bounded_by``); empty outside tasks.
-_TASK_BOUND: list[float] = []
-
-
-def watchdog_seconds() -> float:
-    """The bound of one S3 operation: the task's (``bounded_by``), else
-    ``PYDISTCP_S3_TIMEOUT`` if it is a positive number, else WATCHDOG_S."""
-    if _TASK_BOUND:
-        return _TASK_BOUND[-1]
-    raw = os.environ.get(TIMEOUT_ENV, "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return WATCHDOG_S
-    return value if value > 0 and math.isfinite(value) else WATCHDOG_S
-
-
-@contextmanager
-def bounded_by(seconds: float | None) -> Iterator[None]:
-    """Run a task with the bound the driver read (None: the environment's, as before).
-
-    Executors then never read the environment per request; the bound is the same for
-    every thread of the task (its copy threads, its progress ticker).
-    """
-    if seconds is None:
-        yield
-        return
-    _TASK_BOUND.append(seconds)
-    try:
-        yield
-    finally:
-        _TASK_BOUND.pop()
 
 
 def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,7 +201,7 @@ def create(fs: Any, url: str) -> str:
 
 def upload_part(fs: Any, url: str, upload_id: str, number: int, data: bytes | memoryview) -> str:
     """One part of an upload; its ETag. Sent on the lean path when it serves ``fs``
-    (``distcp.storage.s3get``: the body signed by its SHA-256, as botocore signs it)."""
+    (``distcp.storage.s3.lean``: the body signed by its SHA-256, as botocore signs it)."""
     bucket, key = bucket_key(fs, url)
     etag = _lean_put(fs, "upload_part", bucket, key, data,
                      {"partNumber": str(number), "uploadId": upload_id}, {})
@@ -321,8 +269,8 @@ def put(fs: Any, url: str, data: bytes) -> str:
 
 
 def s3get() -> Any:
-    """``distcp.storage.s3get``, the lean requests, which are built on this module."""
-    from distcp.storage import s3get as lean
+    """``distcp.storage.s3.lean``, the lean requests, which are built on this module."""
+    from distcp.storage.s3 import lean
 
     return lean
 
@@ -413,5 +361,3 @@ def part_size_for(size: int, wanted: int) -> int:
     return -(-part // (1 << 20)) * (1 << 20)  # whole MiB: a multiple of the digest block
 
 
-def older_than(initiated: float, seconds: float, now: float | None = None) -> bool:
-    return (now or time.time()) - initiated >= seconds

@@ -30,7 +30,8 @@ from distcp import request_count
 from distcp.checksum import Digest
 from distcp.errors import DestinationWriteError, IntegrityError, PublishError
 from distcp.storage import filesystems as fsutil
-from distcp.storage import s3
+from distcp.storage.errors import ServerSideCopyUnsupported
+from distcp.storage.s3 import ops as s3
 from distcp.storage.staged import Staged
 from distcp.storage.staging import (
     Parts,
@@ -228,7 +229,7 @@ def copy_in(fs: Any, source_url: str, final_url: str, size: int,
         verify_parts(fs, final_url, upload_id, parts, always=True)
     except BaseException as exc:
         s3.abort(fs, final_url, upload_id)
-        if isinstance(exc, OSError) and not isinstance(exc, s3.ServerSideCopyUnsupported):
+        if isinstance(exc, OSError) and not isinstance(exc, ServerSideCopyUnsupported):
             raise DestinationWriteError(f"cannot copy {fsutil.display(source_url)} to "
                                         f"{fsutil.display(final_url)} server-side: {exc}",
                                         path=final_url) from exc

@@ -1,13 +1,13 @@
 """EXECUTOR: HTTP/1.1 GETs on kept-alive connections, with nothing between us and the socket.
 
-The lean S3 GET (``distcp.storage.s3get``) of a small object is bound by the client's CPU
+The lean S3 GET (``distcp.storage.s3.lean``) of a small object is bound by the client's CPU
 per request. Measured here against ``rclone serve s3`` on loopback, 64-byte objects, one
 thread: a signed GET through urllib3 (and so ``http.client``, whose header parsing goes
 through the ``email`` package) cost 464 µs of CPU and ran 1,400 GETs/s; the same signed
 request written on a socket and its answer split by hand cost 94 µs and ran 3,100/s.
 
 So this module speaks just enough HTTP/1.1 for a GET, or a PUT or POST with its body in
-hand (the lean uploads of ``distcp.storage.s3get``): one request at a time per
+hand (the lean uploads of ``distcp.storage.s3.lean``): one request at a time per
 connection (no pipelining), answers with ``Content-Length``, chunked or read to the
 close, interim ``1xx`` answers skipped, connections kept per endpoint and reused until
 the server says ``close``. A kept connection the server closed meanwhile (its idle

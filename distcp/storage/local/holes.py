@@ -2,7 +2,7 @@
 
 A sparse file (fewer blocks allocated than its size) reads as zeros where it has holes;
 ``SEEK_DATA``/``SEEK_HOLE`` find them without reading. Copies keep the holes
-(``distcp.storage.localcopy``) and verifying a local copy reads only its data segments, while
+(``distcp.storage.local.copyfile``) and verifying a local copy reads only its data segments, while
 the digest stays that of the full logical content: the same as any other path computes
 (``distcp.checksum``), so manifests compare across runs. Stdlib and ``checksum`` only,
 so the commit side may use it as well as the executors.

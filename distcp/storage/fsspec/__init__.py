@@ -1,0 +1,5 @@
+"""Any other fsspec filesystem (FTP, SFTP, memory, ...) as a backend (executor).
+
+``storage`` is the backend (``FsspecStorage``); ``ftp`` the FTP filesystem that
+translates names and lists with MLSD.
+"""
