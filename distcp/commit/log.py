@@ -24,6 +24,7 @@ from distcp.faults import crash_point
 from distcp.state.layout import StateLayout
 from distcp.state.store import read_json
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic_pieces
 
 
@@ -54,11 +55,7 @@ class CommitStepStore:
 
     def remove(self, sequence_id: str) -> None:
         crash_point("before_remove")
-        fs, path = fsutil.filesystem(self.url_of(sequence_id), self.options)
-        try:
-            fs.rm_file(path)
-        except FileNotFoundError:
-            pass
+        storage_for(self.root, self.options).remove_file(self.url_of(sequence_id))
 
     def set_aside(self, pending: PendingSequence) -> None:
         write_atomic_pieces(self.url_of(pending.sequence.id, aside=True),
@@ -70,22 +67,21 @@ class CommitStepStore:
         """Move a log entry aside as it is, under its own file name (never one its
         content gives): an entry that names paths outside the run's roots is not
         rewritten, not executed, and kept for a person to inspect."""
-        fs, path = fsutil.filesystem(pending.url, self.options)
-        name = path.rstrip("/").rsplit("/", 1)[-1]
-        aside = fsutil.filesystem(self.layout.commit(name.removesuffix(".json"), aside=True),
-                                  self.options)[1]
-        fs.makedirs(aside.rsplit("/", 1)[0], exist_ok=True)
-        fs.mv(path, aside)
-        return fsutil.to_url(fs, aside)
+        name = pending.url.rstrip("/").rsplit("/", 1)[-1]
+        aside = fsutil.written_url(self.layout.commit(name.removesuffix(".json"), aside=True),
+                                   self.options)
+        storage_for(self.root, self.options).set_aside(pending.url, aside)
+        return aside
 
     def pending(self, aside: bool = False) -> list[PendingSequence]:
         """Unfinished sequences, oldest job first."""
-        fs, path = fsutil.filesystem(self.layout.commits(aside), self.options)
+        folder = fsutil.written_url(self.layout.commits(aside), self.options)
         try:
-            names = sorted(n for n in fs.ls(path, detail=False) if n.endswith(".json"))
+            names = [n for n in storage_for(folder, self.options).names(folder)
+                     if n.endswith(".json")]
         except FileNotFoundError:
             return []
-        return [self._load(fsutil.to_url(fs, n)) for n in names]
+        return [self._load(fsutil.join(folder, n)) for n in names]
 
     def _load(self, url: str) -> PendingSequence:
         data = read_json(url, self.options, "commit log entry")

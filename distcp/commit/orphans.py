@@ -18,8 +18,8 @@ from distcp.commit.recovery import RecoveryArea
 from distcp.mtimes import aged
 from distcp.planning.splitting import SplitStore
 from distcp.state.layout import StateLayout
+from distcp.storage import Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
-from distcp.storage import parse_staged, storage_for
 from distcp.summary import CleanupReport
 
 
@@ -71,25 +71,24 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
     store = CommitStepStore(state_root, options)
     keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
     layout = StateLayout(state_root)
+    storage = storage_for(state_root, options)
     for part in (layout.staging(), layout.progress()):
-        fs, root = fsutil.filesystem(part, options)
         try:
-            folders = fs.ls(root, detail=False)
+            names = storage.names(part)
         except FileNotFoundError:
             continue
-        for folder in folders:
-            job = folder.rstrip("/").rsplit("/", 1)[-1]
-            if job in keep or not aged(_job_started(fs, folder, job), older_than):
+        for job in names:
+            folder = fsutil.join(part, job)
+            if job in keep or not aged(_job_started(storage, folder, job), older_than):
                 continue
-            size += _size(fs, folder)
+            size += _size(storage, folder)
             if not dry_run:
-                fs.rm(folder, recursive=True)
+                storage.remove(folder)
             jobs += part == layout.staging()
-    splits = SplitStore(state_root, options, storage_for(state_root, options))
+    splits = SplitStore(state_root, options, storage)
     for folder, meta in splits.metas():
         if aged(float(meta.get("created", 0)), older_than):
-            fs, path = fsutil.filesystem(folder, options)
-            size += _size(fs, path)
+            size += _size(storage, folder)
             if not dry_run:
                 splits.discard(meta, folder)
             splits_freed += 1
@@ -104,20 +103,20 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
                          bytes=size, dry_run=dry_run)
 
 
-def _job_started(fs: Any, folder: str, job: str) -> float:
+def _job_started(storage: Storage, folder: str, job: str) -> float:
     """When a job started: its id begins with the local time (``new_job_id``); else the
     folder's mtime, and 0 (long ago) where the store keeps none for folders."""
     try:
         return time.mktime(time.strptime(job.split("-", 1)[0], "%Y%m%dT%H%M%S"))
     except ValueError:
         try:
-            return fsutil.status(fs, fs.info(folder)).mtime
+            return storage.stat(folder).mtime
         except (OSError, ValueError):
             return 0.0
 
 
-def _size(fs: Any, path: str) -> int:
+def _size(storage: Storage, url: str) -> int:
     try:
-        return int(fs.du(path, total=True))
+        return storage.usage(url)
     except (OSError, ValueError):
         return 0

@@ -29,41 +29,40 @@ class RecoveryArea:
 
     def __init__(self, state_root: str, options: dict[str, Any]) -> None:
         self.layout = StateLayout(state_root)
-        self.root = self.layout.recovery()
+        #: As records spell it: kept copies are only ever taken from under it.
+        self.root = fsutil.written_url(self.layout.recovery(), options)
         self.options = options
-        self.fs, self.path = fsutil.filesystem(self.root, options)
+        self.storage = storage_for(self.root, options)
         #: Entries set aside because they name files outside their own folder, one
         #: line each (``refusals``): a kept copy is only ever taken from its folder.
         self.refused: list[Failure] = []
 
     def guids(self) -> set[str]:
         try:
-            return {n.rstrip("/").rsplit("/", 1)[-1] for n in self.fs.ls(self.path, detail=False)}
+            return set(self.storage.names(self.root))
         except FileNotFoundError:
             return set()
 
     def keep(self, guid: str, planned_destination: str, results: list[TaskResult]) -> None:
         """Move the staged outputs of one origin file here (a rename on filesystems)."""
-        folder = fsutil.join(self.path, guid)
-        self.fs.makedirs(folder, exist_ok=True)
+        folder = self.folder_url(guid)
+        self.storage.makedirs(folder)
         outputs = []
         for n, r in enumerate(results):
             target = fsutil.join(folder, str(n)) if r.staging else ""
             if r.staging:
-                self.fs.mv(fsutil.filesystem(r.staging, self.options)[1], target)
-            outputs.append({**asdict(r), "staging": fsutil.to_url(self.fs, target) if target else ""})
+                self.storage.set_aside(r.staging, target)
+            outputs.append({**asdict(r), "staging": target})
         meta = {"guid": guid, "destination": planned_destination, "kept": time.time(),
                 "outputs": outputs}
-        write_atomic(fsutil.to_url(self.fs, fsutil.join(folder, "meta.json")),
-                     json.dumps(meta).encode(), self.options)
+        write_atomic(fsutil.join(folder, "meta.json"), json.dumps(meta).encode(), self.options)
 
     def take(self, file: CopyableFile) -> list[TaskResult] | None:
         """The kept results for ``file`` if they are intact and meant for its destination.
         An entry whose outputs lie outside its own folder was not written by us: it is
         set aside (``refusals``), never published."""
-        folder = fsutil.join(self.path, file.guid)
         try:
-            meta = json.loads(self.fs.cat_file(fsutil.join(folder, "meta.json")))
+            meta = self._meta(file.guid)
             if meta["destination"] != file.destination:
                 return None
             results = [TaskResult(**{**o, "attempt": "recovered"}) for o in meta["outputs"]]
@@ -81,13 +80,12 @@ class RecoveryArea:
         return results
 
     def _set_aside(self, guid: str, why: str) -> None:
-        folder = fsutil.join(self.path, guid)
-        aside = fsutil.filesystem(self.layout.recovery_aside(guid), self.options)[1]
-        self.fs.makedirs(aside.rsplit("/", 1)[0], exist_ok=True)
-        self.fs.mv(folder, aside, recursive=True)
-        self.refused.append(Failure(fsutil.display(fsutil.to_url(self.fs, folder)),
+        folder = self.folder_url(guid)
+        aside = fsutil.written_url(self.layout.recovery_aside(guid), self.options)
+        self.storage.set_aside(folder, aside)
+        self.refused.append(Failure(fsutil.display(folder),
                                     f"recovery entry {why}; not published, set aside in "
-                                    f"{fsutil.display(fsutil.to_url(self.fs, aside))}"))
+                                    f"{fsutil.display(aside)}"))
 
     def refusals(self) -> Tally:
         """The entries set aside since the last call, as failures of the run."""
@@ -95,7 +93,13 @@ class RecoveryArea:
         return Tally(failures=tuple(out))
 
     def folder_url(self, guid: str) -> str:
-        return fsutil.to_url(self.fs, fsutil.join(self.path, guid))
+        return fsutil.join(self.root, guid)
+
+    def _meta(self, guid: str) -> dict[str, Any]:
+        """The entry's ``meta.json``; FileNotFoundError or ValueError when unreadable."""
+        meta: dict[str, Any] = json.loads(self.storage.read_bytes(
+            fsutil.join(self.folder_url(guid), "meta.json"), "recovery entry"))
+        return meta
 
     def expire(self, retention_s: float, now: float | None = None,
                dry_run: bool = False) -> int:
@@ -104,20 +108,19 @@ class RecoveryArea:
         now = now or time.time()
         removed = 0
         for guid in self.guids():
-            folder = fsutil.join(self.path, guid)
             try:
-                kept = json.loads(self.fs.cat_file(fsutil.join(folder, "meta.json")))["kept"]
+                kept = self._meta(guid)["kept"]
             except (FileNotFoundError, ValueError, KeyError):
                 kept = 0.0  # a half-written entry: useless, remove it
             if now - kept > retention_s:
                 if not dry_run:
-                    self.fs.rm(folder, recursive=True)
+                    self.storage.remove(self.folder_url(guid))
                 removed += 1
         return removed
 
     def entries(self) -> Iterable[dict[str, Any]]:
         for guid in sorted(self.guids()):
             try:
-                yield json.loads(self.fs.cat_file(fsutil.join(self.path, guid, "meta.json")))
+                yield self._meta(guid)
             except (FileNotFoundError, ValueError):
                 continue

@@ -112,9 +112,9 @@ def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
     """Move journaled copies of finished or killed jobs to recovery; delete the rest."""
     kept = 0
     layout = StateLayout(state_root)
-    staging_fs, staging = fsutil.filesystem(layout.staging(), options)
+    storage = storage_for(state_root, options)
     try:
-        jobs = [j.rstrip("/").rsplit("/", 1)[-1] for j in staging_fs.ls(staging, detail=False)]
+        jobs = storage.names(layout.staging())
     except FileNotFoundError:
         jobs = []
     for job in jobs:
@@ -122,24 +122,23 @@ def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,
             continue
         kept += _promote_journal(state_root, options, job, recovery)
         for folder in layout.job_folders(job):
-            fs, path = fsutil.filesystem(folder, options)
-            if fs.exists(path):
-                fs.rm(path, recursive=True)
+            storage.remove(folder)
     return kept
 
 
 def read_journal(state_root: str, options: dict[str, Any], job: str
                  ) -> dict[str, tuple[str, list[TaskResult]]]:
     """guid -> (planned destination, results) of the copies ``job``'s tasks journaled."""
-    fs, progress = fsutil.filesystem(StateLayout(state_root).progress(job), options)
+    storage = storage_for(state_root, options)
+    progress = StateLayout(state_root).progress(job)
     try:
-        names = [n for n in fs.ls(progress, detail=False) if JOURNAL.search(n)]
+        names = [n for n in storage.names(progress) if JOURNAL.search(n)]
     except FileNotFoundError:
         return {}
     out: dict[str, tuple[str, list[TaskResult]]] = {}
     for name in names:
         try:
-            records = json.loads(fs.cat_file(name))
+            records = json.loads(storage.read_bytes(fsutil.join(progress, name), "journal"))
         except (OSError, ValueError):
             continue  # a segment cut short by the kill: its copies are simply re-done
         for planned, results in journal_records(records):

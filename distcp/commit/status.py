@@ -16,11 +16,13 @@ from distcp.commit.recovery import RecoveryArea
 from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
 from distcp.commit.steps import CommitContext
 from distcp.events.sinks import EventSink
+from distcp.model import FileStatus
 from distcp.state.bounds import Bounds
 from distcp.state.layout import StateLayout, state_root_of
 from distcp.state.lock import DestinationLock, Holder, live_holder
 from distcp.state.store import DatasetState, StateStore
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 from distcp.summary import StatusReport, Summary
 
 
@@ -34,8 +36,7 @@ def resolve_state_root(destination: str | None, state_dir: str | None,
         from distcp.errors import ConfigurationError
 
         raise ConfigurationError("give DST or --state-dir")
-    fs, path = fsutil.filesystem(destination, options)
-    single = destination if fs.isfile(path.rstrip("/") or "/") else None
+    single = destination if _is_file(destination, options) else None
     return state_root_of(destination, options, single_file=single)
 
 
@@ -46,8 +47,7 @@ def destination_of(root: str, destination: str | None, options: dict[str, Any]) 
     from distcp.errors import ConfigurationError
 
     if destination:
-        fs, path = fsutil.filesystem(destination, options)
-        return fsutil.to_url(fs, path.rstrip("/") or "/")
+        return fsutil.written_url(destination, options)
     parent, _, name = root.rstrip("/").rpartition("/")
     if name != fsutil.STATE_DIR_NAME:
         raise ConfigurationError(
@@ -74,8 +74,22 @@ def existing_state_root(destination: str | None, state_dir: str | None,
 
 
 def _exists(url: str, options: dict[str, Any]) -> bool:
-    fs, path = fsutil.filesystem(url, options)
-    return bool(fs.exists(path.rstrip("/") or "/"))
+    return _status(url, options) is not None
+
+
+def _is_file(url: str, options: dict[str, Any]) -> bool:
+    status = _status(url, options)
+    return status is not None and not status.is_dir
+
+
+def _status(url: str, options: dict[str, Any]) -> FileStatus | None:
+    """What is at ``url`` (a link: what it points to), None if nothing."""
+    stripped = url.rstrip("/")
+    try:
+        return storage_for(url, options).stat(
+            stripped if stripped and not stripped.endswith(":") else url)
+    except FileNotFoundError:
+        return None
 
 
 def status_report(root: str, options: dict[str, Any]) -> StatusReport:
@@ -123,9 +137,8 @@ def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
                      ) -> list[tuple[str, str, int]]:
     """(job, planned destination, bytes) of each copy that a run which is no longer
     running journaled as verified: the next run (or ``recover``) keeps them."""
-    fs, progress = fsutil.filesystem(StateLayout(root).progress(), options)
     try:
-        jobs = [j.rstrip("/").rsplit("/", 1)[-1] for j in fs.ls(progress, detail=False)]
+        jobs = storage_for(root, options).names(StateLayout(root).progress())
     except FileNotFoundError:
         return []
     out: list[tuple[str, str, int]] = []

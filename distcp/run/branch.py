@@ -70,13 +70,8 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
 def bounds_of(cfg: CopyConfiguration, root: str) -> Bounds:
     """The roots the run's records may act in, spelled as records spell URLs (a server's
     user named in an FTP URL, a local path plain: ``fsutil.to_url``)."""
-    return Bounds(_as_written(cfg.destination, cfg.dst_options), root,
-                  tuple(_as_written(s, cfg.src_options) for s in source_roots(cfg.sources)))
-
-
-def _as_written(url: str, options: Any) -> str:
-    fs, path = fsutil.filesystem(url, dict(options))
-    return fsutil.to_url(fs, path.rstrip("/") or "/")
+    return Bounds(fsutil.written_url(cfg.destination, cfg.dst_options), root,
+                  tuple(fsutil.written_url(s, cfg.src_options) for s in source_roots(cfg.sources)))
 
 
 def on_session(pub: Publishing, session: LazySession, cfg: CopyConfiguration) -> Publishing:
@@ -110,7 +105,7 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         request_timeout=watchdog_seconds(),
         checks=check_list(cfg.check),
         chmod=cfg.chmod_rules,
-        protected=protected_roots(_as_written(cfg.destination, cfg.dst_options), root),
+        protected=protected_roots(fsutil.written_url(cfg.destination, cfg.dst_options), root),
     )
 
 

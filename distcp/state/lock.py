@@ -101,7 +101,6 @@ class DestinationLock:
         self.root = state_root
         self.url = StateLayout(state_root).lock
         self.options = options
-        self.fs, self.path = fsutil.filesystem(self.url, options)
         self.storage = storage_for(self.url, options)
         now = time.time()
         self.me = Holder(job_id, os.getpid(), socket.gethostname(), now, now, command)
@@ -119,7 +118,7 @@ class DestinationLock:
         self.release()
 
     def holder(self) -> Holder | None:
-        return read_holder(self.fs, self.path, self.storage)
+        return read_holder(self.url, self.storage)
 
     def acquire(self) -> None:
         for _ in range(3):
@@ -155,8 +154,7 @@ class DestinationLock:
         try:
             current = self.holder()
             if current is not None and current.job_id == self.me.job_id:
-                self.storage.call(self.fs, f"releasing the lock {self.path}", "rm_file",
-                                  self.path)
+                self.storage.remove_file(self.url)
         except OSError:
             pass  # a lock left behind is broken by the next run (its holder is gone)
         for folder in self._created:  # deepest first
@@ -173,7 +171,7 @@ class DestinationLock:
         data = self._document(self.me)
         try:
             if self.storage.capabilities.local_paths:
-                self._created = _missing_folders(os.path.dirname(self.path))
+                self._created = _missing_folders(os.path.dirname(fsutil.os_path(self.url)))
             if not self.storage.create_new(self.url, data):
                 return False
             if self.storage.capabilities.exclusive_create:
@@ -194,20 +192,14 @@ class DestinationLock:
         current = self.holder()
         if current != stale:
             return
-        try:
-            self.storage.call(self.fs, f"breaking the lock {self.path}", "rm_file", self.path)
-        except FileNotFoundError:
-            pass
+        self.storage.remove_file(self.url)
 
     def _remove_unreadable(self) -> None:
         """A lock with no readable holder, left by a run killed while writing it (its
         holder writes it whole within milliseconds), is removed once a few seconds old."""
         try:
-            info = self.storage.call(self.fs, f"looking at the lock {self.path}", "info",
-                                     self.path)
-            if time.time() - fsutil.status(self.fs, info).mtime > UNREADABLE_S:
-                self.storage.call(self.fs, f"removing the lock {self.path}", "rm_file",
-                                  self.path)
+            if time.time() - self.storage.stat(self.url).mtime > UNREADABLE_S:
+                self.storage.remove_file(self.url)
             else:
                 time.sleep(UNREADABLE_S)
         except FileNotFoundError:
@@ -241,12 +233,12 @@ def _missing_folders(path: str) -> list[str]:
     return missing
 
 
-def read_holder(fs: Any, path: str, storage: Storage) -> Holder | None:
+def read_holder(url: str, storage: Storage) -> Holder | None:
     """The lock's holder, or None when there is no lock (or only a half-written one).
     Every request is bounded by the storage (a silent server must not hang a run's last
     step, the lock's release, or the next run's first)."""
     try:
-        data = json.loads(storage.call(fs, f"reading the lock {path}", "cat_file", path))
+        data = json.loads(storage.read_bytes(url, "lock"))
         return Holder(**data)
     except (FileNotFoundError, ValueError, TypeError):
         return None
@@ -255,6 +247,5 @@ def read_holder(fs: Any, path: str, storage: Storage) -> Holder | None:
 def live_holder(state_root: str, options: dict[str, Any]) -> Holder | None:
     """The run holding the destination now, or None if none (or only a dead one) does."""
     url = StateLayout(state_root).lock
-    fs, path = fsutil.filesystem(url, options)
-    holder = read_holder(fs, path, storage_for(url, options))
+    holder = read_holder(url, storage_for(url, options))
     return holder if holder is not None and holder_alive(holder) else None

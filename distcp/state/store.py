@@ -198,15 +198,15 @@ class StateStore:
         state.legacy = None
 
     def all(self) -> list[DatasetState]:
-        fs, path = fsutil.filesystem(StateLayout(self.root).datasets, self.options)
+        folder = fsutil.written_url(StateLayout(self.root).datasets, self.options)
         try:
-            names = sorted(fs.ls(path, detail=False))
+            names = storage_for(folder, self.options).names(folder)
         except FileNotFoundError:
             return []
         out = []
         for name in names:
             if name.endswith(".json"):
-                data = read_json(fsutil.to_url(fs, name), self.options, "dataset state")
+                data = read_json(fsutil.join(folder, name), self.options, "dataset state")
                 out.append(self.load(data["urn"]))
         return out
 
@@ -334,10 +334,9 @@ class StateStore:
         """Remove the files of the manifest folder that no live segment names, oldest
         first: replaced segments, and what crashed writes and merges left."""
         storage = storage_for(self.folder_of(state.urn), self.options)
-        fs, path = storage.fs(self.folder_of(state.urn))
         live = {s.name for s in state.segments}
         try:
-            names = {n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(path, detail=False)}
+            names = set(storage.names(self.folder_of(state.urn)))
         except FileNotFoundError:
             names = set()
         for name in sorted(names - live, key=mf.age):

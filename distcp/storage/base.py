@@ -97,7 +97,7 @@ class Storage(ABC):
         store has one): one request on remote stores; FileNotFoundError if none."""
         fs, path = self.fs(url)
         request_count.count("head")  # one HEAD (or its protocol's stat)
-        return fsutil.status(fs, fs.info(path))
+        return fsutil.status(fs, self.call(fs, f"looking at {path}", "info", path))
 
     def open_read(self, url: str, block_size: int) -> BinaryIO:
         """A reader of the file at ``url`` (``block_size``: the read-ahead of remote
@@ -109,6 +109,18 @@ class Storage(ABC):
         """The whole file at ``url`` in one read, only if it is still version ``etag``
         (``capabilities.conditional_reads``); VersionChanged when it is not."""
         raise NotImplementedError(f"{self.name} storage has no conditional reads")
+
+    def names(self, url: str) -> list[str]:
+        """The names of the entries directly in the folder ``url``, sorted (the state
+        directory's folders: commits, jobs, kept copies); FileNotFoundError if none."""
+        fs, path = self.fs(url)
+        found = self.call(fs, f"listing {path}", "ls", path, detail=False)
+        return sorted(n.rstrip("/").rsplit("/", 1)[-1] for n in found)
+
+    def usage(self, url: str) -> int:
+        """Bytes held under ``url`` (a file's size, a folder's total)."""
+        fs, path = self.fs(url)
+        return int(self.call(fs, f"measuring {path}", "du", path, total=True))
 
     # -- questions ----------------------------------------------------------------
     def exists(self, url: str) -> bool:
@@ -320,6 +332,22 @@ class Storage(ABC):
         fs, path = self.fs(url)
         if fs.exists(path):
             fs.rm(path, recursive=True)
+
+    def remove_file(self, url: str) -> None:
+        """Remove the file at ``url``; one gone already is fine (a record replayed twice)."""
+        fs, path = self.fs(url)
+        try:
+            self.call(fs, f"removing {path}", "rm_file", path)
+        except FileNotFoundError:
+            pass
+
+    def set_aside(self, src: str, dst: str) -> None:
+        """Move the entry at ``src`` (a file or a folder) to ``dst``, making the folder
+        ``dst`` goes in: records and kept copies set aside for a person to look at."""
+        fs, s = self.fs(src)
+        _, d = self.fs(dst)
+        fs.makedirs(d.rsplit("/", 1)[0], exist_ok=True)
+        fs.mv(s, d, recursive=True)
 
     def discard(self, staged: Staged) -> None:
         """Remove a staged file that will not be published; gone already is fine."""

@@ -135,6 +135,9 @@ class LocalStorage(Storage):
         through a second buffer cost a memcpy of every byte)."""
         return open(os_path(url), "rb", buffering=0)
 
+    def names(self, url: str) -> list[str]:
+        return sorted(os.listdir(os_path(url)))
+
     def exists(self, url: str) -> bool:
         return os.path.lexists(os_path(url))
 
@@ -209,6 +212,15 @@ class LocalStorage(Storage):
             os.unlink(path)  # the link itself, never what it points to (even a dir)
             return
         super().remove(url)
+
+    def remove_file(self, url: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os_path(url))
+
+    def set_aside(self, src: str, dst: str) -> None:
+        target = os_path(dst)
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        os.replace(os_path(src), target)
 
     def discard(self, staged: Staged) -> None:
         if not staged.needs_rename:
