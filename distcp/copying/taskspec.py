@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp.checks.checklist import CheckList
 from distcp.chmod import Chmod
 from distcp.converters.base import ConverterOptions
 from distcp.errors import StateCollisionError
+from distcp.quality.checklist import CheckList
 from distcp.state.bounds import landing_in
 from distcp.storage import StorageSpec
 from distcp.storage.filesystems import display

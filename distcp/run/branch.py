@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from distcp import preflight
-from distcp.checks import check_list
 from distcp.commit.log import CommitStepStore
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import Publishing
@@ -33,6 +32,7 @@ from distcp.model import CopyableFile, TaskResult
 from distcp.planning.listing import find_datasets, state_root
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.catalog import CatalogTarget
+from distcp.quality import check_list
 from distcp.spark.listedcopy import ListedCopy, split_listed
 from distcp.spark.listing import LazySession
 from distcp.spark.publish import fan_out_with

@@ -13,7 +13,7 @@ import io
 import zlib
 from typing import Any
 
-from distcp.checks.base import Inspector, QualityCheck, StagedOutput
+from distcp.quality.base import Inspector, QualityCheck, StagedOutput
 
 #: Decompressed bytes one gzip step may produce (discarded): the check's memory bound.
 GZIP_WINDOW = 1 << 20
