@@ -32,7 +32,7 @@ from distcp.checking.report import CheckReport
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
 from distcp.model import FileStatus
-from distcp.planning.listed import list_flag
+from distcp.planning.filesfrom import list_flag
 from distcp.planning.listing import find_datasets, source_listing, state_root, target_listing
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
