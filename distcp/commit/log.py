@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import distcp.commit.listed_steps
+import distcp.commit.kept_steps
 import distcp.commit.move_steps
 import distcp.commit.state_steps
 import distcp.commit.upload_steps

@@ -33,7 +33,7 @@ from distcp.planning.listing import find_datasets, state_root
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.catalog import CatalogTarget
 from distcp.quality import check_list
-from distcp.spark.listedcopy import ListedCopy, split_listed
+from distcp.spark.keptcopy import KeptCopy, split_kept
 from distcp.spark.listing import LazySession
 from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
@@ -230,7 +230,7 @@ class BranchRun:
     #: Files still to read (not taken from the recovery area).
     files: list[CopyableFile] = field(default_factory=list)
     results: list[TaskResult] = field(default_factory=list)
-    copies: list[ListedCopy] = field(default_factory=list)
+    copies: list[KeptCopy] = field(default_factory=list)
     #: One of a fork's branches (its results carry its name).
     forked: bool = False
 
@@ -284,7 +284,7 @@ def prepared(run: BranchRun, dst: StorageSpec | None = None, server_side: bool =
     cfg, pub = run.cfg, run.publishing
     spec = task_spec(cfg, pub.job_id, run.root, dst)
     run.spec = spec if server_side else replace(spec, server_side=False)
-    run.kept, run.rest = split_listed(run.plan)  # kept: files that stayed on the executors
+    run.kept, run.rest = split_kept(run.plan)  # kept: files that stayed on the executors
     check_destination(cfg, run.task, run.rest.files_to_copy)
     prepare_state_dirs(run.root, run.task)
     recovered, run.files = split_recovered(run.rest.files_to_copy, pub.recovery)

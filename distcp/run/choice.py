@@ -37,9 +37,9 @@ def plans_beside(cfg: CopyConfiguration) -> bool:
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
     """Whether planning (on Spark, or on the driver past ``treeplans.HELD`` files) keeps
-    a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Staged
+    a plain copy's files to copy on the executors (``distcp.spark.keptcopy``). Staged
     uploads (object stores) keep their parts in the results files, which
-    ``PublishListed`` completes."""
+    ``PublishKept`` completes."""
     return collects_because(cfg, recovery) is None
 
 

@@ -31,7 +31,7 @@ def copy_branch(run: BranchRun, session: LazySession, callback: Callback, log: R
         run.results += copy_on_spark(cfg, spec, run.files, callback, summary, now)
     if run.kept:
         run.copies = copy_kept(cfg, spec, run.kept, callback, summary)
-    kept = sum(d.files_listed for d in run.kept)
+    kept = sum(d.files_kept for d in run.kept)
     summary.strategy["copy"] = record_strategies(log, "copy", tuple(
         ("", s) for s in copy_strategies(len(run.files), kept, run.collects)), cfg.destination)
     return len(run.files) + kept

@@ -49,7 +49,7 @@ def installed_first(path: Sequence[str]) -> list[str]:
 
 #: What every copy task imports, loaded by the daemon before it forks (none starts a
 #: thread: ``tests/unit/test_daemon_path.py`` checks in a fresh interpreter).
-PRELOAD = ("distcp.copying.task", "distcp.copying.listedunit", "distcp.spark.arrow")
+PRELOAD = ("distcp.copying.task", "distcp.copying.keptunit", "distcp.spark.arrow")
 
 #: Set to "1" in the environment of a daemon that should preload (the warm engine's).
 PRELOAD_ENV = "PYDISTCP_DAEMON_PRELOAD"
