@@ -1,4 +1,4 @@
-"""CopyConfiguration: every setting of one run, immutable and validated once.
+"""CopyConfiguration: every setting of one run, immutable and validated once (driver and executor).
 
 Built by ``distcp.copy`` (which the CLI calls) through distcp.options; explicit values
 win over ``PYDISTCP_*`` environment variables, which win over defaults. Nothing

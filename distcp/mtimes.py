@@ -1,4 +1,4 @@
-"""When two readings of a file's mtime are the same time.
+"""When two readings of a file's mtime are the same time (driver and executor).
 
 Its own module because both sides need it: the planner decides with it whether a
 destination file is up to date, and executors whether a source changed while it

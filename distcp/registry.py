@@ -1,4 +1,4 @@
-"""Name -> plugin class, lazily imported, extensible through entry points.
+"""Name -> plugin class, lazily imported, extensible through entry points (driver and executor).
 
 Shaped after fsspec's registry: built-ins are "module:Class" strings so that
 importing pydistcp imports no plugin, third parties register through the

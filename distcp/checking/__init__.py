@@ -1,4 +1,4 @@
-"""``pydistcp check``: compare a source with its copy, by listing and by digest.
+"""``pydistcp check``: compare a source with its copy, by listing and digest (driver and executor).
 
 ``compare`` pairs the two listings and decides what it can without reading (pure),
 ``digests`` reads files on the executors, ``report`` holds the outcome. The driver

@@ -1,4 +1,4 @@
-"""Commit steps whose per-file entries stay in the copy tasks' results files.
+"""Commit steps whose per-file entries stay in results files (driver and executor).
 
 A file set whose results never reached the driver (``distcp.copying.resultfiles``) is
 published by the same steps as any other, except that its sequence names the results

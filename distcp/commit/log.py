@@ -1,4 +1,4 @@
-"""CommitStepStore: the write-ahead log of commit sequences.
+"""CommitStepStore: the write-ahead log of commit sequences (driver).
 
 A sequence is written (atomically) before its first step runs and removed
 after its last one succeeded; whatever is found here at the start of a run is

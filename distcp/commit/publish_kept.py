@@ -1,4 +1,4 @@
-"""DRIVER: publish a dataset whose files to copy and results stayed on the executors.
+"""Publish a dataset whose files to copy and results stayed on the executors (driver).
 
 The coordinator's share of a thin run (``distcp.spark.keptcopy``): from the copy
 tasks' reports (counts and sums, the first failures, the results files' names) it

@@ -1,4 +1,4 @@
-"""DRIVER: finish what earlier runs left: pending commits, then orphaned copies.
+"""Finish what earlier runs left: pending commits, then orphaned copies (driver).
 
 Runs before anything new is planned (Gobblin's exactly-once rule): every
 persisted CommitSequence is replayed (verified steps skipped, the rest

@@ -1,4 +1,4 @@
-"""EXECUTOR: a work unit made of chunks of copy-rows files, its results kept in a file.
+"""A work unit of chunks of copy-rows files, its results kept in a file (executor).
 
 The copy task of a dataset whose files to copy stayed on the executors
 (``distcp.copying.copyrows``): it reads its chunks, copies their files exactly as any

@@ -1,4 +1,4 @@
-"""EXECUTOR and DRIVER: one copy task's results kept in a Parquet file of its own.
+"""One copy task's results kept in a Parquet file of its own (driver and executor).
 
 When the files to copy never reached the driver (``distcp.copying.copyrows``), their
 results do not either: each copy task writes them beside the job's staging, one row

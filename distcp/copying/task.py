@@ -1,4 +1,4 @@
-"""EXECUTOR: run one WorkUnit and return its results as data.
+"""Run one WorkUnit and return its results as data (executor).
 
 Spark carries an executor exception to the driver only as a traceback string,
 so every per-file failure becomes a failed TaskResult naming the file and the

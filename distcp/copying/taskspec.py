@@ -1,4 +1,4 @@
-"""TaskSpec: the slice of a run's configuration that travels to every task.
+"""TaskSpec: the slice of a run's configuration that travels to every task (driver and executor).
 
 Its own module so that everything executors run (``task``, ``sources``, ``ranges``,
 ``join``) can name it without importing each other. The task attempt's identity

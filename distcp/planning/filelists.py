@@ -1,4 +1,4 @@
-"""Lists of source files the user already has: ``--files-from`` and ``--files-from-manifest``.
+"""Lists of source files the user has: ``--files-from`` and ``--files-from-manifest`` (driver).
 
 Pure parsing: text lines or a manifest's bytes in, ``FilesFromEntry`` values out (a path
 relative to the source root, with the size, mtime and ETag the manifest knows). No

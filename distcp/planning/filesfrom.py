@@ -1,4 +1,4 @@
-"""DRIVER: a source listing taken from a list the user has, instead of walking the tree.
+"""A source listing taken from a list the user has, instead of a walk (driver).
 
 ``--files-from`` and ``--files-from-manifest`` name the files to copy; this module opens
 the list (a local path, ``-`` for stdin, or a URL read with the source's options),

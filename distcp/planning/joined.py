@@ -1,4 +1,4 @@
-"""EXECUTOR: the plan of one dataset from its source listing joined with its target's.
+"""The plan of one dataset from its source listing joined with its target's (driver and executor).
 
 ``--listing spark`` leaves both listings distributed (``distcp.spark.listing``);
 ``distcp.spark.planning`` joins them on the path relative to each root and runs

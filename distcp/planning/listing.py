@@ -1,4 +1,4 @@
-"""DRIVER: find datasets, list origin and target, and plan. Reads only.
+"""Find datasets, list origin and target, and plan; reads only (driver).
 
 The only effect of this module is reading listings; everything it decides is
 done by the pure functions of ``planning``.

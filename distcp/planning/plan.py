@@ -1,4 +1,4 @@
-"""Pure planning: what each dataset wants + what the target has -> a Plan.
+"""Pure planning: what each dataset wants + what the target has -> a Plan (driver and executor).
 
 No I/O here: listings come in as values, the plan goes out as a value, so every
 rule (skip, overwrite, delete, duplicate targets) is unit-tested with literals.

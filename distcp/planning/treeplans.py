@@ -1,4 +1,4 @@
-"""DRIVER: plans of plain trees as the planning tasks make them, and the driver's own.
+"""Plans of plain trees as the planning tasks make them, and the driver's own (driver).
 
 Two local trees are planned by walking both side by side (``distcp.planning.paired``):
 ``paired_items`` cuts them into the planning tasks' items; ``DriverPairs`` (``--listing

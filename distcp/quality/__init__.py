@@ -1,4 +1,4 @@
-"""Quality checks: verdicts on a staged output before it may publish.
+"""Quality checks: verdicts on a staged output before it may publish (driver and executor).
 
 Gobblin's quality checkers, for one destination (one branch) per run today: a run's
 ``--check NAME[=ARG]`` list becomes a ``CheckList`` (a frozen value in TaskSpec) that

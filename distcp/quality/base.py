@@ -1,4 +1,4 @@
-"""The QualityCheck interface: what a check is given and what it answers.
+"""The QualityCheck interface: what a check is given and what it answers (driver and executor).
 
 A check answers ``None`` (pass) or a one-line failure message for one staged output.
 Checks that need the bytes (``reads_bytes``) do not read the staged object

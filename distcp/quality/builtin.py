@@ -1,5 +1,6 @@
-"""The built-in quality checks: ``not-empty``, ``min-size``, ``max-size``, ``gzip``,
-``parquet`` and ``schema``.
+"""The built-in quality checks, run on each staged output (executor).
+
+``not-empty``, ``min-size``, ``max-size``, ``gzip``, ``parquet`` and ``schema``.
 
 Byte-reading checks keep bounded state whatever the output's size: ``gzip``
 decompresses into a discarded window of GZIP_WINDOW bytes; ``parquet`` keeps the

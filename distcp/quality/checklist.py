@@ -1,4 +1,4 @@
-"""CheckList: the checks of one destination (one branch), as a value tasks carry.
+"""CheckList: one destination's checks, as a value tasks carry (driver and executor).
 
 The driver parses ``--check NAME[=ARG]`` into ``CheckSpec``s once, building every
 check so that an unknown name or a bad argument is a usage error before any copy;

@@ -1,5 +1,6 @@
-"""DRIVER: one destination of a run: its job id, publishing, task spec and folders, and
-the value the phases fill in for it (``BranchRun``).
+"""One destination of a run, and the value the phases fill in for it (driver).
+
+Its job id, publishing, task spec and folders, and ``BranchRun``.
 
 A plain copy has one branch, a fork several (``distcp.run.fork``); each branch gets its
 own publishing (commit log, recovery area, event sink, bounds), its own TaskSpec and

@@ -1,6 +1,8 @@
-"""DRIVER: the facts a run's strategies are chosen from: whether its Spark session
-opens cheaply, whether it plans beside the client's start, whether its files to copy
-stay on the executors, whether every decision is shown."""
+"""The facts a run's strategies are chosen from (driver).
+
+Whether its Spark session opens cheaply, whether it plans beside the client's start,
+whether its files to copy stay on the executors, whether every decision is shown.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""DRIVER: how a run copies: one branch's files on Spark, collected or kept on the
-executors; several branches' in one job that reads each file once (``run.fork``).
+"""How a run copies: one branch, or several in one job (driver).
+
+One branch's files on Spark, collected or kept on the executors; several branches' in
+one job that reads each file once (``run.fork``).
 
 A copier fills each branch's ``results`` (or ``copies``, for files whose results stay
 on the executors) and returns how many files it read, the divisor of the requests per

@@ -1,5 +1,6 @@
-"""DRIVER: the order of every run, written once: lock, replay, plan, route, copy,
-agree, publish, sweep, over a list of branches.
+"""The order of every run, written once (driver).
+
+Lock, replay, plan, route, copy, agree, publish, sweep, over a list of branches.
 
 A plain copy is one branch, a fork several (``run.fork`` adds routing, one read for all
 branches and the ``all`` policy). What each phase does to one destination lives in

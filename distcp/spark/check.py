@@ -1,5 +1,6 @@
-"""DRIVER: one check, ``pydistcp check SRC DST``: list both sides, judge what the
-listings can, read the rest on Spark, report.
+"""One check, ``pydistcp check SRC DST``, on Spark (driver).
+
+List both sides, judge what the listings can, read the rest on Spark, report.
 
 Reads only: nothing is written to either side, except the progress documents of the
 digest tasks, under the state directory's ``progress/`` folder when the destination

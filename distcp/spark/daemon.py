@@ -1,5 +1,7 @@
-"""``python -m distcp.spark.daemon``: PySpark's Python worker daemon, importing PySpark
-with its bytecode (``spark.python.daemon.module`` of local masters, ``jvm.base_conf``).
+"""PySpark's Python worker daemon, importing PySpark with its bytecode (executor).
+
+``python -m distcp.spark.daemon``: the ``spark.python.daemon.module`` of local masters
+(``jvm.base_conf``).
 
 Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its Python workers' path.
 For a pip-installed PySpark that zip is a copy of the installed package, without

@@ -1,4 +1,4 @@
-"""DRIVER: plan, run the WorkUnits on Spark, collect TaskResults, commit.
+"""Plan, run the WorkUnits on Spark, collect TaskResults, commit (driver).
 
 The driver holds metadata only: work units travel as pickled rows of a
 DataFrame and come back as pickled TaskResults; no file byte passes through

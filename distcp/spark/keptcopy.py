@@ -1,4 +1,4 @@
-"""DRIVER: copy and publish datasets whose files to copy stayed on the executors.
+"""Copy and publish datasets whose files to copy stayed on the executors (driver).
 
 The thin coordinator of issue "thin coordinator": planning tasks kept each dataset's
 files to copy in copy-rows files (``distcp.copying.copyrows``); here the driver packs

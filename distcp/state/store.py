@@ -1,4 +1,4 @@
-"""DRIVER: per-dataset state: watermark, run history, and the manifest of what was published.
+"""Per-dataset state: watermark, run history, manifest of what was published (driver).
 
 One JSON document per dataset URN under ``<state root>/datasets/``, replaced
 atomically (temp + rename on filesystems, one PUT on object stores). It holds only
