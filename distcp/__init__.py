@@ -1,4 +1,4 @@
-"""pydistcp: distcp-style file replication on Spark.
+"""pydistcp: distcp-style file replication on Spark, its public API (driver).
 
 The public API is ``copy``, ``check``, ``status``, ``recover`` and ``cleanup``, typed; the CLI
 (``pydistcp copy`` ...) is a thin layer over them.

@@ -1,4 +1,4 @@
-"""``python -m distcp`` is the ``pydistcp`` command."""
+"""``python -m distcp`` is the ``pydistcp`` command (driver)."""
 
 from distcp.entry import run
 

@@ -1,4 +1,4 @@
-"""Progress reporting on the driver, in the shape of ``fsspec.callbacks``.
+"""Progress reporting, in the shape of ``fsspec.callbacks`` (driver).
 
 ``set_size`` announces the totals, ``update`` reports absolute progress (the
 driver sums the tasks' counters), ``close`` ends the display.

@@ -1,4 +1,4 @@
-"""Streaming content digests that survive splitting and cross filesystems.
+"""Streaming content digests that survive splitting and cross filesystems (driver and executor).
 
 A file's digest is *block-composite* (like HDFS's composite CRC): the xxh3_128
 of the concatenated xxh3_128 digests of its ``BLOCK``-byte blocks (the last one

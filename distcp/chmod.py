@@ -1,4 +1,4 @@
-"""``--chmod``: rsync's permission rules, parsed once and applied per entry.
+"""``--chmod``: rsync's permission rules, parsed once, applied per entry (driver and executor).
 
 rsync's ``--chmod`` is chmod(1)'s symbolic syntax, comma-separated, where each rule
 may start with ``D`` (directories only) or ``F`` (files only), and a rule may be an

@@ -1,4 +1,4 @@
-"""``--chown USER:GROUP``: the owner and group given to what a run writes.
+"""``--chown USER:GROUP``: the owner and group given to what a run writes (driver and executor).
 
 rsync's syntax: ``USER:GROUP``, ``USER`` (group unchanged), ``:GROUP`` (owner
 unchanged) or ``USER:``; each a name or a numeric id. Pure parsing here; the names

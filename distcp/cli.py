@@ -1,4 +1,4 @@
-"""The ``pydistcp`` command: flags -> CopyConfiguration -> ``distcp.copy``.
+"""The ``pydistcp`` command: flags -> CopyConfiguration -> ``distcp.copy`` (driver).
 
 Every error the user can cause ends as one line on stderr and a non-zero exit:
 2 for a bad invocation or an impossible plan, 1 when files failed, 3 when the

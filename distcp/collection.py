@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector, kept out of the driver's per-file loops.
+"""Python's cyclic garbage collector, kept out of per-file loops (driver and executor).
 
 Planning and publishing build or walk one object per file (statuses, copyable files,
 decisions, results) and none of them forms a reference cycle: refcounting frees them.

@@ -1,4 +1,4 @@
-"""CopyConfiguration: every setting of one run, immutable and validated once.
+"""CopyConfiguration: every setting of one run, immutable and validated once (driver and executor).
 
 Built by ``distcp.copy`` (which the CLI calls) through distcp.options; explicit values
 win over ``PYDISTCP_*`` environment variables, which win over defaults. Nothing
@@ -148,7 +148,7 @@ class CopyConfiguration:
     #: Seconds a branch may leave its full queue untouched before it is failed.
     fork_queue_timeout: float = 600.0
     #: ``--check NAME[=ARG]``: quality checks every staged output passes before it may
-    #: publish (distcp.checks); a failure fails that file.
+    #: publish (distcp.quality); a failure fails that file.
     check: tuple[str, ...] = ()
     #: rsync --chmod rules (``D755,F644``, ``u+rwx,g-w``) for what the run writes,
     #: instead of the source's modes. See distcp.chmod.
@@ -170,7 +170,7 @@ class CopyConfiguration:
         if self.converters:
             check_chain(self.converters, self.converter_options)
         if self.check:
-            from distcp.checks import check_list
+            from distcp.quality import check_list
 
             check_list(self.check)
 

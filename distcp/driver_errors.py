@@ -1,4 +1,4 @@
-"""Storage failures on the DRIVER, turned into the DistcpError a user can act on.
+"""Storage failures turned into the DistcpError a user can act on (driver).
 
 Listing, planning, preflight and state reads run on the driver; when a storage
 refuses them, boto's exception (or the OSError s3fs made of it, the ClientError

@@ -1,4 +1,4 @@
-"""The ``pydistcp`` process: the CLI, then an end without the interpreter's teardown.
+"""The ``pydistcp`` process: the CLI, then an end without the interpreter's teardown (driver).
 
 A run that used Spark has pandas, grpc and pyspark loaded, and tearing those modules
 down at exit takes ~0.25 s here (``python -c "import pyspark.sql.connect.session"``

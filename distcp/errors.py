@@ -1,4 +1,4 @@
-"""The DistcpError tree.
+"""The DistcpError tree (driver and executor).
 
 Errors are picklable (they cross from Spark executors to the driver inside task
 results) and classified by behaviour: ``retryable`` says whether trying the same

@@ -1,4 +1,4 @@
-"""Named crash points for the fault-injection tests.
+"""Named crash points for the fault-injection tests (driver and executor).
 
 ``DISTCP_CRASH_AT=<point>:<n>`` makes the n-th (1-based) passage through
 ``crash_point(<point>)`` in this process call ``os._exit(137)``: like kill -9,

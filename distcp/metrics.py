@@ -1,4 +1,4 @@
-"""Prometheus text-format metrics of a run, for node_exporter's textfile collector.
+"""Prometheus text-format metrics of a run, for node_exporter's textfile collector (driver).
 
 A cron-driven copy has no process left to scrape, so the run writes a file instead
 (``--metrics-file``): on every progress tick while it copies, and once at its end,

@@ -1,4 +1,4 @@
-"""The values that travel between planning, Spark executors and the commit log.
+"""The values that travel between planning, executors and the commit log (driver and executor).
 
 Every type here is a frozen, slotted dataclass of plain fields (str, int, float,
 tuples of the same) so it pickles cheaply and identically in every process; none

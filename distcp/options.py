@@ -1,4 +1,4 @@
-"""``distcp.copy``'s keyword parameters -> ``CopyConfiguration.build`` options.
+"""``distcp.copy``'s keyword parameters -> ``CopyConfiguration.build`` options (driver).
 
 The API names its parameters after the CLI's long flags (``convert``, ``conf``,
 ``gpg_recipient``, ``checksum`` ...); the configuration has its own field names

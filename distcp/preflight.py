@@ -1,4 +1,4 @@
-"""Checks that need no Spark, run before Spark starts and before anything is written.
+"""Checks that need no Spark, run before it starts and before anything is written (driver).
 
 A refusal found after Spark's start costs the user 15-30 s of JVM start (and, for
 an unreachable standalone master, 70 s of retries and a Java stack); found here it

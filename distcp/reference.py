@@ -1,4 +1,4 @@
-"""The command reference: every command's ``--help`` as the user sees it.
+"""The command reference: every command's ``--help`` as the user sees it (driver).
 
 The help is rendered at a fixed width between two markers in docs/reference/cli.md;
 ``python -m distcp.reference --write docs/reference/cli.md`` rewrites that block after

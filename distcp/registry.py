@@ -1,4 +1,4 @@
-"""Name -> plugin class, lazily imported, extensible through entry points.
+"""Name -> plugin class, lazily imported, extensible through entry points (driver and executor).
 
 Shaped after fsspec's registry: built-ins are "module:Class" strings so that
 importing pydistcp imports no plugin, third parties register through the
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from distcp.errors import PluginError
 
 if TYPE_CHECKING:  # the plugin bases, for types only: importing us imports no plugin
-    from distcp.checks.base import QualityCheck
     from distcp.converters.base import Converter
     from distcp.datasets.base import CopyableDataset
     from distcp.finders.base import DatasetsFinder
     from distcp.publishers.base import Publisher
+    from distcp.quality.base import QualityCheck
 
 T = TypeVar("T")
 
@@ -87,7 +87,7 @@ DATASETS: Registry[CopyableDataset] = Registry("datasets",
                                                "distcp.datasets.base:CopyableDataset")
 CONVERTERS: Registry[Converter] = Registry("converters", "distcp.converters.base:Converter")
 PUBLISHERS: Registry[Publisher] = Registry("publishers", "distcp.publishers.base:Publisher")
-CHECKS: Registry[QualityCheck] = Registry("checks", "distcp.checks.base:QualityCheck")
+CHECKS: Registry[QualityCheck] = Registry("checks", "distcp.quality.base:QualityCheck")
 
 # Built-in tables, kept sorted.
 for _name, _target in (
@@ -108,12 +108,12 @@ for _name, _target in (
 ):
     CONVERTERS.register(_name, _target)
 for _name, _target in (
-    ("gzip", "distcp.checks.builtin:Gzip"),
-    ("max-size", "distcp.checks.builtin:MaxSize"),
-    ("min-size", "distcp.checks.builtin:MinSize"),
-    ("not-empty", "distcp.checks.builtin:NotEmpty"),
-    ("parquet", "distcp.checks.builtin:Parquet"),
-    ("schema", "distcp.checks.builtin:Schema"),
+    ("gzip", "distcp.quality.builtin:Gzip"),
+    ("max-size", "distcp.quality.builtin:MaxSize"),
+    ("min-size", "distcp.quality.builtin:MinSize"),
+    ("not-empty", "distcp.quality.builtin:NotEmpty"),
+    ("parquet", "distcp.quality.builtin:Parquet"),
+    ("schema", "distcp.quality.builtin:Schema"),
 ):
     CHECKS.register(_name, _target)
 DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")

@@ -1,4 +1,4 @@
-"""Counting the S3 requests that copying and publishing cost, per file, cheaply.
+"""The S3 requests that copying and publishing cost, counted per file (driver and executor).
 
 A task copies up to 32 files at once in threads, and a file's parts go out from a
 pool of their own, so a count must land on the file that caused it: ``counting()``

@@ -1,4 +1,4 @@
-"""``--log-file``: one JSON line per decision and per outcome of a run.
+"""``--log-file``: one JSON line per decision and per outcome of a run (driver).
 
 The summary counts; this log names. A scheduler or an auditor reads which file was
 copied, skipped, deleted or failed and why, without parsing the human output:

@@ -1,5 +1,7 @@
-"""The outcome of a run: what the CLI prints, ``--summary-json`` writes and
-``distcp.copy`` returns."""
+"""The outcome of a run (driver).
+
+What the CLI prints, ``--summary-json`` writes and ``distcp.copy`` returns.
+"""
 
 from __future__ import annotations
 

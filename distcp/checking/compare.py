@@ -1,4 +1,4 @@
-"""Pure: pair a check's two listings and judge each path, with or without digests.
+"""Pure: pair a check's two listings and judge each path, with or without digests (driver).
 
 The verdicts are rclone's combined-report symbols: ``=`` equal, ``-`` only in the
 source, ``+`` only in the destination, ``*`` differing, ``!`` an error (a side that

@@ -1,4 +1,4 @@
-"""EXECUTOR: the digests a check needs, read on Spark's executors.
+"""The digests a check needs, read on Spark's executors (executor).
 
 Each job names one side of one path: a URL and the storage spec that reads it
 (values only; the executor opens the storage itself). A file that cannot be read

@@ -1,5 +1,7 @@
-"""The outcome of a check: what ``pydistcp check`` prints and writes, and what
-``distcp.check`` returns."""
+"""The outcome of a check (driver).
+
+What ``pydistcp check`` prints and writes, and what ``distcp.check`` returns.
+"""
 
 from __future__ import annotations
 

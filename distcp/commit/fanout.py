@@ -1,4 +1,4 @@
-"""Per-file commit steps carried out by the executors (``--publishing``).
+"""Per-file commit steps cut into pieces for publishing tasks (driver and executor).
 
 The coordinator still decides and records: a file set's commit sequence is persisted
 before its first step, as always. What changes is who carries out a step that does

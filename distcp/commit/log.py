@@ -1,4 +1,4 @@
-"""CommitStepStore: the write-ahead log of commit sequences.
+"""CommitStepStore: the write-ahead log of commit sequences (driver).
 
 A sequence is written (atomically) before its first step runs and removed
 after its last one succeeded; whatever is found here at the start of a run is
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import distcp.commit.listed_steps
+import distcp.commit.kept_steps
 import distcp.commit.move_steps
 import distcp.commit.state_steps
 import distcp.commit.upload_steps

@@ -1,4 +1,4 @@
-"""The commit step of ``pydistcp move``: delete each source once its copy is published.
+"""``move``'s commit step: delete each source once its copy is published (driver and executor).
 
 Appended last to a file set's sequence (after the data, the state and the event), so
 a source file is removed only when its destination is published, recorded and found

@@ -1,4 +1,4 @@
-"""Abort multipart uploads that nothing will ever complete.
+"""Abort multipart uploads that nothing will ever complete (driver).
 
 A killed task, a lost speculative attempt or a dead driver leaves its staged
 uploads pending: invisible, but billed, until aborted. An upload is *orphaned*

@@ -1,4 +1,4 @@
-"""DRIVER: group task results by file set and publish each through the commit log.
+"""Group task results by file set and publish each through the commit log (driver).
 
 For each publishable file set: build its CommitSequence (the publisher's steps,
 then state, run record and event), persist it, run it, remove it. A crash at any

@@ -1,4 +1,4 @@
-"""The recovery area: verified copies that were not published, kept by guid.
+"""The recovery area: verified copies that were not published, kept by guid (driver).
 
 When a file set fails (or the run dies) after some of its files were copied
 and verified, those copies move here, under the origin file's guid (sha1 of

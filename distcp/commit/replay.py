@@ -1,4 +1,4 @@
-"""DRIVER: finish what earlier runs left: pending commits, then orphaned copies.
+"""Finish what earlier runs left: pending commits, then orphaned copies (driver).
 
 Runs before anything new is planned (Gobblin's exactly-once rule): every
 persisted CommitSequence is replayed (verified steps skipped, the rest
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from distcp.commit.listed_steps import PublishListed
+from distcp.commit.kept_steps import PublishKept
 from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state_steps import RecordRun
@@ -71,12 +71,12 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
         store.remove(seq.id)
         moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
         # a set whose results stayed in results files: its files and bytes as recorded
-        listed = sum(step.file_count() for step in seq.steps if isinstance(step, PublishListed))
-        listed_bytes = sum(step.nbytes for step in seq.steps
-                           if isinstance(step, RecordRun)) if listed else 0
+        kept = sum(step.file_count() for step in seq.steps if isinstance(step, PublishKept))
+        kept_bytes = sum(step.nbytes for step in seq.steps
+                         if isinstance(step, RecordRun)) if kept else 0
         # published without reading the source again
-        done.append(Tally(sequences_replayed=1, files_recovered=len(moves) + listed,
-                          bytes_recovered=sum(size for _, _, size in moves) + listed_bytes,
+        done.append(Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
+                          bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
                           partitions_registered=registered_in(seq.steps)))
     return blocked, tally_of(done)
 

@@ -1,4 +1,4 @@
-"""Commit steps that change dataset state or tell the world about published data.
+"""Commit steps that change dataset state or tell the world about published data (driver).
 
 Each is idempotent by a marker: the sequence id is recorded in the state it
 changed (or the event file is named after it), so a replay after a crash

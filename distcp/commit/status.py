@@ -1,4 +1,4 @@
-"""``pydistcp status`` and ``pydistcp recover``: look at and finish a destination's state.
+"""``pydistcp status`` and ``recover``: look at and finish a destination's state (driver).
 
 (Named ``status_report``, not ``inspect``, which would shadow the standard library's.)
 """

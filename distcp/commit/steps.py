@@ -1,4 +1,4 @@
-"""Commit steps: the only code that touches final destinations.
+"""Commit steps: the only code that touches final destinations (driver and executor).
 
 After Gobblin's CommitStep: every step is idempotent and has ``verify()`` (is it
 already done? judged from the target's observed state, never from memory) and

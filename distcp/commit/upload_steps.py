@@ -1,4 +1,4 @@
-"""Commit steps that publish staged multipart uploads and check joined files.
+"""Commit steps that publish staged multipart uploads and check joined files (driver and executor).
 
 ``CompleteUploads`` is the zero-copy publish of object stores: completing an
 upload makes the object appear whole, in one request, with no byte copied.

@@ -1,4 +1,4 @@
-"""The Converter interface and the chain that applies several in order.
+"""The Converter interface and the chain that applies several in order (driver and executor).
 
 A converter is ``FileAwareInputStream -> Iterator[FileAwareInputStream]``:
 one-to-one (gunzip, decrypt) or one-to-many (untar, unzip). Chains are lazy

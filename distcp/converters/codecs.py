@@ -1,4 +1,4 @@
-"""One-to-one compression converters: ``gunzip``, ``gzip``, ``bunzip2``, ``unxz``.
+"""Compression converters: ``gunzip``, ``gzip``, ``bunzip2``, ``unxz`` (driver and executor).
 
 Decompression uses the standard library's file objects over the input stream,
 which check what matters: gzip's CRC and length trailer of every member (and

@@ -1,4 +1,4 @@
-"""``decrypt`` and ``encrypt``: OpenPGP through python-gnupg and the real ``gpg``.
+"""``decrypt`` and ``encrypt``: OpenPGP through python-gnupg and ``gpg`` (driver and executor).
 
 Rules (PITFALLS.md, GPG; RELIABILITY.md rows 19-22):
 

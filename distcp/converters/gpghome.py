@@ -1,4 +1,4 @@
-"""A private, throwaway GnuPG home for one gpg run, so gpg-agent cannot cache.
+"""A private, throwaway GnuPG home for one gpg run, so gpg-agent cannot cache (driver and executor).
 
 gpg-agent caches passphrases: after one right passphrase, a wrong one succeeds
 (PITFALLS.md, GPG). We do not edit the user's agent configuration; instead each

@@ -1,4 +1,4 @@
-"""Stream python-gnupg in bounded memory: a pull-based reader over its push callback.
+"""python-gnupg in bounded memory: a pull-based reader over its push callback (executor).
 
 python-gnupg holds the whole output in memory unless given an output path or an
 ``on_data`` callback (PITFALLS.md: about 2x the file). We pass ``on_data`` and

@@ -1,4 +1,4 @@
-"""``decrypt``'s preflight: is the keyring usable with this passphrase, before Spark?
+"""``decrypt``'s preflight: whether the keyring opens with this passphrase (driver).
 
 A wrong passphrase used to surface after Spark's start (13 s and more), once per file.
 Here, in a private non-caching copy of the keyring (``gpghome``), a few bytes are

@@ -1,4 +1,4 @@
-"""The bytes of earlier tar members, kept so that a hard link to one can be expanded.
+"""Earlier tar members' bytes, kept so that a hard link to one can be expanded (executor).
 
 A tar read as a stream (``r|``, see ``untar``) cannot go back: by the time a hard
 link member names an earlier member, that member's bytes have passed. Under

@@ -1,4 +1,4 @@
-"""Small pull-based stream adapters the converters are built from.
+"""Small pull-based stream adapters the converters are built from (executor).
 
 The writer pulls with ``readinto`` into one reused buffer; every adapter here
 holds at most one chunk, so a chain of them stays bounded by buffer sizes

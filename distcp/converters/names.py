@@ -1,4 +1,4 @@
-"""How converters rename destinations (known at planning time, before any byte is read)."""
+"""How converters rename destinations, known before any byte is read (driver and executor)."""
 
 from __future__ import annotations
 

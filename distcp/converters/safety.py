@@ -1,4 +1,4 @@
-"""Our own rules for what an archive may write, and how much it may expand.
+"""Our own rules for what an archive may write, and how much it may expand (executor).
 
 We never rely on ``tarfile``'s extraction filters or ``zipfile.extractall``'s
 sanitising (PITFALLS.md: the filters are bypassable on Python 3.11.7, and an

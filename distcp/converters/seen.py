@@ -1,4 +1,4 @@
-"""Names an expansion has seen, in bounded memory: a dict, spilled to SQLite when large.
+"""Names an expansion has seen, in bounded memory: a dict, spilled to SQLite (executor).
 
 Refusing a duplicate archive member means remembering every member's name, and an
 archive may hold a million (a set of them took ~100 MiB). ``NameTable`` keeps the

@@ -1,4 +1,4 @@
-"""``untar``: one tar stream in, one output per regular file or directory out.
+"""``untar``: one tar stream in, one output per regular file or directory out (driver and executor).
 
 Safe by construction rather than by filter (PITFALLS.md, Archives):
 

@@ -1,4 +1,4 @@
-"""``unzip``: one zip in, one output per regular file or directory out.
+"""``unzip``: one zip in, one output per regular file or directory out (driver and executor).
 
 A zip's directory is at its end, so zipfile needs random access: a
 non-seekable input (the output of ``decrypt``, a remote stream) is first

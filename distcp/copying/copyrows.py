@@ -1,4 +1,4 @@
-"""EXECUTOR: the files to copy kept where the copy tasks read them.
+"""The files to copy kept where the copy tasks read them (driver and executor).
 
 Planning on Spark (``distcp.spark.planning``) decides every file in tasks. For a plain
 copy of a tree (``distcp.run.choice.keeps_copies``) the files to copy do not

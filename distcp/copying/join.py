@@ -1,4 +1,4 @@
-"""EXECUTOR: one join task per split file whose ranges are part files.
+"""One join task per split file whose ranges are part files (executor).
 
 Where a storage can neither write a range at its offset nor hold it as a part of
 one object (FTP, SFTP, WebDAV...), each range is its own part file, and a split file

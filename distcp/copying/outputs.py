@@ -1,4 +1,4 @@
-"""EXECUTOR: the TaskResults of one origin file, held in bounded memory.
+"""The TaskResults of one origin file, held in bounded memory (executor).
 
 An archive expands into one result per member, and a task must keep every one of
 them until the archive is done: a failure at the last member discards what the

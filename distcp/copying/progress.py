@@ -1,4 +1,4 @@
-"""EXECUTOR: a task attempt's progress counters and journal of verified copies.
+"""A task attempt's progress counters and journal of verified copies (driver and executor).
 
 Both are small files next to the staging area, written at most once a second. The
 journal is what lets a run killed mid-copy keep the copies its tasks finished

@@ -1,4 +1,4 @@
-"""EXECUTOR: copy one byte range of a split file into the file's shared staging.
+"""Copy one byte range of a split file into the file's shared staging (executor).
 
 A file larger than ``--split-size`` is copied by several tasks, one range each
 (seed 003's block-level work units). On S3 a range is one part (number

@@ -1,11 +1,11 @@
-"""EXECUTOR and DRIVER: one copy task's results kept in a Parquet file of its own.
+"""One copy task's results kept in a Parquet file of its own (driver and executor).
 
 When the files to copy never reached the driver (``distcp.copying.copyrows``), their
 results do not either: each copy task writes them beside the job's staging, one row
 per output, and returns only a ``UnitReport`` (counts, bytes, requests, the first
 failures). Publishing reads the files back where it needs each file: the renames
-(``distcp.commit.listed_steps.PublishListed``) and the manifest segment
-(``StateStore.append_listed``), a row group at a time.
+(``distcp.commit.kept_steps.PublishKept``) and the manifest segment
+(``StateStore.append_kept``), a row group at a time.
 """
 
 from __future__ import annotations

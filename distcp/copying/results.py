@@ -1,4 +1,4 @@
-"""How executors build TaskResults: the fields one file's results share, and failures.
+"""How TaskResults are built: the fields one file's results share, and failures (executor).
 
 ``ResultKey`` is what every result of one origin file in one task attempt has in
 common (which file, which unit and attempt, which dataset and file set); each

@@ -1,4 +1,4 @@
-"""EXECUTOR: open an origin file for reading, and prove afterwards it did not change.
+"""Open an origin file for reading, and prove afterwards it did not change (executor).
 
 Shared by whole-file copies (``distcp.copying.task``) and byte ranges of split files
 (``distcp.copying.ranges``): a read is one version of the file or it is refused.

@@ -1,4 +1,4 @@
-"""FileAwareInputStream: a readable binary stream plus the file it belongs to."""
+"""FileAwareInputStream: a readable binary stream plus the file it belongs to (executor)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""EXECUTOR: stage a symbolic link as a link (``--links copy``), verified.
+"""Stage a symbolic link as a link (``--links copy``), verified (executor).
 
 rsync ``-l`` semantics: the staged entry is a new link holding the source's target
 text verbatim (a relative target stays relative, a dangling one stays dangling); it

@@ -1,4 +1,4 @@
-"""EXECUTOR: run one WorkUnit and return its results as data.
+"""Run one WorkUnit and return its results as data (executor).
 
 Spark carries an executor exception to the driver only as a traceback string,
 so every per-file failure becomes a failed TaskResult naming the file and the
@@ -18,8 +18,6 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from distcp import collection, request_count
-from distcp.checks.base import StagedOutput
-from distcp.checks.checklist import CheckRun, TeeStream
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
 from distcp.copying.outputs import Outputs
 from distcp.copying.progress import JOURNAL, Progress
@@ -40,6 +38,8 @@ from distcp.copying.writer import SourceReader, stage_stream
 from distcp.errors import CopyError, QualityCheckError, StateCollisionError
 from distcp.faults import armed, crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
+from distcp.quality.base import StagedOutput
+from distcp.quality.checklist import CheckRun, TeeStream
 from distcp.storage import (
     NO_SERVER_SIDE,
     ServerSideCopyUnsupported,
@@ -444,7 +444,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
 def _run_checks(checks: CheckRun, destination: str, staged: StagedStream, storage: Storage,
                 read_back: bool) -> None:
     """Run the ``--check``s on one staged output; a failure discards it and fails its
-    file (distcp.checks.checklist says why local staging is read back, else teed)."""
+    file (distcp.quality.checklist says why local staging is read back, else teed)."""
     if read_back and checks.reads_bytes and staged.staged is not None:
         checks.read_back(os_path(staged.staged.location))
     problem = checks.verdict(StagedOutput(destination, staged.text, staged.size))

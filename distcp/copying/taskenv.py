@@ -1,4 +1,4 @@
-"""The environment a task runs with: the client's, wherever the task runs.
+"""The environment a task runs with: the client's, wherever the task runs (driver and executor).
 
 Tasks read a few variables (AWS credentials and region for s3fs, the S3 bound,
 fault-injection points). On a cluster or a warm engine the Python workers have

@@ -1,4 +1,4 @@
-"""TaskSpec: the slice of a run's configuration that travels to every task.
+"""TaskSpec: the slice of a run's configuration that travels to every task (driver and executor).
 
 Its own module so that everything executors run (``task``, ``sources``, ``ranges``,
 ``join``) can name it without importing each other. The task attempt's identity
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from distcp.checks.checklist import CheckList
 from distcp.chmod import Chmod
 from distcp.converters.base import ConverterOptions
 from distcp.errors import StateCollisionError
+from distcp.quality.checklist import CheckList
 from distcp.state.bounds import landing_in
 from distcp.storage import StorageSpec
 from distcp.storage.filesystems import display

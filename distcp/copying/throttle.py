@@ -1,4 +1,4 @@
-"""EXECUTOR: ``--bwlimit``, a token bucket on the bytes a task reads from its sources.
+"""``--bwlimit``: a token bucket on the bytes a task reads from its sources (driver and executor).
 
 The run's limit is divided on the driver by the number of tasks that run at once, so
 each task holds its share; the threads of one task (several files in flight) share one

@@ -1,4 +1,4 @@
-"""EXECUTOR: read one stream into the destination's staging, hashed and verified.
+"""Read one stream into the destination's staging, hashed and verified (executor).
 
 The copy loop reads into one reused buffer and hashes the same bytes (BASELINE.md:
 a reused-buffer readinto/write loop is 2.2-2.5x faster here than sendfile, and

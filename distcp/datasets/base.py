@@ -1,4 +1,4 @@
-"""The CopyableDataset interface: one table, topic or directory tree to copy."""
+"""The CopyableDataset interface: one table, topic or directory tree to copy (driver and executor)."""
 
 from __future__ import annotations
 

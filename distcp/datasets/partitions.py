@@ -1,4 +1,4 @@
-"""Time partitions of a stream dataset: the ``--partition-pattern`` and watermark arithmetic.
+"""Time partitions of a stream dataset: the pattern and watermark arithmetic (driver).
 
 A topic directory holds one folder level per pattern segment (``yyyy/MM/dd/HH`` by
 default: ``topic/2026/11/23/10``); each leaf folder is a partition, named by its

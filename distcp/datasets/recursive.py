@@ -1,4 +1,4 @@
-"""RecursiveCopyableDataset: every file and directory under one origin root."""
+"""RecursiveCopyableDataset: every file and directory under one origin root (driver and executor)."""
 
 from __future__ import annotations
 

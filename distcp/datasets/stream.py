@@ -1,4 +1,4 @@
-"""StreamDataset: one topic directory of time partitions (``topic/yyyy/MM/dd/HH``).
+"""StreamDataset: one topic directory of time partitions, ``topic/yyyy/MM/dd/HH`` (driver).
 
 Each partition is a file set, published whole and on its own, so that a consumer
 sees an hour complete or not at all, and one partition that fails does not hold back

@@ -1,4 +1,4 @@
-"""Data-availability events as OpenLineage RunEvents (``--events``).
+"""Data-availability events as OpenLineage RunEvents, ``--events`` (driver).
 
 A run sends START when it begins and COMPLETE or FAIL when it ends; each published
 file set sends a COMPLETE of its own, from a commit step that follows the set's data,

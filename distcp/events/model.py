@@ -1,5 +1,6 @@
-"""The events themselves, made with the ``openlineage-python`` client's model classes
-(never JSON written by hand), and their JSON form.
+"""The events and their JSON form, built with OpenLineage's model classes (driver).
+
+Made with the ``openlineage-python`` client's model classes, never JSON written by hand.
 
 Run ids are UUIDs derived from what identifies the run (the job id; a file set's
 commit sequence id), so an event sent again after a crash or a replay carries the

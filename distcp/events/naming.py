@@ -1,6 +1,9 @@
-"""Dataset names by OpenLineage's naming spec: a namespace for the storage and a name
-for the path in it (``s3://bucket`` + ``key``; ``file`` + an absolute path;
-``ftp://host:port`` + a path). No user name or password ever goes in."""
+"""Dataset names by OpenLineage's naming spec (driver).
+
+A namespace for the storage and a name for the path in it (``s3://bucket`` + ``key``;
+``file`` + an absolute path; ``ftp://host:port`` + a path). No user name or password
+ever goes in.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run's own events: START when it begins, COMPLETE or FAIL when it ends.
+"""The run's own events: START when it begins, COMPLETE or FAIL when it ends (driver).
 
 Sent on the driver around the run (a dry run sends none). Before START, what earlier
 runs could not deliver is sent from the outbox, so a consumer receives events in the

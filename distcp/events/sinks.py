@@ -1,4 +1,4 @@
-"""Where events go (``--events TARGET``) and how none is lost on the way.
+"""Where events go (``--events TARGET``) and how none is lost on the way (driver).
 
 - a path: JSON lines appended to that file, one line per event, each written with one
   ``write`` of a whole line (a crash leaves whole lines before it);

@@ -1,4 +1,4 @@
-"""The DatasetsFinder interface: finds the datasets of one run."""
+"""The DatasetsFinder interface: finds the datasets of one run (driver)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GlobDatasetsFinder: every directory matching ``--dataset-glob`` is a dataset.
+"""GlobDatasetsFinder: every directory matching ``--dataset-glob`` is a dataset (driver).
 
 The glob is relative to the single source root; each match is copied to the same
 relative path under the destination, and its URN is its origin URL.

@@ -1,4 +1,4 @@
-"""SingleRootFinder: the plain ``pydistcp copy SRC... DST`` case.
+"""SingleRootFinder: the plain ``pydistcp copy SRC... DST`` case (driver).
 
 The mapping follows ``rclone copy`` and ``distcp -update`` so that re-running
 the same command never nests ``DST/SRC``:

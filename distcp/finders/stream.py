@@ -1,4 +1,4 @@
-"""StreamDatasetsFinder: one StreamDataset per topic directory (``--finder stream``).
+"""StreamDatasetsFinder: one StreamDataset per topic directory, ``--finder stream`` (driver).
 
 The topics are the folders right under the single source root, or those that
 ``--dataset-glob`` matches; each is copied to the same relative path under the

@@ -1,4 +1,4 @@
-"""The fork: one read of each source file, written to several destinations (branches).
+"""The fork: one read of each source file, written to several branches (driver and executor).
 
 Gobblin's ForkOperator (seed 000) made exact by the commit log: ``branches`` says what
 a branch is, ``operators`` which branches receive a file, ``tee`` how one read feeds

@@ -1,5 +1,7 @@
-"""DRIVER: ``--fork-policy all``: a file is published in no branch unless every branch
-that receives it can publish it, so the copies never disagree.
+"""``--fork-policy all``: a file is published in every branch or in none (driver).
+
+A file is published in no branch unless every branch that receives it can publish it,
+so the copies never disagree.
 
 Each branch's own commit policy decides what of its file sets it would publish
 (``distcp.commit.publish``); a file that some branch would not publish is failed in

@@ -1,6 +1,8 @@
-"""What a fork run is made of: its branches (each a whole copy configuration) and the
-fork's own settings. Built from ``--fork`` flags or from a job file's ``[[branches]]``;
-both give the same values, so the driver knows one model."""
+"""What a fork run is made of: its branches and the fork's own settings (driver).
+
+Each branch is a whole copy configuration. Built from ``--fork`` flags or from a job
+file's ``[[branches]]``; both give the same values, so the driver knows one model.
+"""
 
 from __future__ import annotations
 

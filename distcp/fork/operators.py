@@ -1,4 +1,4 @@
-"""DRIVER: the fork operator decides, per file, which branches receive it.
+"""The fork operator decides, per file, which branches receive it (driver).
 
 Seed 000's ForkOperator, as a pure function of planning: it sees the origin file
 and its dataset, never the bytes, and answers one decision per branch. Built-ins:

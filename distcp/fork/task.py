@@ -1,4 +1,4 @@
-"""EXECUTOR: copy each file of a fork unit once from its source into every branch it goes to.
+"""Copy each file of a fork unit once from its source into every branch it goes to (executor).
 
 The source is opened and read once (``distcp.fork.tee``); each branch stages its share
 through its own converters into its own staging folder, exactly as a plain copy stages

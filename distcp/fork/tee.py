@@ -1,4 +1,4 @@
-"""EXECUTOR: one read of a source, handed to several branches through bounded queues.
+"""One read of a source, handed to several branches through bounded queues (executor).
 
 The fork's promise is that a source is read once however many destinations receive
 it (the ForkOperator of seed 000). The reader runs in the task's thread and puts each

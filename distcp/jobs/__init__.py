@@ -1,4 +1,4 @@
-"""Job files: one job (datasets, branches, settings, storage) described in TOML.
+"""Job files: one job (datasets, branches, settings, storage) described in TOML (driver).
 
 ``pydistcp run JOB.toml`` loads a job with ``load_job`` and runs it through
 ``distcp.copy``, the same path as ``pydistcp copy``; ``distcp.jobs.schema`` writes

@@ -1,4 +1,4 @@
-"""The keys a job file takes, derived from ``pydistcp copy``'s own option definitions.
+"""The keys a job file takes, derived from ``pydistcp copy``'s own option definitions (driver).
 
 A job file's settings are the copy command's flags, named like the API parameters
 (the long flag with underscores), so the file, the CLI and ``distcp.copy`` share one

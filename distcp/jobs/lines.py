@@ -1,4 +1,4 @@
-"""Where each key of a TOML document is: tomllib parses values but keeps no positions.
+"""Where each key of a TOML document is: tomllib keeps no positions (driver).
 
 A small scan of the text: table headers (``[a."b"]``, ``[[a]]`` with each array
 element counted) and ``key = value`` lines (dotted keys included), skipping the

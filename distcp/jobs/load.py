@@ -1,4 +1,4 @@
-"""Read and validate a job file: every problem is one line naming the file, line and key.
+"""Read and validate a job file: each problem one line naming file, line and key (driver).
 
 Order: TOML syntax, inline secrets anywhere (before anything could echo one), then
 each table's keys (unknown keys are errors, with the closest known key), values,

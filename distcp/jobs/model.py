@@ -1,4 +1,4 @@
-"""A loaded job: datasets, branches, run settings and storage options, as values.
+"""A loaded job: datasets, branches, run settings and storage options, as values (driver).
 
 A job of one branch runs exactly as ``pydistcp copy`` does: ``copy_arguments`` gives
 ``distcp.copy`` its sources, destination and keywords, and ``distcp.copy`` builds the

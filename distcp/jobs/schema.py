@@ -1,4 +1,4 @@
-"""The job-file format as a JSON Schema, for editors (docs/job.schema.json).
+"""The job-file format as a JSON Schema for editors, docs/job.schema.json (driver).
 
 Generated from the same KeySpecs the loader checks against, so the schema cannot
 list a key the loader refuses or miss one it takes. ``python -m distcp.jobs.schema

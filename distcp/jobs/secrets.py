@@ -1,4 +1,4 @@
-"""Secrets in a job file: by reference only, ``{ env = "NAME" }`` or ``{ file = "path" }``.
+"""Job-file secrets, by reference only: ``{ env = "NAME" }`` or ``{ file = "path" }`` (driver).
 
 A job file is read by people, committed, diffed and copied into tickets; a secret
 written in it leaks with it. So any key whose name says it holds a secret

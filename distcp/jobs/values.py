@@ -1,4 +1,4 @@
-"""One job-file value against its KeySpec: the type check, and the value the API takes.
+"""One job-file value against its KeySpec: the type check, and the API's value (driver).
 
 Problems come back as text (the loader adds file, line and key) and never quote the
 value: a misplaced secret must not reach a terminal through an error message.

@@ -1,4 +1,4 @@
-"""DRIVER: a run's planning in a forked child while the run imports its Spark client.
+"""A run's planning in a forked child while the run imports its Spark client (driver).
 
 On the warm engine a run's two serial costs before its first task are its planning
 (B, 20,000 files: ~0.3 s, listing and writing copy rows) and the import of PySpark's

@@ -1,8 +1,8 @@
-"""Lists of source files the user already has: ``--files-from`` and ``--files-from-manifest``.
+"""Lists of source files the user has: ``--files-from`` and ``--files-from-manifest`` (driver).
 
-Pure parsing: text lines or a manifest's bytes in, ``ListedPath`` values out (a path
+Pure parsing: text lines or a manifest's bytes in, ``FilesFromEntry`` values out (a path
 relative to the source root, with the size, mtime and ETag the manifest knows). No
-filesystem is touched here; ``distcp.planning.listed`` opens the lists and asks the
+filesystem is touched here; ``distcp.planning.filesfrom`` opens the lists and asks the
 source about what a list leaves unknown.
 
 Two inputs:
@@ -17,7 +17,7 @@ Two inputs:
   names ``<bucket>/<key>``, which must lie under the source; an empty bucket makes the
   key relative to the source root.
 
-Both also come out as Arrow record batches of one schema (``LISTED_SCHEMA``), the
+Both also come out as Arrow record batches of one schema (``files_from_schema()``), the
 shape a later distributed listing or planning join takes as a DataFrame.
 """
 
@@ -46,7 +46,7 @@ BATCH_ROWS = 65536
 
 
 @dataclass(frozen=True, slots=True)
-class ListedPath:
+class FilesFromEntry:
     """One entry of a list: a path relative to the source root, and what the list
     says about the file (None: unknown, the source is asked)."""
 
@@ -63,7 +63,7 @@ class ListedPath:
         return self.size is not None and self.mtime is not None
 
 
-def listed_schema() -> Any:
+def files_from_schema() -> Any:
     """The Arrow schema of a list, as ``as_batches`` writes it."""
     import pyarrow as pa
 
@@ -71,13 +71,13 @@ def listed_schema() -> Any:
                       ("mtime", pa.float64()), ("etag", pa.string())])
 
 
-def as_batches(paths: Iterable[ListedPath], rows: int = BATCH_ROWS) -> Iterator[Any]:
-    """The entries as Arrow record batches of ``listed_schema()``, ``rows`` at a time:
+def as_batches(paths: Iterable[FilesFromEntry], rows: int = BATCH_ROWS) -> Iterator[Any]:
+    """The entries as Arrow record batches of ``files_from_schema()``, ``rows`` at a time:
     what a Spark job takes (``createDataFrame`` of a table, or ``mapInArrow``)."""
     import pyarrow as pa
 
-    schema = listed_schema()
-    chunk: list[ListedPath] = []
+    schema = files_from_schema()
+    chunk: list[FilesFromEntry] = []
     for p in paths:
         chunk.append(p)
         if len(chunk) == rows:
@@ -87,22 +87,22 @@ def as_batches(paths: Iterable[ListedPath], rows: int = BATCH_ROWS) -> Iterator[
         yield _batch(pa, schema, chunk)
 
 
-def _batch(pa: Any, schema: Any, chunk: Sequence[ListedPath]) -> Any:
+def _batch(pa: Any, schema: Any, chunk: Sequence[FilesFromEntry]) -> Any:
     columns = [[getattr(p, name) for p in chunk] for name in schema.names]
     return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in
                                        zip(columns, schema, strict=True)], schema=schema)
 
 
-def from_batches(batches: Iterable[Any]) -> Iterator[ListedPath]:
-    """The entries of batches of ``listed_schema()`` (the inverse of ``as_batches``)."""
+def from_batches(batches: Iterable[Any]) -> Iterator[FilesFromEntry]:
+    """The entries of batches of ``files_from_schema()`` (the inverse of ``as_batches``)."""
     for batch in batches:
         for row in batch.to_pylist():
-            yield ListedPath(**row)
+            yield FilesFromEntry(**row)
 
 
 # --- --files-from ---------------------------------------------------------------------
 
-def parse_lines(lines: Iterable[str], name: str) -> Iterator[ListedPath]:
+def parse_lines(lines: Iterable[str], name: str) -> Iterator[FilesFromEntry]:
     """The paths of a ``--files-from`` list, first occurrence only, in list order.
 
     ``name`` is how errors name the list (``--files-from list.txt``)."""
@@ -114,7 +114,7 @@ def parse_lines(lines: Iterable[str], name: str) -> Iterator[ListedPath]:
         path = normalise(text, f"{name} line {number}")
         if path not in seen:
             seen.add(path)
-            yield ListedPath(path, f"line {number}")
+            yield FilesFromEntry(path, f"line {number}")
 
 
 def normalise(text: str, where: str) -> str:
@@ -153,7 +153,7 @@ def manifest_format(head: bytes) -> str:
 
 def parse_manifest(stream: IO[bytes], name: str, root: str,
                    columns: Sequence[str] | None = None,
-                   seen: set[str] | None = None) -> Iterator[ListedPath]:
+                   seen: set[str] | None = None) -> Iterator[FilesFromEntry]:
     """The entries of a manifest read from the seekable binary ``stream``.
 
     ``root`` is the source root as a path of its filesystem (``bucket/prefix`` on S3,
@@ -181,8 +181,8 @@ def parse_manifest(stream: IO[bytes], name: str, root: str,
             yield entry
 
 
-def manifest_entry(row: dict[str, Any], prefix: str, shown: str, where: str) -> ListedPath:
-    """One manifest row (bucket, key, size, mtime, etag as read) -> a ListedPath."""
+def manifest_entry(row: dict[str, Any], prefix: str, shown: str, where: str) -> FilesFromEntry:
+    """One manifest row (bucket, key, size, mtime, etag as read) -> a FilesFromEntry."""
     bucket, key = row.get("bucket") or "", row.get("key") or ""
     if not key:
         raise ConfigurationError(f"{shown}: no key")
@@ -194,8 +194,8 @@ def manifest_entry(row: dict[str, Any], prefix: str, shown: str, where: str) -> 
         path = strict_key(full[len(prefix) + 1:] if prefix else full, shown)
     else:
         path = normalise(key, shown)
-    return ListedPath(path, where, _size(row.get("size"), shown), _mtime(row.get("mtime"), shown),
-                      _etag(row.get("etag")))
+    return FilesFromEntry(path, where, _size(row.get("size"), shown),
+                          _mtime(row.get("mtime"), shown), _etag(row.get("etag")))
 
 
 def strict_key(rel: str, shown: str) -> str:

@@ -1,4 +1,4 @@
-"""Which source files a run considers: rclone's filter flags as one value.
+"""Which source files a run considers: rclone's filter flags as one value (driver and executor).
 
 ``--include``/``--exclude`` match names or relative paths; ``--min-size``/``--max-size``
 bound the size; ``--min-age``/``--max-age`` bound the age of the modification time at

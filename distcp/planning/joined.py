@@ -1,4 +1,4 @@
-"""EXECUTOR: the plan of one dataset from its source listing joined with its target's.
+"""The plan of one dataset from its source listing joined with its target's (driver and executor).
 
 ``--listing spark`` leaves both listings distributed (``distcp.spark.listing``);
 ``distcp.spark.planning`` joins them on the path relative to each root and runs
@@ -37,7 +37,7 @@ from distcp.storage import treelisting as tl
 COPY, SKIP, DIRECTORY, DELETE, NOT_COPIED, ERROR, COUNT = (
     "copy", "skip", "dir", "delete", "skipped", "error", "count")
 #: A file of files to copy that a task wrote (``JoinRule.copies_to``): its CopyRows.
-LISTED = "listed"
+KEPT = "kept"
 OUT_SCHEMA = "kind string, sort string, payload binary"
 #: One side of a pair: the walk's ``(path, FileStatus)`` (a regular file's stat itself
 #: from a paired walk: ``fsutil.raw_stat``), or an entry not copied.
@@ -143,7 +143,7 @@ def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: joined batches (columns ``s`` and ``t``, structs of
     listing rows) in, ``OUT_SCHEMA`` batches out, one per BATCH_ROWS rows. With
     ``rule.copies_to`` the files to copy go to this task's copy-rows file instead, and
-    one ``listed`` row names it, written with the client's task variables (``rule.env``:
+    one ``kept`` row names it, written with the client's task variables (``rule.env``:
     credentials from the environment, which a warm engine's workers do not have)."""
     with applied_environment(rule.env), collection.paused():
         yield from _planned_batches(rule, batches)
@@ -180,7 +180,7 @@ def planned_batches(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | N
         if kind == COUNT and writer is not None:
             written = writer.close()
             if written is not None:
-                out.append((LISTED, "", pickle.dumps(written)))
+                out.append((KEPT, "", pickle.dumps(written)))
         out.append((kind, sort, pickle.dumps(value)))
         if len(out) >= tl.BATCH_ROWS or kind == COUNT:
             yield batch_of(out)

@@ -1,4 +1,4 @@
-"""DRIVER: find datasets, list origin and target, and plan. Reads only.
+"""Find datasets, list origin and target, and plan; reads only (driver).
 
 The only effect of this module is reading listings; everything it decides is
 done by the pure functions of ``planning``.
@@ -14,7 +14,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset, DatasetHistory, DatasetListing
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
-from distcp.planning.listed import list_flag, listed_entries, listed_paths
+from distcp.planning.filesfrom import files_from_entries, files_from_list, list_flag
 from distcp.planning.moving import check_max_move
 from distcp.planning.plan import (
     DatasetPlan,
@@ -248,7 +248,7 @@ def source_listing(ds: CopyableDataset, cfg: CopyConfiguration,
 
     def entries(fs: Any, root: str, skipped: list[fsutil.Skipped]
                 ) -> Iterator[tuple[str, FileStatus]]:
-        return listed_entries(fs, root, listed_paths(cfg, root), cfg, skipped)
+        return files_from_entries(fs, root, files_from_list(cfg, root), cfg, skipped)
 
     return ds.listing_from(cfg, entries)
 

@@ -1,4 +1,4 @@
-"""Pure splitting of one listing into Spark tasks: subtrees and key ranges.
+"""Pure splitting of one listing into Spark tasks: subtrees and key ranges (driver).
 
 The driver lists only the top of a tree; everything below is listed by executors,
 one task per subtree (filesystems with directories) or per key range (object

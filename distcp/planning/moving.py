@@ -1,4 +1,4 @@
-"""Which sources a ``move`` deletes, decided from the plan (pure; no I/O).
+"""Which sources a ``move`` deletes, decided from the plan; pure, no I/O (driver).
 
 A copied file's source goes once its file set is published (distcp.commit.move_steps).
 A skipped one goes too when the destination already holds the same file (rclone move

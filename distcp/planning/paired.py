@@ -1,5 +1,8 @@
-"""EXECUTOR: plan a local tree by walking each subtree of the source and of the target
-side by side, pairing their entries by relative path (no listing DataFrames, no join).
+"""Plan a local tree by walking source and target side by side (driver and executor).
+
+Each subtree of the source and of the target is walked side by side, their entries
+paired by relative path (no listing DataFrames, no join): in planning tasks on Spark,
+or in this process for the driver's paired walk (``treeplans``).
 
 Both walks yield the same order (depth first, names sorted: ``treelisting.sort_key``),
 so pairing them is a merge, as rclone's march does it: one Spark job of planning tasks

@@ -1,4 +1,4 @@
-"""Pure planning: what each dataset wants + what the target has -> a Plan.
+"""Pure planning: what each dataset wants + what the target has -> a Plan (driver and executor).
 
 No I/O here: listings come in as values, the plan goes out as a value, so every
 rule (skip, overwrite, delete, duplicate targets) is unit-tested with literals.
@@ -44,15 +44,15 @@ class DatasetPlan:
     skips_counted: int | None = None
     #: Files to copy that planning tasks kept in files of their own instead of sending
     #: them (``distcp.copying.copyrows``): copied and published without passing here.
-    listed: tuple[CopyRows, ...] = ()
+    kept: tuple[CopyRows, ...] = ()
 
     @property
     def bytes_to_copy(self) -> int:
-        return sum(a.file.origin.size for a in self.copy) + sum(r.bytes for r in self.listed)
+        return sum(a.file.origin.size for a in self.copy) + sum(r.bytes for r in self.kept)
 
     @property
-    def files_listed(self) -> int:
-        return sum(r.files for r in self.listed)
+    def files_kept(self) -> int:
+        return sum(r.files for r in self.kept)
 
     @property
     def files_skipped(self) -> int:

@@ -1,4 +1,4 @@
-"""DRIVER: split big files into ranges, resume them, and assemble their results.
+"""Split big files into ranges, resume them, and assemble their results (driver).
 
 A file larger than ``--split-size`` becomes one WorkUnit per byte range (seed
 003's block-level work units) so that one big file no longer decides the wall

@@ -1,4 +1,4 @@
-"""DRIVER: the name of a way a phase was done, and why it was chosen.
+"""The name of a way a phase was done, and why it was chosen (driver).
 
 A run plans each dataset one of several ways and copies one of several ways; which
 one, and the fact that decided it, is shown by ``-v`` and kept in the summary

@@ -1,4 +1,4 @@
-"""DRIVER: the top of a tree, listed here before the rest goes to listing tasks.
+"""The top of a tree, listed here before the rest goes to listing tasks (driver).
 
 A local tree is listed breadth first down to about ``target`` subtrees (``balance``);
 each subtree left becomes a ``ListingTask``. Spark's listing runs those tasks

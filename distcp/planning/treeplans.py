@@ -1,4 +1,4 @@
-"""DRIVER: plans of plain trees as the planning tasks make them, and the driver's own.
+"""Plans of plain trees as the planning tasks make them, and the driver's own (driver).
 
 Two local trees are planned by walking both side by side (``distcp.planning.paired``):
 ``paired_items`` cuts them into the planning tasks' items; ``DriverPairs`` (``--listing
@@ -6,7 +6,7 @@ driver``, and ``auto`` below its cut) walks those items in this process without 
 Either way the decided values become the driver planner's ``DatasetPlan``
 (``assembled``). A plain copy of more than ``HELD`` files is written to a copy-rows file
 (``distcp.copying.copyrows``) instead of being held, so the copy and the publish take the
-thin path (``distcp.spark.listedcopy``); ``kept_walked`` does the same for a plan the
+thin path (``distcp.spark.keptcopy``); ``kept_walked`` does the same for a plan the
 driver's own walk made. Nothing here needs Spark (``distcp.spark.planning`` runs the
 same items and joins on it).
 """
@@ -71,7 +71,7 @@ class DriverPairs:
     (``plan.skips_same``). With ``copies_to`` (the thin path allowed:
     ``run.choice.keeps_copies``) a dataset with more than ``HELD`` files to copy writes them to
     a copy-rows file as the planning tasks do, a chunk at a time, so the driver holds a
-    chunk, not every file, and the copy stays on the executors (``spark.listedcopy``).
+    chunk, not every file, and the copy stays on the executors (``spark.keptcopy``).
     None (the driver's own walk plans it) when a side is not a local tree or the top is
     too wide to pair (``TOP_PAIRS``)."""
 
@@ -152,7 +152,7 @@ class _Held:
         if self.spilled:
             assert self.writer is not None
             rows = self.writer.close()
-            return [(jp.LISTED, "", rows)] if rows is not None else []
+            return [(jp.KEPT, "", rows)] if rows is not None else []
         return [(jp.COPY, sort, action) for sort, action, _ in self.held]
 
 
@@ -171,13 +171,13 @@ def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
     for d in plan.datasets:
         ds = by_urn.get(d.urn)
         folder = copies_folder(copies_to, ds) if ds is not None and jp.plannable(ds, cfg) else ""
-        if d.listed or len(d.copy) <= HELD or not folder:
+        if d.kept or len(d.copy) <= HELD or not folder:
             out.append(d)
             continue
         held = _Held(folder, dict(cfg.dst_options))
         for action in d.copy:
             held.add("", action, action.file.origin.size)
-        out.append(replace(d, copy=(), listed=tuple(v for _, _, v in held.close())))
+        out.append(replace(d, copy=(), kept=tuple(v for _, _, v in held.close())))
     return Plan(tuple(out))
 
 
@@ -263,9 +263,9 @@ def assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.Joi
     copy: list[Action] = ordered(jp.COPY)
     doomed = sorted((u for _, u in by_kind.get(jp.DELETE, [])),
                     key=lambda u: (-u.count("/"), u))
-    listed = tuple(sorted((r for _, r in by_kind.get(jp.LISTED, [])), key=lambda r: r.url))
+    kept = tuple(sorted((r for _, r in by_kind.get(jp.KEPT, [])), key=lambda r: r.url))
     plan = DatasetPlan(ds.urn, ds.destination_root, tuple(copy), tuple(ordered(jp.SKIP)),
                        tuple(doomed), (root_dir, *ordered(jp.DIRECTORY)),
-                       skips_counted=sum(s for _, s in counts), listed=listed)
+                       skips_counted=sum(s for _, s in counts), kept=kept)
     return JoinedPlan(plan, (*skipped, *ordered(jp.NOT_COPIED)),
                       sum(f for f, _ in counts), collected, strategy)

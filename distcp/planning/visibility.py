@@ -1,4 +1,4 @@
-"""DRIVER, pure: which files appear as soon as they are copied (per-file visibility).
+"""Pure: which files appear as soon as they are copied, per-file visibility (driver).
 
 By default (``--visibility file-set``) an object store's objects appear when their
 file set is published: each file is staged as an uncompleted multipart upload and

@@ -1,4 +1,4 @@
-"""The Publisher interface: task results of one file set -> a CommitSequence."""
+"""The Publisher interface: task results of one file set -> a CommitSequence (driver)."""
 
 from __future__ import annotations
 

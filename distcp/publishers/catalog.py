@@ -1,4 +1,4 @@
-"""Catalog registration: each published partition added to a Spark/Hive catalog table.
+"""Catalog registration: each published partition added to a Spark/Hive table (driver).
 
 ``--catalog-table DB.TABLE`` appends one ``RegisterPartitions`` step, last, to every
 file set's commit sequence: after the data, its manifest, watermark and event, so a

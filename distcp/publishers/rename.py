@@ -1,5 +1,8 @@
-"""RenamePublisher: the default; staged files are renamed into place per file set,
-and staged multipart uploads are completed (the zero-copy publish of S3)."""
+"""RenamePublisher, the default: staged outputs moved into place per file set (driver).
+
+Staged files are renamed into place, and staged multipart uploads are completed (the
+zero-copy publish of S3).
+"""
 
 from __future__ import annotations
 

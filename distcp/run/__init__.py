@@ -1,1 +1,1 @@
-"""DRIVER: the order of every run, written once, over a list of branches."""
+"""The order of every run, written once, over a list of branches (driver)."""

@@ -1,5 +1,6 @@
-"""DRIVER: one destination of a run: its job id, publishing, task spec and folders, and
-the value the phases fill in for it (``BranchRun``).
+"""One destination of a run, and the value the phases fill in for it (driver).
+
+Its job id, publishing, task spec and folders, and ``BranchRun``.
 
 A plain copy has one branch, a fork several (``distcp.run.fork``); each branch gets its
 own publishing (commit log, recovery area, event sink, bounds), its own TaskSpec and
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from distcp import preflight
-from distcp.checks import check_list
 from distcp.commit.log import CommitStepStore
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import Publishing
@@ -33,7 +33,8 @@ from distcp.model import CopyableFile, TaskResult
 from distcp.planning.listing import find_datasets, state_root
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.publishers.catalog import CatalogTarget
-from distcp.spark.listedcopy import ListedCopy, split_listed
+from distcp.quality import check_list
+from distcp.spark.keptcopy import KeptCopy, split_kept
 from distcp.spark.listing import LazySession
 from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
@@ -225,7 +226,7 @@ class BranchRun:
     #: Files still to read (not taken from the recovery area).
     files: list[CopyableFile] = field(default_factory=list)
     results: list[TaskResult] = field(default_factory=list)
-    copies: list[ListedCopy] = field(default_factory=list)
+    copies: list[KeptCopy] = field(default_factory=list)
     #: One of a fork's branches (its results carry its name).
     forked: bool = False
 
@@ -279,7 +280,7 @@ def prepared(run: BranchRun, dst: StorageSpec | None = None, server_side: bool =
     cfg, pub = run.cfg, run.publishing
     spec = task_spec(cfg, pub.job_id, run.root, dst)
     run.spec = spec if server_side else replace(spec, server_side=False)
-    run.kept, run.rest = split_listed(run.plan)  # kept: files that stayed on the executors
+    run.kept, run.rest = split_kept(run.plan)  # kept: files that stayed on the executors
     check_destination(cfg, run.task, run.rest.files_to_copy)
     prepare_state_dirs(run.root, run.task)
     recovered, run.files = split_recovered(run.rest.files_to_copy, pub.recovery)

@@ -1,6 +1,8 @@
-"""DRIVER: the facts a run's strategies are chosen from: whether its Spark session
-opens cheaply, whether it plans beside the client's start, whether its files to copy
-stay on the executors, whether every decision is shown."""
+"""The facts a run's strategies are chosen from (driver).
+
+Whether its Spark session opens cheaply, whether it plans beside the client's start,
+whether its files to copy stay on the executors, whether every decision is shown.
+"""
 
 from __future__ import annotations
 
@@ -37,9 +39,9 @@ def plans_beside(cfg: CopyConfiguration) -> bool:
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
     """Whether planning (on Spark, or on the driver past ``treeplans.HELD`` files) keeps
-    a plain copy's files to copy on the executors (``distcp.spark.listedcopy``). Staged
+    a plain copy's files to copy on the executors (``distcp.spark.keptcopy``). Staged
     uploads (object stores) keep their parts in the results files, which
-    ``PublishListed`` completes."""
+    ``PublishKept`` completes."""
     return collects_because(cfg, recovery) is None
 
 

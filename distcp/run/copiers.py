@@ -1,5 +1,7 @@
-"""DRIVER: how a run copies: one branch's files on Spark, collected or kept on the
-executors; several branches' in one job that reads each file once (``run.fork``).
+"""How a run copies: one branch, or several in one job (driver).
+
+One branch's files on Spark, collected or kept on the executors; several branches' in
+one job that reads each file once (``run.fork``).
 
 A copier fills each branch's ``results`` (or ``copies``, for files whose results stay
 on the executors) and returns how many files it read, the divisor of the requests per
@@ -31,7 +33,7 @@ def copy_branch(run: BranchRun, session: LazySession, callback: Callback, log: R
         run.results += copy_on_spark(cfg, spec, run.files, callback, summary, now)
     if run.kept:
         run.copies = copy_kept(cfg, spec, run.kept, callback, summary)
-    kept = sum(d.files_listed for d in run.kept)
+    kept = sum(d.files_kept for d in run.kept)
     summary.strategy["copy"] = record_strategies(log, "copy", tuple(
         ("", s) for s in copy_strategies(len(run.files), kept, run.collects)), cfg.destination)
     return len(run.files) + kept

@@ -1,4 +1,4 @@
-"""DRIVER: what a fork adds to a run: routing, one copy job for every branch, the sum.
+"""What a fork adds to a run: routing, one copy job for every branch, the sum (driver).
 
 Each branch is a whole destination with its own state root, lock, commit log,
 recovery area and plan (its own skip decisions against its own destination), so

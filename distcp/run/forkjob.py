@@ -1,5 +1,8 @@
-"""A job file of several ``[[branches]]``: one fork run, each branch's configuration
-built exactly as ``distcp.copy`` builds a plain copy's (one model, one set of defaults)."""
+"""A job file of several ``[[branches]]``, run as one fork (driver).
+
+Each branch's configuration is built exactly as ``distcp.copy`` builds a plain copy's
+(one model, one set of defaults).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""DRIVER: the order of every run, written once: lock, replay, plan, route, copy,
-agree, publish, sweep, over a list of branches.
+"""The order of every run, written once (driver).
+
+Lock, replay, plan, route, copy, agree, publish, sweep, over a list of branches.
 
 A plain copy is one branch, a fork several (``run.fork`` adds routing, one read for all
 branches and the ``all`` policy). What each phase does to one destination lives in
@@ -50,7 +51,7 @@ from distcp.run.report import (
 )
 from distcp.runlog import RunLog
 from distcp.spark.job import run_session
-from distcp.spark.listedcopy import publish_all_listed
+from distcp.spark.keptcopy import publish_all_kept
 from distcp.spark.listing import LazySession
 from distcp.storage import spec_for
 from distcp.summary import Summary
@@ -185,7 +186,7 @@ def _publish(runs: list[BranchRun], callback: Callback, summary: Summary, read: 
     with request_count.counting() as published, collection.paused():
         for run in runs:
             run.summary.add(publish_plan(run.rest, run.results, run.publishing))
-            run.summary.add(publish_all_listed(run.copies, run.publishing))
+            run.summary.add(publish_all_kept(run.copies, run.publishing))
     count_requests(summary, published.items(), read)
     summary.phases["publish_s"] = round(time.monotonic() - t, 3)
     for run in runs:

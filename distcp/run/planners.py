@@ -1,4 +1,4 @@
-"""DRIVER: how a branch plans: one choice, from stated facts, for every dataset of it.
+"""How a branch plans: one choice, from stated facts, for every dataset of it (driver).
 
 A fork's branches plan on the driver (their files to copy come to it: one read serves
 them all). A plain copy's planner is chosen from ``--listing``, the trees' sizes and

@@ -1,5 +1,7 @@
-"""DRIVER: what a run reports: its decisions, a dry run's counts, per-dataset counts
-and the requests per file, built from what the phases returned."""
+"""What a run reports, built from what the phases returned (driver).
+
+Its decisions, a dry run's counts, per-dataset counts and the requests per file.
+"""
 
 from __future__ import annotations
 

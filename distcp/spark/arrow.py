@@ -1,4 +1,4 @@
-"""The one way pydistcp runs work on Spark: pickled items in, pickled results out.
+"""How pydistcp runs work on Spark: pickled items in, pickled results out (driver and executor).
 
 Both Spark jobs of a run (copying the WorkUnits, joining the part files of split
 files) send a list of picklable items, one task per item, and collect lists of

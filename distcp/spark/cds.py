@@ -1,4 +1,4 @@
-"""Class-data sharing (AppCDS) for the local driver JVM: a cheaper cold start.
+"""Class-data sharing (AppCDS) for the local driver JVM: a cheaper cold start (driver).
 
 A dynamic archive of the classes Spark loads (``-XX:ArchiveClassesAtExit``) halved the
 session start here (8-11 s -> 3-5 s), but writing it adds ~20 s to the run that records

@@ -1,5 +1,6 @@
-"""DRIVER: one check, ``pydistcp check SRC DST``: list both sides, judge what the
-listings can, read the rest on Spark, report.
+"""One check, ``pydistcp check SRC DST``, on Spark (driver).
+
+List both sides, judge what the listings can, read the rest on Spark, report.
 
 Reads only: nothing is written to either side, except the progress documents of the
 digest tasks, under the state directory's ``progress/`` folder when the destination
@@ -32,7 +33,7 @@ from distcp.checking.report import CheckReport
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
 from distcp.model import FileStatus
-from distcp.planning.listed import list_flag
+from distcp.planning.filesfrom import list_flag
 from distcp.planning.listing import find_datasets, source_listing, state_root, target_listing
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session

@@ -1,5 +1,7 @@
-"""``python -m distcp.spark.daemon``: PySpark's Python worker daemon, importing PySpark
-with its bytecode (``spark.python.daemon.module`` of local masters, ``jvm.base_conf``).
+"""PySpark's Python worker daemon, importing PySpark with its bytecode (executor).
+
+``python -m distcp.spark.daemon``: the ``spark.python.daemon.module`` of local masters
+(``jvm.base_conf``).
 
 Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its Python workers' path.
 For a pip-installed PySpark that zip is a copy of the installed package, without
@@ -49,7 +51,7 @@ def installed_first(path: Sequence[str]) -> list[str]:
 
 #: What every copy task imports, loaded by the daemon before it forks (none starts a
 #: thread: ``tests/unit/test_daemon_path.py`` checks in a fresh interpreter).
-PRELOAD = ("distcp.copying.task", "distcp.copying.listedunit", "distcp.spark.arrow")
+PRELOAD = ("distcp.copying.task", "distcp.copying.keptunit", "distcp.spark.arrow")
 
 #: Set to "1" in the environment of a daemon that should preload (the warm engine's).
 PRELOAD_ENV = "PYDISTCP_DAEMON_PRELOAD"

@@ -1,4 +1,4 @@
-"""The warm engine: one persistent local Spark Connect server that later runs reuse.
+"""The warm engine: one persistent local Spark Connect server that later runs reuse (driver).
 
 A cold run pays Spark's fixed cost (a JVM, a session, the first job's warm-up; its
 figures: benchmarks/RESULTS.md) for every copy. PySpark 4.3 ships the mechanism to avoid it

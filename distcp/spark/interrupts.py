@@ -1,4 +1,4 @@
-"""Ctrl-C while a Spark session runs: a plain KeyboardInterrupt, remembered.
+"""Ctrl-C while a Spark session runs: a plain KeyboardInterrupt, remembered (driver).
 
 An interrupt reaches the main thread wherever it waits, often inside a py4j call,
 and the call that follows it through the same gateway can fail with a Py4JError

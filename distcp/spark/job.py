@@ -1,4 +1,4 @@
-"""DRIVER: plan, run the WorkUnits on Spark, collect TaskResults, commit.
+"""Plan, run the WorkUnits on Spark, collect TaskResults, commit (driver).
 
 The driver holds metadata only: work units travel as pickled rows of a
 DataFrame and come back as pickled TaskResults; no file byte passes through
@@ -41,9 +41,9 @@ from distcp.planning.splitting import (
     units_for,
 )
 from distcp.spark.arrow import RunnerFactory, run_pickled
-from distcp.spark.listedcopy import (
-    ListedCopy,
-    copy_listed,
+from distcp.spark.keptcopy import (
+    KeptCopy,
+    copy_kept_datasets,
     requests_of,
 )
 from distcp.spark.session import (
@@ -193,17 +193,17 @@ KEPT_UNITS_FROM = 1_000_000
 
 
 def copy_kept(cfg: CopyConfiguration, spec: TaskSpec, kept: tuple[DatasetPlan, ...],
-               callback: Callback, summary: Summary) -> list[ListedCopy]:
-    """Copy the datasets whose files stayed on the executors (``spark.listedcopy``)."""
+               callback: Callback, summary: Summary) -> list[KeptCopy]:
+    """Copy the datasets whose files stayed on the executors (``spark.keptcopy``)."""
     t = time.monotonic()
     with run_session(cfg, summary, callback) as spark:
         summary.phases.setdefault("spark_start_s", round(time.monotonic() - t, 3))
         cores = cfg.parallelism or default_parallelism(spark)
-        files = sum(d.files_listed for d in kept)
+        files = sum(d.files_kept for d in kept)
         callback.set_size(files, sum(d.bytes_to_copy for d in kept))
         t = time.monotonic()
-        copies = copy_listed(spark, cfg, spec, kept, KEPT_UNITS_FROM, cores,
-                             partial(run_polled, spec=spec, callback=callback))
+        copies = copy_kept_datasets(spark, cfg, spec, kept, KEPT_UNITS_FROM, cores,
+                                    partial(run_polled, spec=spec, callback=callback))
         summary.phases["copy_s"] = round(summary.phases.get("copy_s", 0.0)
                                           + time.monotonic() - t, 3)
         reports = [r for c in copies for r in c.reports]

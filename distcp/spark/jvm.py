@@ -1,4 +1,4 @@
-"""What every JVM pydistcp starts gets: a Java it checked, its flags, its log setup.
+"""What every JVM pydistcp starts gets: a Java it checked, its flags, its log setup (driver).
 
 Shared by the session (``distcp.spark.session``) and the class-data-sharing archive's
 recorder (``distcp.spark.cds``), which must start its JVM exactly as a run does.

@@ -1,4 +1,4 @@
-"""DRIVER: list a tree as one Spark job, the driver listing only its top.
+"""List a tree as one Spark job, the driver listing only its top (driver and executor).
 
 ``listing_frame`` returns the listing as a DataFrame (rows of
 ``treelisting.ROW_SCHEMA``), never collected here: the next stage (planning as a

@@ -1,4 +1,4 @@
-"""A dataset's manifest as a Spark DataFrame, read from its Parquet segments.
+"""A dataset's manifest as a Spark DataFrame, read from its Parquet segments (driver).
 
 The manifest folder (``StateStore.folder_of``) holds one segment per published
 file set plus merged ones; every row carries ``seq`` (its publish's position in the

@@ -1,4 +1,4 @@
-"""Spare a task process pandas' import: pyarrow's probe for pandas objects, answered once.
+"""Spare a task pandas' import: pyarrow's probe for pandas objects, answered once (executor).
 
 pyarrow imports pandas (0.22-0.30 s of CPU here) the first time it builds an array from
 Python objects, only to ask whether they are pandas objects. A copy task never hands it

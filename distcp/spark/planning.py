@@ -1,4 +1,4 @@
-"""DRIVER: plan a dataset from its two listings on Spark (``--listing spark``).
+"""Plan a dataset from its two listings on Spark, ``--listing spark`` (driver).
 
 Two local trees are planned by tasks that walk each subtree of both side by side
 (``distcp.planning.paired``: one job, no shuffle). Otherwise (an object store on a side)

@@ -1,4 +1,4 @@
-"""DRIVER: per-file commit steps carried out as a Spark job (``--publishing``).
+"""Per-file commit steps carried out as a Spark job, ``--publishing`` (driver).
 
 ``fan_out`` is the run's ``CommitContext.fan_out``: for a step worth it
 (``commit.fanout.worth_fanning``) it cuts the step into pieces, runs one task per

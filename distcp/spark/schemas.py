@@ -1,4 +1,4 @@
-"""pydistcp's Spark schemas, built here instead of asked of the server.
+"""pydistcp's Spark schemas, built here instead of asked of the server (driver).
 
 On Spark Connect (the warm engine, ``--master sc://``) every DDL string given to
 ``createDataFrame`` or ``mapInArrow`` is parsed by the server, one request each, and a

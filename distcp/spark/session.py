@@ -1,4 +1,4 @@
-"""The only code that builds or stops a SparkSession.
+"""The only code that builds or stops a SparkSession (driver).
 
 Spark's fixed cost (JVM + session ~3.4 s, stop ~1 s here) dwarfs most copies,
 so an active session (notebook, scheduled Spark job) is reused and never

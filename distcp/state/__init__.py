@@ -1,1 +1,1 @@
-"""BOTH: the destination's state directory: what belongs to it, and what may not enter it."""
+"""The destination's state directory: what belongs in it, what may not (driver and executor)."""

@@ -1,4 +1,4 @@
-"""BOTH: where the tool may act: a record's paths checked against its roots first.
+"""Where the tool may act: a record's paths checked against its roots first (driver and executor).
 
 File names, archive members and object keys are data. They must never become the
 tool's own state (a member ``.pydistcp/commits/x.json`` expanded into a destination

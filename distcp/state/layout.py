@@ -1,4 +1,4 @@
-"""BOTH: every name under a destination's state directory, in one place.
+"""Every name under a destination's state directory, in one place (driver and executor).
 
 The state directory (``DST/.pydistcp`` unless ``--state-dir``) holds everything a run
 keeps between runs. Its layout is spelled out here and nowhere else: other modules ask

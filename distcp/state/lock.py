@@ -1,4 +1,4 @@
-"""DRIVER: one run at a time per destination: the lock in the state directory.
+"""One run at a time per destination: the lock in the state directory (driver).
 
 Two runs publishing into one destination would sweep each other's staging as
 "dead" and interleave their commit sequences, so a run (and ``recover`` and

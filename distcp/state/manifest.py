@@ -1,4 +1,4 @@
-"""BOTH: a dataset's manifest as Parquet segments: what was published, appended per file set.
+"""A dataset's manifest as Parquet segments of what was published (driver and executor).
 
 Each published file set appends one *segment* (a Parquet file of its entries and of
 the destinations it deleted, as tombstones), so publishing file set N writes only

@@ -1,4 +1,4 @@
-"""DRIVER: per-dataset state: watermark, run history, and the manifest of what was published.
+"""Per-dataset state: watermark, run history, manifest of what was published (driver).
 
 One JSON document per dataset URN under ``<state root>/datasets/``, replaced
 atomically (temp + rename on filesystems, one PUT on object stores). It holds only
@@ -230,8 +230,8 @@ class StateStore:
             for dest, size, mtime, digest, guid in entries:
                 state._manifest[dest] = [size, mtime, digest or "", guid]
 
-    def append_listed(self, state: DatasetState, sequence_id: str, staged: Iterable[Any],
-                      removed: Iterable[str]) -> None:
+    def append_kept(self, state: DatasetState, sequence_id: str, staged: Iterable[Any],
+                    removed: Iterable[str]) -> None:
         """``append_segment`` of the outputs that copy tasks' results files list, given as
         their tables of staged outputs (``distcp.copying.resultfiles.staged_tables``, read
         by the caller: the state knows no results file), a row group at a time into a
@@ -246,7 +246,7 @@ class StateStore:
         rows = 0
         with tempfile.TemporaryFile(prefix="pydistcp-segment-") as spool:
             with pq.ParquetWriter(spool, mf.segment_table((), (), seq).schema) as writer:
-                for table in self._listed_tables(staged, tuple(removed), seq):
+                for table in self._kept_tables(staged, tuple(removed), seq):
                     writer.write_table(table)
                     rows += table.num_rows
             if not rows:
@@ -261,8 +261,8 @@ class StateStore:
         state.next_seq = seq + 1
         state._manifest = None  # one read before is stale: read again when asked
 
-    def _listed_tables(self, staged: Iterable[Any], removed: tuple[str, ...], seq: int
-                       ) -> Iterator[Any]:
+    def _kept_tables(self, staged: Iterable[Any], removed: tuple[str, ...], seq: int
+                     ) -> Iterator[Any]:
         if removed:
             yield mf.segment_table((), removed, seq)
         for table in staged:

@@ -1,4 +1,4 @@
-"""The storage seam (see ``base``): capabilities, backends, staged files.
+"""The storage seam (see ``base``): capabilities, backends, staged files (driver and executor).
 
 ``storage_for(url, options)`` gives the backend serving a URL; ``spec_for``
 resolves it once into a picklable ``StorageSpec`` that executors ``open()``.

@@ -1,4 +1,4 @@
-"""Replace a small document (a state file, a record, a log entry) all at once.
+"""Replace a small document (a state file, a record) all at once (driver and executor).
 
 Readers see the old or the new document, never half of one. Its own module
 because both sides write such documents: the driver's state and commit log

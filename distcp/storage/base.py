@@ -1,4 +1,4 @@
-"""The storage seam: what the engine may ask of a filesystem, and how it stages.
+"""The storage seam: what the engine may ask of a filesystem (driver and executor).
 
 Modelled on rclone's backends and their ``Features``: one ``Storage`` per kind of
 filesystem (local disk, object store, any other fsspec filesystem), chosen once

@@ -1,5 +1,4 @@
-"""What a storage raises that the engine acts on, named by meaning, not by store
-(driver and executor).
+"""What a storage raises that the engine acts on, by meaning (driver and executor).
 
 The engine catches these without knowing which backend raised them: a backend maps
 its own error (S3's 412, an empty UploadPartCopy answer) onto one of them.

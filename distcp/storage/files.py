@@ -1,4 +1,4 @@
-"""Staging into files through fsspec: a private staging file, a range's part file.
+"""Staging into files through fsspec: a staging file, a range's part file (executor).
 
 The way of any filesystem that holds files (FTP, SFTP, HDFS... and, with ``os``
 calls instead, local disk: ``distcp.storage.local``): bytes go to a file nobody

@@ -1,4 +1,4 @@
-"""fsspec glue: URLs to filesystems, listings to FileStatus, safe option display.
+"""fsspec glue: URLs to filesystems, listings to FileStatus (driver and executor).
 
 Work units carry URLs and storage options, never filesystem objects (those do
 not survive pickling to executors); fsspec caches instances per process, so

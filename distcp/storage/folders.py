@@ -1,4 +1,4 @@
-"""Local disk: the staged files of one final folder published by one folder rename.
+"""Local disk: one final folder's staged files published by one rename (driver and executor).
 
 A copy task stages each plain file under its final name, in a staging folder of its own
 per final folder (``distcp.copying.task.Folders``). When that staging folder holds

@@ -1,4 +1,4 @@
-"""Part files of a split file joined into its one staging file (any fsspec filesystem).
+"""Part files of a split file joined into its one staging file (executor).
 
 On filesystems that can neither write at an offset (local) nor hold parts of
 one object (S3 multipart uploads) -- FTP, SFTP, WebDAV and the like -- each

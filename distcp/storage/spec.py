@@ -1,4 +1,4 @@
-"""Choosing a storage once per URL, and carrying the choice to executors.
+"""Choosing a storage once per URL, and carrying the choice to executors (driver and executor).
 
 ``spec_for(url, options)`` resolves the filesystem of a URL once, on the driver,
 into a ``StorageSpec``: a frozen, picklable value (URL root, options, backend

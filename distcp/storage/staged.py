@@ -1,4 +1,4 @@
-"""A staged file as a typed value, and its one text form.
+"""A staged file as a typed value, and its one text form (driver and executor).
 
 Tasks, the journal and the commit log carry a staged file as a string (a plain
 staging URL, or ``s3-upload:<id>:<final url>``, ``s3-empty:<final url>``,

@@ -1,4 +1,4 @@
-"""Staging bytes on a storage: the writer it opens for one stream, and what comes back.
+"""Staging bytes on a storage: the writer of one stream, what comes back (executor).
 
 The engine reads (and hashes) a file's bytes; the storage decides where they go
 before the publish: a private file (local disk, any fsspec filesystem) or an

@@ -1,4 +1,4 @@
-"""Listing a tree in pieces: one subtree or one key range per task, as ``walk`` would.
+"""Listing a tree in pieces: one subtree or key range per task (driver and executor).
 
 ``filesystems.walk`` lists a whole tree in one process. Here the same listing is cut
 into ``ListingTask`` values that executors run (``run_task``), plus the one-level

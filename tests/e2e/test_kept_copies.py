@@ -2,7 +2,7 @@
 
 With ``--listing spark`` the files to copy stay in the planning tasks' copy-rows files,
 copy tasks read them by chunk and keep their results in files of their own, and the
-publish reads those (``distcp.spark.listedcopy``). The proof is what reaches the
+publish reads those (``distcp.spark.keptcopy``). The proof is what reaches the
 driver: a few rows per task and directory, no per-file result; and that every outcome
 (bytes, modes, mtimes, manifest, failures, crashes and reruns) is the collected path's.
 Real local Spark, shared by the tests; a killed driver is a real process.

@@ -177,16 +177,16 @@ def test_the_drivers_paired_walks_write_past_held_files_to_copy_rows(
         walked.delete, walked.directories, walked.files_skipped)
     wanted = [a.file for a in walked.copy]
     if len(wanted) <= held:  # few enough: held as the collected path holds them
-        assert (p.copy, p.listed) == (walked.copy, ())
+        assert (p.copy, p.kept) == (walked.copy, ())
         assert not folder.exists()
         return
-    [rows] = p.listed
+    [rows] = p.kept
     assert p.copy == () and rows.url == f"{folder}/{urn_key(p.urn)[:16]}/driver.parquet"
     assert [n for n, _ in rows.chunks] == [5] * (len(wanted) // 5) + (
         [len(wanted) % 5] if len(wanted) % 5 else [])
-    assert (p.files_listed, p.bytes_to_copy) == (
+    assert (p.files_kept, p.bytes_to_copy) == (
         len(wanted), sum(f.origin.size for f in wanted))
-    read = [f for chunk in copyrows.chunks_of(p.listed)
+    read = [f for chunk in copyrows.chunks_of(p.kept)
             for f in copyrows.read_chunk(chunk, {})]
     assert sorted(read, key=lambda f: f.destination) == sorted(
         wanted, key=lambda f: f.destination)

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from distcp.checks import CheckList, CheckSpec, StagedOutput, check_list
-from distcp.checks.builtin import TAIL_MAX
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
+from distcp.quality import CheckList, CheckSpec, StagedOutput, check_list
+from distcp.quality.builtin import TAIL_MAX
 
 
 def verdict(checks: list[str], data: bytes, chunk: int = 7,
@@ -178,7 +178,7 @@ def _plugin(tmp_path: Path, body: str) -> dict[str, str]:
 
 def test_a_plugin_check_through_the_entry_point_group(tmp_path: Path) -> None:
     env = _plugin(tmp_path, (
-        "from distcp.checks import QualityCheck\n"
+        "from distcp.quality import QualityCheck\n"
         "class Head:\n    def __init__(self): self.head = b''\n"
         "    def update(self, chunk): self.head = (self.head + bytes(chunk))[:64]\n"
         "class CsvHeader(QualityCheck):\n    name = 'csv-header'\n    reads_bytes = True\n"
@@ -187,7 +187,7 @@ def test_a_plugin_check_through_the_entry_point_group(tmp_path: Path) -> None:
         "    def check(self, output, seen):\n"
         "        if not seen.head.startswith(self.arg.encode()):\n"
         "            return 'header is not ' + self.arg\n"))
-    code = ("from distcp.checks import check_list, StagedOutput\n"
+    code = ("from distcp.quality import check_list, StagedOutput\n"
             "for data in (b'id,name\\n1,a\\n', b'x\\n'):\n"
             "    run = check_list(['csv-header=id,name']).start()\n"
             "    run.update(data)\n"
@@ -200,7 +200,7 @@ def test_a_plugin_check_through_the_entry_point_group(tmp_path: Path) -> None:
 
 def test_a_broken_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
     env = _plugin(tmp_path, "import no_such_module_here\n")
-    code = ("from distcp.checks import check_list\n"
+    code = ("from distcp.quality import check_list\n"
             "try:\n    check_list(['csv-header'])\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -240,7 +240,7 @@ def test_sizes_are_resolved_to_bytes_on_the_driver() -> None:
 
 
 def test_executors_running_checks_import_no_driver_stage() -> None:
-    code = ("import sys\nfrom distcp.checks import check_list, CheckList, CheckSpec\n"
+    code = ("import sys\nfrom distcp.quality import check_list, CheckList, CheckSpec\n"
             "from distcp.copying import task\n"
             "checks = CheckList(tuple(CheckSpec(n, a) for n, a in [('not-empty', None), "
             "('min-size', '1'), ('max-size', '9'), ('gzip', None), ('parquet', None), "
@@ -251,3 +251,16 @@ def test_executors_running_checks_import_no_driver_stage() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == ""
+
+
+def test_a_plugin_written_against_the_old_import_path_still_loads() -> None:
+    """``distcp.checks`` was renamed ``distcp.quality``; old plugins import and are warned."""
+    import importlib
+    import sys
+
+    sys.modules.pop("distcp.checks", None)
+    with pytest.warns(DeprecationWarning, match="distcp.checks is now distcp.quality"):
+        old = importlib.import_module("distcp.checks")
+    from distcp.quality import QualityCheck
+
+    assert old.QualityCheck is QualityCheck

@@ -1,5 +1,5 @@
 """Parsing the lists users give instead of a listing (distcp.planning.filelists): pure
-values in, ListedPaths out; no filesystem, no Spark."""
+values in, FilesFromEntry values out; no filesystem, no Spark."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.planning.filelists import (
-    ListedPath,
+    FilesFromEntry,
     as_batches,
     from_batches,
     inventory_files,
@@ -27,7 +27,7 @@ from distcp.planning.filelists import (
 T = datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC)
 
 
-def lines(text: str) -> list[ListedPath]:
+def lines(text: str) -> list[FilesFromEntry]:
     return list(parse_lines(io.StringIO(text), "--files-from l.txt"))
 
 
@@ -65,7 +65,7 @@ def test_manifest_format_is_read_from_the_first_bytes() -> None:
     assert manifest_format(b'"src","a"') == "csv"
 
 
-def manifest(data: bytes, root: str = "src/pre") -> list[ListedPath]:
+def manifest(data: bytes, root: str = "src/pre") -> list[FilesFromEntry]:
     return list(parse_manifest(io.BytesIO(data), "--files-from-manifest m", root))
 
 
@@ -76,9 +76,9 @@ INVENTORY_CSV = (b'"src","pre/a+b%2Bc.txt","12","2024-05-01T12:00:00.250Z","d41d
 
 def test_inventory_csv_without_header_decodes_keys_and_reads_size_mtime_etag() -> None:
     got = manifest(INVENTORY_CSV)
-    assert got[0] == ListedPath("a b+c.txt", "line 1", 12, T.timestamp(), '"d41d8cd9"')
-    assert got[1] == ListedPath("007", "line 2", 3, T.replace(microsecond=0).timestamp(), None)
-    assert got[2] == ListedPath("d/eé.bin", "line 3")  # unknown size: asked of the source
+    assert got[0] == FilesFromEntry("a b+c.txt", "line 1", 12, T.timestamp(), '"d41d8cd9"')
+    assert got[1] == FilesFromEntry("007", "line 2", 3, T.replace(microsecond=0).timestamp(), None)
+    assert got[2] == FilesFromEntry("d/eé.bin", "line 3")  # unknown size: asked of the source
     assert got[0].known and not got[2].known
 
 
@@ -89,11 +89,11 @@ def test_gzipped_csv_reads_the_same_as_plain() -> None:
 def test_a_header_row_names_the_columns_in_any_order_and_extra_columns_are_ignored() -> None:
     data = (b"Key,VersionId,Bucket,Size,LastModifiedDate,ETag\n"
             b"pre/x.txt,v1,src,5,1714564800,abc\n")
-    assert manifest(data) == [ListedPath("x.txt", "line 2", 5, 1714564800.0, '"abc"')]
+    assert manifest(data) == [FilesFromEntry("x.txt", "line 2", 5, 1714564800.0, '"abc"')]
 
 
 def test_a_row_with_an_empty_bucket_is_relative_to_the_source_root() -> None:
-    assert manifest(b",/a/b.txt\n", root="/data/src") == [ListedPath("a/b.txt", "line 1")]
+    assert manifest(b",/a/b.txt\n", root="/data/src") == [FilesFromEntry("a/b.txt", "line 1")]
 
 
 def test_a_row_outside_the_source_is_refused_naming_the_row() -> None:
@@ -128,8 +128,8 @@ def test_parquet_inventory_columns_keys_verbatim_and_timestamps_in_utc() -> None
         "last_modified_date": pa.array([T, None], pa.timestamp("ms", tz="UTC")),
         "e_tag": ["d41d8cd9", None], "storage_class": ["STANDARD", "STANDARD"]})
     got = manifest(parquet_bytes(table))
-    assert got == [ListedPath("a+b.txt", "row 1", 12, T.timestamp(), '"d41d8cd9"'),
-                   ListedPath("n/x", "row 2")]
+    assert got == [FilesFromEntry("a+b.txt", "row 1", 12, T.timestamp(), '"d41d8cd9"'),
+                   FilesFromEntry("n/x", "row 2")]
 
 
 def test_parquet_without_a_key_column_is_refused() -> None:
@@ -138,7 +138,7 @@ def test_parquet_without_a_key_column_is_refused() -> None:
 
 
 def test_entries_travel_as_arrow_batches_of_one_schema_and_back() -> None:
-    entries = [ListedPath(f"d/{i}", f"line {i}", i, 1.5 * i, None) for i in range(5)]
+    entries = [FilesFromEntry(f"d/{i}", f"line {i}", i, 1.5 * i, None) for i in range(5)]
     batches = list(as_batches(entries, rows=2))
     assert [b.num_rows for b in batches] == [2, 2, 1]
     assert batches[0].schema.names == ["path", "where", "size", "mtime", "etag"]
@@ -180,8 +180,8 @@ def test_an_inventory_manifest_json_names_its_data_files_and_csv_columns() -> No
                          b'"src","pre/k2","v1","true","8","2024-05-01T12:00:00.250Z","f"\n')
     seen: set[str] = set()
     got = list(parse_manifest(io.BytesIO(data), "m", "src/pre", columns, seen))
-    assert got == [ListedPath("k 1", "line 1", 7, T.timestamp(), '"e"'),
-                   ListedPath("k2", "line 2", 8, T.timestamp(), '"f"')]
+    assert got == [FilesFromEntry("k 1", "line 1", 7, T.timestamp(), '"e"'),
+                   FilesFromEntry("k2", "line 2", 8, T.timestamp(), '"f"')]
     assert list(parse_manifest(io.BytesIO(data), "m", "src/pre", columns, seen)) == []
     with pytest.raises(ConfigurationError, match="ORC inventory reports are not read"):
         inventory_files(doc.replace(b'"CSV"', b'"ORC"'), "m")

@@ -8,11 +8,11 @@ import io
 import tarfile
 from pathlib import Path
 
-from distcp.checks import check_list
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import TaskSpec, run_work_unit
 from distcp.model import WorkUnit
 from distcp.planning.listing import plan_all
+from distcp.quality import check_list
 
 
 def _unit(src: Path, dst: Path, checks: list[str], **options: object

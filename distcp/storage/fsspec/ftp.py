@@ -1,4 +1,4 @@
-"""fsspec's ``ftp://`` made to follow the fsspec contract, and to keep mtimes.
+"""fsspec's ``ftp://`` made to follow the fsspec contract and keep mtimes (driver and executor).
 
 - ``FTPFileSystem.ls(path, detail=False)`` returns bare entry names where every
   other fsspec filesystem returns full paths, so code that lists a folder and

@@ -1,4 +1,4 @@
-"""Any other fsspec filesystem (FTP, SFTP, HDFS...): part files, join, rename."""
+"""Any other fsspec filesystem: part files, join, rename (driver and executor)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Local disk: copy a local file to a local path, hashed, holes kept.
+"""Local disk: copy a local file to a local path, hashed, holes kept (executor).
 
 Between two local paths the kernel can move the bytes itself (``copy_file_range``,
 else ``sendfile``). The digest must still come from bytes read from the *source*, so

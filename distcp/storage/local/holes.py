@@ -1,4 +1,4 @@
-"""A local file's data segments and holes, and digests that hash holes as zeros unread.
+"""A local file's data segments and holes; digests that skip holes (driver and executor).
 
 A sparse file (fewer blocks allocated than its size) reads as zeros where it has holes;
 ``SEEK_DATA``/``SEEK_HOLE`` find them without reading. Copies keep the holes

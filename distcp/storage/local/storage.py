@@ -1,4 +1,4 @@
-"""Local disk: os calls, ranges written at their offsets, ``os.replace`` to publish."""
+"""Local disk: os calls, ranges at their offsets, ``os.replace`` (driver and executor)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""EXECUTOR: the copy path's S3 requests (the small object's GET, listing pages, the
-uploads' requests) without botocore's request pipeline.
+"""The copy path's S3 requests, signed and sent by hand (driver and executor).
+
+The small object's GET, listing pages and the uploads' requests, without botocore's
+request pipeline.
 
 Downloading many small objects is bound by per-request CPU, not by the network:
 measured here (2 cores, ``rclone serve s3`` on loopback, 32 threads, 64-byte objects),

@@ -1,4 +1,4 @@
-"""DRIVER and EXECUTOR: ListObjectsV2 pages through the lean signed GET.
+"""ListObjectsV2 pages through the lean signed GET (driver and executor).
 
 Listing is bound by the client's CPU as much as by the server: botocore parses each
 page of 1,000 keys into its shapes and dateutil parses every timestamp. Measured here

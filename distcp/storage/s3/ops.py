@@ -1,4 +1,4 @@
-"""S3 multipart uploads: the staging area of object stores.
+"""S3 requests through s3fs, bounded; multipart uploads as staging (driver and executor).
 
 On S3 a rename is a full copy, so staging-then-rename pays for every byte
 twice. Instead a file is staged as an *uncompleted multipart upload* on its

@@ -1,4 +1,4 @@
-"""Object stores (S3 through s3fs): the multipart upload is the staging.
+"""Object stores (S3 through s3fs): the multipart upload is the staging (driver and executor).
 
 Staging a file creates an uncompleted multipart upload on its final key
 (invisible to readers); completing it publishes; aborting it discards. A state

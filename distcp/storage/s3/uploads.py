@@ -1,4 +1,4 @@
-"""Object stores: a stream or a range staged as an uncompleted multipart upload.
+"""A stream or a range staged as an uncompleted multipart upload (driver and executor).
 
 Bytes are sent as parts of at least 5 MiB (one part for a small file), up to
 PARTS_IN_FLIGHT at once; nothing is visible at the key until the upload is

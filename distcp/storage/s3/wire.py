@@ -1,4 +1,4 @@
-"""EXECUTOR: HTTP/1.1 GETs on kept-alive connections, with nothing between us and the socket.
+"""HTTP/1.1 on kept-alive connections, nothing between us and the socket (driver and executor).
 
 The lean S3 GET (``distcp.storage.s3.lean``) of a small object is bound by the client's CPU
 per request. Measured here against ``rclone serve s3`` on loopback, 64-byte objects, one

@@ -1,4 +1,4 @@
-"""EXECUTOR: a work unit made of chunks of copy-rows files, its results kept in a file.
+"""A work unit of chunks of copy-rows files, its results kept in a file (executor).
 
 The copy task of a dataset whose files to copy stayed on the executors
 (``distcp.copying.copyrows``): it reads its chunks, copies their files exactly as any
@@ -20,7 +20,7 @@ from distcp.storage import filesystems as fsutil
 
 
 @dataclass(frozen=True)
-class ListedUnit:
+class KeptUnit:
     """Chunks of copy-rows files one task copies (a few hundred bytes to send)."""
 
     unit_id: int
@@ -37,7 +37,7 @@ def results_url(spec: TaskSpec, unit_id: int, attempt: str) -> str:
     return fsutil.join(spec.staging_root, "results", f"u{unit_id}-{attempt}.parquet")
 
 
-def run_listed_unit(unit: ListedUnit, spec: TaskSpec, attempt: str) -> Iterator[UnitReport]:
+def run_kept_unit(unit: KeptUnit, spec: TaskSpec, attempt: str) -> Iterator[UnitReport]:
     files = tuple(f for chunk in unit.chunks for f in read_chunk(chunk, spec.dst_options))
     # by origin, not guid: a second sha1 per file cost more than the dict (files of
     # one origin share its FileStatus, all the writer reads of them)
@@ -49,7 +49,7 @@ def run_listed_unit(unit: ListedUnit, spec: TaskSpec, attempt: str) -> Iterator[
     yield writer.close()
 
 
-def listed_runner(spec: TaskSpec, attempt: str
-                  ) -> Callable[[list[ListedUnit]], Iterator[Iterator[UnitReport]]]:
-    """What a Spark task attempt runs (through ``distcp.spark.arrow``) for ListedUnits."""
-    return runner_of(spec, lambda unit: run_listed_unit(unit, spec, attempt))
+def kept_runner(spec: TaskSpec, attempt: str
+                ) -> Callable[[list[KeptUnit]], Iterator[Iterator[UnitReport]]]:
+    """What a Spark task attempt runs (through ``distcp.spark.arrow``) for KeptUnits."""
+    return runner_of(spec, lambda unit: run_kept_unit(unit, spec, attempt))

@@ -1,5 +1,6 @@
-"""The built-in quality checks: ``not-empty``, ``min-size``, ``max-size``, ``gzip``,
-``parquet`` and ``schema``.
+"""The built-in quality checks, run on each staged output (executor).
+
+``not-empty``, ``min-size``, ``max-size``, ``gzip``, ``parquet`` and ``schema``.
 
 Byte-reading checks keep bounded state whatever the output's size: ``gzip``
 decompresses into a discarded window of GZIP_WINDOW bytes; ``parquet`` keeps the
@@ -13,7 +14,7 @@ import io
 import zlib
 from typing import Any
 
-from distcp.checks.base import Inspector, QualityCheck, StagedOutput
+from distcp.quality.base import Inspector, QualityCheck, StagedOutput
 
 #: Decompressed bytes one gzip step may produce (discarded): the check's memory bound.
 GZIP_WINDOW = 1 << 20

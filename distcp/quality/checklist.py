@@ -1,4 +1,4 @@
-"""CheckList: the checks of one destination (one branch), as a value tasks carry.
+"""CheckList: one destination's checks, as a value tasks carry (driver and executor).
 
 The driver parses ``--check NAME[=ARG]`` into ``CheckSpec``s once, building every
 check so that an unknown name or a bad argument is a usage error before any copy;
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from distcp.checks.base import Inspector, QualityCheck, StagedOutput
 from distcp.errors import ConfigurationError, PluginError
+from distcp.quality.base import Inspector, QualityCheck, StagedOutput
 
 #: Bytes read at a time when a staged local file is read back for the checks.
 READ_BACK_CHUNK = 1 << 20
@@ -150,7 +150,7 @@ def _check_class(name: str) -> type[QualityCheck]:
     except PluginError as exc:
         raise ValueError(str(exc)) from None
     if not (isinstance(cls, type) and issubclass(cls, QualityCheck)):
-        raise TypeError(f"check plugin {name!r} is not a distcp.checks.QualityCheck")
+        raise TypeError(f"check plugin {name!r} is not a distcp.quality.QualityCheck")
     return cls
 
 

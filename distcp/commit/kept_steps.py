@@ -1,4 +1,4 @@
-"""Commit steps whose per-file entries stay in the copy tasks' results files.
+"""Commit steps whose per-file entries stay in results files (driver and executor).
 
 A file set whose results never reached the driver (``distcp.copying.resultfiles``) is
 published by the same steps as any other, except that its sequence names the results
@@ -27,7 +27,7 @@ ResultsFile = tuple[str, int]
 
 
 @dataclass(frozen=True)
-class PublishListed(CommitStep):
+class PublishKept(CommitStep):
     """Publish the staged files the results files list: per results file, a
     ``PublishFiles`` of its renames and a ``CompleteUploads`` of its staged uploads
     (object stores), each idempotent entry by entry: a rename is done when the staging
@@ -87,7 +87,7 @@ class PublishListed(CommitStep):
 
 
 @dataclass(frozen=True)
-class AppendManifestListed(_StateChange):
+class AppendManifestKept(_StateChange):
     """``state_steps.AppendManifest`` of the outputs the results files list (and of ``removed``):
     one segment, written a row group at a time."""
 
@@ -101,4 +101,4 @@ class AppendManifestListed(_StateChange):
 
     def apply(self, state: DatasetState, store: StateStore) -> None:
         staged = (t for url, _ in self.results for t in staged_tables(url, store.options))
-        store.append_listed(state, self.sequence_id, staged, self.removed)
+        store.append_kept(state, self.sequence_id, staged, self.removed)

@@ -1,4 +1,4 @@
-"""DRIVER: a source listing taken from a list the user has, instead of walking the tree.
+"""A source listing taken from a list the user has, instead of a walk (driver).
 
 ``--files-from`` and ``--files-from-manifest`` name the files to copy; this module opens
 the list (a local path, ``-`` for stdin, or a URL read with the source's options),
@@ -22,7 +22,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
 from distcp.model import FileStatus
 from distcp.planning.filelists import (
-    ListedPath,
+    FilesFromEntry,
     inventory_files,
     manifest_format,
     parse_lines,
@@ -45,7 +45,7 @@ def list_flag(cfg: CopyConfiguration) -> str | None:
     return None
 
 
-def listed_paths(cfg: CopyConfiguration, root: str) -> Iterator[ListedPath]:
+def files_from_list(cfg: CopyConfiguration, root: str) -> Iterator[FilesFromEntry]:
     """The run's list, parsed; ``root`` is the source root as a path of its filesystem."""
     name = list_flag(cfg)
     assert name is not None
@@ -59,7 +59,7 @@ def listed_paths(cfg: CopyConfiguration, root: str) -> Iterator[ListedPath]:
 
 
 def _inventory(document: bytes, cfg: CopyConfiguration, name: str, root: str
-               ) -> Iterator[ListedPath]:
+               ) -> Iterator[FilesFromEntry]:
     """Every data file of an S3 Inventory ``manifest.json``, one after another (read with
     the source's options), duplicates across files kept once."""
     urls, columns = inventory_files(document, name)
@@ -88,8 +88,9 @@ def _read(location: str, cfg: CopyConfiguration, name: str) -> bytes:
         raise ConfigurationError(f"cannot read {name}: {exc.strerror or exc}") from None
 
 
-def listed_entries(fs: Any, root: str, entries: Iterable[ListedPath], cfg: CopyConfiguration,
-                   skipped: list[fsutil.Skipped]) -> Iterator[tuple[str, FileStatus]]:
+def files_from_entries(fs: Any, root: str, entries: Iterable[FilesFromEntry],
+                       cfg: CopyConfiguration, skipped: list[fsutil.Skipped]
+                       ) -> Iterator[tuple[str, FileStatus]]:
     """``(path, FileStatus)`` of each listed file the source has, in list order.
 
     What the list cannot vouch for is asked of the source: serially on a local disk
@@ -116,13 +117,13 @@ def listed_entries(fs: Any, root: str, entries: Iterable[ListedPath], cfg: CopyC
                     yield path, status
 
 
-def _chunks(items: Iterable[ListedPath], size: int) -> Iterator[list[ListedPath]]:
+def _chunks(items: Iterable[FilesFromEntry], size: int) -> Iterator[list[FilesFromEntry]]:
     it = iter(items)
     while chunk := list(itertools.islice(it, size)):
         yield chunk
 
 
-def _status(fs: Any, path: str, entry: ListedPath, links: str, name: str
+def _status(fs: Any, path: str, entry: FilesFromEntry, links: str, name: str
             ) -> tuple[FileStatus | None, fsutil.Skipped | None]:
     """The entry's FileStatus, or why it is not copied. No request when the list knows."""
     url = fsutil.to_url(fs, path)

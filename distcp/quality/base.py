@@ -1,11 +1,11 @@
-"""The QualityCheck interface: what a check is given and what it answers.
+"""The QualityCheck interface: what a check is given and what it answers (driver and executor).
 
 A check answers ``None`` (pass) or a one-line failure message for one staged output.
 Checks that need the bytes (``reads_bytes``) do not read the staged object
 themselves: on an object store it is an unfinished multipart upload nobody can
 read. Instead each gets a fresh ``Inspector`` per output, fed every byte once,
 either as the bytes are written (a tee) or from the staged local file afterwards;
-``distcp.checks.checklist`` decides which, by the storage's capabilities. A check
+``distcp.quality.checklist`` decides which, by the storage's capabilities. A check
 that only needs the size reads nothing.
 """
 

@@ -1,10 +1,10 @@
-"""DRIVER: publish a dataset whose files to copy and results stayed on the executors.
+"""Publish a dataset whose files to copy and results stayed on the executors (driver).
 
-The coordinator's share of a thin run (``distcp.spark.listedcopy``): from the copy
+The coordinator's share of a thin run (``distcp.spark.keptcopy``): from the copy
 tasks' reports (counts and sums, the first failures, the results files' names) it
 builds the file set's commit sequence with the same steps and order as ``publish``
-does, except that the renames and the manifest segment are the listed steps
-(``distcp.commit.listed_steps``), which read the results files. The sequence is
+does, except that the renames and the manifest segment are the kept steps
+(``distcp.commit.kept_steps``), which read the results files. The sequence is
 persisted before its first step and removed after its last, as every other.
 
 The plain-copy rules hold as in ``publish``: every file is its own unit (``PER_FILE``),
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from distcp.commit.listed_steps import AppendManifestListed, PublishListed
+from distcp.commit.kept_steps import AppendManifestKept, PublishKept
 from distcp.commit.publish import Publishing, run_logged, sequence_id
 from distcp.commit.state_steps import AdvanceWatermark, CompactManifest, EmitEvent, RecordRun
 from distcp.commit.steps import CommitSequence, CommitStep, DeletePaths, MakeDirectories
@@ -30,8 +30,8 @@ from distcp.storage import filesystems as fsutil
 from distcp.summary import Failure, Tally
 
 
-def publish_listed(dataset: DatasetPlan, reports: Sequence[UnitReport], pub: Publishing,
-                   job_failed: str = "") -> Tally:
+def publish_kept(dataset: DatasetPlan, reports: Sequence[UnitReport], pub: Publishing,
+                 job_failed: str = "") -> Tally:
     """Publish what the copy tasks of ``dataset`` staged; ``job_failed``: the copy job's
     error (nothing was copied: every file of the dataset failed)."""
     failed = _failures(dataset, reports, job_failed)
@@ -59,7 +59,7 @@ def publish_listed(dataset: DatasetPlan, reports: Sequence[UnitReport], pub: Pub
 
 def _sequence(outcome: FileSetOutcome, reports: Sequence[UnitReport], pub: Publishing,
               complete: bool) -> CommitSequence:
-    """``publish``'s sequence for a plain copy's file set, with the listed steps: the
+    """``publish``'s sequence for a plain copy's file set, with the kept steps: the
     publisher's (deletions, directories, then the renames, then directory attributes),
     the manifest, watermark, run record and event."""
     sid = sequence_id(pub.job_id, outcome.dataset_urn, outcome.file_set)
@@ -72,8 +72,8 @@ def _sequence(outcome: FileSetOutcome, reports: Sequence[UnitReport], pub: Publi
     newest = max((r.newest_mtime for r in reports if r.newest_mtime is not None),
                  default=None)
     steps: list[CommitStep] = [
-        *base[:at], PublishListed(results), *base[at:],
-        AppendManifestListed(sid, outcome.dataset_urn, results, tuple(outcome.deletes)),
+        *base[:at], PublishKept(results), *base[at:],
+        AppendManifestKept(sid, outcome.dataset_urn, results, tuple(outcome.deletes)),
         CompactManifest(outcome.dataset_urn),
         AdvanceWatermark(sid, outcome.dataset_urn, newest),
         RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
@@ -87,9 +87,9 @@ def _failures(dataset: DatasetPlan, reports: Sequence[UnitReport], job_failed: s
               ) -> Tally:
     """The failed files: each the tasks reported whole, and a line for the rest."""
     if job_failed:
-        return Tally(files_failed=dataset.files_listed, failures=(Failure(
+        return Tally(files_failed=dataset.files_kept, failures=(Failure(
             fsutil.display(dataset.destination_root),
-            f"{dataset.files_listed} file(s) not copied: Spark job failed: {job_failed}"),))
+            f"{dataset.files_kept} file(s) not copied: Spark job failed: {job_failed}"),))
     listed = tuple(Failure(fsutil.display(r.origin), r.message)
                    for report in reports for r in report.failures)
     count = sum(r.files_failed for r in reports)
