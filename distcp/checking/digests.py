@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from distcp.storage import StorageSpec
+from distcp.storage import StorageSpec, storage_for
 from distcp.storage import filesystems as fsutil
 
 
@@ -114,7 +114,8 @@ class Counter:
         if not self.url:
             return
         try:
-            fs, path = fsutil.filesystem(self.url, self.options)
-            fs.pipe_file(path, json.dumps({"files": self.files, "bytes": self.bytes}).encode())
+            storage_for(self.url, self.options).write_atomic_pieces(
+                self.url, (json.dumps({"files": self.files, "bytes": self.bytes}).encode(),),
+                durable=False, make_folder=False)
         except OSError:
             pass  # progress is a courtesy: the digests are what counts

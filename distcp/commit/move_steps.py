@@ -62,9 +62,8 @@ class DeleteSources(CommitStep):
 
 def _still_there(ctx: CommitContext, src: str, size: int, mtime: float) -> bool:
     """Whether the source version that was copied is still at ``src``."""
-    fs, path = ctx.source_fs(src)
     try:
-        now = fsutil.status(fs, fs.info(path))
+        now = ctx.source_storage(src).stat(src)
     except FileNotFoundError:
         return False
     return now.size == size and same_mtime(now.mtime, mtime)
@@ -100,13 +99,12 @@ class RemoveEmptySourceDirs(CommitStep):
     def execute(self, ctx: CommitContext) -> None:
         for url in sorted(self.urls, key=lambda u: -u.rstrip("/").count("/")):
             if _empty_dir(ctx, url):
-                fs, path = ctx.source_fs(url)
-                fs.rmdir(path)
+                ctx.source_storage(url).remove_empty_folder(url)
 
 
 def _empty_dir(ctx: CommitContext, url: str) -> bool:
-    fs, path = ctx.source_fs(url)
+    storage = ctx.source_storage(url)
     try:
-        return bool(fs.isdir(path)) and not fs.ls(path, detail=False)
+        return storage.isdir(url) and not storage.names(url)
     except FileNotFoundError:
         return False

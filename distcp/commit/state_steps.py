@@ -197,8 +197,7 @@ class EmitEvent(CommitStep):
         return _sink(ctx).record_url(self.sequence_id)
 
     def verify(self, ctx: CommitContext) -> bool:
-        fs, path = ctx.fs(self.url(ctx))
-        return bool(fs.exists(path))
+        return ctx.storage(self.url(ctx)).exists(self.url(ctx))
 
     def execute(self, ctx: CommitContext) -> None:
         from distcp.events import model  # the OpenLineage client: imported when used

@@ -49,18 +49,12 @@ class CommitContext:
     #: from the commit log is checked against them before any of its steps runs.
     bounds: Bounds | None = field(default=None, compare=False)
 
-    def fs(self, url: str) -> tuple[Any, str]:
-        return fsutil.filesystem(url, self.dst_options)
-
     def storage(self, url: str) -> Storage:
         """The storage serving ``url`` (the destination's options)."""
         return storage_for(url, self.dst_options)
 
-    def source_fs(self, url: str) -> tuple[Any, str]:
-        """A source's filesystem (``move`` deletes sources): the run's source options."""
-        return fsutil.filesystem(url, self.src_options)
-
     def source_storage(self, url: str) -> Storage:
+        """A source's storage (``move`` deletes sources): the run's source options."""
         return storage_for(url, self.src_options)
 
 

@@ -15,13 +15,12 @@ never read, and goes with the job's folder.
 from __future__ import annotations
 
 import pickle
-import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from distcp.model import CopyableFile
-from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 
 #: Files of one row group: the unit of packing (a work unit holds whole chunks, unless
 #: there are fewer chunks than units wanted: ``packing.split_chunks`` cuts them).
@@ -105,9 +104,7 @@ class CopyRowsWriter:
         import pyarrow.parquet as pq
 
         if self._writer is None:
-            fs, path = fsutil.filesystem(self.url, self.options)
-            fs.makedirs(posixpath.dirname(path), exist_ok=True)
-            self._file = fs.open(path, "wb")
+            self._file = storage_for(self.url, self.options).open_write(self.url)
             self._writer = pq.ParquetWriter(self._file, _schema())
         files, size = len(self.pending), self.size
         blob = pickle.dumps(self.pending, pickle.HIGHEST_PROTOCOL)
@@ -135,8 +132,7 @@ def read_chunk(chunk: Chunk, options: dict[str, Any]) -> list[CopyableFile]:
     """The files of one chunk, in the order planning wrote them."""
     import pyarrow.parquet as pq
 
-    fs, path = fsutil.filesystem(chunk.url, options)
-    with fs.open(path, "rb") as f:
+    with storage_for(chunk.url, options).open_read(chunk.url) as f:
         table = pq.ParquetFile(f).read_row_group(chunk.index, columns=["payload"])
     files: list[CopyableFile] = pickle.loads(table.column("payload")[0].as_py())
     return files[chunk.first:chunk.first + chunk.files]

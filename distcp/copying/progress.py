@@ -85,13 +85,10 @@ class Progress:
             counters = {"files": self.files, "bytes": self.bytes + reading}
             segment = self._next_segment() if pending else -1
         try:
-            fs, _ = fsutil.filesystem(self.prefix, self.options)
             if pending:
-                _, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
-                self._write(fs, path, json.dumps({"fields": _RESULT_FIELDS,
-                                                  "records": pending}).encode())
-            _, path = fsutil.filesystem(f"{self.prefix}.json", self.options)
-            self._write(fs, path, json.dumps(counters).encode())
+                self._write(f"{self.prefix}.j{segment}.json",
+                            json.dumps({"fields": _RESULT_FIELDS, "records": pending}).encode())
+            self._write(f"{self.prefix}.json", json.dumps(counters).encode())
         except OSError:
             pass  # advisory; the driver's collected results are what gets published
 
@@ -104,23 +101,14 @@ class Progress:
         its spill; it appears whole or not at all (a segment cut short is ignored)."""
         with self._lock:
             segment = self._next_segment()
-        fs, path = fsutil.filesystem(f"{self.prefix}.j{segment}.json", self.options)
         try:
-            out = fs.open(path, "wb", autocommit=False)
-            try:
-                written = 0
-                for chunk in _chunks(_record_json(planned, results)):
-                    out.write(chunk)
-                    written += len(chunk)
-                out.close()
-                out.commit()
-            except BaseException:
-                out.discard()
-                raise
+            storage_for(self.prefix, self.options).write_atomic_pieces(
+                f"{self.prefix}.j{segment}.json", _chunks(_record_json(planned, results)),
+                durable=False, make_folder=False)
         except (OSError, ValueError, NotImplementedError):
             return  # advisory, as in flush: the archive is copied again after a crash
         if self.remote:
-            request_count.count("progress", 2 + written // _CHUNK)
+            request_count.count("progress")  # one PUT of the joined pieces
 
     @contextmanager
     def ticking(self) -> Iterator[None]:
@@ -141,10 +129,12 @@ class Progress:
             stop.set()
             ticker.join()
 
-    def _write(self, fs: Any, path: str, data: bytes) -> None:
+    def _write(self, url: str, data: bytes) -> None:
+        """A progress document, replaced whole (the driver polls it while it is written)."""
         if self.remote:
             request_count.count("progress")
-        fs.pipe_file(path, data)
+        storage_for(self.prefix, self.options).write_atomic_pieces(
+            url, (data,), durable=False, make_folder=False)
 
 
 def _record_json(planned: str, results: Iterable[TaskResult]) -> Iterator[str]:

@@ -10,15 +10,13 @@ failures). Publishing reads the files back where it needs each file: the renames
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from distcp import request_count
 from distcp.model import CopyableFile, TaskResult
-from distcp.storage import filesystems as fsutil
-from distcp.storage import parse_staged
+from distcp.storage import parse_staged, storage_for
 
 #: Results of one row group (written as they come: a task holds at most these).
 GROUP = 2_048
@@ -114,9 +112,7 @@ class ResultsWriter:
         if not self.rows:
             return
         if self._writer is None:
-            fs, path = fsutil.filesystem(self.url, self.options)
-            fs.makedirs(posixpath.dirname(path), exist_ok=True)
-            self._file = fs.open(path, "wb")
+            self._file = storage_for(self.url, self.options).open_write(self.url)
             self._writer = pq.ParquetWriter(self._file, _schema())
         columns = list(zip(*self.rows))
         self._writer.write_table(pa.table(
@@ -129,8 +125,7 @@ def _groups(url: str, options: dict[str, Any], columns: list[str]) -> Iterator[A
     file has: a file written before a column existed lacks it)."""
     import pyarrow.parquet as pq
 
-    fs, path = fsutil.filesystem(url, options)
-    with fs.open(path, "rb") as f:
+    with storage_for(url, options).open_read(url) as f:
         pf = pq.ParquetFile(f)
         present = [c for c in columns if c in pf.schema_arrow.names]
         for n in range(pf.num_row_groups):

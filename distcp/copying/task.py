@@ -93,8 +93,7 @@ def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResu
         yield _run_range(unit, spec, attempt)
         return
     staging_dir = fsutil.join(spec.staging_root, f"u{unit.unit_id}-{attempt}")
-    fs, path = fsutil.filesystem(staging_dir, spec.dst_options)
-    fs.makedirs(path, exist_ok=True)
+    storage_for(staging_dir, spec.dst_options).makedirs(staging_dir)
     progress = Progress(spec, unit.unit_id, attempt)
     pause = delay_at("after_stage")  # lets a test kill a worker mid-copy
     crash = armed("after_stage")

@@ -98,16 +98,16 @@ class EventSink:
 
     def flush(self) -> int:
         """Send what earlier runs could not deliver, oldest first; how many went."""
-        fs, path = fsutil.filesystem(self.outbox, dict(self.options))
+        storage = storage_for(self.outbox, dict(self.options))
         try:
-            names = sorted(fs.ls(path, detail=False))
+            names = storage.names(self.outbox)
         except FileNotFoundError:
             return 0
         sent = 0
         for name in names:
-            url = fsutil.to_url(fs, name)
+            url = fsutil.join(self.outbox, name)
             try:
-                parked = json.loads(storage_for(url, dict(self.options)).read_bytes(url, "event"))
+                parked = json.loads(storage.read_bytes(url, "event"))
             except FileNotFoundError:
                 continue
             except ValueError:
@@ -125,16 +125,11 @@ class EventSink:
         """The outbox folder, once per run: the run's START comes before the state's
         folders are made, and some stores (FTP) write no file into a missing folder."""
         if not self._outbox_made:
-            fs, path = fsutil.filesystem(self.outbox, dict(self.options))
-            fs.makedirs(path, exist_ok=True)
+            storage_for(self.outbox, dict(self.options)).makedirs(self.outbox)
             self._outbox_made = True
 
     def _unpark(self, url: str) -> None:
-        fs, path = fsutil.filesystem(url, dict(self.options))
-        try:
-            fs.rm(path)
-        except FileNotFoundError:
-            pass
+        storage_for(url, dict(self.options)).remove_file(url)
 
     def _deliver(self, key: str, body: str, park: bool = True) -> bool:
         try:

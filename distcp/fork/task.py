@@ -27,6 +27,7 @@ from distcp.faults import delay_at, fail_point
 from distcp.fork.tee import Tee
 from distcp.model import CopyableFile, TaskResult
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 
 #: The tee's read size: the queues hold chunks of this many bytes at most.
 CHUNK = 1 << 20
@@ -74,8 +75,7 @@ def fork_unit(unit: ForkUnit, fork: ForkSpec, attempt: str) -> Iterator[TaskResu
     dirs = {b: fsutil.join(fork.specs[b].staging_root, f"u{unit.unit_id}-{attempt}")
             for b in used}
     for b in used:
-        fs, path = fsutil.filesystem(dirs[b], fork.specs[b].dst_options)
-        fs.makedirs(path, exist_ok=True)
+        storage_for(dirs[b], fork.specs[b].dst_options).makedirs(dirs[b])
     progress = {b: Progress(fork.specs[b], unit.unit_id, attempt) for b in used}
     buffers = {b: bytearray(fork.specs[b].buffer_size) for b in used}
     with ExitStack() as stack:

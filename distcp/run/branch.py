@@ -40,7 +40,7 @@ from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
 from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
-from distcp.storage import StorageSpec, spec_for, watchdog_seconds
+from distcp.storage import StorageSpec, spec_for, storage_for, watchdog_seconds
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 
@@ -144,9 +144,8 @@ def prepare_state_dirs(root: str, spec: TaskSpec) -> None:
 def prepare_staging(spec: TaskSpec, cfg: CopyConfiguration) -> None:
     """Fail fast, with one clear line, when the destination cannot take any write."""
     for url in (spec.staging_root, spec.progress_root):
-        fs, path = fsutil.filesystem(url, spec.dst_options)
         try:
-            fs.makedirs(path, exist_ok=True)
+            storage_for(url, spec.dst_options).makedirs(url)
         except OSError as exc:
             raise DestinationNotWritableError(
                 f"cannot write to destination {fsutil.display(cfg.destination)}: "
@@ -160,10 +159,8 @@ def remove_job_folders(spec: TaskSpec) -> None:
     destination root after its attributes were set.
     """
     for url in (spec.staging_root, spec.progress_root):
-        fs, path = fsutil.filesystem(url, spec.dst_options)
         try:
-            if fs.exists(path):
-                fs.rm(path, recursive=True)
+            storage_for(url, spec.dst_options).remove(url)
         except OSError:
             pass  # leftovers of a failed cleanup are swept by the next run
 

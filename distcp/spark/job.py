@@ -51,6 +51,7 @@ from distcp.spark.session import (
     spark_session,
 )
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 from distcp.summary import Summary
 
 
@@ -230,14 +231,14 @@ def _job_failed(units: Iterable[WorkUnit], exc: BaseException) -> list[TaskResul
 
 def poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) -> None:
     """Sum the tasks' progress files about twice a second until the job ends."""
-    fs, root = fsutil.filesystem(spec.progress_root, spec.dst_options)
+    root = spec.progress_root
+    storage = storage_for(root, spec.dst_options)
     while not stop.wait(0.5):
         per_unit: dict[str, tuple[int, int]] = {}
         try:
-            paths = fs.ls(root, detail=False)
-            for path in (p for p in paths if not JOURNAL.search(p)):
-                data = json.loads(fs.cat_file(path))
-                unit = path.rsplit("/", 1)[-1].split("-", 1)[0]
+            for name in (n for n in storage.names(root) if not JOURNAL.search(n)):
+                data = json.loads(storage.read_bytes(fsutil.join(root, name), "progress"))
+                unit = name.split("-", 1)[0]
                 per_unit[unit] = max(per_unit.get(unit, (0, 0)), (data["files"], data["bytes"]))
         except (OSError, ValueError, KeyError):
             continue  # a file being rewritten, or none yet

@@ -99,11 +99,18 @@ class Storage(ABC):
         request_count.count("head")  # one HEAD (or its protocol's stat)
         return fsutil.status(fs, self.call(fs, f"looking at {path}", "info", path))
 
-    def open_read(self, url: str, block_size: int) -> BinaryIO:
+    def open_read(self, url: str, block_size: int | None = None) -> BinaryIO:
         """A reader of the file at ``url`` (``block_size``: the read-ahead of remote
         files); OSError as the filesystem raised it (callers name the cause)."""
         fs, path = self.fs(url)
         return cast(BinaryIO, fs.open(path, "rb", block_size=block_size))
+
+    def open_write(self, url: str) -> BinaryIO:
+        """A writer of a new file at ``url``, its folder made: not staged, not atomic
+        (the result files a task writes for the driver alone, read once it is done)."""
+        fs, path = self.fs(url)
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        return cast(BinaryIO, fs.open(path, "wb"))
 
     def read_version(self, url: str, etag: str) -> bytes:
         """The whole file at ``url`` in one read, only if it is still version ``etag``
@@ -215,11 +222,13 @@ class Storage(ABC):
         """Replace ``url`` with ``data`` so that readers see the old or the new, never half.
         ``durable=False`` may skip a local fsync (records that vouch for unsynced data)."""
 
-    def write_atomic_pieces(self, url: str, pieces: Iterable[bytes], durable: bool = True
-                            ) -> None:
+    def write_atomic_pieces(self, url: str, pieces: Iterable[bytes], durable: bool = True,
+                            make_folder: bool = True) -> None:
         """``write_atomic`` of a document made piece by piece (the commit log entry of a
         file set of a million files is hundreds of MiB): storages that write a temp file
-        take the pieces as they come; here they are joined into one body."""
+        take the pieces as they come; here they are joined into one body.
+        ``make_folder=False``: a folder removed since (a finished job's progress) stays
+        gone, and the write fails with FileNotFoundError where folders exist."""
         self.write_atomic(url, b"".join(pieces), durable)
 
     def read_bytes(self, url: str, what: str) -> bytes:
@@ -340,6 +349,12 @@ class Storage(ABC):
             self.call(fs, f"removing {path}", "rm_file", path)
         except FileNotFoundError:
             pass
+
+    def remove_empty_folder(self, url: str) -> None:
+        """Remove the folder at ``url`` only if it is empty (OSError if it holds
+        anything: a file that arrived since it was seen empty stays)."""
+        fs, path = self.fs(url)
+        fs.rmdir(path)
 
     def set_aside(self, src: str, dst: str) -> None:
         """Move the entry at ``src`` (a file or a folder) to ``dst``, making the folder

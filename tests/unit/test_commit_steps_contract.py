@@ -29,6 +29,7 @@ from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, Publi
 from distcp.errors import PublishError
 from distcp.events.naming import dataset_name
 from distcp.state.store import StateStore
+from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
     DATED,
@@ -256,7 +257,8 @@ def _check_compact(lay: LocalLayout | S3Layout) -> None:
     state = _state(lay)
     # all merged (local: the listed segment too), the tombstone dropped
     assert [s.seq for s in state.segments] == [2 if isinstance(lay, LocalLayout) else 1]
-    fs, path = lay.ctx().fs(StateStore(str(lay.state), {}).folder_of(URN))
+    fs, path = fsutil.filesystem(StateStore(str(lay.state), {}).folder_of(URN),
+                                lay.ctx().dst_options)
     assert [p.rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)] == \
         [state.segments[0].name]
 
@@ -284,7 +286,7 @@ def _check_record_run(lay: LocalLayout | S3Layout) -> None:
 
 def _check_event(lay: LocalLayout | S3Layout) -> None:
     url = f"{lay.state}/events/{SEQ_ID}.json"
-    fs, path = lay.ctx().fs(url)
+    fs, path = fsutil.filesystem(url, lay.ctx().dst_options)
     body = json.loads(fs.cat_file(path))  # the OpenLineage COMPLETE of the file set
     assert body["eventType"] == "COMPLETE"
     facet = body["run"]["facets"]["pydistcp_copy"]

@@ -130,13 +130,18 @@ class LocalStorage(Storage):
     def stat(self, url: str) -> FileStatus:
         return fsutil.local_status(os_path(url))
 
-    def open_read(self, url: str, block_size: int) -> BinaryIO:
+    def open_read(self, url: str, block_size: int | None = None) -> BinaryIO:
         """Unbuffered: the reader's own buffer is the only one (a copy of a large file
         through a second buffer cost a memcpy of every byte)."""
         return open(os_path(url), "rb", buffering=0)
 
     def names(self, url: str) -> list[str]:
         return sorted(os.listdir(os_path(url)))
+
+    def open_write(self, url: str) -> BinaryIO:
+        path = os_path(url)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        return open(path, "wb")
 
     def exists(self, url: str) -> bool:
         return os.path.lexists(os_path(url))
@@ -156,10 +161,11 @@ class LocalStorage(Storage):
     def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
         self.write_atomic_pieces(url, (data,), durable)
 
-    def write_atomic_pieces(self, url: str, pieces: Iterable[bytes], durable: bool = True
-                            ) -> None:
+    def write_atomic_pieces(self, url: str, pieces: Iterable[bytes], durable: bool = True,
+                            make_folder: bool = True) -> None:
         path = os_path(url)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if make_folder:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp-{secrets.token_hex(4)}"
         try:
             with open(tmp, "wb") as f:
@@ -216,6 +222,9 @@ class LocalStorage(Storage):
     def remove_file(self, url: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os_path(url))
+
+    def remove_empty_folder(self, url: str) -> None:
+        os.rmdir(os_path(url))
 
     def set_aside(self, src: str, dst: str) -> None:
         target = os_path(dst)
