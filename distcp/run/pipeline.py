@@ -4,7 +4,9 @@ Lock, replay, plan, route, copy, agree, publish, sweep, over a list of branches
 (``conduct``); what each phase does is the run's kind, its ``Steps``.
 
 A copy or a move (``CopySteps``) is one branch, a fork several (``run.fork`` adds
-routing, one read for all branches and the ``all`` policy). What each phase does to one destination lives in
+routing, one read for all branches and the ``all`` policy); a check (``run.check``) is
+one branch that takes no lock, lists and pairs both sides as its plan, reads digests as
+its copy and publishes nothing. What each phase does to one destination lives in
 ``run.branch``; how a branch plans in ``run.planners``, how a run copies in
 ``run.copiers`` (one branch) and ``run.fork`` (several), what it reports in
 ``run.report``; the copy on Spark in ``spark.job`` and publishing in ``commit``.
@@ -21,6 +23,8 @@ from typing import Protocol, TypeVar
 
 from distcp import collection, metrics, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
+from distcp.checking.compare import CheckSettings
+from distcp.checking.report import CheckReport
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
@@ -41,6 +45,7 @@ from distcp.run.branch import (
     recover,
     remove_job_folders,
 )
+from distcp.run.check import CheckSteps
 from distcp.run.copiers import copy_branch
 from distcp.run.fork import copy_forked, fold, route
 from distcp.run.planners import planned
@@ -113,6 +118,14 @@ def run_branches(branches: tuple[Branch, ...], settings: ForkSettings | None,
         summary = conduct(steps, opened(branches, steps.summary, forked=settings is not None))
         report.finish(summary)
         return summary
+
+
+def run_check(cfg: CopyConfiguration, settings: CheckSettings,
+              callback: Callback = DEFAULT_CALLBACK) -> CheckReport:
+    """Compare ``cfg.sources`` with ``cfg.destination``; the report of every path."""
+    steps = CheckSteps(cfg, settings, callback)
+    return conduct(steps, opened((Branch("main", cfg),), Summary(job_id=steps.job_id),
+                                 forked=False))
 
 
 class CopySteps:
