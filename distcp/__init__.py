@@ -301,10 +301,11 @@ def check(
     for name in ("sources", "destination", "callback"):
         del params[name]
     from distcp.callbacks import DEFAULT_CALLBACK
+    from distcp.checking.compare import CheckSettings
     from distcp.configuration import CopyConfiguration
     from distcp.driver_errors import driver_errors
     from distcp.options import configuration_options
-    from distcp.spark.check import CheckSettings, run_check
+    from distcp.run.pipeline import run_check
 
     srcs = [sources] if isinstance(sources, str) else list(sources)
     try:

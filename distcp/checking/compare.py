@@ -30,6 +30,15 @@ VERDICTS: tuple[Verdict, ...] = ("=", "*", "-", "+", "!")
 SRC, DST = "src", "dst"
 
 
+@dataclass(frozen=True)
+class CheckSettings:
+    """What a check does beyond the listing the configuration describes."""
+
+    one_way: bool = False
+    size_only: bool = False
+    stored_digests: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
     """One path as both listings know it (``None``: absent on that side)."""

@@ -1,9 +1,12 @@
 """The order of every run, written once (driver).
 
-Lock, replay, plan, route, copy, agree, publish, sweep, over a list of branches.
+Lock, replay, plan, route, copy, agree, publish, sweep, over a list of branches
+(``conduct``); what each phase does is the run's kind, its ``Steps``.
 
-A plain copy is one branch, a fork several (``run.fork`` adds routing, one read for all
-branches and the ``all`` policy). What each phase does to one destination lives in
+A copy or a move (``CopySteps``) is one branch, a fork several (``run.fork`` adds
+routing, one read for all branches and the ``all`` policy); a check (``run.check``) is
+one branch that takes no lock, lists and pairs both sides as its plan, reads digests as
+its copy and publishes nothing. What each phase does to one destination lives in
 ``run.branch``; how a branch plans in ``run.planners``, how a run copies in
 ``run.copiers`` (one branch) and ``run.fork`` (several), what it reports in
 ``run.report``; the copy on Spark in ``spark.job`` and publishing in ``commit``.
@@ -16,9 +19,12 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import replace
 from functools import partial
+from typing import Protocol, TypeVar
 
 from distcp import collection, metrics, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
+from distcp.checking.compare import CheckSettings
+from distcp.checking.report import CheckReport
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
@@ -39,6 +45,7 @@ from distcp.run.branch import (
     recover,
     remove_job_folders,
 )
+from distcp.run.check import CheckSteps
 from distcp.run.copiers import copy_branch
 from distcp.run.fork import copy_forked, fold, route
 from distcp.run.planners import planned
@@ -56,6 +63,42 @@ from distcp.spark.listing import LazySession
 from distcp.storage import spec_for
 from distcp.summary import Summary
 
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Steps(Protocol[R_co]):
+    """What each phase of a run does: the run's kind (a copy or move, a check)."""
+
+    def lock(self, runs: list[BranchRun], stack: ExitStack) -> None: ...
+    def replay(self, runs: list[BranchRun]) -> None: ...
+    def plan(self, runs: list[BranchRun]) -> None: ...
+    def route(self, runs: list[BranchRun]) -> None: ...
+    def plan_only(self) -> bool: ...
+    def copy(self, runs: list[BranchRun]) -> int: ...
+    def agree(self, runs: list[BranchRun]) -> None: ...
+    def publish(self, runs: list[BranchRun], read: int) -> None: ...
+    def sweep(self, runs: list[BranchRun]) -> None: ...
+    def finish(self, runs: list[BranchRun]) -> R_co: ...
+
+
+R = TypeVar("R")
+
+
+def conduct(steps: Steps[R], runs: list[BranchRun]) -> R:
+    """lock -> replay -> plan -> route -> copy -> agree -> publish -> sweep: the order of
+    every run (a dry run stops after the plan); ``copy`` returns the files it read."""
+    with ExitStack() as stack:
+        steps.lock(runs, stack)
+        steps.replay(runs)
+        steps.plan(runs)
+        steps.route(runs)
+        if not steps.plan_only():
+            read = steps.copy(runs)
+            steps.agree(runs)
+            steps.publish(runs, read)
+            steps.sweep(runs)
+        return steps.finish(runs)
+
 
 def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> Summary:
     """One whole run of ``cfg`` (with ``--fork``, of each of its branches); the metrics
@@ -69,70 +112,102 @@ def run_branches(branches: tuple[Branch, ...], settings: ForkSettings | None,
                  callback: Callback = DEFAULT_CALLBACK) -> Summary:
     """One run over ``branches``: a fork when ``settings`` are given (even of one)."""
     with metrics.reporting(branches[0].cfg.metrics_file, callback) as report:
-        summary = _run(branches, settings, report)
+        if settings is not None:
+            check_branches(branches)
+        steps = CopySteps(branches[0].cfg, settings, report)
+        summary = conduct(steps, opened(branches, steps.summary, forked=settings is not None))
         report.finish(summary)
         return summary
 
 
-def _run(branches: tuple[Branch, ...], settings: ForkSettings | None, callback: Callback
-         ) -> Summary:
-    """Lock every branch's destination, then the phases, with the run's Spark session
-    (opened by the first phase that needs it) and its START/COMPLETE/FAIL events."""
-    if settings is not None:
-        check_branches(branches)
-    start = time.monotonic()
-    lead = branches[0].cfg
-    summary = Summary(job_id=new_job_id(), dry_run=lead.dry_run)
-    runs = opened(branches, summary, forked=settings is not None)
-    log = RunLog(lead.log_file, summary.job_id)
-    try:
-        with ExitStack() as stack:
-            locked(runs, summary.job_id, stack)
-            session = LazySession(partial(run_session, lead, summary, callback))
-            stack.callback(session.close)
-            sink = event_sink(lead, runs[0].root)  # the run's own events: the lead's target
-            with RunEvents(sink, summary.job_id, lead.destination, lead.sources,
-                           enabled=not lead.dry_run) as events:
-                for n, run in enumerate(runs):
-                    pub = publishing(run.cfg, summary.job_id, run.root, run.name,
-                                     sink if n == 0 else None)
-                    run.pub = on_session(replace(pub, log=log), session, run.cfg)
-                return events.end(_phases(runs, settings, callback, summary, start, log,
-                                          session))
-    finally:
-        log.close()
+def run_check(cfg: CopyConfiguration, settings: CheckSettings,
+              callback: Callback = DEFAULT_CALLBACK) -> CheckReport:
+    """Compare ``cfg.sources`` with ``cfg.destination``; the report of every path."""
+    steps = CheckSteps(cfg, settings, callback)
+    return conduct(steps, opened((Branch("main", cfg),), Summary(job_id=steps.job_id),
+                                 forked=False))
 
 
-def _phases(runs: list[BranchRun], settings: ForkSettings | None, callback: Callback,
-            summary: Summary, start: float, log: RunLog, session: LazySession) -> Summary:
-    """replay -> plan -> route -> copy -> agree -> publish -> sweep."""
-    lead = runs[0].cfg
-    dst = spec_for(lead.destination, dict(lead.dst_options))  # resolved once per run
-    for run in runs:
-        if not lead.dry_run:
+class CopySteps:
+    """A copy's steps (a move's too: its publish deletes the sources), over one branch
+    or a fork's several; what it returns is the run's ``Summary``."""
+
+    def __init__(self, lead: CopyConfiguration, settings: ForkSettings | None,
+                 callback: Callback) -> None:
+        self.lead, self.settings, self.callback = lead, settings, callback
+        self.start = time.monotonic()
+        self.summary = Summary(job_id=new_job_id(), dry_run=lead.dry_run)
+        self.session = LazySession(partial(run_session, lead, self.summary, callback))
+
+    def lock(self, runs: list[BranchRun], stack: ExitStack) -> None:
+        """Every branch's destination locked, then the run's log, Spark session (opened
+        by the first phase that needs it), START/COMPLETE/FAIL events and each branch's
+        publishing."""
+        lead, job_id = self.lead, self.summary.job_id
+        self.log = RunLog(lead.log_file, job_id)
+        stack.callback(self.log.close)
+        locked(runs, job_id, stack)
+        stack.callback(self.session.close)
+        sink = event_sink(lead, runs[0].root)  # the run's own events: the lead's target
+        self.events = stack.enter_context(RunEvents(sink, job_id, lead.destination,
+                                                    lead.sources, enabled=not lead.dry_run))
+        for n, run in enumerate(runs):
+            pub = publishing(run.cfg, job_id, run.root, run.name, sink if n == 0 else None)
+            run.pub = on_session(replace(pub, log=self.log), self.session, run.cfg)
+
+    def replay(self, runs: list[BranchRun]) -> None:
+        """Earlier runs' pending commits finished; a dataset whose commit could not be
+        is not copied now."""
+        self.dst = spec_for(self.lead.destination, dict(self.lead.dst_options))  # once a run
+        if self.lead.dry_run:
+            return
+        for run in runs:
             blocked = recover(run.publishing, run.cfg, run.summary)
             run.datasets = [d for d in run.datasets if d.urn not in blocked]
-    _plan(runs, callback, summary, log, session)
-    if settings is not None:
-        unrouted = route(runs, settings)
-        if unrouted:
-            summary.notes.append(f"{unrouted} file(s) went to no branch (the fork operator "
-                                 "chose none for them)")
-    _report_plan(runs, summary, start, log)
-    if lead.dry_run:
-        return _dry_run(runs, summary, start, log)
-    for run in runs:
-        prepared(run, None if settings is not None else dst, server_side=settings is None)
-    read = (copy_forked(runs, settings, callback, summary, session, log)
-            if settings is not None else copy_branch(runs[0], session, callback, log))
-    if settings is not None and settings.policy == "all":
+
+    def plan(self, runs: list[BranchRun]) -> None:
+        _plan(runs, self.callback, self.summary, self.log, self.session)
+
+    def route(self, runs: list[BranchRun]) -> None:
+        """A fork's files to its branches; then what the plan says, before any copy."""
+        if self.settings is not None:
+            unrouted = route(runs, self.settings)
+            if unrouted:
+                self.summary.notes.append(f"{unrouted} file(s) went to no branch (the fork "
+                                          "operator chose none for them)")
+        _report_plan(runs, self.summary, self.start, self.log)
+
+    def plan_only(self) -> bool:
+        return self.lead.dry_run
+
+    def copy(self, runs: list[BranchRun]) -> int:
+        forked = self.settings is not None
+        for run in runs:
+            prepared(run, None if forked else self.dst, server_side=not forked)
+        if self.settings is not None:
+            return copy_forked(runs, self.settings, self.callback, self.summary,
+                               self.session, self.log)
+        return copy_branch(runs[0], self.session, self.callback, self.log)
+
+    def agree(self, runs: list[BranchRun]) -> None:
+        """``--fork-policy all``: a file some branch would not publish fails in all."""
+        if self.settings is None or self.settings.policy != "all":
+            return
         for run, rs in zip(runs, agreed([r.name for r in runs], [r.plan for r in runs],
                                         [r.results for r in runs],
                                         [r.publishing for r in runs]), strict=True):
             run.results = rs
-    _publish(runs, callback, summary, read)
-    _sweep(runs)
-    return _finish(runs, settings, summary, start)
+
+    def publish(self, runs: list[BranchRun], read: int) -> None:
+        _publish(runs, self.callback, self.summary, read)
+
+    def sweep(self, runs: list[BranchRun]) -> None:
+        _sweep(runs)
+
+    def finish(self, runs: list[BranchRun]) -> Summary:
+        if self.lead.dry_run:
+            return self.events.end(_dry_run(runs, self.summary, self.start, self.log))
+        return self.events.end(_finish(runs, self.settings, self.summary, self.start))
 
 
 def _plan(runs: list[BranchRun], callback: Callback, summary: Summary, log: RunLog,

@@ -1,0 +1,220 @@
+"""A check's steps in the run's order: list and pair both sides, read on Spark (driver).
+
+``pydistcp check`` is a run of ``distcp.run.pipeline`` whose kind is ``CheckSteps``: it
+takes no lock, replays nothing, routes nothing; its plan lists both sides with the copy's
+listing code and judges what sizes and recorded digests decide (``checking.compare``);
+its copy reads the rest on Spark (``spark.check``); it publishes nothing and sweeps only
+its own progress folder. What it returns is a ``CheckReport``.
+
+Reads only: nothing is written to either side, except the progress documents of the
+digest tasks, under the state directory's ``progress/`` folder when the destination
+already has one (a destination pydistcp never wrote to gets no folder created).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from functools import partial
+from typing import Any
+
+from distcp.callbacks import Callback
+from distcp.checking.compare import (
+    SRC,
+    CheckSettings,
+    Outcome,
+    Pair,
+    judge_digests,
+    judge_listed,
+    pair_listings,
+    sides_to_read,
+)
+from distcp.checking.digests import DigestJob, DigestResult
+from distcp.checking.report import CheckReport
+from distcp.configuration import CopyConfiguration
+from distcp.datasets.base import CopyableDataset
+from distcp.model import FileStatus
+from distcp.planning.filesfrom import list_flag
+from distcp.planning.listing import source_listing, target_listing
+from distcp.run.branch import BranchRun, new_job_id
+from distcp.spark.check import check_log_file, read_digests
+from distcp.state.layout import StateLayout
+from distcp.state.store import StateStore
+from distcp.storage import filesystems as fsutil
+from distcp.storage import spec_for
+
+
+class CheckSteps:
+    """The steps of one check of ``cfg`` (one branch: its sources against its
+    destination); ``report`` fills in as the phases run."""
+
+    def __init__(self, cfg: CopyConfiguration, settings: CheckSettings,
+                 callback: Callback) -> None:
+        self.cfg, self.settings, self.callback = cfg, settings, callback
+        self.start = time.monotonic()
+        self.job_id = new_job_id()
+        self.report = CheckReport(", ".join(cfg.sources), cfg.destination, settings.one_way)
+        self.pairs: list[Pair] = []
+        self.listed: list[Outcome | None] = []
+        self.unlisted: list[Outcome] = []
+        self.read: dict[str, Outcome] = {}
+        self.progress = ""
+
+    def lock(self, runs: list[BranchRun], stack: ExitStack) -> None:
+        """No lock (a check only reads); its progress folder goes however the run ends."""
+        stack.callback(self._remove_progress)
+
+    def replay(self, runs: list[BranchRun]) -> None:
+        """Nothing: earlier runs' commits are the copy's to finish."""
+
+    def plan(self, runs: list[BranchRun]) -> None:
+        """Both sides listed and paired, dataset by dataset, and what the listings decide."""
+        run = runs[0]
+        store = StateStore(run.root, dict(self.cfg.dst_options))
+        for ds in run.datasets:
+            self.callback.message(f"listing {fsutil.display(ds.urn)}")
+            manifest = store.load(ds.urn).manifest if self.settings.stored_digests else {}
+            self.pairs += self._paired(ds, manifest)
+        if self.settings.one_way:
+            self.pairs = [p for p in self.pairs if p.src is not None]
+        self.listed = [judge_listed(p, self.settings.size_only) for p in self.pairs]
+
+    def _paired(self, ds: CopyableDataset, manifest: Mapping[str, Sequence[Any]]) -> list[Pair]:
+        source, failed = _source(ds, self.cfg)
+        self.unlisted += failed
+        target = _destination(ds, self.cfg)
+        if list_flag(self.cfg) is not None:  # only the listed files, on both sides (rclone)
+            target = {u: st for u, st in target.items() if u in source}
+        return pair_listings(source, target, manifest,
+                             partial(_relative, _root_of(self.cfg.destination, self.cfg)))
+
+    def route(self, runs: list[BranchRun]) -> None:
+        """Nothing: a check has one destination."""
+
+    def plan_only(self) -> bool:
+        return False
+
+    def copy(self, runs: list[BranchRun]) -> int:
+        """Read on Spark what the listings could not decide (one job; none when nothing
+        is left to read); returns the files read."""
+        unread = self._unread()
+        if not unread:
+            return 0
+        jobs = _jobs(self.cfg, unread)
+        self.report.log_file = check_log_file(self.cfg, self.job_id)
+        self.progress = _progress_folder(runs[0].root, self.job_id, self.cfg)
+        results = read_digests(self.cfg, jobs, self.progress, self.report.log_file,
+                               self.callback)
+        self.report.files_read = sum(1 for r in results if not r.error)
+        self.report.bytes_read = sum(r.size for r in results)
+        self.read = _verdicts(unread, results)
+        return self.report.files_read
+
+    def _unread(self) -> list[Pair]:
+        return [p for p, o in zip(self.pairs, self.listed, strict=True) if o is None]
+
+    def agree(self, runs: list[BranchRun]) -> None:
+        """Nothing: a check has one destination."""
+
+    def publish(self, runs: list[BranchRun], read: int) -> None:
+        """Nothing: a check writes to neither side."""
+
+    def sweep(self, runs: list[BranchRun]) -> None:
+        """The check's own progress folder, nothing else."""
+        self._remove_progress()
+
+    def finish(self, runs: list[BranchRun]) -> CheckReport:
+        report = self.report
+        report.outcomes = [o if o is not None else self.read[p.path]
+                           for p, o in zip(self.pairs, self.listed, strict=True)]
+        report.outcomes += self.unlisted
+        report.stored_digests = sum(1 for p in self._unread() if p.stored)
+        report.duration_s = round(time.monotonic() - self.start, 3)
+        return report
+
+    def _remove_progress(self) -> None:
+        folder, self.progress = self.progress, ""
+        if not folder:
+            return
+        fs, path = fsutil.filesystem(folder, self.cfg.dst_options)
+        try:
+            fs.rm(path, recursive=True)
+        except OSError:
+            pass  # a few small counter documents left: harmless, never read again
+
+
+def _source(ds: CopyableDataset, cfg: CopyConfiguration
+            ) -> tuple[dict[str, FileStatus], list[Outcome]]:
+    """The dataset's files, under the destination URL each would be copied to, and
+    what the listing could not take that the user did not ask to skip (a dangling
+    link, an unreadable directory, a --files-from line naming nothing): errors (``!``),
+    as they fail a copy."""
+    listing = source_listing(ds, cfg)
+    files = {f.destination: f.origin for f in listing.files if not f.destination.endswith("/")}
+    failed = [Outcome(fsutil.display(s.path), "!", s.reason) for s in listing.skipped
+              if s.failure]
+    return files, failed
+
+
+def _destination(ds: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileStatus]:
+    """The destination's files the run's filters admit (extras the filters leave out
+    are none of the check's business, as ``--delete`` leaves them alone)."""
+    found = target_listing(ds, cfg)
+    if ds.is_file:
+        return {u: st for u, st in found.items() if not st.is_dir}
+    top = ds.destination_root.rstrip("/")
+    wanted = cfg.file_filter
+    return {u: st for u, st in found.items() if not st.is_dir and u.startswith(top + "/")
+            and wanted.admits(u[len(top) + 1:], st)}
+
+
+def _root_of(url: str, cfg: CopyConfiguration) -> str:
+    fs, path = fsutil.filesystem(url, cfg.dst_options)
+    return fsutil.to_url(fs, path.rstrip("/"))
+
+
+def _relative(root: str, url: str) -> str:
+    """``url`` as reports print it: relative to DST (a single file: its name)."""
+    if url.startswith(root + "/"):
+        return url[len(root) + 1:]
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _jobs(cfg: CopyConfiguration, pairs: list[Pair]) -> list[DigestJob]:
+    src_opts, dst_opts = dict(cfg.src_options), dict(cfg.dst_options)
+    jobs = []
+    for key, p in enumerate(pairs):
+        for side in sides_to_read(p):
+            st = p.src if side == SRC else p.dst
+            assert st is not None  # judge_listed decided every pair missing a side
+            opts = src_opts if side == SRC else dst_opts
+            jobs.append(DigestJob(key, side, st.url, st.size, spec_for(st.url, opts)))
+    return jobs
+
+
+def _verdicts(pairs: list[Pair], results: list[DigestResult]) -> dict[str, Outcome]:
+    digests: dict[int, dict[str, str]] = {}
+    errors: dict[int, dict[str, str]] = {}
+    for r in results:
+        (errors if r.error else digests).setdefault(r.key, {})[r.side] = r.error or r.digest
+    out = {}
+    for key, p in enumerate(pairs):
+        got = digests.get(key, {})
+        missing = {s: "not read" for s in sides_to_read(p) if s not in got}
+        out[p.path] = judge_digests(p, got, {**missing, **errors.get(key, {})})
+    return out
+
+
+def _progress_folder(root: str, job_id: str, cfg: CopyConfiguration) -> str:
+    """Where the tasks count what they read: only under an existing state directory."""
+    fs, path = fsutil.filesystem(root, cfg.dst_options)
+    folder = StateLayout(root).check_progress(job_id)
+    try:
+        if not fs.isdir(path):
+            return ""
+        _, target = fsutil.filesystem(folder, cfg.dst_options)
+        fs.makedirs(target, exist_ok=True)
+    except OSError:
+        return ""
+    return folder
