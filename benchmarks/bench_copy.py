@@ -33,6 +33,7 @@ worth keeping is folded into benchmarks/RESULTS.md, dated).
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import json
 import os
@@ -261,6 +262,39 @@ def pydistcp_cmd() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "distcp"]
 
 
+#: ``--baseline DIR``: a tree holding another version's ``distcp/`` package (for example
+#: ``git archive REV distcp | tar -x -C DIR``); a tool named ``T@base`` runs ``T`` on that
+#: code, interleaved with ``T`` on this checkout's, in the same rounds.
+BASE = "@base"
+BASELINE: Path | None = None
+
+
+def add_baseline(tools: list[str], where: Path) -> None:
+    """Make the ``@base`` twins of pydistcp's tools known (labels, variants)."""
+    global BASELINE, PYDISTCP_TOOLS
+    BASELINE = where.resolve()
+    if not (BASELINE / "distcp" / "__init__.py").is_file():
+        raise SystemExit(f"--baseline {where}: no distcp/ package in it")
+    compileall.compile_dir(str(BASELINE / "distcp"), quiet=1)  # as installed, as ours
+    for tool in [t.removesuffix(BASE) for t in tools if t.endswith(BASE)]:
+        if tool not in PYDISTCP_TOOLS:
+            raise SystemExit(f"--tools: {tool}{BASE}: only pydistcp's tools have a baseline")
+        twin = tool + BASE
+        if twin not in TOOLS:
+            TOOLS.append(twin)
+            PYDISTCP_TOOLS += (twin,)
+            TOOL_LABEL[twin] = f"{TOOL_LABEL[tool]}, baseline code"
+            VARIANTS[twin] = VARIANTS[tool]
+
+
+def baseline_env(env: dict[str, str]) -> dict[str, str]:
+    """The baseline's code first on every path: the driver's (PYTHONPATH) and the Python
+    workers', which Spark starts with ``python -m`` in the current folder."""
+    assert BASELINE is not None
+    return {**env, "PYTHONPATH": str(BASELINE),
+            "PYDISTCP_ENGINE_DIR": str(BASELINE / ".engine")}
+
+
 def tool_command(tool: str, src: Path, dst: Path, summary: Path, logs: Path) -> list[str]:
     if tool == "cp":
         return ["cp", "-a", str(src), str(dst)]
@@ -269,7 +303,8 @@ def tool_command(tool: str, src: Path, dst: Path, summary: Path, logs: Path) -> 
     if tool == "rclone":
         return ["rclone", "copy", "--transfers", "4", str(src), str(dst)]
     if tool in PYDISTCP_TOOLS:
-        return pydistcp_cmd() + ["copy", str(src), str(dst), "--no-progress",
+        base = [sys.executable, "-m", "distcp"] if tool.endswith(BASE) else pydistcp_cmd()
+        return base + ["copy", str(src), str(dst), "--no-progress",
                                  "--summary-json", str(summary), *VARIANTS[tool][0]]
     if tool in EMPTY_TOOLS:
         return [sys.executable, "-c", EMPTY_SPARK_JOB, str(logs / f"{tool}-{dst.name}.log")]
@@ -287,12 +322,22 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
         # no machine paths in the committed results: the home directory is "~"
         said = (r.stdout + r.stderr).strip().replace(str(Path.home()), "~")
         done["engine start"] = said[-300:]
+    if any(t.endswith(BASE) and "warm" in t for t in tools):
+        r = subprocess.run([sys.executable, "-m", "distcp", "engine", "start"],
+                           capture_output=True, text=True, timeout=900,
+                           stdin=subprocess.DEVNULL, cwd=BASELINE,
+                           env=baseline_env(dict(os.environ)))
+        done["baseline engine start"] = (r.stdout + r.stderr).strip()[-300:]
     return done
 
 
 def stop_engines() -> None:
     subprocess.run(pydistcp_cmd() + ["engine", "stop"], capture_output=True, timeout=120,
                    stdin=subprocess.DEVNULL)
+    if BASELINE is not None:
+        subprocess.run([sys.executable, "-m", "distcp", "engine", "stop"],
+                       capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
+                       cwd=BASELINE, env=baseline_env(dict(os.environ)))
 
 
 def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
@@ -310,14 +355,17 @@ def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
     time.sleep(settle)
     rec: dict[str, Any] = {"tool": tool, "tag": tag}
     if tool in PYDISTCP_TOOLS + EMPTY_TOOLS:
-        rec["code"] = code_fingerprint()
+        rec["code"] = "baseline" if tool.endswith(BASE) else code_fingerprint()
     env = {**os.environ, **VARIANTS.get(tool, ([], {}))[1]}
+    cwd = None
+    if tool.endswith(BASE):
+        env, cwd = baseline_env(env), BASELINE
     if tool in OPT_IN:
         time.sleep(IDLE_S)
     t = time.perf_counter()
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+                              timeout=timeout, stdin=subprocess.DEVNULL, env=env, cwd=cwd)
         rec["wall_s"] = round(time.perf_counter() - t, 3)
         if proc.returncode != 0:
             rec["error"] = f"exit {proc.returncode}: {_tail(proc.stderr or proc.stdout)}"
@@ -629,8 +677,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--settle", type=float, default=SETTLE_S,
                     help="untimed seconds after each run's cleanup (module docstring)")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help=f"a folder holding another version's distcp/ package: tools named "
+                         f"T{BASE} run T on it, interleaved with T on this checkout")
     args = ap.parse_args(argv)
     tools = [t for t in args.tools.split(",") if t]
+    if args.baseline is not None:
+        add_baseline(tools, args.baseline)
+    elif any(t.endswith(BASE) for t in tools):
+        ap.error(f"tools named ...{BASE} need --baseline DIR")
     unknown = set(tools) - set(TOOLS)
     if unknown:
         ap.error(f"unknown tools: {sorted(unknown)}")

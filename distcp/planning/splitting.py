@@ -149,10 +149,9 @@ class SplitStore:
                     ) -> dict[int, dict[str, Any]] | None:
         """Ranges whose part file is there with its length (one listing), or all of
         them when an earlier join left the verified staging file (parts removed)."""
-        fs, path = fsutil.filesystem(sf.records, self.options)
         try:
-            sizes = {name.rstrip("/").rsplit("/", 1)[-1]: int(info.get("size") or 0)
-                     for name, info in ((i["name"], i) for i in fs.ls(path, detail=True))}
+            sizes = {e.url.rstrip("/").rsplit("/", 1)[-1]: e.size
+                     for e in storage_for(sf.records, self.options).entries(sf.records)}
         except FileNotFoundError:
             return None
         if sizes.get(JOINED) == sf.file.origin.size and len(records) == sf.count:
@@ -163,20 +162,18 @@ class SplitStore:
         staged = parse_staged(str(meta.get("staging", "")))
         if staged.needs_complete:
             self.storage.discard(staged)  # abort the upload; files go with the folder
-        fs, path = fsutil.filesystem(folder, self.options)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
+        storage_for(folder, self.options).remove(folder)
 
     def metas(self) -> list[tuple[str, dict[str, Any]]]:
         """(folder, meta) of every split staged by this or an earlier run."""
-        fs, path = fsutil.filesystem(self.root, self.options)
+        root = fsutil.written_url(self.root, self.options)
         try:
-            names = fs.ls(path, detail=False)
+            names = storage_for(root, self.options).names(root)
         except FileNotFoundError:
             return []
         out = []
         for name in names:
-            folder = fsutil.to_url(fs, name.rstrip("/"))
+            folder = fsutil.join(root, name)
             meta = read_json(fsutil.join(folder, "meta.json"), self.options, "split record")
             out.append((folder, meta or {}))
         return out

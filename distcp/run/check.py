@@ -42,7 +42,7 @@ from distcp.spark.check import check_log_file, read_digests
 from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
-from distcp.storage import spec_for
+from distcp.storage import spec_for, storage_for
 
 
 class CheckSteps:
@@ -137,9 +137,8 @@ class CheckSteps:
         folder, self.progress = self.progress, ""
         if not folder:
             return
-        fs, path = fsutil.filesystem(folder, self.cfg.dst_options)
         try:
-            fs.rm(path, recursive=True)
+            storage_for(folder, dict(self.cfg.dst_options)).remove(folder)
         except OSError:
             pass  # a few small counter documents left: harmless, never read again
 
@@ -170,8 +169,7 @@ def _destination(ds: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileS
 
 
 def _root_of(url: str, cfg: CopyConfiguration) -> str:
-    fs, path = fsutil.filesystem(url, cfg.dst_options)
-    return fsutil.to_url(fs, path.rstrip("/"))
+    return fsutil.written_url(url, cfg.dst_options).rstrip("/")
 
 
 def _relative(root: str, url: str) -> str:
@@ -208,13 +206,12 @@ def _verdicts(pairs: list[Pair], results: list[DigestResult]) -> dict[str, Outco
 
 def _progress_folder(root: str, job_id: str, cfg: CopyConfiguration) -> str:
     """Where the tasks count what they read: only under an existing state directory."""
-    fs, path = fsutil.filesystem(root, cfg.dst_options)
+    storage = storage_for(root, dict(cfg.dst_options))
     folder = StateLayout(root).check_progress(job_id)
     try:
-        if not fs.isdir(path):
+        if not storage.isdir(root):
             return ""
-        _, target = fsutil.filesystem(folder, cfg.dst_options)
-        fs.makedirs(target, exist_ok=True)
+        storage.makedirs(folder)
     except OSError:
         return ""
     return folder

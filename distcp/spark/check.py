@@ -18,6 +18,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.spark.arrow import run_pickled
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 
 
 def check_log_file(cfg: CopyConfiguration, job_id: str) -> str:
@@ -78,12 +79,12 @@ def read_counters(folder: str, options: dict[str, Any]) -> tuple[int, int] | Non
     None while a document is being written (the next poll reads it)."""
     import json
 
-    fs, path = fsutil.filesystem(folder, options)
+    storage = storage_for(folder, options)
     per_unit: dict[str, tuple[int, int]] = {}
     try:
-        for name in fs.ls(path, detail=False):
-            data = json.loads(fs.cat_file(name))
-            unit = name.rsplit("/", 1)[-1].split("-", 1)[0]
+        for name in storage.names(folder):
+            data = json.loads(storage.read_bytes(fsutil.join(folder, name), "progress"))
+            unit = name.split("-", 1)[0]
             per_unit[unit] = max(per_unit.get(unit, (0, 0)), (data["files"], data["bytes"]))
     except (OSError, ValueError, KeyError):
         return None

@@ -125,10 +125,8 @@ def state_root_of(destination: str, options: Mapping[str, Any], state_dir: str |
     ``<destination>/.pydistcp``, or beside ``single_file`` (the URL a single file is
     copied to). ``copy`` and ``status``/``recover``/``cleanup`` both use this one rule."""
     if state_dir:
-        fs, path = fsutil.filesystem(state_dir, options)
-        return fsutil.to_url(fs, path.rstrip("/"))
-    fs, dst = fsutil.filesystem(destination, options)
+        return fsutil.written_url(state_dir, options)
+    dst = fsutil.written_url(destination, options)
     if single_file is not None:
-        _, target = fsutil.filesystem(single_file, options)
-        dst = posixpath.dirname(target.rstrip("/")) or "/"
-    return fsutil.to_url(fs, fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME))
+        dst = posixpath.dirname(fsutil.written_url(single_file, options)) or "/"
+    return fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME)

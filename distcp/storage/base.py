@@ -124,6 +124,13 @@ class Storage(ABC):
         found = self.call(fs, f"listing {path}", "ls", path, detail=False)
         return sorted(n.rstrip("/").rsplit("/", 1)[-1] for n in found)
 
+    def entries(self, url: str) -> list[FileStatus]:
+        """The entries directly in the folder ``url`` with their status (one listing
+        request on remote stores); FileNotFoundError if there is no such folder."""
+        fs, path = self.fs(url)
+        return [fsutil.status(fs, info)
+                for info in self.call(fs, f"listing {path}", "ls", path, detail=True)]
+
     def usage(self, url: str) -> int:
         """Bytes held under ``url`` (a file's size, a folder's total)."""
         fs, path = self.fs(url)
