@@ -102,13 +102,12 @@ class Progress:
         with self._lock:
             segment = self._next_segment()
         try:
-            storage_for(self.prefix, self.options).write_atomic_pieces(
-                f"{self.prefix}.j{segment}.json", _chunks(_record_json(planned, results)),
-                durable=False, make_folder=False)
+            written = storage_for(self.prefix, self.options).write_streamed(
+                f"{self.prefix}.j{segment}.json", _chunks(_record_json(planned, results)))
         except (OSError, ValueError, NotImplementedError):
             return  # advisory, as in flush: the archive is copied again after a crash
         if self.remote:
-            request_count.count("progress")  # one PUT of the joined pieces
+            request_count.count("progress", 2 + written // _CHUNK)
 
     @contextmanager
     def ticking(self) -> Iterator[None]:
