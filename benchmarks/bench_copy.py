@@ -33,7 +33,6 @@ worth keeping is folded into benchmarks/RESULTS.md, dated).
 from __future__ import annotations
 
 import argparse
-import compileall
 import datetime as dt
 import json
 import os
@@ -47,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import baseline
 from as_installed import write_bytecode
 
 HERE = Path(__file__).resolve().parent
@@ -262,20 +262,14 @@ def pydistcp_cmd() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "distcp"]
 
 
-#: ``--baseline DIR``: a tree holding another version's ``distcp/`` package (for example
-#: ``git archive REV distcp | tar -x -C DIR``); a tool named ``T@base`` runs ``T`` on that
-#: code, interleaved with ``T`` on this checkout's, in the same rounds.
-BASE = "@base"
+BASE = baseline.BASE
 BASELINE: Path | None = None
 
 
 def add_baseline(tools: list[str], where: Path) -> None:
     """Make the ``@base`` twins of pydistcp's tools known (labels, variants)."""
     global BASELINE, PYDISTCP_TOOLS
-    BASELINE = where.resolve()
-    if not (BASELINE / "distcp" / "__init__.py").is_file():
-        raise SystemExit(f"--baseline {where}: no distcp/ package in it")
-    compileall.compile_dir(str(BASELINE / "distcp"), quiet=1)  # as installed, as ours
+    BASELINE = baseline.load(where)
     for tool in [t.removesuffix(BASE) for t in tools if t.endswith(BASE)]:
         if tool not in PYDISTCP_TOOLS:
             raise SystemExit(f"--tools: {tool}{BASE}: only pydistcp's tools have a baseline")
@@ -288,11 +282,8 @@ def add_baseline(tools: list[str], where: Path) -> None:
 
 
 def baseline_env(env: dict[str, str]) -> dict[str, str]:
-    """The baseline's code first on every path: the driver's (PYTHONPATH) and the Python
-    workers', which Spark starts with ``python -m`` in the current folder."""
     assert BASELINE is not None
-    return {**env, "PYTHONPATH": str(BASELINE),
-            "PYDISTCP_ENGINE_DIR": str(BASELINE / ".engine")}
+    return baseline.env(BASELINE, env)
 
 
 def tool_command(tool: str, src: Path, dst: Path, summary: Path, logs: Path) -> list[str]:
@@ -303,7 +294,7 @@ def tool_command(tool: str, src: Path, dst: Path, summary: Path, logs: Path) -> 
     if tool == "rclone":
         return ["rclone", "copy", "--transfers", "4", str(src), str(dst)]
     if tool in PYDISTCP_TOOLS:
-        base = [sys.executable, "-m", "distcp"] if tool.endswith(BASE) else pydistcp_cmd()
+        base = baseline.command() if tool.endswith(BASE) else pydistcp_cmd()
         return base + ["copy", str(src), str(dst), "--no-progress",
                                  "--summary-json", str(summary), *VARIANTS[tool][0]]
     if tool in EMPTY_TOOLS:
@@ -323,7 +314,7 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
         said = (r.stdout + r.stderr).strip().replace(str(Path.home()), "~")
         done["engine start"] = said[-300:]
     if any(t.endswith(BASE) and "warm" in t for t in tools):
-        r = subprocess.run([sys.executable, "-m", "distcp", "engine", "start"],
+        r = subprocess.run(baseline.command() + ["engine", "start"],
                            capture_output=True, text=True, timeout=900,
                            stdin=subprocess.DEVNULL, cwd=BASELINE,
                            env=baseline_env(dict(os.environ)))
@@ -335,7 +326,7 @@ def stop_engines() -> None:
     subprocess.run(pydistcp_cmd() + ["engine", "stop"], capture_output=True, timeout=120,
                    stdin=subprocess.DEVNULL)
     if BASELINE is not None:
-        subprocess.run([sys.executable, "-m", "distcp", "engine", "stop"],
+        subprocess.run(baseline.command() + ["engine", "stop"],
                        capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
                        cwd=BASELINE, env=baseline_env(dict(os.environ)))
 

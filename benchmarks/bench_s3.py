@@ -54,6 +54,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import baseline
 from as_installed import write_bytecode
 
 HERE = Path(__file__).resolve().parent
@@ -132,9 +133,11 @@ def write_random(path: Path, size: int) -> None:
             f.write(os.urandom(8 * MIB))
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None
+          ) -> tuple[float, subprocess.CompletedProcess[str]]:
     t = time.monotonic()
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       cwd=cwd)
     return time.monotonic() - t, r
 
 
@@ -396,7 +399,10 @@ def requests_per_file(endpoint: str, prefix: str, tmp: Path) -> dict[str, float]
     return out
 
 
-def bench_down(endpoint: str, rounds: int, count: int, tmp: Path) -> dict:
+def bench_down(endpoint: str, rounds: int, count: int, tmp: Path,
+               base: Path | None = None) -> dict:
+    """``base``: another version's code (``--baseline``), its two pydistcp columns
+    interleaved with this checkout's in the same rounds."""
     env = aws_env(endpoint)
     put_small(endpoint, "down", count)
     exe = s5cmd_exe()
@@ -405,23 +411,30 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path) -> dict:
         pydistcp = [sys.executable, "-m", "distcp", "copy", "s3://bench/down", str(dn),
                     "--no-progress", "--master", "local[2]", "--summary-json",
                     str(tmp / "d.json")]
-        return {"pydistcp": [*pydistcp, "--engine", "cold"],
-                "pydistcp-warm": [*pydistcp, "--engine", "warm"],
+        ours = {"pydistcp": [*pydistcp, "--engine", "cold"],
+                "pydistcp-warm": [*pydistcp, "--engine", "warm"]}
+        twins = {t + baseline.BASE: c for t, c in ours.items()} if base else {}
+        return {**ours, **twins,
                 "s5cmd": [exe, "--endpoint-url", endpoint, "cp", "s3://bench/down/*",
                           str(dn) + "/"],
                 "rclone": [rclone, "copy", "s3:bench/down", str(dn), "--transfers", "16"]}
 
+    def where(tool: str) -> tuple[dict[str, str], Path | None]:
+        return (baseline.env(base, env), base) if base and tool.endswith(baseline.BASE) \
+            else (env, None)
+
     tools = list(cmds(tmp))
     times: dict[str, list[float]] = {t: [] for t in tools}
-    copy_s: dict[str, list[float]] = {"pydistcp": [], "pydistcp-warm": []}
-    timed(cmds(tmp / "dn-start")["pydistcp-warm"], env)  # the warm engine's start: untimed
+    copy_s: dict[str, list[float]] = {t: [] for t in tools if t.startswith("pydistcp")}
+    for tool in [t for t in tools if t.startswith("pydistcp-warm")]:
+        timed(cmds(tmp / "dn-start")[tool], *where(tool))  # the warm engine's start: untimed
     # each run copies into a folder of its own, removed after the last: creating files
     # where many were just removed is slow here (bench_copy.keep_outputs)
     for rnd in range(rounds):
         for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
             dn = tmp / f"dn-{tool}-{rnd}"
             os.sync()
-            seconds, r = timed(cmds(dn)[tool], env)
+            seconds, r = timed(cmds(dn)[tool], *where(tool))
             if r.returncode != 0:
                 raise RuntimeError(f"{tool} failed: {r.stderr[-2000:]}")
             got = sum(1 for p in dn.rglob("*") if p.is_file() and ".pydistcp" not in p.parts)
@@ -436,8 +449,11 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path) -> dict:
     med = {t: round(statistics.median(v), 2) for t, v in times.items()}
     best = min(med["s5cmd"], med["rclone"])
     copy = {t: round(statistics.median(v), 2) for t, v in copy_s.items()}
-    subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=env,
-                   capture_output=True, check=False)
+    for tool in ("pydistcp", "pydistcp" + baseline.BASE):
+        if tool in tools:
+            env_, cwd = where(tool)
+            subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"],
+                           env=env_, cwd=cwd, capture_output=True, check=False)
     return {"objects": count, "median_s": med, "runs_s": times, "pydistcp_copy_s": copy,
             "ratio_to_best_peer": {t: round(v / best, 2) for t, v in med.items()},
             "copy_ratio_to_best_peer": {t: round(v / best, 2) for t, v in copy.items()},
@@ -559,7 +575,10 @@ def render(res: dict[str, Any]) -> str:
                   *(f"| {label} | {m[t]} s | {d['pydistcp_copy_s'][t]} s | "
                     f"{d['ratio_to_best_peer'][t]}x | {d['copy_ratio_to_best_peer'][t]}x |"
                     for t, label in (("pydistcp", "cold (own JVM)"),
-                                     ("pydistcp-warm", "warm engine"))),
+                                     ("pydistcp-warm", "warm engine"),
+                                     ("pydistcp@base", "cold, baseline code"),
+                                     ("pydistcp-warm@base", "warm, baseline code"))
+                    if t in m),
                   "", f"Peers: `s5cmd cp` {m['s5cmd']} s, `rclone copy --transfers 16` "
                   f"{m['rclone']} s.", "",
                   f"Requests per file in one task ({d['sampled_files']} objects): "
@@ -595,7 +614,11 @@ def main() -> None:
                          "pydistcp-warm, pydistcp-warm-file, pydistcp-warm-thin")
     ap.add_argument("--objects", type=int, default=20_000, help="objects for --only down")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="--only down: also run pydistcp on another version's code in "
+                         "this folder (git archive REV distcp | tar -x -C DIR), interleaved")
     args = ap.parse_args()
+    base = baseline.load(args.baseline) if args.baseline else None
     needs_data = set(args.only.split(",")) - {"down", "vis"}
     sets = make_data(Path(args.workdir)) if needs_data else {}
     tmp = Path(tempfile.mkdtemp(prefix="bench-s3-"))
@@ -609,7 +632,7 @@ def main() -> None:
                                       tuple(t for t in args.up_tools.split(",") if t)),
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
            "resume": lambda: bench_resume(sets, endpoint, tmp),
-           "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp),
+           "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp, base),
            "vis": lambda: bench_visibility(endpoint, args.rounds, tmp)}
     try:
         client(endpoint).create_bucket(Bucket="bench")

@@ -53,6 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import baseline
 from as_installed import write_bytecode
 
 HERE = Path(__file__).resolve().parent
@@ -107,9 +108,11 @@ def env_for(endpoint: str) -> dict[str, str]:
             "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs"}
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None
+          ) -> tuple[float, subprocess.CompletedProcess[str]]:
     t = time.monotonic()
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False,
+                       cwd=cwd)
     return time.monotonic() - t, r
 
 
@@ -264,15 +267,26 @@ def rclone_local(src: Path, dst: Path) -> dict[str, Any]:
     return {"wall_s": round(float(wall), 2), "rss_mib": round(int(rss) / 1024)}
 
 
-def local_env(engine: str, **extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PYDISTCP_ENGINE": engine,
-            "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs", **extra}
+#: ``--baseline DIR``: another version's code; a listing named ``auto@base`` runs
+#: ``--listing auto`` on it, in the same rounds as this checkout's.
+BASELINE: Path | None = None
 
 
-def start_engine() -> None:
+def local_env(engine: str, listing: str = "", **extra: str) -> tuple[dict[str, str], Path | None]:
+    """The environment and folder of one pydistcp run (the baseline's for ``...@base``)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYDISTCP_ENGINE": engine,
+           "PYDISTCP_LOG_DIR": "/tmp/pydistcp-bench-logs", **extra}
+    if listing.endswith(baseline.BASE):
+        assert BASELINE is not None, "--listings ...@base needs --baseline DIR"
+        return baseline.env(BASELINE, env), BASELINE
+    return env, None
+
+
+def start_engine(listing: str = "") -> None:
     """The warm engine and its Python workers, before any timed run (untimed)."""
+    env, cwd = local_env("warm", listing)
     r = subprocess.run([sys.executable, "-c", "from distcp.cli import main; main()",
-                        "engine", "start"], env=local_env("warm"), capture_output=True,
+                        "engine", "start"], env=env, cwd=cwd, capture_output=True,
                        text=True, check=False, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
 
@@ -284,9 +298,10 @@ def pydistcp_local(src: Path, dst: Path, listing: str, work: Path,
     out, rss = work / "summary.json", work / "rss"
     master = ["--master", "local[2]"] if engine == "cold" else []
     settled()
+    env, cwd = local_env(engine, listing, RSS_OUT=str(rss))
     took, r = timed([sys.executable, "-c", WITH_RSS, "copy", str(src), str(dst),
-                     "--no-progress", *master, "--listing", listing,
-                     "--summary-json", str(out)], local_env(engine, RSS_OUT=str(rss)))
+                     "--no-progress", *master, "--listing", listing.removesuffix(baseline.BASE),
+                     "--summary-json", str(out)], env, cwd)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(out.read_text())
     return {"wall_s": round(took, 2), "rss_mib": round(int(rss.read_text()) / 1024),
@@ -311,7 +326,8 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold",
                 rounds: int = 1) -> dict[str, Any]:
     res: dict[str, Any] = {}
     if engine == "warm":
-        start_engine()
+        for listing in {"", *(v for v in listings if v.endswith(baseline.BASE))}:
+            start_engine(listing)
     for files in sizes:
         base = work / f"local-{files}"
         src = base / "src"
@@ -370,7 +386,7 @@ def first_rounds(src: Path, base: Path, engine: str, row: dict[str, Any],
 
 
 def render_local(res: dict[str, Any]) -> list[str]:
-    listings = [listing for listing in LISTINGS
+    listings = [listing for listing in (*LISTINGS, *(v + baseline.BASE for v in LISTINGS))
                 if any(f"pydistcp_first_{listing}" in r for r in res.values())]
     head = " | ".join(f"pydistcp {run}, listing {listing}{' (default)' * (listing == 'auto')}"
                       for run in ("copy", "no-op") for listing in listings)
@@ -442,7 +458,12 @@ def main() -> None:
                          "the order turned each round")
     ap.add_argument("--engine", choices=("cold", "warm"), default="cold",
                     help="part local: pydistcp on a JVM of its own per run, or the warm engine")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="part local: another version's code (git archive REV distcp | tar -x "
+                         "-C DIR); name its runs in --listings as auto@base")
     args = ap.parse_args()
+    global BASELINE
+    BASELINE = baseline.load(args.baseline) if args.baseline else None
     work = Path(args.workdir or tempfile.mkdtemp(prefix="pydistcp-scale-"))
     machine = {"when": dt.datetime.now().isoformat(timespec="seconds"), "cpus": os.cpu_count(),
                "python": platform.python_version(), "platform": platform.platform()}
