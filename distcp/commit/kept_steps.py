@@ -21,6 +21,7 @@ from distcp.copying.resultfiles import publishing_of, staged_tables
 from distcp.state.bounds import DESTINATION, STATE
 from distcp.state.store import DatasetState, StateStore
 from distcp.storage import Storage, parse_staged
+from distcp.storage.staging import StagedFile
 
 #: A results file and the staged outputs it lists.
 ResultsFile = tuple[str, int]
@@ -61,13 +62,13 @@ class PublishKept(CommitStep):
     def verify(self, ctx: CommitContext) -> bool:
         """Done when every listed file is (stops at the first that is not: a first
         publish reads one results file)."""
-        return all(step.verify(ctx) for step in self._steps(ctx))
+        return all(step.verify(ctx) for step in self._steps(ctx.dst_options))
 
     def execute(self, ctx: CommitContext) -> None:
         """Each results file's steps executed as they are: a rename or complete already
         done is skipped inside them, so no verify first (on an object store that would be
         a LIST of the pending uploads more per results file)."""
-        for step in self._steps(ctx):
+        for step in self._steps(ctx.dst_options):
             step.execute(ctx)
 
     def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
@@ -76,10 +77,16 @@ class PublishKept(CommitStep):
             for staging, *_ in publishing_of(url, options)[1]:
                 yield parse_staged(staging).upload_id
 
-    def _steps(self, ctx: CommitContext) -> Iterator[CommitStep]:
+    def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
+        """Those every results file lists, read when its turn comes (FileNotFoundError
+        when a results file is gone: its copies are)."""
+        for step in self._steps(options):
+            yield from step.staged_files(options)
+
+    def _steps(self, options: dict[str, Any]) -> Iterator[CommitStep]:
         """Per results file, read when its turn comes: its renames, its completes."""
         for url, _ in self.results:
-            moves, uploads = publishing_of(url, ctx.dst_options)
+            moves, uploads = publishing_of(url, options)
             if moves:
                 yield PublishFiles(tuple(moves))
             if uploads:

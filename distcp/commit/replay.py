@@ -17,7 +17,7 @@ from distcp.commit.kept_steps import PublishKept
 from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state_steps import RecordRun
-from distcp.commit.steps import CommitContext, PublishFiles
+from distcp.commit.steps import CommitContext, CommitSequence, PublishFiles
 from distcp.copying.progress import JOURNAL, journal_records
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
@@ -39,8 +39,10 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
         seq = pending.sequence
         refused = _out_of_bounds(store, pending, ctx)
         if refused is not None:
-            done.append(refused)
-            blocked.add(seq.dataset_urn)
+            tally, block = refused
+            done.append(tally)
+            if block:
+                blocked.add(seq.dataset_urn)
             continue
         if pending.replays >= max_replays:
             store.set_aside(pending)
@@ -64,6 +66,15 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
                 "registers it"),)))
             continue
         except (PublishError, StateError) as exc:
+            lost = _lost_copy(seq, ctx)
+            if lost is not None:  # no replay can mend it: aside now, the dataset copied again
+                store.set_aside(pending)
+                done.append(Tally(sequences_set_aside=1, notes=(
+                    (f"commit {seq.id} of {fsutil.display(seq.dataset_urn)} cannot finish: "
+                    f"its staged copy of {fsutil.display(lost)} is gone; set aside in "
+                    f"{fsutil.display(store.url_of(seq.id, aside=True))}; the dataset is "
+                    "copied again"),)))
+                continue
             done.append(Tally(failures=(Failure(fsutil.display(seq.dataset_urn),
                                                 f"replay of commit {seq.id} failed: {exc}"),)))
             blocked.add(seq.dataset_urn)
@@ -81,30 +92,56 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
     return blocked, tally_of(done)
 
 
+def _lost_copy(seq: CommitSequence, ctx: CommitContext) -> str | None:
+    """The final URL of the first file of ``seq`` whose staged copy is gone (a temp
+    cleaner, a hand) and that is not published either, or None: read after a failed
+    replay only, stopping at the first."""
+    for step in seq.steps:
+        try:
+            for f in step.staged_files(ctx.dst_options):
+                storage = ctx.storage(f.final)
+                if not storage.holds_staged(f.staged) and \
+                        not storage.is_published(f.staged, f.final, f.size):
+                    return f.final
+        except FileNotFoundError as exc:  # a results file listing the copies is gone
+            return exc.filename or str(exc)
+    return None
+
+
 def _out_of_bounds(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext
-                   ) -> Tally | None:
+                   ) -> tuple[Tally, bool] | None:
     """A log entry that names a path outside the run's roots (or an id that is not its
-    file's name) is moved aside unread and never executed: one line says where."""
+    file's name) is moved aside unread and never executed: one line says where, and
+    its dataset is not copied in this run (True). One whose results file is gone (its
+    staged copies went with it) is moved aside the same way, and the dataset copied
+    again (False): no replay could ever finish it."""
     bounds = ctx.bounds
     if bounds is None:
         raise ValueError("replaying a commit log needs the run's bounds")
     seq = pending.sequence
+    gone = False
     try:
         targets = list(seq.targets(ctx.dst_options))
     except (OSError, ValueError) as exc:  # a results file it names cannot be read
+        gone = isinstance(exc, FileNotFoundError)
         targets = [("unreadable", f"{type(exc).__name__}: {exc}")]
     if not pending.url.endswith(f"/{seq.id}.json"):
+        gone = False
         targets.insert(0, ("unknown", f"id {seq.id!r} in {pending.url}"))
     bad = bounds.first_outside(targets)
     if bad is None:
         return None
     role, url = bad
     aside = store.set_aside_unread(pending)
+    if gone:
+        return Tally(sequences_set_aside=1, notes=(
+            (f"commit log entry {fsutil.display(pending.url)} cannot finish: {url}; set "
+            f"aside in {fsutil.display(aside)}; the dataset is copied again"),)), False
     return Tally(sequences_set_aside=1, failures=(Failure(
         fsutil.display(pending.url),
         f"commit log entry names {url!r} ({role}), outside the destination "
         f"{fsutil.display(bounds.destination)} and its state directory; not executed, "
-        f"set aside in {fsutil.display(aside)}"),))
+        f"set aside in {fsutil.display(aside)}"),)), True
 
 
 def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,

@@ -94,6 +94,11 @@ class CommitStep(ABC):
         that does not say acts on something unknown: its records are set aside."""
         yield "unknown", self.kind
 
+    def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
+        """The staged copies the step publishes (none by default): a replay that fails
+        asks whether one of them is gone, which no later replay could mend."""
+        return iter(())
+
     def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
         """The staged multipart uploads the step completes: while the step is pending,
         an orphan sweep must leave them (``distcp.commit.orphans``). None by default."""
@@ -219,6 +224,9 @@ class PublishFiles(CommitStep):
             return
         ctx.storage(self.moves[0][0]).publish_all(
             self._files(), lambda _: crash_point("mid_publish"))
+
+    def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
+        return iter(self._files())
 
     def _files(self) -> tuple[StagedFile, ...]:
         return tuple(StagedFile(Staged.path(staging), final, size)

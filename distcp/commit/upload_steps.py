@@ -55,6 +55,9 @@ class CompleteUploads(CommitStep):
         ctx.storage(self.uploads[0][1]).publish_all(
             self._files(), lambda _: crash_point("mid_publish"))
 
+    def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
+        return iter(self._files())
+
     def _files(self) -> tuple[StagedFile, ...]:
         return tuple(StagedFile(parse_staged(staging), final, size, parts)
                      for staging, final, size, parts in self.uploads)

@@ -170,6 +170,14 @@ class Storage(ABC):
         storage stages no uploads)."""
         return None
 
+    def holds_staged(self, staged: Staged) -> bool:
+        """Whether a staged copy is still where it was staged (a file in staging, a
+        pending upload): a commit whose copy is gone and not published can never finish,
+        so its replay sets it aside at once instead of failing run after run."""
+        if staged.upload_id:
+            return self.uploaded_parts(staged) is not None
+        return not staged.needs_rename or self.exists(staged.location)
+
     def is_published(self, staged: Staged, final: str, size: int) -> bool:
         """Whether ``staged`` is at ``final`` with ``size`` bytes and gone from staging."""
         if staged.is_published:

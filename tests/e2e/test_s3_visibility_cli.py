@@ -90,3 +90,24 @@ def test_file_set_visibility_stays_within_three_requests_and_a_single_file_is_on
     assert summary["requests"]["put"] == 1, summary["requests"]
     assert not {"create", "part", "complete"} & set(summary["requests"])
     assert summary["requests_per_file"] == 1.0
+
+
+def test_a_commit_whose_uploads_were_aborted_is_set_aside_by_the_first_rerun_which_finishes(
+        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    """The driver dies before publishing; a lifecycle rule then aborts the pending
+    uploads its commit would complete. The next run sets the commit aside at once and
+    copies the files again: every object whole, nothing pending."""
+    make_tree(tmp_path / "src")
+    crash, _ = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted",
+                    env={"DISTCP_CRASH_AT": "before_step:1"})
+    assert crash.returncode == 137, crash.stderr
+    pending = s3.pending_uploads()
+    assert pending
+    for upload in pending:
+        s3.client().abort_multipart_upload(Bucket="dst", Key=upload["Key"],
+                                           UploadId=upload["UploadId"])
+    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted")
+    assert r.returncode == 0, r.stderr
+    assert "cannot finish: its staged copy of s3://dst/aborted/" in r.stdout + r.stderr
+    assert visible(s3, "aborted/") == FILES and s3.pending_uploads() == []
+    assert summary["sequences_set_aside"] == 1

@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the fixture `place` is imported, then named by each test
 """The storage seam's read and housekeeping side, run on every backend: local disk, the
 S3 server (moto) and FTP.
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from distcp.checksum import digest_of_bytes
+from distcp.commit.kept_steps import PublishKept
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.replay import read_journal, sweep_dead_jobs
@@ -20,7 +21,7 @@ from distcp.commit.steps import CommitContext, CommitSequence, MakeDirectories, 
 from distcp.model import CopyableFile, FileStatus, TaskResult
 from distcp.state.bounds import Bounds
 from distcp.summary import Summary
-from tests.fixtures.commit_scenarios import replay_into
+from tests.fixtures.commit_scenarios import LISTED, URN, LocalLayout, listed_inputs, replay_into
 
 
 def _result(root: Path, name: str, data: bytes, job: str = "jobA",
@@ -83,7 +84,8 @@ def test_replay_finishes_a_persisted_sequence_and_removes_it(tmp_path: Path) -> 
 
 def test_a_replay_that_fails_blocks_its_dataset_and_counts_the_try(tmp_path: Path) -> None:
     _pending_publish(tmp_path)
-    os.unlink(tmp_path / "state" / "staging" / "jobA" / "x")  # the staged copy is lost
+    (tmp_path / "dst").mkdir()
+    (tmp_path / "dst" / "d").write_bytes(b"a file where the folder must go")
     store = CommitStepStore(str(tmp_path / "state"), {})
     summary = Summary()
     assert replay_into(store, _ctx(tmp_path), 3,
@@ -93,7 +95,24 @@ def test_a_replay_that_fails_blocks_its_dataset_and_counts_the_try(tmp_path: Pat
     assert failure.error.startswith("replay of commit jobA-1 failed: cannot publish urn:a")
     [pending] = store.pending()
     assert pending.replays == 1
-    assert not (tmp_path / "dst" / "d" / "x").exists()
+    assert (tmp_path / "state" / "staging" / "jobA" / "x").read_bytes() == b"12345"
+
+
+def test_a_replay_whose_staged_copy_is_gone_sets_it_aside_at_once_and_copies_again(
+        tmp_path: Path) -> None:
+    seq = _pending_publish(tmp_path)
+    os.unlink(tmp_path / "state" / "staging" / "jobA" / "x")  # a temp cleaner took it
+    store = CommitStepStore(str(tmp_path / "state"), {})
+    summary = Summary()
+    assert replay_into(store, _ctx(tmp_path), 3, summary) == set()  # copied again now
+    assert summary.failures == [] and summary.sequences_set_aside == 1
+    assert summary.notes == [
+        (f"commit jobA-1 of urn:a cannot finish: its staged copy of {tmp_path}/dst/d/x is "
+        f"gone; set aside in {tmp_path}/state/commits/aside/jobA-1.json; the dataset is "
+        "copied again")]
+    assert store.pending() == []
+    [aside] = store.pending(aside=True)
+    assert aside.sequence == seq
 
 
 def test_a_sequence_that_failed_max_replays_is_set_aside(tmp_path: Path) -> None:
@@ -247,3 +266,27 @@ def test_keep_of_a_result_with_no_staged_file(tmp_path: Path, empty: bool) -> No
     back = area.take(f)
     assert back is not None and back[0].staging == ""
     assert len(back) == (1 if empty else 2)
+
+
+@pytest.mark.parametrize("lost", ["results file", "staged copy"])
+def test_a_kept_copy_commit_whose_staging_is_gone_is_set_aside_at_once(
+        tmp_path: Path, lost: str) -> None:
+    """The thin path's record lists its copies in a results file under staging: the
+    file gone, or one staged copy it lists gone, no replay can finish it."""
+    lay = LocalLayout(tmp_path)
+    lay.dst.mkdir(parents=True)
+    listed_inputs(lay)
+    seq = CommitSequence(URN, "files", (PublishKept(((lay.listed_results, len(LISTED)),)),),
+                         "job2-1")
+    store = CommitStepStore(str(lay.state), {})
+    store.persist(seq, "job2")
+    if lost == "results file":
+        os.unlink(lay.listed_results)
+    else:
+        os.unlink(lay.state / "staging" / "job2" / "l1")
+    summary = Summary()
+    assert replay_into(store, lay.ctx(), 3, summary) == set()
+    assert summary.failures == [] and summary.sequences_set_aside == 1
+    [note] = summary.notes
+    assert "cannot finish" in note and "the dataset is copied again" in note
+    assert store.pending() == [] and len(store.pending(aside=True)) == 1
