@@ -182,8 +182,8 @@ class CopyConfiguration:
         _refuse_unknown(options, names)
         # a setting of both (buffer_size) goes to both: the run's copy loop and converters
         run = {k: v for k, v in options.items() if k in names or k not in _CONVERTER_FIELDS}
-        conv = _with_env_passphrase(
-            {k: v for k, v in options.items() if k in _CONVERTER_FIELDS})
+        conv = _with_caller_paths(_with_env_passphrase(
+            {k: v for k, v in options.items() if k in _CONVERTER_FIELDS}))
         run = _as_values(_parsed_strings(_with_environment(run)))
         opts = ConverterOptions(**conv) if conv else ConverterOptions()
         return cls(sources=tuple(sources), destination=destination,
@@ -403,6 +403,15 @@ def _refuse_unknown(options: Mapping[str, Any], names: set[str]) -> None:
     unknown = set(options) - names - set(_CONVERTER_FIELDS)
     if unknown:
         raise ConfigurationError(f"unknown option(s): {', '.join(sorted(unknown))}")
+
+
+def _with_caller_paths(conv: dict[str, Any]) -> dict[str, Any]:
+    """A relative ``--gpg-home`` as the caller sees it (absolute): the tasks that read it
+    run in the warm engine's or a worker's own folder, never the caller's."""
+    home = conv.get("gpg_home")
+    if home and "://" not in home:
+        return {**conv, "gpg_home": os.path.abspath(os.path.expanduser(home))}
+    return conv
 
 
 def _with_env_passphrase(conv: dict[str, Any]) -> dict[str, Any]:

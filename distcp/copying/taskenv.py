@@ -22,8 +22,11 @@ TASK_ENV_NAMES = ("PYDISTCP_S3_TIMEOUT", "DISTCP_CRASH_AT", "DISTCP_FAIL_AT", "D
 def task_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables tasks read, as this process has them (applied around each task)."""
     env = os.environ if environ is None else environ
-    return {k: v for k, v in env.items()
-            if k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES)}
+    carried = {k: v for k, v in env.items()
+               if k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES)}
+    if carried.get("GNUPGHOME"):  # as the caller sees it: tasks run in another folder
+        carried["GNUPGHOME"] = os.path.abspath(os.path.expanduser(carried["GNUPGHOME"]))
+    return carried
 
 
 @contextmanager

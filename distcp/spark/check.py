@@ -7,7 +7,6 @@ reports the tasks' counters to the progress line while they read.
 
 from __future__ import annotations
 
-import os
 import threading
 from functools import partial
 from typing import Any
@@ -16,6 +15,7 @@ from distcp.callbacks import Callback
 from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_runner, pack
 from distcp.configuration import CopyConfiguration
 from distcp.spark.arrow import run_pickled
+from distcp.spark.logfiles import run_log_file
 from distcp.spark.session import default_parallelism, spark_session
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -23,9 +23,7 @@ from distcp.storage import storage_for
 
 def check_log_file(cfg: CopyConfiguration, job_id: str) -> str:
     """Where the check's Spark session writes its log."""
-    from distcp.spark.job import log_dir
-
-    return os.path.join(log_dir(cfg), f"spark-check-{job_id}.log")
+    return run_log_file(cfg, f"spark-check-{job_id}.log")
 
 
 def read_digests(cfg: CopyConfiguration, jobs: list[DigestJob], progress: str, log_file: str,

@@ -10,7 +10,6 @@ without RDD access.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterable
@@ -46,6 +45,7 @@ from distcp.spark.keptcopy import (
     copy_kept_datasets,
     requests_of,
 )
+from distcp.spark.logfiles import run_log_file
 from distcp.spark.session import (
     default_parallelism,
     spark_session,
@@ -93,7 +93,7 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
 def run_session(cfg: CopyConfiguration, summary: Summary, callback: Callback
              ) -> AbstractContextManager[Any]:
     """The run's Spark session (the active one when listing already opened it)."""
-    log_file = os.path.join(log_dir(cfg), f"spark-{summary.job_id}.log")
+    log_file = summary.log_file or run_log_file(cfg, f"spark-{summary.job_id}.log")
     if not summary.log_file:
         summary.log_file = log_file
         callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
@@ -243,11 +243,3 @@ def poll_progress(spec: TaskSpec, callback: Callback, stop: threading.Event) -> 
         except (OSError, ValueError, KeyError):
             continue  # a file being rewritten, or none yet
         callback.update(sum(f for f, _ in per_unit.values()), sum(b for _, b in per_unit.values()))
-
-
-def log_dir(cfg: CopyConfiguration) -> str:
-    if cfg.log_dir:
-        return cfg.log_dir
-    base = os.environ.get("PYDISTCP_LOG_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pydistcp", "logs")
-    return base

@@ -88,6 +88,11 @@ def base_conf(log_file: str, log_dir: str, master: str = "", archive_flags: str 
     # end, a third of a warm 1-task job (0.113-0.12 s; 0.078-0.093 s over Unix sockets).
     daemon = {"spark.python.daemon.module": "distcp.spark.daemon",
               "spark.python.unix.domain.socket.enabled": "true"} if local else {}
+    # A local driver (a cold run's, the warm engine's) serves nobody but this machine:
+    # its RPC and block-manager ports listen on loopback, never on the machine's other
+    # addresses, where anyone who reached them could run code as its user.
+    loopback = {"spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.host": "127.0.0.1"} if local else {}
     return {
         "spark.app.name": "pydistcp",
         "spark.pyspark.python": sys.executable,
@@ -99,6 +104,7 @@ def base_conf(log_file: str, log_dir: str, master: str = "", archive_flags: str 
                                          + (f" {driver_jvm}" if local else ""),
         "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{props}",
         **daemon,
+        **loopback,
     }
 
 

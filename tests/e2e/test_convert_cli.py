@@ -118,3 +118,27 @@ def test_gzip_encrypt_then_decrypt_gunzip_round_trip(ring: Keyring, tmp_path: Pa
     logs = Path(os.environ.get("PYDISTCP_TEST_LOG_DIR", "/tmp/pydistcp-test-logs"))
     for log in logs.glob("*.log"):
         assert PASSPHRASE not in log.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("given", ["--gpg-home", "GNUPGHOME"])
+def test_a_relative_gpg_home_is_the_callers_on_the_warm_engine(ring: Keyring, tmp_path: Path,
+                                                              given: str) -> None:
+    """The warm engine's tasks run in its own folder: a relative ``--gpg-home`` or
+    ``GNUPGHOME`` must be read as the caller sees it, as on a cold run."""
+    docs = doc_tree(tmp_path / "docs", packages=3)
+    caller = tmp_path / "deep" / "er" / "caller"  # never the folder the engine runs in
+    (caller / "src").mkdir(parents=True)
+    encrypt(ring, tar_of(docs, tmp_path / "d.tar.gz"), caller / "src" / "d.tar.gz.gpg")
+    (caller / "pass").write_text(PASSPHRASE + "\n")
+    started = run_cli("engine", "start", env=ENV, cwd=tmp_path)  # or the one running
+    assert started.returncode == 0, started.stderr
+    home = os.path.relpath(ring.home, caller)
+    flags = ["--gpg-home", home] if given == "--gpg-home" else []
+    env = {**ENV, "PYDISTCP_ENGINE": "warm", **({"GNUPGHOME": home} if not flags else {})}
+    r = run_cli("copy", "src", "dst", "--convert", "decrypt,gunzip,untar", *flags,
+                "--gpg-passphrase-file", "pass", "--no-progress", "--summary-json", "s.json",
+                env=env, cwd=caller)
+    assert r.returncode == 0, r.stderr
+    assert tree(caller / "dst" / "d") == tree(docs)
+    log = json.loads((caller / "s.json").read_text())["log_file"]
+    assert "used the warm engine" in Path(log).read_text()

@@ -144,7 +144,40 @@ def test_start_readies_the_python_workers_the_first_run_uses(tmp_path: Path) -> 
                            env=cli_env({**env, "PYDISTCP_ENGINE": "warm"}), capture_output=True,
                            text=True, timeout=300, check=False)
     assert check.stdout.strip() == repr([(daemon.PRELOAD, 1)]), check.stderr[-2000:]
+    # nothing of the engine listens beyond this machine: its gRPC, driver and block
+    # manager ports are on loopback
+    assert listening(running["pid"]) and all(
+        ip in ("127.0.0.1", "::1") for ip in listening(running["pid"])), \
+        listening(running["pid"])
     run_cli("engine", "stop", env=env)
+
+
+def listening(pid: int) -> list[str]:
+    """The addresses the process ``pid`` listens on over TCP (IPv4-mapped ones as IPv4),
+    read from /proc: its socket inodes, then the kernel's tables of listening sockets."""
+    import ipaddress
+
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] != "0A" or cols[9] not in inodes:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(cols[1].split(":")[0])
+            # the kernel prints each 32-bit word in host (little-endian) order
+            packed = b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
+            ip = ipaddress.ip_address(packed)
+            mapped = getattr(ip, "ipv4_mapped", None)
+            found.append(str(mapped or ip))
+    return found
 
 
 #: Run in a client process: what the engine's Python workers were forked with.
