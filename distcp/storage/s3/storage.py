@@ -14,8 +14,8 @@ from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import VersionChanged
-from distcp.storage.s3 import lean, uploads
 from distcp.storage.s3 import ops as s3
+from distcp.storage.s3 import uploads
 from distcp.storage.staged import Staged, StagedKind
 from distcp.storage.staging import (
     Parts,
@@ -44,7 +44,7 @@ class ObjectStorage(Storage):
         """One GET If-Match (through the lean path where it serves): the bytes are the
         listed version's, so no HEAD is needed before or after."""
         try:
-            return lean.get_if_match(self._bucket_fs(url), url, etag)
+            return s3.get_if_match(self._bucket_fs(url), url, etag)
         except OSError as exc:
             if s3.precondition_failed(exc):
                 raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
