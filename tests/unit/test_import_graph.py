@@ -87,14 +87,8 @@ def _folder(module: str) -> str:
     return parts[1] if len(parts) > 1 else module
 
 
-#: Loops still owed (each a set of modules), to be cut, never added to: the S3 clients'
-#: shared settings, and the plugin registry that imports the base classes that look
-#: themselves up in it.
-OWED_LOOPS = {
-    frozenset({"distcp.configuration", "distcp.converters.base", "distcp.datasets.base",
-               "distcp.finders.base", "distcp.quality", "distcp.quality.checklist",
-               "distcp.registry"}),
-}
+#: Loops still owed (each a set of modules), to be cut, never added to.
+OWED_LOOPS: set[frozenset[str]] = set()
 
 #: Folder pairs (a top-level module is a room of its own) that still import each other,
 #: to be cut, never added to.
@@ -104,10 +98,7 @@ OWED_PAIRS = {
     frozenset({"configuration", "planning"}),
     frozenset({"configuration", "quality"}),
     frozenset({"converters", "copying"}),
-    frozenset({"converters", "registry"}),
     frozenset({"planning", "spark"}),
-    frozenset({"preflight", "spark"}),
-    frozenset({"quality", "registry"}),
 }
 
 
