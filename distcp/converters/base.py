@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConfigurationError, PluginError
 from distcp.registry import CONVERTERS
+from distcp.streams import FileAwareInputStream
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,7 +96,6 @@ OWED_PAIRS = {
     frozenset({"cli", "jobs"}),
     frozenset({"commit", "publishers"}),
     frozenset({"configuration", "planning"}),
-    frozenset({"converters", "copying"}),
     frozenset({"planning", "spark"}),
 }
 
