@@ -182,26 +182,18 @@ class LeanGetter:
                 response = self._send(method, host, path, params, headers, body, payload)
             except _Fallback:
                 raise
-            except Exception as exc:  # connection trouble: retried
-                if attempt >= settings.MAX_ATTEMPTS - 1 or time.monotonic() >= deadline:
-                    if isinstance(exc, TimeoutError):
-                        raise TimeoutError(settings.no_answer(limit, what)) from exc
-                    raise OSError(f"{what}: {exc}") from exc
-                time.sleep(random.uniform(0.1, 0.3) * 2 ** attempt)
+            except Exception as exc:  # noqa: BLE001 - connection trouble: retried or raised
+                _pause_or_give_up(exc, attempt, deadline, limit, what)
                 continue
-            status = response.status
-            code = _error_code(response.data) if status != 200 or (
-                method == "POST" and b"<Error>" in response.data) else ""
-            if status == 200 and not code:
+            status, code = _outcome(response, method)
+            if status == 200:
                 return response
-            if status == 200:  # an error in a 200 answer: retried as a 500 would be
-                status = 500 if code in _RETRY_CODES else 400
             if status == 403 and code in ("ExpiredToken", "InvalidToken") and not refreshed:
                 self.credentials(refresh=True)
                 refreshed = True
                 continue
             if status in _RETRY_STATUS and attempt < settings.THROTTLE_RETRIES:
-                time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
+                _throttle_pause(attempt)
                 continue
             raise _answer_error(status, code, where, what)
         raise AssertionError("unreachable")
@@ -223,6 +215,37 @@ class LeanGetter:
                     "AuthorizationHeaderMalformed", "PermanentRedirect")):
             raise _Fallback(f"redirected ({response.status})")
         return response
+
+
+def _pause_or_give_up(exc: Exception, attempt: int, deadline: float, limit: float,
+                      what: str) -> None:
+    """After connection trouble, wait a little before the next attempt, as botocore's
+    retries do (a kept connection the server closed is the common case); past its
+    attempts or the S3 bound, raise what s3fs would: a TimeoutError naming the bound,
+    else an OSError naming the request."""
+    if attempt >= settings.MAX_ATTEMPTS - 1 or time.monotonic() >= deadline:
+        if isinstance(exc, TimeoutError):
+            raise TimeoutError(settings.no_answer(limit, what)) from exc
+        raise OSError(f"{what}: {exc}") from exc
+    time.sleep(random.uniform(0.1, 0.3) * 2 ** attempt)
+
+
+def _outcome(response: Answer, method: str) -> tuple[int, str]:
+    """The answer's status and error code as the retry rules read them: S3 may answer a
+    POST (CompleteMultipartUpload) 200 with an ``<Error>`` inside, which is that error,
+    retried as a 500 when it is the server's trouble."""
+    status = response.status
+    code = _error_code(response.data) if status != 200 or (
+        method == "POST" and b"<Error>" in response.data) else ""
+    if status == 200 and code:
+        status = 500 if code in _RETRY_CODES else 400
+    return status, code
+
+
+def _throttle_pause(attempt: int) -> None:
+    """A growing, jittered pause before a throttled request goes again: a server
+    shedding load asks for seconds, not botocore's few hundred milliseconds."""
+    time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
 
 
 def _tls_context(verify: bool | str) -> ssl.SSLContext:
