@@ -352,10 +352,10 @@ def recover(destination: str | None = None, *, state_dir: str | None = None,
     ``src_options``: the sources' storage options, for a pending move's deletions;
     ``events``: where the replayed commits' events go (as ``copy``'s ``events``)."""
     from distcp.commit.status import existing_state_root, recover_only
-    from distcp.configuration import parse_duration
     from distcp.driver_errors import driver_errors
     from distcp.events.sinks import EventSink
     from distcp.preflight import check_events
+    from distcp.quantities import parse_duration
 
     options = dict(dst_options or {})
     timeout = parse_duration(events_timeout)
@@ -380,8 +380,8 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
 
     from distcp.commit.orphans import free_dead_runs
     from distcp.commit.status import existing_state_root
-    from distcp.configuration import parse_duration
     from distcp.driver_errors import driver_errors
+    from distcp.quantities import parse_duration
     from distcp.state.lock import DestinationLock
 
     options = dict(dst_options or {})

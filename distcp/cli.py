@@ -21,11 +21,9 @@ import click
 from distcp import __version__
 from distcp.configuration import (
     LOG_LEVELS,
-    parse_duration,
     parse_flag,
     parse_key_values,
     parse_options_file,
-    parse_size,
 )
 from distcp.driver_errors import driver_errors, storage_problem
 from distcp.errors import (
@@ -35,6 +33,7 @@ from distcp.errors import (
     EnvironmentProblem,
     PlanningError,
 )
+from distcp.quantities import parse_duration, parse_size
 
 if TYPE_CHECKING:
     from distcp.jobs.keys import KeySpec

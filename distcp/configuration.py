@@ -19,6 +19,7 @@ from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 from distcp.planning.filters import FileFilter
 from distcp.publishers.catalog import pattern_problem, table_problem
+from distcp.quantities import parse_duration, parse_size
 
 if TYPE_CHECKING:
     from distcp.chmod import Chmod
@@ -30,7 +31,6 @@ FORK_POLICIES = ("all", "independent")
 Verify = Literal["digest", "size"]
 #: A URL with user:password@ in it: refused, the secret would be in argv, logs and state.
 CREDENTIALS_IN_URL = re.compile(r"^[a-zA-Z][\w+.-]*://[^/@]*:[^/@]*@")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -468,30 +468,6 @@ def parse_flag(parse: Any, value: Any, name: str, label: str | None = None) -> A
 
 
 _CONVERTER_FIELDS = tuple(f.name for f in fields(ConverterOptions))
-
-
-def parse_size(text: str | int) -> int:
-    """``"256M"`` -> 268435456; binary multiples, as DistCp and rclone read them."""
-    if isinstance(text, int):
-        return text
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ConfigurationError(f"not a size: {text!r} (examples: 1048576, 64K, 256M, 2G)")
-    number, unit = float(m.group(1)), m.group(2).lower()
-    return int(number * (1 << (10 * " kmgt".index(unit or " "))))
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-
-
-def parse_duration(text: str | float) -> float:
-    """``"24h"`` -> 86400.0; plain numbers are seconds."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    m = _DURATION.match(text)
-    if not m:
-        raise ConfigurationError(f"not a duration: {text!r} (examples: 3600, 30m, 24h, 7d)")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
 def parse_options_file(path: str, flag: str) -> dict[str, str]:

@@ -32,7 +32,8 @@ def configuration_options(params: Mapping[str, Any]) -> dict[str, Any]:
     parameters. ``None`` means "not given": the ``PYDISTCP_*`` variable or the
     configuration's default applies, and an option this version's configuration
     does not know yet is refused only when it is given."""
-    from distcp.configuration import parse_duration, parse_flag, parse_size
+    from distcp.configuration import parse_flag
+    from distcp.quantities import parse_duration, parse_size
 
     opts = {k: v for k, v in params.items() if v is not None}
     _take_deprecated(opts)

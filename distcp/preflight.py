@@ -11,7 +11,6 @@ a service around it refuses.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import tempfile
 from collections.abc import Mapping
@@ -19,12 +18,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from distcp.converters.base import build_chain
-from distcp.driver_errors import CREDENTIAL_CODES
 from distcp.errors import (
     ConfigurationError,
-    CredentialsError,
     DestinationNotWritableError,
-    EndpointUnreachableError,
     PlanningError,
     SparkUnavailableError,
 )
@@ -126,42 +122,11 @@ def check_output_file(path: str | None, flag: str = "--summary-json") -> None:
     _probe(directory, f"{flag} {path}")
 
 
-def check_s3(url: str, options: Mapping[str, Any], side: str) -> None:
-    """One cheap, bounded request (HEAD of the bucket) per S3 URL: credentials present
-    and accepted, endpoint reachable. ``side`` is ``src`` or ``dst``, to name the setting."""
-    setting = f"--{side}-option / --{side}-options-file or the AWS_* variables"
-    try:
-        storage_for(url, dict(options)).probe(url)  # nothing to ask but of object stores
-    except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ours
-        bucket = fsutil.filesystem(url, options)[1].split("/", 1)[0]
-        raise _s3_problem(exc, url, bucket, setting) from None
-
-
-def _s3_problem(exc: BaseException, url: str, bucket: str, setting: str) -> Exception:
-    chain = [exc, exc.__cause__, exc.__context__]
-    names = {type(e).__name__ for e in chain if e is not None}
-    text = " ".join(str(e) for e in chain if e is not None)
-    where = fsutil.display(url)
-    if names & {"NoCredentialsError", "PartialCredentialsError"}:
-        return CredentialsError(f"{where}: no S3 credentials found; set them with {setting}",
-                                path=where)
-    if "ProfileNotFound" in names:
-        return CredentialsError(f"{where}: {_short(text)}; fix AWS_PROFILE or {setting}",
-                                path=where)
-    words = set(re.findall(r"\w+", text))  # whole words: port 55403 is no HTTP 403
-    if any(code in words or code in names for code in CREDENTIAL_CODES) or isinstance(
-            exc, PermissionError):
-        return CredentialsError(f"{where}: S3 refused the credentials or access to bucket "
-                                f"{bucket} ({_short(text)}); fix them with {setting}",
-                                path=where)
-    if words & {"NoSuchBucket", "404"} or isinstance(exc, FileNotFoundError):
-        return PlanningError(f"{where}: no such bucket: {bucket}", path=where)
-    return EndpointUnreachableError(f"{where}: S3 endpoint unreachable ({_short(text)}); "
-                                    f"check endpoint_url in {setting}", path=where)
-
-
-def _short(text: str) -> str:
-    return text.splitlines()[0][:200] if text else "no detail"
+def check_storage(url: str, options: Mapping[str, Any], side: str) -> None:
+    """One cheap, bounded request per URL whose storage has one to make (an object
+    store: credentials present and accepted, endpoint reachable); the storage words
+    the cause. ``side`` is ``src`` or ``dst``, to name the setting."""
+    storage_for(url, dict(options)).probe(url, f"--{side}-option / --{side}-options-file")
 
 
 def check_links(links: str, destination: str, options: Mapping[str, Any]) -> None:
@@ -207,8 +172,8 @@ def check_run(cfg: Any) -> None:
     check_output_file(cfg.metrics_file, "--metrics-file")
     check_events(cfg.events, cfg.events_timeout)
     for source in cfg.sources:
-        check_s3(source, cfg.src_options, "src")
-    check_s3(cfg.destination, cfg.dst_options, "dst")
+        check_storage(source, cfg.src_options, "src")
+    check_storage(cfg.destination, cfg.dst_options, "dst")
     if cfg.converters and not cfg.dry_run and is_local_master(cfg.master):
         for converter in build_chain(cfg.converters, cfg.converter_options):
             converter.preflight()

@@ -3,22 +3,20 @@
 Shaped after fsspec's registry: built-ins are "module:Class" strings so that
 importing pydistcp imports no plugin, third parties register through the
 ``pydistcp.<family>`` entry-point group, and an unknown name lists the known ones.
+
+This module names its families' base classes only as strings, never by import (not
+even for types): the bases look their plugins up here, so an import of theirs would
+close a loop. Each family's registry is typed where that family looks a name up
+(``cls: type[Converter] = CONVERTERS.get(name)``).
 """
 
 from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from distcp.errors import PluginError
-
-if TYPE_CHECKING:  # the plugin bases, for types only: importing us imports no plugin
-    from distcp.converters.base import Converter
-    from distcp.datasets.base import CopyableDataset
-    from distcp.finders.base import DatasetsFinder
-    from distcp.publishers.base import Publisher
-    from distcp.quality.base import QualityCheck
 
 T = TypeVar("T")
 
@@ -82,12 +80,11 @@ def _import(target: str, family: str, name: str) -> type:
         ) from exc
 
 
-FINDERS: Registry[DatasetsFinder] = Registry("finders", "distcp.finders.base:DatasetsFinder")
-DATASETS: Registry[CopyableDataset] = Registry("datasets",
-                                               "distcp.datasets.base:CopyableDataset")
-CONVERTERS: Registry[Converter] = Registry("converters", "distcp.converters.base:Converter")
-PUBLISHERS: Registry[Publisher] = Registry("publishers", "distcp.publishers.base:Publisher")
-CHECKS: Registry[QualityCheck] = Registry("checks", "distcp.quality.base:QualityCheck")
+FINDERS: Registry[Any] = Registry("finders", "distcp.finders.base:DatasetsFinder")
+DATASETS: Registry[Any] = Registry("datasets", "distcp.datasets.base:CopyableDataset")
+CONVERTERS: Registry[Any] = Registry("converters", "distcp.converters.base:Converter")
+PUBLISHERS: Registry[Any] = Registry("publishers", "distcp.publishers.base:Publisher")
+CHECKS: Registry[Any] = Registry("checks", "distcp.quality.base:QualityCheck")
 
 # Built-in tables, kept sorted.
 for _name, _target in (

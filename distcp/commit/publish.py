@@ -25,7 +25,7 @@ from distcp.commit.state_steps import (
     RecordRun,
     RecordWatermarks,
 )
-from distcp.commit.steps import CommitContext, CommitSequence, RemoveStaging
+from distcp.commit.steps import CommitContext, CommitSequence, CommitStep, RemoveStaging
 from distcp.commit.upload_steps import abort_uploads
 from distcp.converters.base import NOT_EXPANDED
 from distcp.datasets.partitions import StreamMarks
@@ -289,42 +289,75 @@ def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, Co
               marks: StreamMarks | None = None) -> CommitSequence:
     """``complete``: the whole set is published (False: only its good files, whose
     ``outcome`` then looks all ok; the run history must still say "partial").
-    ``marks``: a stream dataset's watermarks, moved after the set's data."""
+    ``marks``: a stream dataset's watermarks, moved after the set's data.
+
+    The order is the contract a replay relies on: the publisher's steps (the data),
+    then the recovered copies' folders, the manifest and watermarks, the run record,
+    the event, and a catalog registration last."""
     base = publisher.sequence_for(outcome, [])
     sid = sequence_id(pub.job_id, outcome.dataset_urn, outcome.file_set)
     staged = [r for r in outcome.results if r.staging]
-    entries = tuple(_manifest_entries(outcome.results, files))
-    mtimes = [files[r.guid].origin.mtime for r in staged if r.guid in files]
-    nbytes = sum(r.bytes_written for r in staged)
+    steps = [*base.steps, *_recovered_removal(outcome, pub),
+             *_state_steps(sid, outcome, files, staged, marks),
+             _run_record(sid, outcome, pub, staged, complete),
+             *_announcement(sid, outcome, pub, staged), *_registration(outcome, pub, staged)]
+    return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
+
+
+def _recovered_removal(outcome: FileSetOutcome, pub: Publishing) -> list[CommitStep]:
+    """The recovery area's folders of the copies this set reused: removed only once the
+    set is published, so a crash before that still finds them for the next run."""
     recovered = tuple(sorted({pub.recovery.folder_url(r.guid) for r in outcome.results
                               if r.attempt == "recovered"}))
-    steps = list(base.steps)
-    if recovered:
-        steps.append(RemoveStaging(recovered))
+    return [RemoveStaging(recovered)] if recovered else []
+
+
+def _state_steps(sid: str, outcome: FileSetOutcome, files: dict[str, CopyableFile],
+                 staged: Sequence[TaskResult], marks: StreamMarks | None) -> list[CommitStep]:
+    """The manifest (only when the set wrote or deleted something: an empty entry
+    would still cost a compaction), then the watermarks, which must never pass data
+    that is not published yet."""
+    steps: list[CommitStep] = []
+    entries = tuple(_manifest_entries(outcome.results, files))
     if entries or outcome.deletes:
         steps += [AppendManifest(sid, outcome.dataset_urn, entries, tuple(outcome.deletes)),
                   CompactManifest(outcome.dataset_urn)]
-    steps += [
-        AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None),
-    ]
+    mtimes = [files[r.guid].origin.mtime for r in staged if r.guid in files]
+    steps.append(AdvanceWatermark(sid, outcome.dataset_urn, max(mtimes) if mtimes else None))
     if marks is not None:
         steps.append(RecordWatermarks(sid, outcome.dataset_urn, marks.low, marks.expected_high,
                                       marks.time_of(outcome.file_set)))
-    steps += [
-        RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set,
-                  "ok" if complete and outcome.ok else "partial", len(staged), nbytes,
-                  pub.started),
-    ]
-    if staged or outcome.deletes:  # a set that changed nothing announces nothing
-        steps.append(EmitEvent(sid, outcome.dataset_urn, outcome.file_set,
-                               outcome.destination_root, len(staged), nbytes, pub.job_id,
-                               pub.destination, pub.branch))
-    if pub.catalog is not None:
-        partitions = partitions_of(pub.catalog, outcome.destination_root,
-                                   (r.destination for r in staged if r.ok))
-        if partitions:
-            steps.append(RegisterPartitions(pub.catalog.table, partitions))
-    return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
+    return steps
+
+
+def _run_record(sid: str, outcome: FileSetOutcome, pub: Publishing,
+                staged: Sequence[TaskResult], complete: bool) -> RecordRun:
+    """The run history's line for this set: "partial" when only its good files are
+    published, though ``outcome`` then holds only ok results."""
+    status = "ok" if complete and outcome.ok else "partial"
+    return RecordRun(sid, outcome.dataset_urn, pub.job_id, outcome.file_set, status,
+                     len(staged), sum(r.bytes_written for r in staged), pub.started)
+
+
+def _announcement(sid: str, outcome: FileSetOutcome, pub: Publishing,
+                  staged: Sequence[TaskResult]) -> list[CommitStep]:
+    """The set's data-availability event; a set that changed nothing announces nothing."""
+    if not (staged or outcome.deletes):
+        return []
+    return [EmitEvent(sid, outcome.dataset_urn, outcome.file_set, outcome.destination_root,
+                      len(staged), sum(r.bytes_written for r in staged), pub.job_id,
+                      pub.destination, pub.branch)]
+
+
+def _registration(outcome: FileSetOutcome, pub: Publishing,
+                  staged: Sequence[TaskResult]) -> list[CommitStep]:
+    """``--catalog-table``'s step, last: a metastore that is down never holds the data,
+    its manifest or its event back (``registrations_left`` keeps it alone)."""
+    if pub.catalog is None:
+        return []
+    partitions = partitions_of(pub.catalog, outcome.destination_root,
+                               (r.destination for r in staged if r.ok))
+    return [RegisterPartitions(pub.catalog.table, partitions)] if partitions else []
 
 
 def with_source_deletes(sequence: CommitSequence, results: Sequence[TaskResult],

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConfigurationError, PluginError
+from distcp.registry import CONVERTERS
+from distcp.streams import FileAwareInputStream
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +148,5 @@ def _flat_map(
 
 def build_chain(names: Sequence[str], options: ConverterOptions) -> list[Converter]:
     """Instantiate converters by registered name, in order."""
-    from distcp.registry import CONVERTERS
-
-    return [CONVERTERS.get(n)(options) for n in names]
+    classes: list[type[Converter]] = [CONVERTERS.get(n) for n in names]
+    return [cls(options) for cls in classes]

@@ -21,9 +21,9 @@ from distcp.converters.base import Converter
 from distcp.converters.iostreams import CompressingReader, ConvertedReader, CountingReader
 from distcp.converters.names import replace_suffix
 from distcp.converters.safety import ExpansionBudget
-from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConversionError
 from distcp.storage.filesystems import display
+from distcp.streams import FileAwareInputStream
 
 
 def describe(exc: BaseException) -> str:

@@ -28,9 +28,9 @@ from distcp.converters.gpghome import private_home
 from distcp.converters.gpgpipe import GpgPipe
 from distcp.converters.gpgprobe import probe_decrypt
 from distcp.converters.names import GPG_SUFFIXES, replace_suffix
-from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConfigurationError, ConversionError
 from distcp.storage.filesystems import display
+from distcp.streams import FileAwareInputStream
 
 #: libgpg-error codes (the low 16 bits of ``ERROR ... <code>``) we explain.
 _BAD_PASSPHRASE = 11

@@ -36,9 +36,9 @@ from distcp.converters.iostreams import ConvertedReader, CountingReader, peek
 from distcp.converters.names import expansion_root
 from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
 from distcp.converters.seen import NameTable
-from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConversionError, CopyError
 from distcp.storage.filesystems import display
+from distcp.streams import FileAwareInputStream
 
 #: tarfile's read-ahead; larger costs a copy of the rest per 512-byte header.
 TAR_BUFSIZE = 64 << 10

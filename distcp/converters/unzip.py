@@ -29,9 +29,9 @@ from distcp.converters.codecs import describe
 from distcp.converters.iostreams import ConvertedReader
 from distcp.converters.names import expansion_root
 from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
-from distcp.copying.streams import FileAwareInputStream
 from distcp.errors import ConversionError, CopyError
 from distcp.storage.filesystems import display
+from distcp.streams import FileAwareInputStream
 
 _SPOOL_CHUNK = 1 << 20
 

@@ -30,7 +30,6 @@ from distcp.copying.sources import (
     opened_source,
     recheck_source,
 )
-from distcp.copying.streams import FileAwareInputStream
 from distcp.copying.symlinks import apply_link_attributes, stage_link
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
@@ -51,6 +50,7 @@ from distcp.storage import (
 from distcp.storage import filesystems as fsutil
 from distcp.storage.filesystems import os_path
 from distcp.storage.staging import StagedStream, StageWriter
+from distcp.streams import FileAwareInputStream
 
 U = TypeVar("U")
 R = TypeVar("R")

@@ -10,10 +10,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from distcp.configuration import parse_duration, parse_size
 from distcp.errors import ConfigurationError
 from distcp.jobs.keys import KeySpec
 from distcp.jobs.secrets import is_reference, resolve
+from distcp.quantities import parse_duration, parse_size
 
 _EXPECTED = {"bool": "a boolean", "int": "an integer", "float": "a number", "str": "a string",
              "size": "a size (bytes, or a string such as \"256M\")",

@@ -15,6 +15,7 @@ import zlib
 from typing import Any
 
 from distcp.quality.base import Inspector, QualityCheck, StagedOutput
+from distcp.quantities import parse_size
 
 #: Decompressed bytes one gzip step may produce (discarded): the check's memory bound.
 GZIP_WINDOW = 1 << 20
@@ -43,10 +44,8 @@ class _SizeBound(QualityCheck):
 
     @classmethod
     def resolve(cls, arg: str | None) -> str | None:
-        """``1K`` -> ``1024`` on the driver: executors never import the configuration
-        (which imports the planning stage)."""
-        from distcp.configuration import parse_size
-
+        """``1K`` -> ``1024`` on the driver, read as ``--max-size`` reads it; tasks get
+        the plain number."""
         return str(parse_size(arg or ""))
 
 

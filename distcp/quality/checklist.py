@@ -22,6 +22,7 @@ from typing import Any
 
 from distcp.errors import ConfigurationError, PluginError
 from distcp.quality.base import Inspector, QualityCheck, StagedOutput
+from distcp.registry import CHECKS
 
 #: Bytes read at a time when a staged local file is read back for the checks.
 READ_BACK_CHUNK = 1 << 20
@@ -143,10 +144,8 @@ def check_list(texts: Iterable[str]) -> CheckList:
 
 
 def _check_class(name: str) -> type[QualityCheck]:
-    from distcp.registry import CHECKS
-
     try:
-        cls = CHECKS.get(name)
+        cls: object = CHECKS.get(name)
     except PluginError as exc:
         raise ValueError(str(exc)) from None
     if not (isinstance(cls, type) and issubclass(cls, QualityCheck)):

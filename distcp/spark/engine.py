@@ -61,7 +61,7 @@ def base_dir() -> Path:
 
 
 def idle_timeout(value: str | float | None = None) -> float:
-    from distcp.configuration import parse_duration
+    from distcp.quantities import parse_duration
 
     raw = value if value is not None else os.environ.get(IDLE_ENV)
     return parse_duration(raw) if raw not in (None, "") else DEFAULT_IDLE_S

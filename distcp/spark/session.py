@@ -64,26 +64,42 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
             with warm as session:
                 yield session
             return
-    if not master.startswith("sc://"):
+    with _new_session(master, conf, log_file) as spark:
+        yield spark
+
+
+def _builder(master: str, conf: Mapping[str, str], log_file: str) -> tuple[Any, dict[str, str]]:
+    """A new session's builder and the settings it carries. A Spark Connect server owns
+    its JVM and workers: our JVM-side defaults would only be refused
+    (CANNOT_MODIFY_CONFIG), so only the user's settings are sent there."""
+    from pyspark.sql import SparkSession
+
+    remote = master.startswith("sc://")
+    if not remote:
         check_java()
     log_dir = os.path.dirname(log_file)
     os.makedirs(log_dir, exist_ok=True)
-    remote = master.startswith("sc://")
-    # A Spark Connect server owns its JVM and workers: our JVM-side defaults would only
-    # be refused (CANNOT_MODIFY_CONFIG), so only the user's settings are sent.
     settings = {**({} if remote else jvm_conf(log_file, log_dir, master)), **conf}
     builder = SparkSession.builder
     builder = builder.remote(master) if remote else builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    python = None if remote else settings["spark.pyspark.python"]
+    return builder, settings
+
+
+@contextmanager
+def _new_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterator[Any]:
+    """A session started for this run, stopped (or its JVM ended) on exit.
+
+    One try from the JVM's launch on: a Ctrl-C anywhere from there (in PySpark's start,
+    leaving the redirections, before our own handler) still ends the JVM, which PySpark
+    starts ignoring SIGINT and which would outlive us holding our stdout."""
+    builder, settings = _builder(master, conf, log_file)
+    python = None if master.startswith("sc://") else settings["spark.pyspark.python"]
     _quiet_py4j_logger()
     spark: Any = None
     jvm: int | None = None
-    interrupted = lost = False
-    # One try from the JVM's launch on: a Ctrl-C anywhere from there (in PySpark's
-    # start, leaving the redirections, before our own handler) still ends the JVM, which
-    # PySpark starts ignoring SIGINT and which would outlive us holding our stdout.
+    abandoned = False  # interrupted, or its JVM lost: ended, not stopped
     try:
         with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
@@ -95,7 +111,7 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
         with plain_interrupts():
             yield spark
     except KeyboardInterrupt:
-        interrupted = True
+        abandoned = True
         raise
     except Exception as exc:
         if spark is None:  # did not start: its own error
@@ -103,16 +119,25 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
         failure = _lost_jvm(exc, log_file)
         if failure is exc:
             raise
-        lost = True
+        abandoned = True
         raise failure from exc
     finally:
-        with _stderr_to(log_file):
-            if interrupted or lost:
-                _end_jvm(jvm if jvm is not None else _jvm_process(launching=True))
-            elif spark is not None:
-                _stop(spark, log_file)
-        if spark is not None and is_local_master(master) and not (interrupted or lost):
-            cds.after_run(check_java(), log_file)
+        _wind_down(spark, jvm, abandoned, master, log_file)
+
+
+def _wind_down(spark: Any, jvm: int | None, abandoned: bool, master: str,
+               log_file: str) -> None:
+    """Stop what this run started, with Spark's last words going to the log file: an
+    abandoned session's JVM is ended (a stop would wait on a JVM that is gone or busy),
+    any other stopped; after a clean local run the class-data-sharing archive is kept
+    up to date for the next start."""
+    with _stderr_to(log_file):
+        if abandoned:
+            _end_jvm(jvm if jvm is not None else _jvm_process(launching=True))
+        elif spark is not None:
+            _stop(spark, log_file)
+    if spark is not None and is_local_master(master) and not abandoned:
+        cds.after_run(check_java(), log_file)
 
 
 def _started(builder: Any, settings: Mapping[str, str], master: str, log_file: str) -> Any:

@@ -152,9 +152,11 @@ class Storage(ABC):
         fs, path = self.fs(url)
         return int(fs.size(path))
 
-    def probe(self, url: str) -> None:
+    def probe(self, url: str, setting: str) -> None:
         """One cheap request proving credentials and endpoint, where the storage has
-        one to make (object stores: HEAD of the bucket); raises what the server said."""
+        one to make (object stores: HEAD of the bucket). A failure raises a DistcpError
+        of one line naming ``url``, the cause and ``setting`` (where the user sets this
+        storage's options) when that is the fix: the caller only passes it on."""
 
     def part_size(self, size: int, wanted: int) -> int:
         """The range size for splitting a file of ``size`` bytes into ``wanted``-byte

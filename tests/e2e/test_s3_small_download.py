@@ -106,20 +106,20 @@ def test_lean_get_signs_every_key_like_botocore_and_maps_answers(
     before = s3get.requests_sent()
     for key, data in objects.items():
         origin = listed[f"s3://src/{key}"]
-        assert origin.etag and s3get.get_if_match(fs, origin.url, origin.etag) == data, key
+        assert origin.etag and s3api.get_if_match(fs, origin.url, origin.etag) == data, key
     assert s3get.requests_sent() - before == len(objects)  # none fell back to s3fs
     url, etag = "s3://src/k/plain.txt", listed["s3://src/k/plain.txt"].etag
     if s3.kind == "moto":  # rclone serve s3 (v1.75) ignores If-Match on GET: PITFALLS.md
         with pytest.raises(OSError) as changed:
-            s3get.get_if_match(fs, url, '"0123456789abcdef0123456789abcdef"')
+            s3api.get_if_match(fs, url, '"0123456789abcdef0123456789abcdef"')
         assert s3api.precondition_failed(changed.value)  # sources._get_listed: "changed"
     with pytest.raises(FileNotFoundError):
-        s3get.get_if_match(fs, "s3://src/k/missing", etag)
+        s3api.get_if_match(fs, "s3://src/k/missing", etag)
     if s3.kind == "rclone":  # moto's server mode does not check signatures
         wrong = {**s3.options, "secret": "not-the-secret"}
         bad_fs, _ = fsutil.filesystem("s3://src/", wrong)
         with pytest.raises(PermissionError):
-            s3get.get_if_match(bad_fs, url, etag)
+            s3api.get_if_match(bad_fs, url, etag)
 
 
 def test_a_proxy_in_the_environment_keeps_gets_on_s3fs(
@@ -134,7 +134,7 @@ def test_a_proxy_in_the_environment_keeps_gets_on_s3fs(
     fs, _ = fsutil.filesystem("s3://src/", {**s3.options, "default_block_size": 3 << 20})
     before = s3get.requests_sent()
     assert listed.origin.etag
-    assert s3get.get_if_match(fs, listed.origin.url, listed.origin.etag) == b"through botocore"
+    assert s3api.get_if_match(fs, listed.origin.url, listed.origin.etag) == b"through botocore"
     assert s3get.requests_sent() == before
 
 

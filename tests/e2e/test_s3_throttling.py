@@ -16,6 +16,7 @@ import pytest
 
 from distcp.storage import filesystems as fsutil
 from distcp.storage.s3 import ops as s3ops
+from distcp.storage.s3 import settings as s3settings
 from tests.fixtures.s3_server import S3Server, rclone_server  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +32,7 @@ def capped(rclone_server: S3Server, monkeypatch: pytest.MonkeyPatch  # noqa: F81
     client = rclone_server.client()
     for i in range(1000):
         client.create_multipart_upload(Bucket="dst", Key=f"held/{i}")
-    monkeypatch.setattr(s3ops, "THROTTLE_RETRIES", 0)
+    monkeypatch.setattr(s3settings, "THROTTLE_RETRIES", 0)
     yield rclone_server
     s3ops._refused.clear()
 

@@ -17,6 +17,7 @@ from distcp.state.store import DatasetState, StateStore, read_json, write_atomic
 from distcp.storage import filesystems as fsutil
 from distcp.storage import watchdog
 from distcp.storage.s3 import ops as s3ops
+from distcp.storage.s3 import settings as s3settings
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     ACCESS_KEY,
@@ -72,14 +73,14 @@ def test_a_lean_get_on_a_stalled_server_fails_within_its_attempts(
     fs, _ = fsutil.filesystem("s3://src/", options_via(stall_proxy))
     etag = fs.info("s3://src/lean/a.bin")["ETag"]
     before = s3get.requests_sent()
-    assert s3get.get_if_match(fs, "s3://src/lean/a.bin", etag) == b"x" * 64
+    assert s3ops.get_if_match(fs, "s3://src/lean/a.bin", etag) == b"x" * 64
     assert s3get.requests_sent() == before + 1  # the lean path, its connection kept
     stall_proxy.frozen.set()
     t = time.monotonic()
     with pytest.raises(OSError) as info:
-        s3get.get_if_match(fs, "s3://src/lean/a.bin", etag)
+        s3ops.get_if_match(fs, "s3://src/lean/a.bin", etag)
     took = time.monotonic() - t
-    assert took < s3ops.MAX_ATTEMPTS * short_bound + 3, took
+    assert took < s3settings.MAX_ATTEMPTS * short_bound + 3, took
     assert "GET s3://src/lean/a.bin" in str(info.value) and SECRET_KEY not in str(info.value)
 
 
@@ -113,8 +114,8 @@ def test_every_s3fs_request_gets_socket_timeouts_and_bounded_attempts(
         fs.ls("dst/d")
     took = time.monotonic() - t
     attempts = stall_proxy.accepted - before  # (+1 if a live connection was reused first)
-    assert 1 <= attempts <= 5 * s3ops.MAX_ATTEMPTS, attempts
-    assert took < 2 * (5 * (s3ops.MAX_ATTEMPTS * bound + 3) + 2), took
+    assert 1 <= attempts <= 5 * s3settings.MAX_ATTEMPTS, attempts
+    assert took < 2 * (5 * (s3settings.MAX_ATTEMPTS * bound + 3) + 2), took
 
 
 def test_a_run_whose_server_stops_answering_at_publish_ends_naming_the_file(

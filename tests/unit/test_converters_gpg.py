@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from distcp.converters.base import ConverterOptions
-from distcp.copying.streams import FileAwareInputStream
 from distcp.model import CopyableFile, FileStatus
+from distcp.streams import FileAwareInputStream
 from tests.fixtures.archives import DOC, doc_tree, flip_byte, snapshot, tar_of, truncate
 from tests.fixtures.convert import convert_bytes, run_convert
 from tests.fixtures.gpgkeys import ALICE, CAROL, MALLORY, PASSPHRASE, Keyring, encrypt, gpg, keyring

@@ -80,7 +80,7 @@ def test_a_port_holding_403_or_404_is_still_an_unreachable_endpoint(port: int) -
     """The classification reads codes as whole words: CI once drew port 55403, and the
     refused connection was reported as refused credentials."""
     from distcp.errors import EndpointUnreachableError
-    from distcp.preflight import _s3_problem
+    from distcp.storage.s3.probe import probe_problem as _s3_problem
 
     exc = OSError(f"Could not connect to the endpoint URL: \"http://127.0.0.1:{port}/src\": "
                   f"Cannot connect to host [Connect call failed ('127.0.0.1', {port})]")
@@ -90,7 +90,7 @@ def test_a_port_holding_403_or_404_is_still_an_unreachable_endpoint(port: int) -
 
 def test_a_403_answer_is_still_refused_credentials() -> None:
     from distcp.errors import CredentialsError
-    from distcp.preflight import _s3_problem
+    from distcp.storage.s3.probe import probe_problem as _s3_problem
 
     problem = _s3_problem(OSError("Forbidden: 403"), "s3://src/", "src", "--src-option")
     assert isinstance(problem, CredentialsError), problem

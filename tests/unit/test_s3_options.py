@@ -12,6 +12,7 @@ import pytest
 from distcp.mtimes import same_mtime
 from distcp.storage import watchdog
 from distcp.storage.s3 import ops as s3ops
+from distcp.storage.s3 import settings as s3settings
 
 
 def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -19,8 +20,8 @@ def test_user_settings_win_over_the_bound_defaults(monkeypatch: pytest.MonkeyPat
     mine = {"key": "k", "config_kwargs": {"read_timeout": 900, "retries": {"max_attempts": 9}}}
     out = s3ops.bounded_options(mine)
     assert out["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9},
-                                    "connect_timeout": s3ops.CONNECT_TIMEOUT_S,
-                                    "max_pool_connections": s3ops.POOL_CONNECTIONS}
+                                    "connect_timeout": s3settings.CONNECT_TIMEOUT_S,
+                                    "max_pool_connections": s3settings.POOL_CONNECTIONS}
     assert mine["config_kwargs"] == {"read_timeout": 900, "retries": {"max_attempts": 9}}
     monkeypatch.setenv(watchdog.TIMEOUT_ENV, "4")
     assert watchdog.watchdog_seconds() == 4
@@ -93,7 +94,7 @@ def test_throttling_that_never_ends_and_other_errors_are_raised(monkeypatch: pyt
     request, calls = _flaky([OSError(errno.EBUSY, "SlowDown")] * 99)
     with pytest.raises(OSError, match="SlowDown"):
         s3ops.sync_bounded(fs, "put_object s3://b/k", request)
-    assert len(calls) == s3ops.THROTTLE_RETRIES + 1
+    assert len(calls) == s3settings.THROTTLE_RETRIES + 1
     request, calls = _flaky([PermissionError(errno.EACCES, "AccessDenied")])
     with pytest.raises(PermissionError):
         s3ops.sync_bounded(fs, "put_object s3://b/k", request)

@@ -53,7 +53,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 from xml.sax.saxutils import unescape
 
-from distcp.storage.s3 import ops as s3
+from distcp.storage.s3 import settings
 from distcp.storage.s3.wire import Answer, Wire
 from distcp.storage.watchdog import watchdog_seconds
 
@@ -97,7 +97,7 @@ class LeanGetter:
         self._context = _tls_context((fs.client_kwargs or {}).get("verify", True)) \
             if self.endpoint.scheme == "https" else None
         limit = watchdog_seconds()
-        self._timeouts = (min(s3.CONNECT_TIMEOUT_S, limit), min(s3.READ_TIMEOUT_S, limit))
+        self._timeouts = (min(settings.CONNECT_TIMEOUT_S, limit), min(settings.READ_TIMEOUT_S, limit))
         self._wires: dict[str, Wire] = {}
         self._signer_credentials = client._request_signer._credentials
         self._credentials: Any = None
@@ -131,7 +131,7 @@ class LeanGetter:
                 connect, read = self._timeouts
                 wire = self._wires[host] = Wire(
                     self.endpoint.scheme, host, connect_timeout=connect, read_timeout=read,
-                    maxsize=s3.POOL_CONNECTIONS, context=self._context)
+                    maxsize=settings.POOL_CONNECTIONS, context=self._context)
             return wire
 
     def get(self, bucket: str, key: str, etag: str) -> bytes:
@@ -177,31 +177,23 @@ class LeanGetter:
         payload = hashlib.sha256(body).hexdigest() if body else _EMPTY_SHA256
         limit = watchdog_seconds()
         deadline = time.monotonic() + limit
-        for attempt in range(s3.THROTTLE_RETRIES + 1):
+        for attempt in range(settings.THROTTLE_RETRIES + 1):
             try:
                 response = self._send(method, host, path, params, headers, body, payload)
             except _Fallback:
                 raise
-            except Exception as exc:  # connection trouble: retried
-                if attempt >= s3.MAX_ATTEMPTS - 1 or time.monotonic() >= deadline:
-                    if isinstance(exc, TimeoutError):
-                        raise TimeoutError(s3.no_answer(limit, what)) from exc
-                    raise OSError(f"{what}: {exc}") from exc
-                time.sleep(random.uniform(0.1, 0.3) * 2 ** attempt)
+            except Exception as exc:  # noqa: BLE001 - connection trouble: retried or raised
+                _pause_or_give_up(exc, attempt, deadline, limit, what)
                 continue
-            status = response.status
-            code = _error_code(response.data) if status != 200 or (
-                method == "POST" and b"<Error>" in response.data) else ""
-            if status == 200 and not code:
+            status, code = _outcome(response, method)
+            if status == 200:
                 return response
-            if status == 200:  # an error in a 200 answer: retried as a 500 would be
-                status = 500 if code in _RETRY_CODES else 400
             if status == 403 and code in ("ExpiredToken", "InvalidToken") and not refreshed:
                 self.credentials(refresh=True)
                 refreshed = True
                 continue
-            if status in _RETRY_STATUS and attempt < s3.THROTTLE_RETRIES:
-                time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
+            if status in _RETRY_STATUS and attempt < settings.THROTTLE_RETRIES:
+                _throttle_pause(attempt)
                 continue
             raise _answer_error(status, code, where, what)
         raise AssertionError("unreachable")
@@ -223,6 +215,37 @@ class LeanGetter:
                     "AuthorizationHeaderMalformed", "PermanentRedirect")):
             raise _Fallback(f"redirected ({response.status})")
         return response
+
+
+def _pause_or_give_up(exc: Exception, attempt: int, deadline: float, limit: float,
+                      what: str) -> None:
+    """After connection trouble, wait a little before the next attempt, as botocore's
+    retries do (a kept connection the server closed is the common case); past its
+    attempts or the S3 bound, raise what s3fs would: a TimeoutError naming the bound,
+    else an OSError naming the request."""
+    if attempt >= settings.MAX_ATTEMPTS - 1 or time.monotonic() >= deadline:
+        if isinstance(exc, TimeoutError):
+            raise TimeoutError(settings.no_answer(limit, what)) from exc
+        raise OSError(f"{what}: {exc}") from exc
+    time.sleep(random.uniform(0.1, 0.3) * 2 ** attempt)
+
+
+def _outcome(response: Answer, method: str) -> tuple[int, str]:
+    """The answer's status and error code as the retry rules read them: S3 may answer a
+    POST (CompleteMultipartUpload) 200 with an ``<Error>`` inside, which is that error,
+    retried as a 500 when it is the server's trouble."""
+    status = response.status
+    code = _error_code(response.data) if status != 200 or (
+        method == "POST" and b"<Error>" in response.data) else ""
+    if status == 200 and code:
+        status = 500 if code in _RETRY_CODES else 400
+    return status, code
+
+
+def _throttle_pause(attempt: int) -> None:
+    """A growing, jittered pause before a throttled request goes again: a server
+    shedding load asks for seconds, not botocore's few hundred milliseconds."""
+    time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
 
 
 def _tls_context(verify: bool | str) -> ssl.SSLContext:
@@ -365,11 +388,10 @@ def lean(fs: Any, action: Callable[[LeanGetter], T]) -> T | None:
         return None
 
 
-def get_if_match(fs: Any, url: str, etag: str) -> bytes:
-    """``s3.get_if_match`` through the lean path when it applies, else through s3fs."""
-    bucket, key = s3.bucket_key(fs, url)
-    data = lean(fs, lambda getter: getter.get(bucket, key, etag))
-    return data if data is not None else s3.get_if_match(fs, url, etag)
+def get(fs: Any, bucket: str, key: str, etag: str) -> bytes | None:
+    """A GetObject If-Match through the lean path: the bytes, or None when ``fs`` is
+    served by s3fs (``distcp.storage.s3.ops.get_if_match`` then asks s3fs)."""
+    return lean(fs, lambda getter: getter.get(bucket, key, etag))
 
 
 def put(fs: Any, operation: str, bucket: str, key: str, body: bytes | memoryview,

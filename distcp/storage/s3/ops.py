@@ -44,21 +44,13 @@ from fsspec.exceptions import FSTimeoutError
 
 from distcp import request_count
 from distcp.storage.errors import ServerSideCopyUnsupported
-from distcp.storage.watchdog import TIMEOUT_ENV, watchdog_seconds
+from distcp.storage.s3 import lean, settings
+from distcp.storage.watchdog import watchdog_seconds
 
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
 MAX_PARTS = 10_000
 MAX_KEY_BYTES = 1024
-#: Per-attempt socket timeouts and attempts botocore gets unless the user chose them.
-CONNECT_TIMEOUT_S = 10.0
-READ_TIMEOUT_S = 60.0
-MAX_ATTEMPTS = 3
-#: Times a request the server throttled (SlowDown, ServiceUnavailable) is sent again,
-#: after a growing, jittered pause: s3fs's own few retries span under 2 s, while a
-#: server shedding load (S3 at a hot prefix, rclone serve s3 under many uploads) asks
-#: for seconds.
-THROTTLE_RETRIES = 7
 
 
 def bucket_key(fs: Any, url: str) -> tuple[str, str]:
@@ -86,11 +78,11 @@ def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:
     so without a cap on attempts one silent server costs many times the timeout."""
     limit = watchdog_seconds()
     config = dict(options.get("config_kwargs") or {})
-    config.setdefault("connect_timeout", min(CONNECT_TIMEOUT_S, limit))
-    config.setdefault("read_timeout", min(READ_TIMEOUT_S, limit))
+    config.setdefault("connect_timeout", min(settings.CONNECT_TIMEOUT_S, limit))
+    config.setdefault("read_timeout", min(settings.READ_TIMEOUT_S, limit))
     # total_max_attempts counts the first try; botocore reads max_attempts as retries.
-    config.setdefault("retries", {"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"})
-    config.setdefault("max_pool_connections", POOL_CONNECTIONS)
+    config.setdefault("retries", {"total_max_attempts": settings.MAX_ATTEMPTS, "mode": "standard"})
+    config.setdefault("max_pool_connections", settings.POOL_CONNECTIONS)
     return {**options, "config_kwargs": config}
 
 
@@ -101,27 +93,16 @@ def sync_bounded(fs: Any, what: str, coroutine: Any, *args: Any, **kwargs: Any) 
     socket timeouts end it later.
     """
     limit = watchdog_seconds()
-    for attempt in range(THROTTLE_RETRIES + 1):
+    for attempt in range(settings.THROTTLE_RETRIES + 1):
         try:
             return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=limit, **kwargs)
         except FSTimeoutError as exc:
-            raise TimeoutError(no_answer(limit, what)) from exc
+            raise TimeoutError(settings.no_answer(limit, what)) from exc
         except OSError as exc:
-            if exc.errno != errno.EBUSY or attempt == THROTTLE_RETRIES:
+            if exc.errno != errno.EBUSY or attempt == settings.THROTTLE_RETRIES:
                 raise
             time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
     raise AssertionError("unreachable")
-
-
-def no_answer(limit: float, what: str) -> str:
-    """Why an S3 operation was abandoned, and how to change its bound."""
-    return (f"no answer from the S3 server within {limit:g} s for {what} (the server is "
-            f"down, stalled or unreachable; {TIMEOUT_ENV} sets this bound)")
-
-
-#: Connections one s3fs client keeps open: a task reads up to SMALL_IN_FLIGHT small
-#: objects at once (botocore's default of 10 would queue them).
-POOL_CONNECTIONS = 64
 
 
 async def _get_if_match(fs: Any, bucket: str, key: str, etag: str) -> bytes:
@@ -135,13 +116,17 @@ async def _get_if_match(fs: Any, bucket: str, key: str, etag: str) -> bytes:
 
 
 def get_if_match(fs: Any, url: str, etag: str) -> bytes:
-    """The whole object in ONE GET, only if it still has ``etag``.
+    """The whole object in ONE GET, only if it still has ``etag``: on the lean path when
+    it serves ``fs``, else through s3fs.
 
-    The server answers 412 (an OSError from s3fs naming PreconditionFailed) when the
-    object changed since the listing, so the bytes are the listed version's and no
+    The server answers 412 (an OSError naming PreconditionFailed, from either path) when
+    the object changed since the listing, so the bytes are the listed version's and no
     HEAD is needed before (size, ETag) or after (the recheck).
     """
     bucket, key = bucket_key(fs, url)
+    data = lean.get(fs, bucket, key, etag)
+    if data is not None:
+        return data
     request_count.count_method("get_object")
     return sync_bounded(fs, f"GetObject {url}", _get_if_match, fs, bucket, key, etag)  # type: ignore[no-any-return]
 
@@ -185,13 +170,13 @@ def create(fs: Any, url: str) -> str:
     try:
         answer = _lean_post(fs, "create_multipart_upload", bucket, key, {"uploads": ""})
         if answer is not None:
-            return str(s3get().xml_text(answer, "UploadId"))
+            return str(lean.xml_text(answer, "UploadId"))
         return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
     except OSError as exc:
         if exc.errno != errno.EBUSY:
             raise
         why = (f"the server kept refusing new multipart uploads in bucket {bucket!r} "
-               f"({exc.strerror or exc}) through {THROTTLE_RETRIES} retries: it is "
+               f"({exc.strerror or exc}) through {settings.THROTTLE_RETRIES} retries: it is "
                "overloaded or caps pending uploads (rclone serve s3 allows 1,000); every "
                "file of a file set is a pending upload until the set publishes, so copy "
                "fewer files per run (--include/--exclude) or use another server")
@@ -237,7 +222,7 @@ def complete(fs: Any, url: str, upload_id: str,
                         f'<CompleteMultipartUpload xmlns="{_XMLNS}">{body}'
                         "</CompleteMultipartUpload>".encode())
     if answer is not None:
-        return str(s3get().xml_text(answer, "ETag"))
+        return str(lean.xml_text(answer, "ETag"))
     out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
                MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
                                           for n, e, _ in sorted(parts)]})
@@ -268,17 +253,10 @@ def put(fs: Any, url: str, data: bytes) -> str:
     return etag
 
 
-def s3get() -> Any:
-    """``distcp.storage.s3.lean``, the lean requests, which are built on this module."""
-    from distcp.storage.s3 import lean
-
-    return lean
-
-
 def _lean_put(fs: Any, method: str, bucket: str, key: str, data: bytes | memoryview,
               params: dict[str, str], headers: dict[str, str]) -> str | None:
     """The ETag of ``method`` sent on the lean path, or None when s3fs serves ``fs``."""
-    etag: str | None = s3get().put(fs, method, bucket, key, data, params, headers)
+    etag: str | None = lean.put(fs, method, bucket, key, data, params, headers)
     if etag is not None:
         request_count.count_method(method)
     return etag
@@ -287,7 +265,7 @@ def _lean_put(fs: Any, method: str, bucket: str, key: str, data: bytes | memoryv
 def _lean_post(fs: Any, method: str, bucket: str, key: str, params: dict[str, str],
                body: bytes = b"") -> bytes | None:
     """The XML answer of ``method`` sent on the lean path, or None when s3fs serves ``fs``."""
-    answer: bytes | None = s3get().post(fs, method, bucket, key, params, body)
+    answer: bytes | None = lean.post(fs, method, bucket, key, params, body)
     if answer is not None:
         request_count.count_method(method)
     return answer

@@ -14,8 +14,9 @@ from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import VersionChanged
-from distcp.storage.s3 import lean, uploads
 from distcp.storage.s3 import ops as s3
+from distcp.storage.s3 import uploads
+from distcp.storage.s3.probe import probe_problem
 from distcp.storage.staged import Staged, StagedKind
 from distcp.storage.staging import (
     Parts,
@@ -44,7 +45,7 @@ class ObjectStorage(Storage):
         """One GET If-Match (through the lean path where it serves): the bytes are the
         listed version's, so no HEAD is needed before or after."""
         try:
-            return lean.get_if_match(self._bucket_fs(url), url, etag)
+            return s3.get_if_match(self._bucket_fs(url), url, etag)
         except OSError as exc:
             if s3.precondition_failed(exc):
                 raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
@@ -96,9 +97,15 @@ class ObjectStorage(Storage):
             raise
         return True
 
-    def probe(self, url: str) -> None:
-        fs, path = self.fs(url)
-        s3.call(fs, "head_bucket", Bucket=path.split("/", 1)[0])
+    def probe(self, url: str, setting: str) -> None:
+        """HEAD of the bucket: credentials present and accepted, endpoint reachable,
+        bucket there (``distcp.storage.s3.probe`` words what went wrong)."""
+        try:
+            fs, path = self.fs(url)
+            s3.call(fs, "head_bucket", Bucket=path.split("/", 1)[0])
+        except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
+            bucket = self.fs(url)[1].split("/", 1)[0]
+            raise probe_problem(exc, url, bucket, f"{setting} or the AWS_* variables") from None
 
     def prepare_folder(self, url: str) -> None:
         """Nothing: keys need no folder."""
