@@ -1,7 +1,7 @@
 """Job files: one job (datasets, branches, settings, storage) described in TOML (driver).
 
 ``pydistcp run JOB.toml`` loads a job with ``load_job`` and runs it through
-``distcp.copy``, the same path as ``pydistcp copy``; ``distcp.jobs.schema`` writes
+``distcp.copy``, the same path as ``pydistcp copy``; ``distcp.jobschema`` writes
 the format as a JSON Schema (docs/job.schema.json). The keys come from the copy
 command's options (distcp.jobs.keys), so the two cannot drift apart.
 """

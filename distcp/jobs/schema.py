@@ -1,7 +1,7 @@
 """The job-file format as a JSON Schema for editors, docs/job.schema.json (driver).
 
 Generated from the same KeySpecs the loader checks against, so the schema cannot
-list a key the loader refuses or miss one it takes. ``python -m distcp.jobs.schema
+list a key the loader refuses or miss one it takes. ``python -m distcp.jobschema
 --write docs/job.schema.json`` rewrites it after a flag of ``copy`` changes;
 tests/unit/test_job_schema.py fails while the committed file differs. The loader
 stays the authority for what a schema cannot say (one branch for now, datasets
@@ -11,7 +11,6 @@ that agree, references that resolve).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,19 +107,3 @@ def _definitions() -> dict[str, Any]:
 def render(keys: Sequence[KeySpec]) -> str:
     """The schema as committed: indented, keys in their generated order, final newline."""
     return json.dumps(job_schema(keys), indent=2) + "\n"
-
-
-def main(argv: list[str]) -> int:
-    from distcp.cli import job_keys
-
-    text = render(job_keys())
-    if len(argv) == 2 and argv[0] == "--write":
-        with open(argv[1], "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
-    sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -42,7 +42,7 @@ def validator() -> jsonschema.Draft202012Validator:
 
 def test_committed_schema_is_current() -> None:
     assert SCHEMA.read_text(encoding="utf-8") == render(job_keys()), (
-        "docs/job.schema.json is stale: run `python -m distcp.jobs.schema --write "
+        "docs/job.schema.json is stale: run `python -m distcp.jobschema --write "
         "docs/job.schema.json`")
 
 
