@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
+from distcp.commit.catalog_steps import pattern_problem, table_problem
 from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 from distcp.planning.filters import FileFilter
-from distcp.publishers.catalog import pattern_problem, table_problem
 from distcp.quantities import parse_duration, parse_size
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class CopyConfiguration:
     state_dir: str | None = None
     commit_policy: str = "successful"
     max_replays: int = 3
-    #: ``DB.TABLE`` whose partitions each published file set registers (distcp.publishers.catalog).
+    #: ``DB.TABLE`` whose partitions each published file set registers (distcp.commit.catalog_steps).
     catalog_table: str | None = None
     #: How partition values are read from folders: ``dt={0}-{1}-{2}/hr={3}``; None: key=value.
     catalog_partitions: str | None = None

@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+# every step kind is registered for from_dict: a replay runs in a process that
+# imported nothing else of the commit stage
+import distcp.commit.catalog_steps
 import distcp.commit.kept_steps
 import distcp.commit.move_steps
 import distcp.commit.state_steps
-import distcp.commit.upload_steps
-import distcp.publishers.catalog  # noqa: F401 - registers the catalog step kind for from_dict
+import distcp.commit.upload_steps  # noqa: F401
 from distcp.commit.steps import CommitSequence
 from distcp.errors import StateError
 from distcp.faults import crash_point

@@ -14,8 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from distcp.commit.catalog_steps import (
+    CatalogTarget,
+    RegisterPartitions,
+    partitions_of,
+    registered_in,
+    registrations_left,
+)
 from distcp.commit.log import CommitStepStore
 from distcp.commit.move_steps import DeleteSources, RemoveEmptySourceDirs, SourceEntry
+from distcp.commit.outcome import FileSetOutcome, SequencePlanner
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.state_steps import (
     AdvanceWatermark,
@@ -34,14 +42,6 @@ from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import CopyableFile, TaskResult
 from distcp.planning.moving import identical_skips, movable
 from distcp.planning.plan import DatasetPlan, Plan
-from distcp.publishers.base import FileSetOutcome, Publisher
-from distcp.publishers.catalog import (
-    CatalogTarget,
-    RegisterPartitions,
-    partitions_of,
-    registered_in,
-    registrations_left,
-)
 from distcp.registry import PUBLISHERS
 from distcp.runlog import NO_LOG, RunLog
 from distcp.state.store import urn_key
@@ -114,7 +114,7 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult],
 
 
 def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
-                 publisher: Publisher | None = None) -> Tally:
+                 publisher: SequencePlanner | None = None) -> Tally:
     """Publish per the commit policy; keep unpublished verified copies for recovery.
 
     Returns what was published, kept and failed, for the run's Summary.
@@ -208,7 +208,7 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
     return tally
 
 
-def _publish_set(publisher: Publisher, outcome: FileSetOutcome, wanted: FileSetOutcome,
+def _publish_set(publisher: SequencePlanner, outcome: FileSetOutcome, wanted: FileSetOutcome,
                  files: dict[str, CopyableFile], pub: Publishing,
                  marks: StreamMarks | None = None,
                  skipped: Sequence[CopyableFile] = ()) -> Tally:
@@ -284,7 +284,7 @@ def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:
     return Tally(notes=tuple(notes))
 
 
-def _sequence(publisher: Publisher, outcome: FileSetOutcome, files: dict[str, CopyableFile],
+def _sequence(publisher: SequencePlanner, outcome: FileSetOutcome, files: dict[str, CopyableFile],
               pub: Publishing, complete: bool = True,
               marks: StreamMarks | None = None) -> CommitSequence:
     """``complete``: the whole set is published (False: only its good files, whose

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from distcp.commit.kept_steps import AppendManifestKept, PublishKept
+from distcp.commit.outcome import FileSetOutcome
 from distcp.commit.publish import Publishing, run_logged, sequence_id
 from distcp.commit.state_steps import AdvanceWatermark, CompactManifest, EmitEvent, RecordRun
 from distcp.commit.steps import CommitSequence, CommitStep, DeletePaths, MakeDirectories
@@ -24,7 +25,6 @@ from distcp.copying.resultfiles import UnitReport
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import PublishError, StateError
 from distcp.planning.plan import DatasetPlan
-from distcp.publishers.base import FileSetOutcome
 from distcp.registry import PUBLISHERS
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Failure, Tally

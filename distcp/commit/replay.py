@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from distcp.commit.catalog_steps import registered_in, registrations_left
 from distcp.commit.kept_steps import PublishKept
 from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.recovery import RecoveryArea
@@ -21,7 +22,6 @@ from distcp.commit.steps import CommitContext, CommitSequence, PublishFiles
 from distcp.copying.progress import JOURNAL, journal_records
 from distcp.errors import CatalogError, PublishError, StateError
 from distcp.model import TaskResult
-from distcp.publishers.catalog import registered_in, registrations_left
 from distcp.state.bounds import inside, plain_name
 from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from distcp import preflight
+from distcp.commit.catalog_steps import CatalogTarget
 from distcp.commit.log import CommitStepStore
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import Publishing
@@ -32,7 +33,6 @@ from distcp.fork.branches import Branch
 from distcp.model import CopyableFile, TaskResult
 from distcp.planning.listing import find_datasets, state_root
 from distcp.planning.plan import DatasetPlan, Plan
-from distcp.publishers.catalog import CatalogTarget
 from distcp.quality import check_list
 from distcp.spark.keptcopy import KeptCopy, split_kept
 from distcp.spark.listing import LazySession

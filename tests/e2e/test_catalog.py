@@ -1,4 +1,4 @@
-"""Catalog registration (``--catalog-table``, distcp.publishers.catalog) on real Spark.
+"""Catalog registration (``--catalog-table``, distcp.commit.catalog_steps) on real Spark.
 
 In-process tests use the suite's shared session and its in-memory catalog (cheap, no
 new JVM); the Hive test runs pydistcp between two other processes on one embedded
@@ -22,7 +22,7 @@ import pytest
 import distcp
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.errors import CatalogError
-from distcp.publishers.catalog import RegisterPartitions
+from distcp.commit.catalog_steps import RegisterPartitions
 from tests.conftest import cli_env, run_cli
 
 pytestmark = pytest.mark.e2e

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distcp.commit.steps import CommitSequence, CommitStep
-from distcp.publishers.catalog import add_partitions_sql
+from distcp.commit.catalog_steps import add_partitions_sql
 from distcp.state.bounds import (
     DESTINATION,
     NAME,

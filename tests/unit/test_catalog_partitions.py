@@ -1,4 +1,4 @@
-"""Catalog registration planning (distcp.publishers.catalog): pure, no Spark."""
+"""Catalog registration planning (distcp.commit.catalog_steps): pure, no Spark."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
-from distcp.publishers.catalog import (
+from distcp.commit.catalog_steps import (
     CatalogTarget,
     add_partitions_sql,
     partitions_of,
@@ -82,7 +82,7 @@ def test_a_pending_registration_without_spark_stays_pending_and_blocks_nothing(
     from distcp.commit.log import CommitStepStore
     from distcp.commit.replay import replay_pending
     from distcp.commit.steps import CommitContext, CommitSequence
-    from distcp.publishers.catalog import RegisterPartitions
+    from distcp.commit.catalog_steps import RegisterPartitions
     from distcp.state.bounds import Bounds
 
     store = CommitStepStore(str(tmp_path / "state"), {})
