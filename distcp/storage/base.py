@@ -13,7 +13,7 @@ methods take URLs and resolve them through fsspec's per-process instance cache.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, ClassVar, TypeVar, cast
@@ -34,6 +34,7 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
+from distcp.storage.tree import Tree
 
 T = TypeVar("T")
 
@@ -135,6 +136,55 @@ class Storage(ABC):
         """Bytes held under ``url`` (a file's size, a folder's total)."""
         fs, path = self.fs(url)
         return int(self.call(fs, f"measuring {path}", "du", path, total=True))
+
+    # -- listing ------------------------------------------------------------------
+    def tree(self, url: str) -> Tree:
+        """``url`` resolved once for listing below it: the walk, the glob and the
+        planners cut listed paths against ``Tree.path`` and name entries with
+        ``Tree.url_of``, so no entry of a listing pays a URL conversion of its own."""
+        fs, path = self.fs(url)
+        return Tree(self, fsutil.to_url(fs, path), path, fs)
+
+    def walk(self, url: str, links: str = "follow", skipped: list[fsutil.Skipped] | None = None,
+             most: int | None = None) -> Iterator[tuple[str, FileStatus]]:
+        """Every file and directory below the folder ``url`` (not itself), as
+        ``(path, FileStatus)`` pairs whose paths are the backend's own (``tree(url).path``
+        and below: a local path is its own URL), less the tree's top-level state
+        directory. What is not copied goes to ``skipped`` with its reason; ``links`` is
+        the ``--links`` policy; ``most``: an object-store prefix of more keys raises
+        ``MoreKeys`` before anything is yielded (``filesystems.walk``: ``os.scandir``
+        on local disks, one listing of the keys on S3, fsspec's ``find`` elsewhere)."""
+        fs, path = self.fs(url)
+        return fsutil.walk(fs, path, links, skipped, most)
+
+    def glob(self, url: str) -> list[tuple[str, FileStatus]]:
+        """The entries whose paths match the pattern ``url`` (fsspec's glob), sorted by
+        path, each as the filesystem's listing describes it (a local link to a folder
+        that a wildcard found is no folder): the datasets of ``--dataset-glob``."""
+        fs, path = self.fs(url)
+        found = fs.glob(path, detail=True)
+        return sorted(((p, fsutil.info_status(fs, info)) for p, info in found.items()),
+                      key=lambda e: e[0])
+
+    def listing(self, url: str) -> list[tuple[str, FileStatus]]:
+        """The entries directly in the folder ``url`` as ``(path, FileStatus)``, sorted by
+        path, each as the listing describes it (a local link as itself, never
+        followed); FileNotFoundError if there is none: topics and time partitions, one
+        level at a time (``entries`` gives URLs and follows links)."""
+        fs, path = self.fs(url)
+        found = self.call(fs, f"listing {path}", "ls", path, detail=True)
+        return sorted(((info["name"], fsutil.info_status(fs, info)) for info in found),
+                      key=lambda e: e[0])
+
+    def listing_kind(self, tree: Tree) -> str | None:
+        """How a listing of ``tree`` can be cut into tasks (``treelisting.TREE`` by
+        subtree, ``KEYS`` by key range); None here: one process walks it."""
+        return None
+
+    def same_place(self, path: str) -> str:
+        """``path`` spelled so that two spellings of one place compare equal (a local
+        link resolved): whether a destination lies inside its source."""
+        return path
 
     # -- questions ----------------------------------------------------------------
     def exists(self, url: str) -> bool:
