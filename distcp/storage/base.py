@@ -8,6 +8,11 @@ out the few operations whose way differs by kind. The engine never tests
 
 A ``Storage`` holds no state of a run and no filesystem object worth pickling:
 methods take URLs and resolve them through fsspec's per-process instance cache.
+
+Listings give each entry as the backend's own path (a local path is its own URL), never
+a URL per entry: a walk of 300,000 local files must not pay a conversion each. A
+``Tree`` (``Storage.tree``) is a root resolved once: planners cut listed paths against
+its ``path`` and turn the few they need into URLs with ``url_of``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 from distcp import request_count
@@ -34,7 +39,6 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
-from distcp.storage.tree import Tree
 
 T = TypeVar("T")
 
@@ -73,6 +77,46 @@ class Capabilities:
         """Split ranges go to part files that a join concatenates (neither offset writes
         nor multipart uploads)."""
         return not (self.offset_writes or self.multipart)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The root ``url`` of a tree on ``storage``: ``path`` is the backend's own spelling
+    of it, as given (what every path a listing of it yields starts with).
+
+    ``handle`` is the backend's filesystem, kept for the storage's own listing modules
+    (``distcp.storage.treelisting``, which cut a listing into tasks); the engine passes
+    it on and never calls it. A driver-side value: tasks carry URLs and options instead.
+    """
+
+    storage: Storage
+    url: str
+    path: str
+    handle: Any = field(repr=False, compare=False)
+
+    def url_of(self, path: str) -> str:
+        """The URL of ``path``, a path of this tree's filesystem (as listings give
+        them); a local path is its own URL."""
+        return fsutil.to_url(self.handle, path)
+
+    @property
+    def kind(self) -> str | None:
+        """How a listing of this tree can be cut into tasks: ``tree`` (by subtree),
+        ``keys`` (by key range) or None (it cannot: one process walks it)."""
+        return self.storage.listing_kind(self)
+
+    def holds(self, other: Tree, path: str | None = None) -> bool:
+        """Whether ``path`` of ``other``'s filesystem (by default its root) is this
+        tree's root or lies below it: the same filesystem (class and options), and
+        the same place once the storage spelled both its one way (a local link
+        resolved), so a destination inside its own source is refused."""
+        if type(self.handle) is not type(other.handle) or \
+                self.handle.storage_options != other.handle.storage_options:
+            return False
+        inner = other.path if path is None else path
+        outer = self.storage.same_place(self.path.rstrip("/"))
+        inner = self.storage.same_place(inner.rstrip("/"))
+        return inner == outer or inner.startswith(outer + "/")
 
 
 class Storage(ABC):

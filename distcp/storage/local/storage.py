@@ -15,7 +15,7 @@ from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
-from distcp.storage.base import Capabilities, Storage
+from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.files import FileWriter
 from distcp.storage.filesystems import os_path
 from distcp.storage.folders import publish_folders
@@ -31,7 +31,6 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
-from distcp.storage.tree import Tree
 
 
 class LocalFileWriter(FileWriter):

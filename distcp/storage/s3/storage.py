@@ -13,7 +13,7 @@ from typing import Any
 from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
-from distcp.storage.base import Capabilities, Storage
+from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.errors import VersionChanged
 from distcp.storage.s3 import lean, uploads
 from distcp.storage.s3 import ops as s3
@@ -27,7 +27,6 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
-from distcp.storage.tree import Tree
 
 
 class ObjectStorage(Storage):
