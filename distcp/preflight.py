@@ -133,7 +133,7 @@ def check_s3(url: str, options: Mapping[str, Any], side: str) -> None:
     try:
         storage_for(url, dict(options)).probe(url)  # nothing to ask but of object stores
     except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ours
-        bucket = fsutil.filesystem(url, options)[1].split("/", 1)[0]
+        bucket = storage_for(url, dict(options)).tree(url).path.split("/", 1)[0]
         raise _s3_problem(exc, url, bucket, setting) from None
 
 

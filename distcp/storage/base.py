@@ -220,6 +220,11 @@ class Storage(ABC):
         return sorted(((info["name"], fsutil.info_status(fs, info)) for info in found),
                       key=lambda e: e[0])
 
+    def is_link(self, url: str) -> bool:
+        """Whether the entry at ``url`` is a symbolic link (a listed file is then read
+        as ``--links`` says); only storages with ``capabilities.symlinks`` have them."""
+        return False
+
     def listing_kind(self, tree: Tree) -> str | None:
         """How a listing of ``tree`` can be cut into tasks (``treelisting.TREE`` by
         subtree, ``KEYS`` by key range); None here: one process walks it."""

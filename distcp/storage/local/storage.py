@@ -131,6 +131,9 @@ class LocalStorage(Storage):
     def stat(self, url: str) -> FileStatus:
         return fsutil.local_status(os_path(url))
 
+    def is_link(self, url: str) -> bool:
+        return os.path.islink(os_path(url))
+
     def listing_kind(self, tree: Tree) -> str | None:
         """By subtree: each task walks its own directories."""
         return tl.TREE
