@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,9 @@ class JoinRule:
     mtimes_kept: bool = True
     #: The client's task variables (``copying.taskenv``); may hold secrets: never shown.
     env: dict[str, str] | None = field(default=None, repr=False)
+    #: Names the task attempt that writes a copy-rows file, unique per attempt (Spark
+    #: gives it: ``distcp.spark.arrow.attempt_id``); without one, this process's.
+    attempt: Callable[[], str] | None = None
 
 
 def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
@@ -214,7 +217,6 @@ def _copies_writer(rule: JoinRule) -> CopyRowsWriter | None:
     """This task attempt's copy-rows file (None: files to copy are sent as rows)."""
     if not rule.copies_to:
         return None
-    from distcp.spark.arrow import attempt_id
-
-    url = fsutil.join(rule.copies_to, f"{attempt_id()}.parquet")
+    attempt = rule.attempt() if rule.attempt is not None else f"local{os.getpid()}"
+    url = fsutil.join(rule.copies_to, f"{attempt}.parquet")
     return CopyRowsWriter(url, dict(rule.cfg.dst_options))

@@ -27,7 +27,7 @@ from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.strategy import SPARK_JOIN, SPARK_PAIRED_WALK, Strategy
 from distcp.planning.treeplans import JoinedPlan, assembled, copies_folder, paired_items
-from distcp.spark.arrow import frame_of, session_setting
+from distcp.spark.arrow import attempt_id, frame_of, session_setting
 from distcp.spark.listing import Lister
 from distcp.spark.schemas import struct
 from distcp.storage import filesystems as fsutil
@@ -98,7 +98,8 @@ class JoinPlanner:
               target_kind: str) -> jp.JoinRule:
         return jp.JoinRule(ds, cfg, source_kind, target_kind, self.keep_skips,
                            copies_folder(self.copies_to, ds),
-                           keeps_mtimes(ds.destination_root, cfg), task_environment())
+                           keeps_mtimes(ds.destination_root, cfg), task_environment(),
+                           attempt_id)
 
     def _target(self, cfg: CopyConfiguration, tree: Tree | None
                 ) -> tuple[tuple[Any, str] | None, str | None]:

@@ -106,7 +106,6 @@ OWED_PAIRS = {
     frozenset({"configuration", "quality"}),
     frozenset({"converters", "copying"}),
     frozenset({"converters", "registry"}),
-    frozenset({"planning", "spark"}),
     frozenset({"preflight", "spark"}),
     frozenset({"quality", "registry"}),
 }
