@@ -5,18 +5,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.partitions import StreamMarks, Watermarks
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
+from distcp.storage.base import Tree
 from distcp.storage.filesystems import Skipped
 
 #: The entries of a dataset when they come from elsewhere than a walk of its root (a
-#: list the user gave): ``(filesystem, root path, skipped) -> (path, FileStatus)`` pairs,
-#: appending what is not copied, and why, to ``skipped``.
-EntrySource = Callable[[Any, str, list[Skipped]], Iterable[tuple[str, FileStatus]]]
+#: list the user gave, a listing on Spark): ``(root tree, skipped) -> (path,
+#: FileStatus)`` pairs (paths as the tree's storage spells them), appending what is not
+#: copied, and why, to ``skipped``.
+EntrySource = Callable[[Tree, list[Skipped]], Iterable[tuple[str, FileStatus]]]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from distcp.datasets.base import CopyableDataset, DatasetListing, EntrySource
 from distcp.errors import PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 
 #: The file set of a dataset that is published as one unit (``--dataset-glob``).
 WHOLE = "all"
@@ -50,12 +51,13 @@ class RecursiveCopyableDataset(CopyableDataset):
         return self._listing(cfg, entries)
 
     def _listing(self, cfg: CopyConfiguration, entries: EntrySource | None) -> DatasetListing:
-        fs, root = fsutil.filesystem(self.root, cfg.src_options)
+        tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
+        root = tree.path
         if self.converters is not None:
             cfg = cfg.with_(converters=self.converters)
         chain = build_chain(cfg.converters, cfg.converter_options)
         if self.is_file:
-            origin = fsutil.status(fs, fs.info(root))
+            origin = tree.storage.stat(tree.url)
             name = posixpath.basename(root.rstrip("/"))
             return DatasetListing(
                 (self._file(origin, self.destination_root, chain, cfg, name),), ())
@@ -64,8 +66,8 @@ class RecursiveCopyableDataset(CopyableDataset):
         dirs = [self.root_directory(cfg)]
         skipped: list[fsutil.Skipped] = []
         wanted = cfg.file_filter
-        found = entries(fs, root, skipped) if entries is not None else \
-            fsutil.walk(fs, root, cfg.links, skipped)
+        found = entries(tree, skipped) if entries is not None else \
+            tree.storage.walk(tree.url, cfg.links, skipped)
         filtered = wanted.active
         for path, origin in found:
             rel = fsutil.relpath(path, root)
@@ -82,8 +84,8 @@ class RecursiveCopyableDataset(CopyableDataset):
 
     def root_directory(self, cfg: CopyConfiguration) -> CopyableDirectory:
         """The root, so that its mode and mtime are kept, as cp -a and rsync -a do."""
-        fs, root = fsutil.filesystem(self.root, cfg.src_options)
-        return self._directory(fsutil.status(fs, fs.info(root)), self.destination_root, cfg)
+        tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
+        return self._directory(tree.storage.stat(tree.url), self.destination_root, cfg)
 
     def planned_file(self, origin: FileStatus, rel: str, cfg: CopyConfiguration
                      ) -> CopyableFile:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
-from typing import Any
 
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset, DatasetHistory, DatasetListing
@@ -27,6 +26,8 @@ from distcp.datasets.partitions import (
 )
 from distcp.model import CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+from distcp.storage.base import Tree
 
 #: ``--ready-marker`` holding this names one marker per file (``{file}.ready``).
 PER_FILE_TOKEN = "{file}"
@@ -47,8 +48,8 @@ class StreamDataset(CopyableDataset):
         return StreamDataset(self.urn, self.root, self.destination_root, self.pattern, history)
 
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
-        fs, root = fsutil.filesystem(self.root, cfg.src_options)
-        root = root.rstrip("/")
+        tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
+        root = tree.path.rstrip("/")
         low = self.history.watermarks.actual_high if self.history.watermarks else None
         window = Window(listing_floor(low, cfg.lookback), cfg.started, cfg.min_age, cfg.max_age)
         # the age flags apply to partitions (from their end) and, like every filter, to files
@@ -58,9 +59,10 @@ class StreamDataset(CopyableDataset):
         skipped: list[fsutil.Skipped] = []
         times: list[tuple[str, float]] = []
         seen = 0
-        for part, start in self._partitions(fs, root, window):
-            found = list(fsutil.walk(fs, fsutil.join(root, part), cfg.links, skipped))
-            ready = self._ready(fs, root, part, found, cfg.ready_marker, skipped)
+        for part, start in self._partitions(tree, root, window):
+            found = list(tree.storage.walk(tree.url_of(fsutil.join(root, part)), cfg.links,
+                                           skipped))
+            ready = self._ready(tree, root, part, found, cfg.ready_marker, skipped)
             if ready is None:
                 continue
             late = part in published
@@ -74,7 +76,8 @@ class StreamDataset(CopyableDataset):
         marks = StreamMarks(low, expected_high(low, (t for _p, t in times)), tuple(times))
         return DatasetListing(tuple(files), (), tuple(skipped), seen, marks)
 
-    def _partitions(self, fs: Any, root: str, window: Window) -> Iterator[tuple[str, float]]:
+    def _partitions(self, tree: Tree, root: str, window: Window
+                    ) -> Iterator[tuple[str, float]]:
         """(relative path, start) of each partition in the window, oldest first; folders
         that cannot hold one are not listed."""
         frontier: list[tuple[str, dict[str, int]]] = [("", {})]
@@ -82,7 +85,7 @@ class StreamDataset(CopyableDataset):
         for depth in range(depth_count):
             below: list[tuple[str, dict[str, int]]] = []
             for rel, units in frontier:
-                for name in _subdirectories(fs, fsutil.join(root, rel) if rel else root):
+                for name in _subdirectories(tree, fsutil.join(root, rel) if rel else root):
                     merged = self.pattern.match(depth, name, units)
                     if merged is None:
                         continue
@@ -95,7 +98,7 @@ class StreamDataset(CopyableDataset):
         for rel, units in frontier:
             yield rel, span(units)[0]
 
-    def _ready(self, fs: Any, root: str, part: str, found: list[tuple[str, FileStatus]],
+    def _ready(self, tree: Tree, root: str, part: str, found: list[tuple[str, FileStatus]],
                marker: str | None, skipped: list[fsutil.Skipped]
                ) -> list[tuple[str, FileStatus]] | None:
         """The partition's files to copy, or None when it waits for its marker. A
@@ -104,7 +107,7 @@ class StreamDataset(CopyableDataset):
         files = [(p, st) for p, st in found if not st.is_dir]
         if not marker:
             return files
-        url = fsutil.to_url(fs, fsutil.join(root, part))
+        url = tree.url_of(fsutil.join(root, part))
         if PER_FILE_TOKEN not in marker:
             names = {fsutil.relpath(p, fsutil.join(root, part)) for p, _st in files}
             if marker not in names:
@@ -123,7 +126,7 @@ class StreamDataset(CopyableDataset):
             if signal in present:
                 ready.append((path, st))
             else:
-                skipped.append(fsutil.Skipped(fsutil.to_url(fs, path), "not ready (no "
+                skipped.append(fsutil.Skipped(tree.url_of(path), "not ready (no "
                                f"{posixpath.basename(signal)} yet): a later run copies it"))
         return ready
 
@@ -145,10 +148,10 @@ class StreamDataset(CopyableDataset):
             group=origin.group if "g" in p else None, preserve=p)
 
 
-def _subdirectories(fs: Any, path: str) -> list[str]:
+def _subdirectories(tree: Tree, path: str) -> list[str]:
+    """The names of the folders directly in ``path`` (a path of ``tree``'s storage)."""
     try:
-        entries = fs.ls(path, detail=True)
+        entries = tree.storage.listing(tree.url_of(path))
     except FileNotFoundError:
         return []
-    return sorted(posixpath.basename(e["name"].rstrip("/")) for e in entries
-                  if e.get("type") == "directory")
+    return sorted(posixpath.basename(p.rstrip("/")) for p, st in entries if st.is_dir)

@@ -12,8 +12,9 @@ from distcp.datasets.base import CopyableDataset
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
-from distcp.finders.single import check_not_inside, source_info
+from distcp.finders.single import check_not_inside, source_status
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 
 
 class GlobDatasetsFinder(DatasetsFinder):
@@ -23,22 +24,21 @@ class GlobDatasetsFinder(DatasetsFinder):
         cfg = self.cfg
         if len(cfg.sources) != 1 or not cfg.dataset_glob:
             raise ConfigurationError("--dataset-glob takes exactly one source root")
-        src_fs, root = fsutil.filesystem(cfg.sources[0], cfg.src_options)
-        dst_fs, dst = fsutil.filesystem(cfg.destination, cfg.dst_options)
-        root = root.rstrip("/")
-        if source_info(src_fs, root, cfg.sources[0])["type"] != "directory":
+        src = storage_for(cfg.sources[0], dict(cfg.src_options)).tree(cfg.sources[0])
+        dst_tree = storage_for(cfg.destination, dict(cfg.dst_options)).tree(cfg.destination)
+        root, dst = src.path.rstrip("/"), dst_tree.path
+        if not source_status(src, cfg.sources[0]).is_dir:
             raise PlanningError(f"--dataset-glob needs a directory source, not {cfg.sources[0]}")
-        check_not_inside(src_fs, root, dst_fs, dst, cfg.sources[0], cfg.destination)
+        check_not_inside(src, dst_tree, dst, cfg.sources[0], cfg.destination)
         pattern = fsutil.join(root, cfg.dataset_glob.strip("/"))
-        matches = src_fs.glob(pattern, detail=True)
         found = 0
-        for path, info in sorted(matches.items()):
+        for path, status in src.storage.glob(src.url_of(pattern)):
             rel = fsutil.relpath(path.rstrip("/"), root)
-            if info.get("type") != "directory" or fsutil.at_state_dir(rel):
+            if not status.is_dir or fsutil.at_state_dir(rel):
                 continue
             found += 1
-            urn = fsutil.to_url(src_fs, path.rstrip("/"))
-            target = fsutil.to_url(dst_fs, fsutil.join(dst.rstrip("/"), rel))
+            urn = src.url_of(path.rstrip("/"))
+            target = dst_tree.url_of(fsutil.join(dst.rstrip("/"), rel))
             yield RecursiveCopyableDataset(urn, urn, target)
         if not found:
             raise PlanningError(

@@ -11,17 +11,17 @@ the same command never nests ``DST/SRC``:
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Iterator
-from typing import Any
 
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import PlanningError
 from distcp.finders.base import DatasetsFinder
-from distcp.storage import capabilities_of
+from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+from distcp.storage.base import Tree
 
 
 class SingleRootFinder(DatasetsFinder):
@@ -29,29 +29,30 @@ class SingleRootFinder(DatasetsFinder):
 
     def find(self) -> Iterator[CopyableDataset]:
         cfg = self.cfg
-        dst_fs, dst = fsutil.filesystem(cfg.destination, cfg.dst_options)
-        dst_is_dir = cfg.destination.endswith("/") or _isdir(dst_fs, dst)
+        dst_tree = storage_for(cfg.destination, dict(cfg.dst_options)).tree(cfg.destination)
+        dst = dst_tree.path
+        dst_is_dir = cfg.destination.endswith("/") or _isdir(dst_tree)
         several = len(cfg.sources) > 1
         for source in cfg.sources:
-            src_fs, src = fsutil.filesystem(source, cfg.src_options)
-            info = source_info(src_fs, src, source)
-            is_file = info["type"] != "directory"
-            src = src.rstrip("/") or "/"
+            src_tree = storage_for(source, dict(cfg.src_options)).tree(source)
+            is_file = not source_status(src_tree, source).is_dir
+            src = src_tree.path.rstrip("/") or "/"
             if several or (is_file and dst_is_dir):
                 target = fsutil.join(dst.rstrip("/"), posixpath.basename(src))
             else:
                 target = dst.rstrip("/") or "/"
-            check_not_inside(src_fs, src, dst_fs, target, source, cfg.destination)
-            urn = fsutil.to_url(src_fs, src)
+            check_not_inside(src_tree, dst_tree, target, source, cfg.destination)
+            urn = src_tree.url_of(src)
             yield RecursiveCopyableDataset(
-                urn, urn, fsutil.to_url(dst_fs, target), is_file=is_file, whole=False
+                urn, urn, dst_tree.url_of(target), is_file=is_file, whole=False
             )
 
 
-def source_info(fs: Any, path: str, shown: str) -> dict[str, Any]:
-    """``fs.info(path)``, or a PlanningError that names the source and the cause."""
+def source_status(tree: Tree, shown: str) -> FileStatus:
+    """The status of the source ``tree``'s root, or a PlanningError that names the
+    source and the cause."""
     try:
-        return fs.info(path)  # type: ignore[no-any-return]
+        return tree.storage.stat(tree.url)
     except FileNotFoundError:
         raise PlanningError(f"source not found: {fsutil.display(shown)}", path=shown) from None
     except PermissionError as exc:
@@ -61,24 +62,19 @@ def source_info(fs: Any, path: str, shown: str) -> dict[str, Any]:
         raise PlanningError(f"cannot read source {shown}: {exc}", path=shown) from None
 
 
-def check_not_inside(src_fs, src: str, dst_fs, dst: str, shown_src: str,  # type: ignore[no-untyped-def]
+def check_not_inside(src: Tree, dst: Tree, target: str, shown_src: str,
                      shown_dst: str) -> None:
-    """Refuse a destination inside its own source: the copy would feed on itself."""
-    if type(src_fs) is not type(dst_fs) or src_fs.storage_options != dst_fs.storage_options:
-        return
-    src, dst = src.rstrip("/"), dst.rstrip("/")
-    if capabilities_of(src_fs).local_paths:
-        # The same directory reached through a link is the same directory.
-        src, dst = os.path.realpath(src or "/"), os.path.realpath(dst or "/")
-    if dst == src or dst.startswith(src + "/"):
+    """Refuse a destination (``target``, a path of ``dst``'s filesystem) inside its own
+    source: the copy would feed on itself."""
+    if src.holds(dst, target):
         raise PlanningError(
             f"destination {shown_dst} is inside source {shown_src}; choose a destination "
             "outside the source", path=shown_dst,
         )
 
 
-def _isdir(fs, path: str) -> bool:  # type: ignore[no-untyped-def]
+def _isdir(tree: Tree) -> bool:
     try:
-        return bool(fs.isdir(path))
+        return tree.storage.isdir(tree.url)
     except OSError:
         return False

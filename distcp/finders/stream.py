@@ -14,8 +14,10 @@ from distcp.datasets.partitions import PartitionPattern
 from distcp.datasets.stream import StreamDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
-from distcp.finders.single import check_not_inside, source_info
+from distcp.finders.single import check_not_inside, source_status
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+from distcp.storage.base import Tree
 
 
 class StreamDatasetsFinder(DatasetsFinder):
@@ -27,30 +29,32 @@ class StreamDatasetsFinder(DatasetsFinder):
             raise ConfigurationError("--finder stream takes exactly one source root (the "
                                      "folder of the topics)")
         pattern = PartitionPattern.parse(cfg.partition_pattern)
-        src_fs, root = fsutil.filesystem(cfg.sources[0], cfg.src_options)
-        dst_fs, dst = fsutil.filesystem(cfg.destination, cfg.dst_options)
-        root = root.rstrip("/")
-        if source_info(src_fs, root, cfg.sources[0])["type"] != "directory":
+        src = storage_for(cfg.sources[0], dict(cfg.src_options)).tree(cfg.sources[0])
+        dst_tree = storage_for(cfg.destination, dict(cfg.dst_options)).tree(cfg.destination)
+        root, dst = src.path.rstrip("/"), dst_tree.path
+        if not source_status(src, cfg.sources[0]).is_dir:
             raise PlanningError(f"--finder stream needs a directory source, not "
                                 f"{fsutil.display(cfg.sources[0])}", path=cfg.sources[0])
-        check_not_inside(src_fs, root, dst_fs, dst, cfg.sources[0], cfg.destination)
+        check_not_inside(src, dst_tree, dst, cfg.sources[0], cfg.destination)
         found = 0
-        for path in self._topics(src_fs, root):
+        for path in self._topics(src, root):
             rel = fsutil.relpath(path, root)
             found += 1
-            urn = fsutil.to_url(src_fs, path)
-            target = fsutil.to_url(dst_fs, fsutil.join(dst.rstrip("/"), rel))
+            urn = src.url_of(path)
+            target = dst_tree.url_of(fsutil.join(dst.rstrip("/"), rel))
             yield StreamDataset(urn, urn, target, pattern)
         if not found:
             raise PlanningError(f"no topic directory under {fsutil.display(cfg.sources[0])}"
                                 + (f" matches --dataset-glob {cfg.dataset_glob!r}"
                                    if cfg.dataset_glob else ""), path=cfg.sources[0])
 
-    def _topics(self, fs, root: str) -> list[str]:  # type: ignore[no-untyped-def]
+    def _topics(self, src: Tree, root: str) -> list[str]:
+        """The topic folders' paths: those the glob matches, else those right under
+        ``root`` (a link to a folder is no topic: the listing names it as itself)."""
         if self.cfg.dataset_glob:
-            matches = fs.glob(fsutil.join(root, self.cfg.dataset_glob.strip("/")), detail=True)
-            entries = [(p, i) for p, i in matches.items()]
+            entries = src.storage.glob(src.url_of(fsutil.join(root,
+                                                              self.cfg.dataset_glob.strip("/"))))
         else:
-            entries = [(i["name"], i) for i in fs.ls(root, detail=True)]
-        return sorted(p.rstrip("/") for p, i in entries if i.get("type") == "directory"
+            entries = src.storage.listing(src.url)
+        return sorted(p.rstrip("/") for p, st in entries if st.is_dir
                       and not fsutil.at_state_dir(fsutil.relpath(p.rstrip("/"), root)))

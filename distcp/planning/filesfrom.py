@@ -16,7 +16,6 @@ import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
@@ -29,8 +28,9 @@ from distcp.planning.filelists import (
     parse_manifest,
     read_text,
 )
-from distcp.storage import capabilities_of
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+from distcp.storage.base import Tree
 
 #: Entries asked of the source per round of the pool (bounds what waits in memory).
 CHUNK = 1024
@@ -78,8 +78,8 @@ def _read(location: str, cfg: CopyConfiguration, name: str) -> bytes:
     if location == "-":
         return sys.stdin.buffer.read()
     try:
-        fs, path = fsutil.filesystem(location, cfg.src_options if "://" in location else None)
-        with fs.open(path, "rb") as f:
+        options = dict(cfg.src_options) if "://" in location else {}
+        with storage_for(location, options).open_read(location) as f:
             data: bytes = f.read()
             return data
     except FileNotFoundError:
@@ -88,7 +88,7 @@ def _read(location: str, cfg: CopyConfiguration, name: str) -> bytes:
         raise ConfigurationError(f"cannot read {name}: {exc.strerror or exc}") from None
 
 
-def files_from_entries(fs: Any, root: str, entries: Iterable[FilesFromEntry],
+def files_from_entries(tree: Tree, entries: Iterable[FilesFromEntry],
                        cfg: CopyConfiguration, skipped: list[fsutil.Skipped]
                        ) -> Iterator[tuple[str, FileStatus]]:
     """``(path, FileStatus)`` of each listed file the source has, in list order.
@@ -97,18 +97,18 @@ def files_from_entries(fs: Any, root: str, entries: Iterable[FilesFromEntry],
     (a stat is microseconds), by a pool of the storage's width elsewhere. Entries the
     source lacks, directories and links left out by ``--links`` go to ``skipped``."""
     name = list_flag(cfg) or "the list"
-    prefix = root.rstrip("/")
-    caps = capabilities_of(fs)
+    prefix = tree.path.rstrip("/")
+    caps = tree.storage.capabilities
     workers = 1 if caps.local_paths else max(1, caps.parallel_ops)
     with ThreadPoolExecutor(workers) as pool:
         for chunk in _chunks(entries, CHUNK):
             if any(fsutil.at_state_dir(e.path) for e in chunk):
-                skipped.extend(fsutil.Skipped(fsutil.to_url(fs, f"{prefix}/{e.path}"),
+                skipped.extend(fsutil.Skipped(tree.url_of(f"{prefix}/{e.path}"),
                                               fsutil.STATE_DIR_SKIPPED)
                                for e in chunk if fsutil.at_state_dir(e.path))
                 chunk = [e for e in chunk if not fsutil.at_state_dir(e.path)]
             paths = [f"{prefix}/{e.path}" for e in chunk]
-            found = pool.map(lambda pe: _status(fs, pe[0], pe[1], cfg.links, name),
+            found = pool.map(lambda pe: _status(tree, pe[0], pe[1], cfg.links, name),
                              zip(paths, chunk, strict=True))
             for path, (status, problem) in zip(paths, found, strict=True):
                 if problem is not None:
@@ -123,27 +123,27 @@ def _chunks(items: Iterable[FilesFromEntry], size: int) -> Iterator[list[FilesFr
         yield chunk
 
 
-def _status(fs: Any, path: str, entry: FilesFromEntry, links: str, name: str
+def _status(tree: Tree, path: str, entry: FilesFromEntry, links: str, name: str
             ) -> tuple[FileStatus | None, fsutil.Skipped | None]:
     """The entry's FileStatus, or why it is not copied. No request when the list knows."""
-    url = fsutil.to_url(fs, path)
+    url = tree.url_of(path)
     if entry.known:
         assert entry.size is not None and entry.mtime is not None
         return FileStatus(url, entry.size, entry.mtime, etag=entry.etag), None
     try:
-        info = fs.info(path)
+        status = tree.storage.stat(url)
     except FileNotFoundError:
         return None, fsutil.Skipped(url, f"not found at the source (listed in {name}, "
                                     f"{entry.where})", True)
     except OSError as exc:
         return None, fsutil.Skipped(url, f"cannot read ({exc.strerror or exc}; listed in "
                                     f"{name}, {entry.where})", True)
-    if info.get("type") == "directory":
+    if status.is_dir:
         return None, fsutil.Skipped(url, f"a directory (listed in {name}, {entry.where}): "
                                     "a list names files, one per line", True)
-    if info.get("islink") and links != "follow":
+    if links != "follow" and tree.storage.is_link(url):
         return _link(path, url, links)
-    return fsutil.status(fs, info), None
+    return status, None
 
 
 def _link(path: str, url: str, links: str) -> tuple[FileStatus | None, fsutil.Skipped | None]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import FileStatus
 from distcp.planning.plan import Action, decide, skips_same
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 from distcp.storage import treelisting as tl
 
 #: What a planning task sends to the driver, one row each (``kind``), with the walk's
@@ -61,6 +62,9 @@ class JoinRule:
     mtimes_kept: bool = True
     #: The client's task variables (``copying.taskenv``); may hold secrets: never shown.
     env: dict[str, str] | None = field(default=None, repr=False)
+    #: Names the task attempt that writes a copy-rows file, unique per attempt (Spark
+    #: gives it: ``distcp.spark.arrow.attempt_id``); without one, this process's.
+    attempt: Callable[[], str] | None = None
 
 
 def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
@@ -81,53 +85,75 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
     An ``error`` (a file where the target has a directory, or the reverse) carries
     ``(directory?, message, path)``: the driver raises the first, files before
     directories, as ``plan.plan_dataset`` does."""
-    ds, cfg = rule.dataset, rule.cfg
-    fs_root = fsutil.filesystem(ds.root, cfg.src_options)[1].rstrip("/") or "/"
+    pairs = _Pairs(rule)
     files = skips = 0
-    same_skipped = not rule.keep_skips and skips_same(cfg.overwrite, cfg.compare)
+    same_skipped = not rule.keep_skips and skips_same(rule.cfg.overwrite, rule.cfg.compare)
     for source, t in rows:
-        if isinstance(source, fsutil.Skipped):
-            yield NOT_COPIED, tl.sort_key(rule.source_kind, source.path), source, 0
-            continue
-        if source is not None and isinstance(source[1], os.stat_result):
+        if isinstance(source, tuple) and isinstance(source[1], os.stat_result):
             st, other = source[1], t[1] if isinstance(t, tuple) else None
             if same_skipped and isinstance(other, os.stat_result) and \
                     other.st_size == st.st_size and other.st_mtime_ns == st.st_mtime_ns:
                 files, skips = files + 1, skips + 1  # what decide says of it: skip
                 continue
             source = source[0], fsutil.file_status(source[0], st)
+        yield from pairs.rows(source, t)
+    yield COUNT, "", (files + pairs.files, skips + pairs.skips), 0
+
+
+Row = tuple[str, str, Any, int]
+
+
+class _Pairs:
+    """``plan_rows``'s decisions of the pairs that need one (all but a file identical
+    to its target), with the files seen and skipped among them."""
+
+    def __init__(self, rule: JoinRule) -> None:
+        self.rule, self.ds, self.cfg = rule, rule.dataset, rule.cfg
+        root = storage_for(self.ds.root, dict(self.cfg.src_options)).tree(self.ds.root).path
+        self.root = root.rstrip("/") or "/"
+        self.files = self.skips = 0
+
+    def rows(self, source: Entry | None, t: Entry | None) -> tuple[Row, ...]:
+        """The rows of one ``(source, target)`` pair (a source's stat already made a
+        FileStatus)."""
+        if isinstance(source, fsutil.Skipped):
+            return ((NOT_COPIED, tl.sort_key(self.rule.source_kind, source.path), source, 0),)
         target = _target(t)
         if source is None:
-            if cfg.delete and target is not None:
-                yield DELETE, "", target.url, 0
-            continue
+            return ((DELETE, "", target.url, 0),) if self.cfg.delete and target is not None \
+                else ()
         path, origin = source
         assert isinstance(origin, FileStatus)
-        order = tl.sort_key(rule.source_kind, path)
-        rel = fsutil.relpath(path, fs_root)
+        order = tl.sort_key(self.rule.source_kind, path)
+        rel = fsutil.relpath(path, self.root)
         if origin.is_dir:
-            d = ds.planned_directory(origin, rel, cfg)
-            if target is not None and not target.is_dir:
-                yield ERROR, order, (True, (
-                    f"cannot replace file {fsutil.display(d.destination)} with directory "
-                    f"{fsutil.display(origin.url)}"), d.destination), 0
-            yield DIRECTORY, order, d, 0
-            continue
-        files += 1
-        f = ds.planned_file(origin, rel, cfg)
+            return self._directory(origin, rel, order, target)
+        return self._file(origin, rel, order, target)
+
+    def _directory(self, origin: FileStatus, rel: str, order: str,
+                   target: FileStatus | None) -> tuple[Row, ...]:
+        d = self.ds.planned_directory(origin, rel, self.cfg)
+        if target is not None and not target.is_dir:
+            return ((ERROR, order, (True, (
+                f"cannot replace file {fsutil.display(d.destination)} with directory "
+                f"{fsutil.display(origin.url)}"), d.destination), 0),
+                (DIRECTORY, order, d, 0))
+        return ((DIRECTORY, order, d, 0),)
+
+    def _file(self, origin: FileStatus, rel: str, order: str,
+              target: FileStatus | None) -> tuple[Row, ...]:
+        self.files += 1
+        f = self.ds.planned_file(origin, rel, self.cfg)
         if target is not None and target.is_dir:
-            yield ERROR, order, (False, (
+            return ((ERROR, order, (False, (
                 f"cannot replace directory {fsutil.display(f.destination)} with file "
-                f"{fsutil.display(origin.url)}"), f.destination), 0
-            continue
-        reason, wanted = decide(f, target, cfg.overwrite, cfg.compare, rule.mtimes_kept)
+                f"{fsutil.display(origin.url)}"), f.destination), 0),)
+        reason, wanted = decide(f, target, self.cfg.overwrite, self.cfg.compare,
+                                self.rule.mtimes_kept)
         if wanted:
-            yield COPY, order, Action(f, reason), origin.size
-        else:
-            skips += 1
-            if rule.keep_skips:
-                yield SKIP, order, Action(f, reason), 0
-    yield COUNT, "", (files, skips), 0
+            return ((COPY, order, Action(f, reason), origin.size),)
+        self.skips += 1
+        return ((SKIP, order, Action(f, reason), 0),) if self.rule.keep_skips else ()
 
 
 def _target(entry: Entry | None) -> FileStatus | None:
@@ -191,7 +217,6 @@ def _copies_writer(rule: JoinRule) -> CopyRowsWriter | None:
     """This task attempt's copy-rows file (None: files to copy are sent as rows)."""
     if not rule.copies_to:
         return None
-    from distcp.spark.arrow import attempt_id
-
-    url = fsutil.join(rule.copies_to, f"{attempt_id()}.parquet")
+    attempt = rule.attempt() if rule.attempt is not None else f"local{os.getpid()}"
+    url = fsutil.join(rule.copies_to, f"{attempt}.parquet")
     return CopyRowsWriter(url, dict(rule.cfg.dst_options))

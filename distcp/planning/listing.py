@@ -7,7 +7,7 @@ done by the pure functions of ``planning``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from distcp.configuration import CopyConfiguration
@@ -30,11 +30,11 @@ from distcp.state.layout import state_root_of
 from distcp.state.store import DatasetState, StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.base import Tree
 
-#: Lists a tree as ``fsutil.walk`` does: ``(fs, root, links, storage options, skipped)``
-#: -> ``(path, FileStatus)`` pairs, in the walk's order (``distcp.spark.listing``).
-Lister = Callable[[Any, str, str, dict[str, Any], list[fsutil.Skipped]],
-                  Iterable[tuple[str, FileStatus]]]
+#: Lists a tree as ``Storage.walk`` does: ``(tree, links, skipped)`` -> ``(path,
+#: FileStatus)`` pairs, in the walk's order (``distcp.spark.listing``).
+Lister = Callable[[Tree, str, list[fsutil.Skipped]], Iterable[tuple[str, FileStatus]]]
 
 
 @dataclass(frozen=True)
@@ -70,15 +70,16 @@ def target_listing(dataset: CopyableDataset, cfg: CopyConfiguration,
     found = target_root(dataset, cfg, url)
     if found is None:
         return {}
-    fs, root, info = found
+    tree, status = found
     if dataset.is_file:
-        return {url: fsutil.status(fs, info)}
+        return {url: status}
     links = target_links(cfg)
-    entries = lister(fs, root, links, dict(cfg.dst_options), []) if lister is not None \
-        else fsutil.walk(fs, root, links)
-    if fsutil.is_local(fs):  # a local path is its own URL: 0.1 s per 100,000 entries
+    entries = lister(tree, links, []) if lister is not None \
+        else tree.storage.walk(tree.url, links)
+    if tree.storage.capabilities.local_paths:  # its own URL: 0.1 s per 100,000 entries
         return dict(entries)
-    return {fsutil.to_url(fs, p): st for p, st in entries}
+    url_of = tree.url_of
+    return {url_of(p): st for p, st in entries}
 
 
 def keeps_mtimes(destination: str, cfg: CopyConfiguration) -> bool:
@@ -94,21 +95,21 @@ def target_links(cfg: CopyConfiguration) -> str:
 
 
 def target_root(dataset: CopyableDataset, cfg: CopyConfiguration, url: str
-                ) -> tuple[Any, str, dict[str, Any]] | None:
-    """``(fs, path, info)`` of what the destination has at ``url``, None if nothing; a
-    file where a directory tree would go is refused."""
-    fs, root = fsutil.filesystem(url, cfg.dst_options)
+                ) -> tuple[Tree, FileStatus] | None:
+    """The tree at ``url`` on the destination and the status of what is there, None if
+    nothing; a file where a directory tree would go is refused."""
+    tree = storage_for(url, dict(cfg.dst_options)).tree(url)
     try:
-        info = fs.info(root)
+        status = tree.storage.stat(tree.url)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise PlanningError(f"cannot list destination {dataset.destination_root}: {exc}") from exc
-    if info["type"] != "directory" and not dataset.is_file:
+    if not status.is_dir and not dataset.is_file:
         raise PlanningError(
             f"cannot copy directory {fsutil.display(dataset.root)} onto file "
             f"{fsutil.display(dataset.destination_root)}", path=dataset.destination_root)
-    return fs, root, info
+    return tree, status
 
 
 class JoinedPlanner(Protocol):
@@ -146,7 +147,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
              joined: JoinedPlanner | None = None) -> Planned:
     """List and plan every dataset of the run (found here unless given).
 
-    ``lister`` lists trees in place of ``fsutil.walk`` (``--listing spark``: on the
+    ``lister`` lists trees in place of ``Storage.walk`` (``--listing spark``: on the
     executors); it must give what the walk gives. ``joined`` plans the datasets it
     takes from both listings joined on Spark, collecting only what is acted on.
 
@@ -154,55 +155,81 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
     manifest says was published, so the destination is not listed at all.
     """
     datasets = find_datasets(cfg) if datasets is None else datasets
-    plans: list[DatasetPlan] = []
-    listings = seen = selected = collected = 0
-    skipped: list[fsutil.Skipped] = []
-    strategies: list[tuple[str, Strategy]] = []
     datasets = [with_history(ds, state) for ds in datasets]
+    tally = _Tally()
     for ds in datasets:
         message(f"listing {fsutil.display(ds.urn)}")
         done = joined(ds, cfg) if joined is not None and joined.plans(ds, cfg) else None
         if done is not None:
-            plans.append(done.plan)
-            skipped.extend(done.skipped)
-            seen, listings, collected = seen + done.seen, listings + 1, collected + done.rows
-            strategies.append((ds.urn, done.strategy))
+            tally.joined(ds, done)
             continue
         listing = source_listing(ds, cfg, lister)
-        strategies.append((ds.urn, listed_strategy(ds, cfg, lister)))
-        skipped.extend(listing.skipped)
-        seen, selected = seen + listing.seen, selected + len(listing.files)
-        # The manifest holds the sources' own mtimes; a listed object store, its own.
-        mtimes_kept = True
-        if cfg.incremental and state is not None and not cfg.delete:
-            target = manifest_listing(state.load(ds.urn))
-        else:
-            mtimes_kept = keeps_mtimes(ds.destination_root, cfg)
-            single = listing.files[0] if ds.is_file and listing.files else None
-            renamed = single.destination if single is not None and single.converters else None
-            target = target_listing(ds, cfg, renamed, lister)
-            listings += 1
-        if state is not None and any(f.destination.endswith("/") for f in listing.files):
-            published = {entry[3] for entry in state.load(ds.urn).manifest.values()}
-            target = expansion_targets(listing.files, target, published, ds.destination_root,
-                                       listed=not (cfg.incremental and not cfg.delete))
-        plans.append(plan_dataset(ds.urn, ds.destination_root, listing.files,
-                                  listing.directories, target,
-                                  overwrite=cfg.overwrite, delete=cfg.delete,
-                                  compare=cfg.compare, mtimes_kept=mtimes_kept,
-                                  protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
-                                  marks=listing.marks))
-    if cfg.include and seen and not selected:
-        raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of {seen} "
-                            "file(s) in the source; check the patterns (a pattern without '/' "
-                            "matches the file name)")
-    check_duplicates(plans)
+        tally.strategies.append((ds.urn, listed_strategy(ds, cfg, lister)))
+        tally.listed(listing)
+        tally.plans.append(walked_plan(ds, cfg, listing, state, lister, tally))
+    if cfg.include and tally.seen and not tally.selected:
+        raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of "
+                            f"{tally.seen} file(s) in the source; check the patterns (a "
+                            "pattern without '/' matches the file name)")
+    check_duplicates(tally.plans)
     if cfg.move:
-        check_max_move(plans, cfg.max_delete, cfg.compare)
+        check_max_move(tally.plans, cfg.max_delete, cfg.compare)
     else:
-        check_max_delete(plans, cfg.max_delete)
-    return Planned(Plan(tuple(plans)), tuple(datasets), listings, tuple(skipped), collected,
-                   tuple(strategies))
+        check_max_delete(tally.plans, cfg.max_delete)
+    return Planned(Plan(tuple(tally.plans)), tuple(datasets), tally.listings,
+                   tuple(tally.skipped), tally.collected, tuple(tally.strategies))
+
+
+@dataclass
+class _Tally:
+    """What ``plan_all`` gathers dataset by dataset."""
+
+    plans: list[DatasetPlan] = field(default_factory=list)
+    skipped: list[fsutil.Skipped] = field(default_factory=list)
+    strategies: list[tuple[str, Strategy]] = field(default_factory=list)
+    listings: int = 0
+    seen: int = 0
+    selected: int = 0
+    collected: int = 0
+
+    def joined(self, ds: CopyableDataset, done: Any) -> None:
+        """A dataset a joined planner planned (both trees listed)."""
+        self.plans.append(done.plan)
+        self.skipped.extend(done.skipped)
+        self.seen, self.listings = self.seen + done.seen, self.listings + 1
+        self.collected += done.rows
+        self.strategies.append((ds.urn, done.strategy))
+
+    def listed(self, listing: DatasetListing) -> None:
+        self.skipped.extend(listing.skipped)
+        self.seen, self.selected = self.seen + listing.seen, self.selected + len(listing.files)
+
+
+def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetListing,
+                state: StateStore | None, lister: Lister | None, tally: _Tally
+                ) -> DatasetPlan:
+    """The plan of a dataset from its source ``listing`` and its target: the manifest
+    under ``--incremental`` (without ``--delete``), else the destination's listing
+    (counted in ``tally``)."""
+    # The manifest holds the sources' own mtimes; a listed object store, its own.
+    mtimes_kept = True
+    if cfg.incremental and state is not None and not cfg.delete:
+        target = manifest_listing(state.load(ds.urn))
+    else:
+        mtimes_kept = keeps_mtimes(ds.destination_root, cfg)
+        single = listing.files[0] if ds.is_file and listing.files else None
+        renamed = single.destination if single is not None and single.converters else None
+        target = target_listing(ds, cfg, renamed, lister)
+        tally.listings += 1
+    if state is not None and any(f.destination.endswith("/") for f in listing.files):
+        published = {entry[3] for entry in state.load(ds.urn).manifest.values()}
+        target = expansion_targets(listing.files, target, published, ds.destination_root,
+                                   listed=not (cfg.incremental and not cfg.delete))
+    return plan_dataset(ds.urn, ds.destination_root, listing.files, listing.directories,
+                        target, overwrite=cfg.overwrite, delete=cfg.delete,
+                        compare=cfg.compare, mtimes_kept=mtimes_kept,
+                        protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
+                        marks=listing.marks)
 
 
 def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,
@@ -213,13 +240,13 @@ def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,
         return Strategy(FILES_FROM, f"{flag} names the files; the tree is not walked")
     if ds.is_file:
         return Strategy(DRIVER_WALK, "a single file")
-    fs, root = fsutil.filesystem(ds.root, cfg.src_options)
     on_spark = getattr(lister, "on_spark", None)
     if on_spark is None or not _takes_entries(ds):
         return Strategy(DRIVER_WALK, f"--listing {cfg.listing}" if on_spark is None
                         else f"a {type(ds).__name__} lists itself")
-    why = str(lister.reason(fs, root))  # type: ignore[union-attr]
-    return Strategy(SPARK_LIST if on_spark(fs, root) else DRIVER_WALK, why)
+    tree = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
+    why = str(lister.reason(tree))  # type: ignore[union-attr]
+    return Strategy(SPARK_LIST if on_spark(tree) else DRIVER_WALK, why)
 
 
 def with_history(ds: CopyableDataset, state: StateStore | None) -> CopyableDataset:
@@ -240,15 +267,14 @@ def source_listing(ds: CopyableDataset, cfg: CopyConfiguration,
         if lister is None or ds.is_file or not _takes_entries(ds):
             return ds.listing(cfg)
 
-        def listed(fs: Any, root: str, skipped: list[fsutil.Skipped]
+        def listed(tree: Tree, skipped: list[fsutil.Skipped]
                    ) -> Iterable[tuple[str, FileStatus]]:
-            return lister(fs, root, cfg.links, dict(cfg.src_options), skipped)
+            return lister(tree, cfg.links, skipped)
 
         return ds.listing_from(cfg, listed)
 
-    def entries(fs: Any, root: str, skipped: list[fsutil.Skipped]
-                ) -> Iterator[tuple[str, FileStatus]]:
-        return files_from_entries(fs, root, files_from_list(cfg, root), cfg, skipped)
+    def entries(tree: Tree, skipped: list[fsutil.Skipped]) -> Iterator[tuple[str, FileStatus]]:
+        return files_from_entries(tree, files_from_list(cfg, tree.path), cfg, skipped)
 
     return ds.listing_from(cfg, entries)
 

@@ -32,8 +32,9 @@ from distcp.planning.strategy import DRIVER_PAIRED_WALK, Strategy
 from distcp.planning.tops import Found, tree_tasks
 from distcp.state.store import urn_key
 from distcp.storage import filesystems as fsutil
-from distcp.storage import spec_for
+from distcp.storage import spec_for, storage_for
 from distcp.storage import treelisting as tl
+from distcp.storage.base import Tree
 
 
 @dataclass(frozen=True)
@@ -76,37 +77,35 @@ class DriverPairs:
     too wide to pair (``TOP_PAIRS``)."""
 
     def __init__(self, keep_skips: bool = False, copies_to: str = "",
-                 why: Callable[[Any, str], str] = lambda fs, root: "two local trees"
-                 ) -> None:
-        """``why``: what made the run plan a source tree ``(fs, root)`` here rather than
-        on Spark."""
+                 why: Callable[[Tree], str] = lambda tree: "two local trees") -> None:
+        """``why``: what made the run plan a source tree here rather than on Spark."""
         self.keep_skips, self.copies_to, self.why = keep_skips, copies_to, why
 
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
         if not jp.plannable(ds, cfg):
             return False
-        src_fs, _ = fsutil.filesystem(ds.root, cfg.src_options)
-        dst_fs, _ = fsutil.filesystem(ds.destination_root, cfg.dst_options)
-        return tl.listing_kind(src_fs) == tl.TREE == tl.listing_kind(dst_fs)
+        src = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
+        dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
+        return src.kind == tl.TREE == dst.kind
 
     def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration
                  ) -> JoinedPlan | None:
         root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
-        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
-        target = target_root(ds, cfg, ds.destination_root)
-        if target is not None and tl.listing_kind(target[0]) != tl.TREE:
+        source = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
+        found_target = target_root(ds, cfg, ds.destination_root)
+        target = found_target[0] if found_target is not None else None
+        if target is not None and target.kind != tl.TREE:
             return None
-        src = src_root.rstrip("/") or "/"
+        src = source.path.rstrip("/") or "/"
         skipped: list[fsutil.Skipped] = []
-        found = replace(tree_tasks(fsutil.to_url(src_fs, src), src, cfg.links,
+        found = replace(tree_tasks(source.url_of(src), src, cfg.links,
                                    cfg.src_options, DRIVER_CUT, skipped), width=1)
-        dst = (target[0], target[1].rstrip("/") or "/") if target is not None else None
-        items = paired_items(found, src, dst, target_links(cfg), cfg.dst_options)
+        items = paired_items(found, src, target, target_links(cfg))
         if items is None:
             return None
         rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
                            mtimes_kept=keeps_mtimes(ds.destination_root, cfg))
-        roots = (src, dst[1] if dst else "")
+        roots = (src, (target.path.rstrip("/") or "/") if target is not None else "")
         kept = _Held(copies_folder(self.copies_to, ds), dict(cfg.dst_options))
         values: list[tuple[str, str, Any]] = []
         for item in items:
@@ -115,7 +114,7 @@ class DriverPairs:
                     values.append((kind, sort, value))
         values += kept.close()
         return assembled(ds, cfg, rule, root_dir, values, skipped, 0,
-                         Strategy(DRIVER_PAIRED_WALK, self.why(src_fs, src_root)))
+                         Strategy(DRIVER_PAIRED_WALK, self.why(source)))
 
 
 #: Files to copy a dataset planned on the driver holds before it writes them to a
@@ -186,59 +185,86 @@ def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
 DRIVER_CUT = 4
 
 
-def paired_items(found: Found, src_root: str, dst: tuple[Any, str] | None, dst_links: str,
-                 dst_options: Mapping[str, Any]) -> list[pp.PairedItem] | None:
+def paired_items(found: Found, src_root: str, dst: Tree | None, dst_links: str
+                 ) -> list[pp.PairedItem] | None:
     """The planning tasks of two local trees: the source's top (``found``, listed by
-    the driver) paired with the target's down to the same cut, and a task per subtree
-    of either (``distcp.planning.paired``), dealt into ``found.width`` tasks."""
+    the driver) paired with the target's (``dst``, None: no target yet) down to the
+    same cut, and a task per subtree of either (``distcp.planning.paired``), dealt into
+    ``found.width`` tasks; None when the top holds more than ``TOP_PAIRS`` names."""
     src_cut = len(src_root.rstrip("/")) + 1
     starts = {t.start[src_cut:]: t for t in found.tasks if t.start is not None}
     expanded = {p[src_cut:] for p, st in found.entries if st.is_dir}
-    top_t: dict[str, dict[str, Any]] = {}
-    under: dict[str, tl.Subtree] = {}
-    at_start: dict[str, dict[str, Any]] = {}
-    only: list[tl.Subtree] = []
-    dst_root = dst[1] if dst is not None else ""
-    dst_cut = len(dst_root.rstrip("/")) + 1
+    top = _TargetTop(dst, dst_links, starts)
     if dst is not None:
-        root_st = os.stat(dst_root)
-        frontier = [(dst_root, frozenset({(root_st.st_dev, root_st.st_ino)}))]
-        while frontier:
-            path, ancestors = frontier.pop()
-            for item in tl.local_level(path, dst_links, [], ancestors,
-                                       top=path == dst_root) or ():
-                entry = (item.path, item.status) if isinstance(item, tl.Subtree) else item
-                rel = entry[0][dst_cut:]
-                if rel in starts:  # paired in the subtree's task
-                    at_start[rel] = tl.row_of(*entry)
-                    if isinstance(item, tl.Subtree):
-                        under[rel] = item
-                    continue
-                if isinstance(item, tl.Subtree) and rel not in expanded:
-                    only.append(item)  # listed whole by a task, its own entry included
-                    continue
-                top_t[rel] = tl.row_of(*entry)
-                if isinstance(item, tl.Subtree):
-                    frontier.append((item.path, frozenset(item.ancestors)))
+        top.list(expanded)
     top_s = {p[src_cut:]: tl.row_of(p, st) for p, st in found.entries}
     # a source file where only the target has a directory: paired in that one's task
-    beside = {sub.path[dst_cut:]: top_s.pop(sub.path[dst_cut:], None) for sub in only}
-    names = sorted(top_s.keys() | top_t.keys(), key=lambda r: tl.sort_key(tl.TREE, r))
+    beside = {top.rel(sub): top_s.pop(top.rel(sub), None) for sub in top.only}
+    names = sorted(top_s.keys() | top.rows.keys(), key=lambda r: tl.sort_key(tl.TREE, r))
     if len(names) > TOP_PAIRS:
         return None
-
-    def target_task(sub: tl.Subtree) -> tl.ListingTask:
-        return tl.ListingTask(tl.TREE, fsutil.to_url(dst[0], dst_root) if dst else "",
-                              dst_root, dst_links, start=sub.path, ancestors=sub.ancestors,
-                              options=dict(dst_options))
-
-    tasks = [pp.PairedTask(rel, t, target_task(under[rel]) if rel in under else None,
-                           at_start.get(rel)) for rel, t in starts.items()]
-    tasks += [pp.PairedTask(sub.path[dst_cut:], None, target_task(sub),
-                            source_row=beside[sub.path[dst_cut:]]) for sub in only]
-    pairs = tuple((top_s.get(rel), top_t.get(rel)) for rel in names)
+    tasks = [pp.PairedTask(rel, t, top.task(top.under[rel]) if rel in top.under else None,
+                           top.at_start.get(rel)) for rel, t in starts.items()]
+    tasks += [pp.PairedTask(top.rel(sub), None, top.task(sub), source_row=beside[top.rel(sub)])
+              for sub in top.only]
+    pairs = tuple((top_s.get(rel), top.rows.get(rel)) for rel in names)
     groups = grouped(tasks, found.width or len(tasks)) if tasks else []
     return [pp.PairedItem(pairs)] + [pp.PairedItem(tasks=g) for g in groups]
+
+
+class _TargetTop:
+    """The target's top as ``paired_items`` pairs it with the source's: its rows down
+    to the source's cut (``rows``), the rows and subtrees at the source's task starts
+    (``at_start``, ``under``: paired in those tasks), and the subtrees only the target
+    has (``only``: listed whole by a task of their own)."""
+
+    def __init__(self, dst: Tree | None, links: str, starts: Mapping[str, Any]) -> None:
+        self.dst, self.links, self.starts = dst, links, starts
+        self.root = (dst.path.rstrip("/") or "/") if dst is not None else ""
+        self.cut = len(self.root.rstrip("/")) + 1
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.under: dict[str, tl.Subtree] = {}
+        self.at_start: dict[str, dict[str, Any]] = {}
+        self.only: list[tl.Subtree] = []
+
+    def rel(self, sub: tl.Subtree) -> str:
+        return sub.path[self.cut:]
+
+    def list(self, expanded: set[str]) -> None:
+        """Walk the target's top, level by level, down to where the source's stops
+        (``expanded``: the source's directories the driver listed)."""
+        root_st = os.stat(self.root)
+        frontier = [(self.root, frozenset({(root_st.st_dev, root_st.st_ino)}))]
+        while frontier:
+            path, ancestors = frontier.pop()
+            for item in tl.local_level(path, self.links, [], ancestors,
+                                       top=path == self.root) or ():
+                below = self._take(item, expanded)
+                if below is not None:
+                    frontier.append((below.path, frozenset(below.ancestors)))
+
+    def _take(self, item: tl.Subtree | tuple[str, Any], expanded: set[str]
+              ) -> tl.Subtree | None:
+        """File one entry of the target's top; a subtree to list further, else None."""
+        entry = (item.path, item.status) if isinstance(item, tl.Subtree) else item
+        rel = entry[0][self.cut:]
+        if rel in self.starts:  # paired in the subtree's task
+            self.at_start[rel] = tl.row_of(*entry)
+            if isinstance(item, tl.Subtree):
+                self.under[rel] = item
+            return None
+        if isinstance(item, tl.Subtree) and rel not in expanded:
+            self.only.append(item)  # listed whole by a task, its own entry included
+            return None
+        self.rows[rel] = tl.row_of(*entry)
+        return item if isinstance(item, tl.Subtree) else None
+
+    def task(self, sub: tl.Subtree) -> tl.ListingTask:
+        """The listing task of one of the target's subtrees."""
+        assert self.dst is not None
+        return tl.ListingTask(tl.TREE, self.dst.url_of(self.root), self.root, self.links,
+                              start=sub.path, ancestors=sub.ancestors,
+                              options=dict(self.dst.storage.options))
 
 
 def assembled(ds: RecursiveCopyableDataset, cfg: CopyConfiguration, rule: jp.JoinRule,

@@ -52,7 +52,7 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
         lister = Lister(cfg.listing, spark, cheap=lambda: session.started or session_cheap(
             cfg)) if cfg.listing != "driver" else None
         pairs = DriverPairs(every_decision(cfg), copies_to,
-                            lister.reason if lister is not None else lambda fs, root: PAIRED_HERE)
+                            lister.reason if lister is not None else lambda tree: PAIRED_HERE)
         with collection.paused():
             return plan_all(cfg, message, run.datasets, store, lister,
                             FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),

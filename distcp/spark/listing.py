@@ -27,6 +27,7 @@ from distcp.spark.arrow import frame_of
 from distcp.spark.schemas import local_frame
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
+from distcp.storage.base import Tree
 from distcp.storage.filesystems import Skipped
 
 #: Probes at most per prefix.
@@ -48,9 +49,10 @@ LOCAL_FROM = 250_000
 KEYS_FROM = 100_000
 
 
-def key_tasks(fs: Any, url: str, root: str, options: Mapping[str, Any], target: int,
-              first_page: Mapping[str, Any] | None = None, page_keys: int = PAGE) -> Found:
+def key_tasks(tree: Tree, target: int, first_page: Mapping[str, Any] | None = None,
+              page_keys: int = PAGE) -> Found:
     """An object-store prefix: key ranges between probed characters (``key_ranges``)."""
+    fs, root, url, options = tree.handle, tree.path, tree.url, tree.storage.options
     found = Found(tl.KEYS)
     page = first_page if first_page is not None else tl.list_page(fs, root, None, page_keys)
     contents = page.get("Contents", [])
@@ -87,9 +89,9 @@ def run_listings(tasks: tuple[tl.ListingTask, ...]) -> Iterator[Any]:
 
 
 class Lister:
-    """``plan_all``'s lister, listing by ``--listing``: ``(fs, root, links, options,
-    skipped)`` -> ``(path, FileStatus)`` pairs in the walk's order, what is not copied
-    appended to ``skipped``, as ``fsutil.walk`` gives them.
+    """``plan_all``'s lister, listing by ``--listing``: ``(tree, links, skipped)`` ->
+    ``(path, FileStatus)`` pairs in the walk's order, what is not copied appended to
+    ``skipped``, as ``Storage.walk`` gives them (trees are keyed by their ``path``).
 
     ``session`` opens the run's Spark session the first time a listing needs it (it
     then stays open for the copy: the run pays Spark's start once).
@@ -115,33 +117,33 @@ class Lister:
         self._big: dict[str, bool] = {}
         self._walked: dict[str, tuple[list[tuple[str, Any]], list[Skipped]]] = {}
 
-    def __call__(self, fs: Any, root: str, links: str, options: dict[str, Any],
-                 skipped: list[Skipped]) -> Iterable[tuple[str, Any]]:
-        kind, first = self._placed(fs, root)
+    def __call__(self, tree: Tree, links: str, skipped: list[Skipped]
+                 ) -> Iterable[tuple[str, Any]]:
+        kind, first = self._placed(tree)
         if kind is None:
-            if root in self._walked:
-                walked, walk_skipped = self._walked.pop(root)
+            if tree.path in self._walked:
+                walked, walk_skipped = self._walked.pop(tree.path)
                 skipped.extend(walk_skipped)
                 return iter(walked)
-            return fsutil.walk(fs, root, links, skipped)
-        return self._on_spark(fs, root, kind, links, options, first, skipped)
+            return tree.storage.walk(tree.url, links, skipped)
+        return self._on_spark(tree, kind, links, first, skipped)
 
-    def on_spark(self, fs: Any, root: str) -> bool:
-        """Whether the tree at ``root`` was (or is) listed on Spark: ``auto``'s verdict,
-        asked after the listing, never listing again."""
-        kind = tl.listing_kind(fs) if self.mode != "driver" else None
+    def on_spark(self, tree: Tree) -> bool:
+        """Whether ``tree`` was (or is) listed on Spark: ``auto``'s verdict, asked after
+        the listing, never listing again."""
+        kind = tree.kind if self.mode != "driver" else None
         if kind is None:
             return False
-        return self._big.get(root, False) if self.mode == "auto" else True
+        return self._big.get(tree.path, False) if self.mode == "auto" else True
 
-    def reason(self, fs: Any, root: str) -> str:
-        """The fact that put the tree at ``root`` on Spark or on the driver."""
+    def reason(self, tree: Tree) -> str:
+        """The fact that put ``tree`` on Spark or on the driver."""
         if self.mode != "auto":
             return f"--listing {self.mode}"
-        kind = tl.listing_kind(fs)
+        kind = tree.kind
         if kind is None:
             return "--listing auto: a store whose listing cannot be cut into tasks"
-        big = self._big.get(root, False)
+        big = self._big.get(tree.path, False)
         if kind == tl.KEYS:
             return f"--listing auto: {'more than' if big else 'at most'} {self.keys_from:,} keys"
         if big:
@@ -150,83 +152,81 @@ class Lister:
         return (f"--listing auto: at most {self.local_from:,} entries, or a session that "
                 "does not open cheaply")
 
-    def _placed(self, fs: Any, root: str) -> tuple[str | None, Mapping[str, Any] | None]:
+    def _placed(self, tree: Tree) -> tuple[str | None, Mapping[str, Any] | None]:
         """Where a tree is listed: its listing kind when on Spark, None for the driver's
         walk; and an object store's first page, which the tasks' key ranges start from
         (a probe ``joins`` made is taken, not listed again)."""
-        kind = tl.listing_kind(fs) if self.mode != "driver" else None
+        kind = tree.kind if self.mode != "driver" else None
+        root = tree.path
         if self.mode == "auto":
             if kind is None:
                 return None, None
             if root not in self._big:
                 if kind == tl.KEYS:
-                    self._big[root] = self._more_keys(fs, root)
+                    self._big[root] = self._more_keys(tree)
                 else:
                     self._big[root] = more_entries_than(root.rstrip("/") or "/",
                                                         self.local_from) and self.cheap()
             return (kind if self._big[root] else None), None
         if kind != tl.KEYS:
             return kind, None
-        first = self._pages.pop(fsutil.to_url(fs, root), None)
+        first = self._pages.pop(tree.url, None)
         if first is None:  # the key ranges start from the first key
-            first = tl.list_page(fs, root, None, 1)
+            first = tl.list_page(tree.handle, root, None, 1)
         return kind, first
 
-    def _more_keys(self, fs: Any, root: str) -> bool:
+    def _more_keys(self, tree: Tree) -> bool:
         """Whether the prefix holds more than ``keys_from`` keys: the driver's walk, which
         stops there; the walk of a prefix that ends before is kept for ``__call__``."""
         from distcp.storage.s3.listing import MoreKeys
 
         skipped: list[Skipped] = []
         try:
-            self._walked[root] = (list(fsutil.walk(fs, root, "follow", skipped,
-                                                   most=self.keys_from)), skipped)
+            self._walked[tree.path] = (list(tree.storage.walk(
+                tree.url, "follow", skipped, most=self.keys_from)), skipped)
         except MoreKeys:
             return True
         return False
 
-    def _on_spark(self, fs: Any, root: str, kind: str, links: str, options: dict[str, Any],
-                  first: Mapping[str, Any] | None, skipped: list[Skipped]
-                  ) -> Iterator[tuple[str, Any]]:
+    def _on_spark(self, tree: Tree, kind: str, links: str, first: Mapping[str, Any] | None,
+                  skipped: list[Skipped]) -> Iterator[tuple[str, Any]]:
         spark = self.session()
-        found = self.found(spark, fs, root, kind, links, options, first, skipped)
+        found = self.found(spark, tree, kind, links, first, skipped)
         rows = listing_frame(spark, found.tasks, found.width).collect() if found.tasks else []
         yield from entries(found, rows, skipped)
 
-    def found(self, spark: Any, fs: Any, root: str, kind: str, links: str,
-              options: Mapping[str, Any], first: Mapping[str, Any] | None,
-              skipped: list[Skipped]) -> Found:
+    def found(self, spark: Any, tree: Tree, kind: str, links: str,
+              first: Mapping[str, Any] | None, skipped: list[Skipped]) -> Found:
         """The top of the tree listed here, the listing tasks for the rest."""
         from distcp.spark.session import default_parallelism
 
         target = self.target or task_target(default_parallelism(spark))
-        url = fsutil.to_url(fs, root)
-        found = tree_tasks(url, root.rstrip("/") or "/", links, options, target, skipped) \
-            if kind == tl.TREE else key_tasks(fs, url, root, options, target, first, self.page)
+        found = tree_tasks(tree.url, tree.path.rstrip("/") or "/", links,
+                           tree.storage.options, target, skipped) \
+            if kind == tl.TREE else key_tasks(tree, target, first, self.page)
         return replace(found, width=target)
 
-    def frame(self, fs: Any, root: str, links: str, options: Mapping[str, Any],
-              skipped: list[Skipped]) -> tuple[Any, str]:
+    def frame(self, tree: Tree, links: str, skipped: list[Skipped]) -> tuple[Any, str]:
         """The whole tree as one DataFrame of ``ROW_SCHEMA`` (the driver's top entries
         and every task's rows), never collected, and its listing kind; entries the
         driver itself could not list go to ``skipped``, the tasks' stay rows."""
-        kind = tl.listing_kind(fs)
+        kind = tree.kind
         assert kind is not None, "frame() of a filesystem that cannot be cut"
         spark = self.session()
-        first = self._pages.pop(fsutil.to_url(fs, root), None)
-        found = self.found(spark, fs, root, kind, links, options, first, skipped)
+        first = self._pages.pop(tree.url, None)
+        found = self.found(spark, tree, kind, links, first, skipped)
         top = local_frame(spark, [tuple(tl.row_of(p, st)[name] for name, _ in tl.ROW_COLUMNS)
                                   for p, st in found.entries], tl.ROW_SCHEMA)
         if not found.tasks:
             return top, kind
         return listing_frame(spark, found.tasks, found.width).unionByName(top), kind
 
-    def joins(self, fs: Any, root: str) -> bool:
-        """Whether a tree on ``fs`` is listed on Spark (hence planned there too); its
-        first page, if probed, is kept for ``frame``."""
-        kind, first = self._placed(fs, root)
+    def joins(self, tree: Tree) -> bool:
+        """Whether ``tree`` is listed on Spark (hence planned there too); its first
+        page, if probed, is kept for ``frame``."""
+        kind, first = self._placed(tree)
         if first is not None:
-            self._pages[fsutil.to_url(fs, root)] = first
+            self._pages[tree.url] = first
         return kind is not None
 
 

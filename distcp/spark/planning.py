@@ -27,11 +27,13 @@ from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.strategy import SPARK_JOIN, SPARK_PAIRED_WALK, Strategy
 from distcp.planning.treeplans import JoinedPlan, assembled, copies_folder, paired_items
-from distcp.spark.arrow import frame_of, session_setting
+from distcp.spark.arrow import attempt_id, frame_of, session_setting
 from distcp.spark.listing import Lister
 from distcp.spark.schemas import struct
 from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
 from distcp.storage import treelisting as tl
+from distcp.storage.base import Tree
 
 
 class JoinPlanner:
@@ -48,69 +50,70 @@ class JoinPlanner:
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
         if not jp.plannable(ds, cfg):
             return False
-        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
-        dst_fs, _ = fsutil.filesystem(ds.destination_root, cfg.dst_options)
-        return tl.listing_kind(dst_fs) is not None and self.lister.joins(src_fs, src_root)
+        src = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
+        dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
+        return dst.kind is not None and self.lister.joins(src)
 
     def __call__(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration) -> JoinedPlan:
         root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
         skipped: list[fsutil.Skipped] = []
-        src_fs, src_root = fsutil.filesystem(ds.root, cfg.src_options)
+        src = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
         found_target = target_root(ds, cfg, ds.destination_root)  # asked once, both ways
-        paired = self._paired(ds, cfg, src_fs, src_root, found_target, root_dir, skipped)
+        target_tree = found_target[0] if found_target is not None else None
+        paired = self._paired(ds, cfg, src, target_tree, root_dir, skipped)
         if paired is not None:
             return paired
-        source, kind = self.lister.frame(src_fs, src_root, cfg.links, cfg.src_options,
-                                         skipped)
-        target, target_kind = self._target(cfg, found_target)
+        source, kind = self.lister.frame(src, cfg.links, skipped)
+        target, target_kind = self._target(cfg, target_tree)
         rule = self._rule(ds, cfg, kind, target_kind or kind)
         with _join_partitions(self.lister.session(), cfg):
-            rows = _joined(source, src_root, target).mapInArrow(
+            rows = _joined(source, src.path, target).mapInArrow(
                 partial(jp.arrow_plan, rule), struct(jp.OUT_SCHEMA)).collect()
         return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows),
-                         Strategy(SPARK_JOIN, self.lister.reason(src_fs, src_root)))
+                         Strategy(SPARK_JOIN, self.lister.reason(src)))
 
-    def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src_fs: Any,
-                src_root: str, target: tuple[Any, str, Any] | None,
-                root_dir: CopyableDirectory, skipped: list[fsutil.Skipped]
-                ) -> JoinedPlan | None:
+    def _paired(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source: Tree,
+                target: Tree | None, root_dir: CopyableDirectory,
+                skipped: list[fsutil.Skipped]) -> JoinedPlan | None:
         """Both trees on local disks: planned by tasks that walk each subtree of both
         side by side (``distcp.planning.paired``), one job, no join; None (the join
         plans it) for other storages or a top too big to send with the tasks."""
-        if tl.listing_kind(src_fs) != tl.TREE or (
-                target is not None and tl.listing_kind(target[0]) != tl.TREE):
+        if source.kind != tl.TREE or (target is not None and target.kind != tl.TREE):
             return None
         spark = self.lister.session()
         top_skipped: list[fsutil.Skipped] = []
-        found = self.lister.found(spark, src_fs, src_root, tl.TREE, cfg.links,
-                                  cfg.src_options, None, top_skipped)
-        src = src_root.rstrip("/") or "/"
-        dst = (target[0], target[1].rstrip("/") or "/") if target is not None else None
-        items = paired_items(found, src, dst, target_links(cfg), cfg.dst_options)
+        found = self.lister.found(spark, source, tl.TREE, cfg.links, None, top_skipped)
+        src = source.path.rstrip("/") or "/"
+        items = paired_items(found, src, target, target_links(cfg))
         if items is None:
             return None
         skipped.extend(top_skipped)
         rule = self._rule(ds, cfg, tl.TREE, tl.TREE)
-        rows = frame_of(spark, items, partial(pp.run_paired, rule, (src, dst[1] if dst else "")),
+        rows = frame_of(spark, items, partial(pp.run_paired, rule, (src, _root(target))),
                         jp.OUT_SCHEMA).collect()
         return assembled(ds, cfg, rule, root_dir, _decoded(rows), skipped, len(rows),
-                         Strategy(SPARK_PAIRED_WALK, self.lister.reason(src_fs, src_root)))
+                         Strategy(SPARK_PAIRED_WALK, self.lister.reason(source)))
 
     def _rule(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, source_kind: str,
               target_kind: str) -> jp.JoinRule:
         return jp.JoinRule(ds, cfg, source_kind, target_kind, self.keep_skips,
                            copies_folder(self.copies_to, ds),
-                           keeps_mtimes(ds.destination_root, cfg), task_environment())
+                           keeps_mtimes(ds.destination_root, cfg), task_environment(),
+                           attempt_id)
 
-    def _target(self, cfg: CopyConfiguration, found: tuple[Any, str, Any] | None
+    def _target(self, cfg: CopyConfiguration, tree: Tree | None
                 ) -> tuple[tuple[Any, str] | None, str | None]:
         """The target's frame and root (None: no target yet), as ``target_listing``
         would list it (``target_links``)."""
-        if found is None:
+        if tree is None:
             return None, None
-        fs, root, _ = found
-        frame, kind = self.lister.frame(fs, root, target_links(cfg), cfg.dst_options, [])
-        return (frame, root), kind
+        frame, kind = self.lister.frame(tree, target_links(cfg), [])
+        return (frame, tree.path), kind
+
+
+def _root(tree: Tree | None) -> str:
+    """A tree's root path as the paired walks cut against it ("": no tree)."""
+    return (tree.path.rstrip("/") or "/") if tree is not None else ""
 
 
 #: Spark's own setting for the partitions of a join's shuffle (its default: 200).

@@ -8,14 +8,19 @@ out the few operations whose way differs by kind. The engine never tests
 
 A ``Storage`` holds no state of a run and no filesystem object worth pickling:
 methods take URLs and resolve them through fsspec's per-process instance cache.
+
+Listings give each entry as the backend's own path (a local path is its own URL), never
+a URL per entry: a walk of 300,000 local files must not pay a conversion each. A
+``Tree`` (``Storage.tree``) is a root resolved once: planners cut listed paths against
+its ``path`` and turn the few they need into URLs with ``url_of``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 from distcp import request_count
@@ -72,6 +77,46 @@ class Capabilities:
         """Split ranges go to part files that a join concatenates (neither offset writes
         nor multipart uploads)."""
         return not (self.offset_writes or self.multipart)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The root ``url`` of a tree on ``storage``: ``path`` is the backend's own spelling
+    of it, as given (what every path a listing of it yields starts with).
+
+    ``handle`` is the backend's filesystem, kept for the storage's own listing modules
+    (``distcp.storage.treelisting``, which cut a listing into tasks); the engine passes
+    it on and never calls it. A driver-side value: tasks carry URLs and options instead.
+    """
+
+    storage: Storage
+    url: str
+    path: str
+    handle: Any = field(repr=False, compare=False)
+
+    def url_of(self, path: str) -> str:
+        """The URL of ``path``, a path of this tree's filesystem (as listings give
+        them); a local path is its own URL."""
+        return fsutil.to_url(self.handle, path)
+
+    @property
+    def kind(self) -> str | None:
+        """How a listing of this tree can be cut into tasks: ``tree`` (by subtree),
+        ``keys`` (by key range) or None (it cannot: one process walks it)."""
+        return self.storage.listing_kind(self)
+
+    def holds(self, other: Tree, path: str | None = None) -> bool:
+        """Whether ``path`` of ``other``'s filesystem (by default its root) is this
+        tree's root or lies below it: the same filesystem (class and options), and
+        the same place once the storage spelled both its one way (a local link
+        resolved), so a destination inside its own source is refused."""
+        if type(self.handle) is not type(other.handle) or \
+                self.handle.storage_options != other.handle.storage_options:
+            return False
+        inner = other.path if path is None else path
+        outer = self.storage.same_place(self.path.rstrip("/"))
+        inner = self.storage.same_place(inner.rstrip("/"))
+        return inner == outer or inner.startswith(outer + "/")
 
 
 class Storage(ABC):
@@ -135,6 +180,60 @@ class Storage(ABC):
         """Bytes held under ``url`` (a file's size, a folder's total)."""
         fs, path = self.fs(url)
         return int(self.call(fs, f"measuring {path}", "du", path, total=True))
+
+    # -- listing ------------------------------------------------------------------
+    def tree(self, url: str) -> Tree:
+        """``url`` resolved once for listing below it: the walk, the glob and the
+        planners cut listed paths against ``Tree.path`` and name entries with
+        ``Tree.url_of``, so no entry of a listing pays a URL conversion of its own."""
+        fs, path = self.fs(url)
+        return Tree(self, fsutil.to_url(fs, path), path, fs)
+
+    def walk(self, url: str, links: str = "follow", skipped: list[fsutil.Skipped] | None = None,
+             most: int | None = None) -> Iterator[tuple[str, FileStatus]]:
+        """Every file and directory below the folder ``url`` (not itself), as
+        ``(path, FileStatus)`` pairs whose paths are the backend's own (``tree(url).path``
+        and below: a local path is its own URL), less the tree's top-level state
+        directory. What is not copied goes to ``skipped`` with its reason; ``links`` is
+        the ``--links`` policy; ``most``: an object-store prefix of more keys raises
+        ``MoreKeys`` before anything is yielded (``filesystems.walk``: ``os.scandir``
+        on local disks, one listing of the keys on S3, fsspec's ``find`` elsewhere)."""
+        fs, path = self.fs(url)
+        return fsutil.walk(fs, path, links, skipped, most)
+
+    def glob(self, url: str) -> list[tuple[str, FileStatus]]:
+        """The entries whose paths match the pattern ``url`` (fsspec's glob), sorted by
+        path, each as the filesystem's listing describes it (a local link to a folder
+        that a wildcard found is no folder): the datasets of ``--dataset-glob``."""
+        fs, path = self.fs(url)
+        found = fs.glob(path, detail=True)
+        return sorted(((p, fsutil.info_status(fs, info)) for p, info in found.items()),
+                      key=lambda e: e[0])
+
+    def listing(self, url: str) -> list[tuple[str, FileStatus]]:
+        """The entries directly in the folder ``url`` as ``(path, FileStatus)``, sorted by
+        path, each as the listing describes it (a local link as itself, never
+        followed); FileNotFoundError if there is none: topics and time partitions, one
+        level at a time (``entries`` gives URLs and follows links)."""
+        fs, path = self.fs(url)
+        found = self.call(fs, f"listing {path}", "ls", path, detail=True)
+        return sorted(((info["name"], fsutil.info_status(fs, info)) for info in found),
+                      key=lambda e: e[0])
+
+    def is_link(self, url: str) -> bool:
+        """Whether the entry at ``url`` is a symbolic link (a listed file is then read
+        as ``--links`` says); only storages with ``capabilities.symlinks`` have them."""
+        return False
+
+    def listing_kind(self, tree: Tree) -> str | None:
+        """How a listing of ``tree`` can be cut into tasks (``treelisting.TREE`` by
+        subtree, ``KEYS`` by key range); None here: one process walks it."""
+        return None
+
+    def same_place(self, path: str) -> str:
+        """``path`` spelled so that two spellings of one place compare equal (a local
+        link resolved): whether a destination lies inside its source."""
+        return path
 
     # -- questions ----------------------------------------------------------------
     def exists(self, url: str) -> bool:

@@ -282,6 +282,12 @@ def status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
     """A FileStatus from an fsspec ``info``/``find(detail=True)`` entry."""
     if is_local(fs):
         return local_status(info["name"])
+    return info_status(fs, info)
+
+
+def info_status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
+    """A FileStatus from what the ``info`` entry itself says, nothing asked again (a
+    local entry is not stat'ed anew: a link is what the listing said of it)."""
     mtime = info.get("mtime") or info.get("LastModified") or info.get("last_modified") or 0.0
     if not mtime and isinstance(info.get("modify"), str):
         mtime = _mlsd_time(info["modify"])  # FTP's MLSD fact

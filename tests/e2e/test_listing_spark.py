@@ -22,8 +22,9 @@ import pytest
 from distcp.planning.tops import tree_tasks
 from distcp.spark.listing import Lister, key_tasks, listing_frame
 from distcp.storage import filesystems as fsutil
-from distcp.storage.s3 import listing as s3list
+from distcp.storage import storage_for
 from distcp.storage import treelisting as tl
+from distcp.storage.s3 import listing as s3list
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -44,7 +45,8 @@ def spark_listed(spark: Any, fs: Any, root: str, links: str, target: int,
                  ) -> tuple[list[Any], list[Any]]:
     skipped: list[fsutil.Skipped] = []
     lister = Lister("spark", lambda: spark, target=target, page=page)
-    return list(lister(fs, root, links, options or {}, skipped)), _skipped(skipped)
+    tree = storage_for(fsutil.to_url(fs, root), options or {}).tree(fsutil.to_url(fs, root))
+    return list(lister(tree, links, skipped)), _skipped(skipped)
 
 
 def local_tree(base: Path) -> Path:
@@ -148,8 +150,8 @@ def test_s3_walk_lists_the_keys_once_and_derives_the_directories_s3fs_derives(
 def test_s3_key_ranges_are_several_tasks_covering_each_key_once(s3: S3Server  # noqa: F811
                                                                  ) -> None:
     _put_keys(s3, S3_KEYS)
-    fs, root = fsutil.filesystem("s3://src/t", s3.options)
-    found = key_tasks(fs, "s3://src/t", root, s3.options, 8, None, 5)
+    fs, _root = fsutil.filesystem("s3://src/t", s3.options)
+    found = key_tasks(storage_for("s3://src/t", s3.options).tree("s3://src/t"), 8, None, 5)
     assert len(found.tasks) >= 8
     seen: list[str] = []
     for task in found.tasks:
@@ -231,8 +233,9 @@ def test_auto_lists_a_prefix_of_up_to_keys_from_keys_on_the_driver_and_more_on_s
         expected = walked(fs, root, "follow")[0]
         streams.clear()
         lister = Lister("auto", session, target=4, page=5, keys_from=5)
-        assert lister.joins(fs, root) is big
-        got = list(lister(fs, root, "follow", s3.options, []))
+        tree = storage_for(f"s3://src/{prefix}", s3.options).tree(f"s3://src/{prefix}")
+        assert lister.joins(tree) is big
+        got = list(lister(tree, "follow", []))
         assert got == expected
         assert len(got) == (5 if prefix == "small" else 16)
         assert opened == (["spark"] if big else []), prefix
@@ -254,10 +257,11 @@ def test_probe_of_joins_is_the_first_page_of_the_listing(
         return real(fs, root, after, *args, **kw)
 
     monkeypatch.setattr(tl, "list_page", counted)
-    fs, root = fsutil.filesystem("s3://src/big", s3.options)
+    _fs, root = fsutil.filesystem("s3://src/big", s3.options)
     lister = Lister("spark", lambda: spark, target=4, page=5)
-    assert lister.joins(fs, root)
-    frame, kind = lister.frame(fs, root, "follow", s3.options, [])
+    tree = storage_for("s3://src/big", s3.options).tree("s3://src/big")
+    assert lister.joins(tree)
+    frame, kind = lister.frame(tree, "follow", [])
     assert kind == tl.KEYS
     assert sorted(r["path"] for r in frame.collect()) == [f"src/big/{n:02d}" for n in range(12)]
     assert firsts == [root]

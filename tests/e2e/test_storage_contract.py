@@ -438,3 +438,47 @@ def test_pydistcp_opens_ftp_urls_with_its_own_class(ftp: FTPServer) -> None:  # 
     (ftp.root / "x").mkdir()
     (ftp.root / "x" / "y").write_bytes(b"z")
     assert fs.ls("/x", detail=False) == ["/x/y"]  # full paths: our class, not fsspec's
+
+
+def _listed_tree(place: Place) -> Storage:
+    storage = storage_for(place.root, place.options)
+    for rel in ("t/a.txt", "t/e/f.bin", "t/g/h/i", "t/.pydistcp/state"):
+        storage.prepare_folder(place.url(rel).rsplit("/", 1)[0])
+        storage.write_atomic(place.url(rel), rel.encode())
+    return storage
+
+
+def test_a_walk_gives_every_entry_below_a_root_by_the_backends_own_paths(
+        place: Place) -> None:
+    storage = _listed_tree(place)
+    tree = storage.tree(place.url("t"))
+    assert storage.tree(tree.url).path == tree.path  # a tree's URL leads back to it
+    skipped: list[Any] = []
+    walked = {p[len(tree.path.rstrip("/")) + 1:]: st
+              for p, st in storage.walk(place.url("t"), "follow", skipped)}
+    assert sorted(walked) == ["a.txt", "e", "e/f.bin", "g", "g/h", "g/h/i"]
+    assert [rel for rel, st in walked.items() if st.is_dir] == ["e", "g", "g/h"]
+    assert walked["e/f.bin"].size == len(b"t/e/f.bin")
+    assert walked["e/f.bin"].url == tree.url_of(f"{tree.path.rstrip('/')}/e/f.bin")
+    assert [s.reason.split(":")[0] for s in skipped] == ["not copied"]  # the state dir
+
+
+def test_glob_and_one_level_listings_name_folders_and_files(place: Place) -> None:
+    storage = _listed_tree(place)
+    tree = storage.tree(place.url("t"))
+    root = tree.path.rstrip("/")
+    level = storage.listing(place.url("t"))
+    assert [(p.rstrip("/")[len(root) + 1:], st.is_dir) for p, st in level] == [
+        (".pydistcp", True), ("a.txt", False), ("e", True), ("g", True)]
+    matched = storage.glob(tree.url_of(f"{root}/[eg]"))
+    assert [p.rstrip("/")[len(root) + 1:] for p, st in matched if st.is_dir] == ["e", "g"]
+    with pytest.raises(FileNotFoundError):
+        storage.listing(place.url("none"))
+
+
+def test_a_tree_says_how_its_listing_is_cut_and_what_lies_inside_it(place: Place) -> None:
+    storage = _listed_tree(place)
+    tree, inner = storage.tree(place.url("t")), storage.tree(place.url("t/e"))
+    assert tree.kind == {"local": "tree", "s3": "keys", "ftp": None}[place.kind]
+    assert tree.holds(inner) and tree.holds(tree) and not inner.holds(tree)
+    assert not tree.holds(storage.tree(place.url("t2")))

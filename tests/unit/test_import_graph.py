@@ -94,7 +94,6 @@ OWED_LOOPS: set[frozenset[str]] = set()
 #: to be cut, never added to.
 OWED_PAIRS = {
     frozenset({"configuration", "planning"}),
-    frozenset({"planning", "spark"}),
 }
 
 

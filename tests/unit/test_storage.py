@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,39 @@ def test_local_create_new_is_exclusive(tmp_path: Path) -> None:
     assert storage.create_new(str(tmp_path / "new/lock"), b"first")
     assert not storage.create_new(str(tmp_path / "new/lock"), b"second")
     assert (tmp_path / "new/lock").read_bytes() == b"first"
+
+
+def test_local_walk_glob_and_listing_give_paths_as_the_disk_spells_them(
+        tmp_path: Path) -> None:
+    """The listing side of the seam on a local disk: paths are their own URLs, a link
+    found by a one-level listing is itself (not a folder), and a walk follows it."""
+    for rel in ("t/a", "t/d/b", "t/.pydistcp/x"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    os.symlink(tmp_path / "t" / "d", tmp_path / "t" / "link")
+    storage = storage_for(str(tmp_path / "t"))
+    tree = storage.tree(f"file://{tmp_path}/t/")
+    assert (tree.path, tree.url, tree.kind) == (f"{tmp_path}/t", f"{tmp_path}/t", "tree")
+    assert tree.url_of(f"{tmp_path}/t/a") == f"{tmp_path}/t/a"
+    skipped: list[Any] = []
+    walked = {p: st.is_dir for p, st in storage.walk(str(tmp_path / "t"), "follow", skipped)}
+    assert walked == {f"{tmp_path}/t/{rel}": is_dir for rel, is_dir in (
+        ("a", False), ("d", True), ("d/b", False), ("link", True), ("link/b", False))}
+    assert len(skipped) == 1 and skipped[0].path.endswith("/.pydistcp")
+    level = [(p, st.is_dir) for p, st in storage.listing(str(tmp_path / "t"))]
+    assert level == [(f"{tmp_path}/t/{n}", d) for n, d in (
+        (".pydistcp", True), ("a", False), ("d", True), ("link", False))]
+    assert [p for p, st in storage.glob(f"{tmp_path}/t/*") if st.is_dir] == [
+        f"{tmp_path}/t/.pydistcp", f"{tmp_path}/t/d"]  # a link found by a wildcard: no folder
+    with pytest.raises(FileNotFoundError):
+        storage.listing(str(tmp_path / "none"))
+
+
+def test_a_local_tree_holds_what_lies_below_it_even_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / "src" / "sub").mkdir(parents=True)
+    os.symlink(tmp_path / "src", tmp_path / "alias")
+    storage = storage_for(str(tmp_path))
+    src = storage.tree(str(tmp_path / "src"))
+    assert src.holds(storage.tree(str(tmp_path / "alias" / "sub")))
+    assert src.holds(src, str(tmp_path / "src"))
+    assert not src.holds(storage.tree(str(tmp_path / "srcx")))

@@ -14,7 +14,8 @@ from distcp.chown import ids
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
-from distcp.storage.base import Capabilities, Storage
+from distcp.storage import treelisting as tl
+from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.files import FileWriter
 from distcp.storage.filesystems import os_path
 from distcp.storage.folders import publish_folders
@@ -129,6 +130,17 @@ class LocalStorage(Storage):
 
     def stat(self, url: str) -> FileStatus:
         return fsutil.local_status(os_path(url))
+
+    def is_link(self, url: str) -> bool:
+        return os.path.islink(os_path(url))
+
+    def listing_kind(self, tree: Tree) -> str | None:
+        """By subtree: each task walks its own directories."""
+        return tl.TREE
+
+    def same_place(self, path: str) -> str:
+        """The same directory reached through a link is the same directory."""
+        return os.path.realpath(path or "/")
 
     def open_read(self, url: str, block_size: int | None = None) -> BinaryIO:
         """Unbuffered: the reader's own buffer is the only one (a copy of a large file

@@ -12,7 +12,8 @@ from typing import Any
 
 from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
-from distcp.storage.base import Capabilities, Storage
+from distcp.storage import treelisting as tl
+from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.errors import VersionChanged
 from distcp.storage.s3 import ops as s3
 from distcp.storage.s3 import uploads
@@ -73,6 +74,11 @@ class ObjectStorage(Storage):
         fs, path = self.fs(url)
         return bytes(s3.sync_bounded(fs, f"reading the {what} {fsutil.display(url)}",
                                      fs._cat_file, path))
+
+    def listing_kind(self, tree: Tree) -> str | None:
+        """By key range, where the API lists keys in order (not a versioned listing,
+        whose pages are not cut by key)."""
+        return None if getattr(tree.handle, "version_aware", False) else tl.KEYS
 
     def part_size(self, size: int, wanted: int) -> int:
         return s3.part_size_for(size, wanted)
