@@ -36,60 +36,68 @@ def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
     blocked: set[str] = set()
     done: list[Tally] = []
     for pending in store.pending():
-        seq = pending.sequence
-        refused = _out_of_bounds(store, pending, ctx)
-        if refused is not None:
-            tally, block = refused
-            done.append(tally)
-            if block:
-                blocked.add(seq.dataset_urn)
-            continue
-        if pending.replays >= max_replays:
-            store.set_aside(pending)
-            done.append(Tally(sequences_set_aside=1, failures=(Failure(
-                fsutil.display(seq.dataset_urn),
-                f"commit {seq.id} failed {pending.replays} replays; set aside in "
-                f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied"),)))
-            blocked.add(seq.dataset_urn)
-            continue
-        store.persist(seq, pending.job_id, replays=pending.replays + 1)
-        try:
-            seq.run(ctx)
-        except CatalogError as exc:
-            # Only the registration is left (it is the last step): the data is published,
-            # so the dataset is copied as usual, and a metastore that stays down is
-            # retried every run instead of being set aside.
-            store.persist(registrations_left(seq), pending.job_id, replays=pending.replays)
-            done.append(Tally(catalog_failures=(Failure(
-                fsutil.display(seq.dataset_urn),
-                f"replay of commit {seq.id}: {exc}; the data is published, the next run "
-                "registers it"),)))
-            continue
-        except (PublishError, StateError) as exc:
-            lost = _lost_copy(seq, ctx)
-            if lost is not None:  # no replay can mend it: aside now, the dataset copied again
-                store.set_aside(pending)
-                done.append(Tally(sequences_set_aside=1, notes=(
-                    (f"commit {seq.id} of {fsutil.display(seq.dataset_urn)} cannot finish: "
-                    f"its staged copy of {fsutil.display(lost)} is gone; set aside in "
-                    f"{fsutil.display(store.url_of(seq.id, aside=True))}; the dataset is "
-                    "copied again"),)))
-                continue
-            done.append(Tally(failures=(Failure(fsutil.display(seq.dataset_urn),
-                                                f"replay of commit {seq.id} failed: {exc}"),)))
-            blocked.add(seq.dataset_urn)
-            continue
-        store.remove(seq.id)
-        moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
-        # a set whose results stayed in results files: its files and bytes as recorded
-        kept = sum(step.file_count() for step in seq.steps if isinstance(step, PublishKept))
-        kept_bytes = sum(step.nbytes for step in seq.steps
-                         if isinstance(step, RecordRun)) if kept else 0
-        # published without reading the source again
-        done.append(Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
-                          bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
-                          partitions_registered=registered_in(seq.steps)))
+        tally, block = _replay_one(store, pending, ctx, max_replays)
+        done.append(tally)
+        if block:
+            blocked.add(pending.sequence.dataset_urn)
     return blocked, tally_of(done)
+
+
+def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext,
+                max_replays: int) -> tuple[Tally, bool]:
+    """What replaying one sequence did, and whether its dataset must not be copied now."""
+    seq = pending.sequence
+    refused = _out_of_bounds(store, pending, ctx)
+    if refused is not None:
+        return refused
+    if pending.replays >= max_replays:
+        store.set_aside(pending)
+        return Tally(sequences_set_aside=1, failures=(Failure(
+            fsutil.display(seq.dataset_urn),
+            f"commit {seq.id} failed {pending.replays} replays; set aside in "
+            f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied"),)), True
+    store.persist(seq, pending.job_id, replays=pending.replays + 1)
+    try:
+        seq.run(ctx)
+    except CatalogError as exc:
+        # Only the registration is left (it is the last step): the data is published,
+        # so the dataset is copied as usual, and a metastore that stays down is
+        # retried every run instead of being set aside.
+        store.persist(registrations_left(seq), pending.job_id, replays=pending.replays)
+        return Tally(catalog_failures=(Failure(
+            fsutil.display(seq.dataset_urn),
+            f"replay of commit {seq.id}: {exc}; the data is published, the next run "
+            "registers it"),)), False
+    except (PublishError, StateError) as exc:
+        return _failed(store, pending, ctx, exc)
+    store.remove(seq.id)
+    moves = [m for step in seq.steps if isinstance(step, PublishFiles) for m in step.moves]
+    # a set whose results stayed in results files: its files and bytes as recorded
+    kept = sum(step.file_count() for step in seq.steps if isinstance(step, PublishKept))
+    kept_bytes = sum(step.nbytes for step in seq.steps
+                     if isinstance(step, RecordRun)) if kept else 0
+    # published without reading the source again
+    return Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
+                 bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
+                 partitions_registered=registered_in(seq.steps)), False
+
+
+def _failed(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext,
+            exc: Exception) -> tuple[Tally, bool]:
+    """A replay that failed: set aside at once when a staged copy it needs is gone (no
+    replay can mend that: the dataset is copied again now), else a failure that blocks
+    its dataset and counts the try."""
+    seq = pending.sequence
+    lost = _lost_copy(seq, ctx)
+    if lost is None:
+        return Tally(failures=(Failure(fsutil.display(seq.dataset_urn),
+                                       f"replay of commit {seq.id} failed: {exc}"),)), True
+    store.set_aside(pending)
+    return Tally(sequences_set_aside=1, notes=(
+        (f"commit {seq.id} of {fsutil.display(seq.dataset_urn)} cannot finish: its staged "
+        f"copy of {fsutil.display(lost)} is gone; set aside in "
+        f"{fsutil.display(store.url_of(seq.id, aside=True))}; the dataset is copied again"),
+    )), False
 
 
 def _lost_copy(seq: CommitSequence, ctx: CommitContext) -> str | None:
