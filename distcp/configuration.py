@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from distcp.commit.catalog_steps import pattern_problem, table_problem
 from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
-from distcp.planning.filters import FileFilter
+from distcp.filters import FileFilter
 from distcp.quantities import parse_duration, parse_size
 
 if TYPE_CHECKING:

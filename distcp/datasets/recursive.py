@@ -22,7 +22,7 @@ PER_FILE = "files"
 
 
 class RecursiveCopyableDataset(CopyableDataset):
-    """Everything under ``root``, filtered by the run's filters (distcp.planning.filters).
+    """Everything under ``root``, filtered by the run's filters (distcp.filters).
 
     Without converters the dataset is one file set: published whole when ``whole``
     (a dataset of ``--dataset-glob``), else file by file (``PER_FILE``, a plain copy). With

@@ -1,4 +1,4 @@
-"""The run's filters (distcp.planning.filters), --delete's protection of what they leave out,
+"""The run's filters (distcp.filters), --delete's protection of what they leave out,
 the --bwlimit bucket and the --log-file lines, as pure values."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.copying.throttle import Throttle, per_task
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableFile, FileStatus
-from distcp.planning.filters import FileFilter
+from distcp.filters import FileFilter
 from distcp.planning.plan import plan_dataset
 from distcp.preflight import check_output_file
 from distcp.runlog import RunLog
