@@ -174,13 +174,20 @@ def test_sigkill_at_a_random_instant_then_rerun_matches_clean_run(
     assert_like_golden(dst, golden)
 
 
-def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_which_finishes(
-        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
-    src, _, _ = golden
+def _killed_after_the_first_commit_is_logged(golden: tuple[Path, Path, dict],
+                                             tmp_path: Path) -> Path:
+    """A copy of the golden source killed once its first commit is in the log, before
+    any of its steps ran; the destination."""
     dst = tmp_path / "dst"
-    killed = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+    killed = run_cli("copy", str(golden[0]), str(dst), "--dataset-glob", GLOB, "--no-progress",
                      env={"DISTCP_CRASH_AT": "after_persist:1"})
     assert killed.returncode == 137
+    return dst
+
+
+def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_which_finishes(
+        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path)
     shutil.rmtree(dst / ".pydistcp" / "staging")  # a temp cleaner took the staged copies
     r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
     assert r.returncode == 0, r.stderr
@@ -195,11 +202,7 @@ def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_w
 
 def test_a_commit_that_keeps_failing_is_set_aside_and_reported(
         golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
-    src, _, _ = golden
-    dst = tmp_path / "dst"
-    killed = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
-                     env={"DISTCP_CRASH_AT": "after_persist:1"})
-    assert killed.returncode == 137
+    src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path)
     # its staged copies are there, but a file stands where its files' folder must go
     pending = status_report(str(dst / ".pydistcp"), {})["pending"]
     blocked = next(ds for ds in DATASETS if pending[0]["dataset"].endswith(ds))
