@@ -70,6 +70,19 @@ def _stop_warm_engines() -> Iterator[None]:
                    capture_output=True, check=False)
 
 
+@pytest.fixture(scope="session")
+def warm_engine() -> dict[str, str]:
+    """The environment of a CLI run on the suite's one warm engine (the one
+    ``--engine warm`` runs elsewhere in the suite share), started here once so that no
+    test's output carries its announcement. For the runs whose point is not the cold
+    start: a run that is killed, drops privileges, sets ``--master`` or ``--conf``, or
+    checks its own JVM stays cold. Stopped with the others when the suite ends."""
+    env = {"PYDISTCP_ENGINE": "warm"}
+    started = run_cli("engine", "start", "--idle-timeout", "2h", env=env)
+    assert started.returncode == 0, started.stderr
+    return env
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run ``pydistcp ARGS`` in a fresh process, as a user would."""
