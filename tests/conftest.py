@@ -70,6 +70,31 @@ def _stop_warm_engines() -> Iterator[None]:
                    capture_output=True, check=False)
 
 
+@pytest.fixture(scope="session")
+def warm_engine() -> dict[str, str]:
+    """The environment of a CLI run on the suite's one warm engine (the one
+    ``--engine warm`` runs elsewhere in the suite share), started here once so that no
+    test's output carries its announcement. For the runs whose point is not the cold
+    start: a run that is killed, drops privileges, sets ``--conf`` or another master, reads
+    its own Spark log or checks its own JVM stays cold. Stopped with the others when the
+    suite ends."""
+    return _warm("local[*]")
+
+
+@pytest.fixture(scope="session")
+def warm_engine_local2() -> dict[str, str]:
+    """As ``warm_engine``, for the runs that say ``--master local[2]`` (an engine serves
+    one master: a run with another would start an engine of its own)."""
+    return _warm("local[2]")
+
+
+def _warm(master: str) -> dict[str, str]:
+    env = {"PYDISTCP_ENGINE": "warm"}
+    started = run_cli("engine", "start", "--master", master, "--idle-timeout", "2h", env=env)
+    assert started.returncode == 0, started.stderr
+    return env
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run ``pydistcp ARGS`` in a fresh process, as a user would."""

@@ -91,7 +91,7 @@ def test_checks_on_s3_staging_see_the_bytes_of_multipart_uploads(
     assert s.requests.get("part", 0) >= 2  # the big files were staged in parts
 
 
-def test_check_flag_exit_codes(tmp_path: Path) -> None:
+def test_check_flag_exit_codes(tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     ok = gz(b"fine")
@@ -100,7 +100,8 @@ def test_check_flag_exit_codes(tmp_path: Path) -> None:
     usage = run_cli("copy", str(src), str(dst), "--check", "gzip=9")
     assert (usage.returncode, usage.stderr.strip()) == (
         2, "pydistcp: error: --check gzip=9: gzip takes no argument")
-    run = run_cli("copy", str(src), str(dst), "--check", "gzip", "--no-progress")
+    run = run_cli("copy", str(src), str(dst), "--check", "gzip", "--no-progress",
+                  env=warm_engine)
     assert run.returncode == 1, run.stderr
     assert run.stderr.splitlines() == [
         (f"pydistcp: FAILED {dst / 'bad.gz'}: quality check 'gzip' failed: not a valid gzip "

@@ -66,7 +66,8 @@ def test_tree_copy_is_identical_then_incremental(engine: str, tmp_path: Path) ->
     assert tree(dst) == tree(src)
 
 
-def test_dry_run_changes_nothing_and_delete_mirrors(tmp_path: Path) -> None:
+def test_dry_run_changes_nothing_and_delete_mirrors(tmp_path: Path,
+                                                    warm_engine: dict[str, str]) -> None:
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     src.mkdir()
     (src / "keep.txt").write_text("k")
@@ -83,13 +84,15 @@ def test_dry_run_changes_nothing_and_delete_mirrors(tmp_path: Path) -> None:
     assert f"skip   {dst / 'keep.txt'}  (same size and mtime)" in dry.stdout
     assert tree(dst) == before
 
-    real = run_cli("copy", str(src), str(dst), "--delete", "--summary-json", str(sj))
+    real = run_cli("copy", str(src), str(dst), "--delete", "--summary-json", str(sj),
+                   env=warm_engine)
     assert real.returncode == 0, real.stderr
     assert sorted(p.name for p in dst.iterdir() if p.name != ".pydistcp") == ["keep.txt"]
     assert summary(sj)["files_deleted"] == 2  # the file and its directory
 
 
-def test_glob_datasets_land_at_their_relative_paths(tmp_path: Path) -> None:
+def test_glob_datasets_land_at_their_relative_paths(tmp_path: Path,
+                                                    warm_engine: dict[str, str]) -> None:
     wh, out = tmp_path / "warehouse", tmp_path / "out"
     for db, table in [("sales", "orders"), ("sales", "items"), ("hr", "people")]:
         part = wh / db / "tables" / table / "dt=2026-01-01"
@@ -97,7 +100,8 @@ def test_glob_datasets_land_at_their_relative_paths(tmp_path: Path) -> None:
         (part / "part-0.parquet").write_bytes(os.urandom(1000))
     (wh / "sales" / "scratch").mkdir()
     (wh / "sales" / "scratch" / "tmp").write_text("not a dataset")
-    r = run_cli("copy", str(wh), str(out), "--dataset-glob", "*/tables/*", "--no-progress")
+    r = run_cli("copy", str(wh), str(out), "--dataset-glob", "*/tables/*", "--no-progress",
+                env=warm_engine)
     assert r.returncode == 0, r.stderr
     got = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")
                  if ".pydistcp" not in p.parts)  # the manifests are Parquet too

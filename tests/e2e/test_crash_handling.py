@@ -59,7 +59,8 @@ def _kill_after_journal(src: Path, dst: Path) -> None:
     assert not list(dst.glob("*.bin"))  # the file set was not published
 
 
-def test_killed_run_status_recover_then_copy(source: Path, tmp_path: Path) -> None:
+def test_killed_run_status_recover_then_copy(source: Path, tmp_path: Path,
+                                             warm_engine: dict[str, str]) -> None:
     dst = tmp_path / "dst"
     _kill_after_journal(source, dst)
 
@@ -77,7 +78,7 @@ def test_killed_run_status_recover_then_copy(source: Path, tmp_path: Path) -> No
     after = json.loads(run_cli("status", str(dst), "--json").stdout)
     assert len(after["recoverable"]) == journaled and after["journaled"] == []
 
-    copy = run_cli("copy", str(source), str(dst), "--no-progress")
+    copy = run_cli("copy", str(source), str(dst), "--no-progress", env=warm_engine)
     assert copy.returncode == 0, copy.stderr
     assert f"recovered {journaled} files" in copy.stdout
     for i in (0, FILES // 2, FILES - 1):

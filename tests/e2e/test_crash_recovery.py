@@ -5,6 +5,8 @@ through ``DISTCP_CRASH_AT``, or by SIGKILL at a random instant; then a normal ru
 must leave the destination byte-identical to a clean run, with the same
 watermarks and nothing pending. A watcher polls the destination during the
 killed run and must never see a final file whose bytes differ from its source.
+The killed runs are cold, their own processes; the clean run and the reruns use the
+suite's warm engine (their point is what they publish, not a JVM's start).
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ def make_source(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+def golden(tmp_path_factory: pytest.TempPathFactory,
+           warm_engine: dict[str, str]) -> tuple[Path, Path, dict]:
     root = tmp_path_factory.mktemp("golden")
     src, dst = root / "src", root / "dst"
     make_source(src)
-    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                env=warm_engine)
     assert r.returncode == 0, r.stderr
     return src, dst, watermarks(dst)
 
@@ -118,7 +122,8 @@ CRASH_POINTS = ["before_persist:1", "after_persist:1", "before_persist:3", "befo
 
 @pytest.mark.parametrize("point", CRASH_POINTS)
 def test_killed_at_commit_boundary_then_rerun_matches_clean_run(
-        point: str, golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        point: str, golden: tuple[Path, Path, dict], tmp_path: Path,
+        warm_engine: dict[str, str]) -> None:
     src, _, _ = golden
     dst = tmp_path / "dst"
     watcher = Watcher(src, dst)
@@ -130,29 +135,34 @@ def test_killed_at_commit_boundary_then_rerun_matches_clean_run(
     watcher.join()
     assert killed.returncode == 137, killed.stderr
     assert watcher.bad == []
-    rerun = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    rerun = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                    env=warm_engine)
     assert rerun.returncode == 0, rerun.stderr
     assert_like_golden(dst, golden)
-    again = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    again = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                    env=warm_engine)
     assert "copied 0 files" in again.stdout  # idempotent: nothing left to do
 
 
 def test_killed_while_tasks_copy_rerun_recovers_journaled_copies(
-        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        golden: tuple[Path, Path, dict], tmp_path: Path,
+        warm_engine: dict[str, str]) -> None:
     """Executor-side kill after the first staged file: the job fails, copies are kept."""
     src, _, _ = golden
     dst = tmp_path / "dst"
     first = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
                     "--master", "local[2]", env={"DISTCP_CRASH_AT": "after_stage:2"})
     assert first.returncode != 0
-    rerun = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    rerun = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                    env=warm_engine)
     assert rerun.returncode == 0, rerun.stderr
     assert_like_golden(dst, golden)
 
 
 @pytest.mark.parametrize("delay", [3.0, 9.0, 15.0])
 def test_sigkill_at_a_random_instant_then_rerun_matches_clean_run(
-        delay: float, golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        delay: float, golden: tuple[Path, Path, dict], tmp_path: Path,
+        warm_engine: dict[str, str]) -> None:
     src, _, _ = golden
     dst = tmp_path / "dst"
     env = {**os.environ, "PYDISTCP_LOG_DIR": str(tmp_path / "logs")}
@@ -169,7 +179,8 @@ def test_sigkill_at_a_random_instant_then_rerun_matches_clean_run(
     watcher.stop.set()
     watcher.join()
     assert watcher.bad == []
-    rerun = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    rerun = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                    env=warm_engine)
     assert rerun.returncode == 0, rerun.stderr
     assert_like_golden(dst, golden)
 
@@ -186,10 +197,12 @@ def _killed_after_the_first_commit_is_logged(golden: tuple[Path, Path, dict],
 
 
 def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_which_finishes(
-        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        golden: tuple[Path, Path, dict], tmp_path: Path,
+        warm_engine: dict[str, str]) -> None:
     src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path)
     shutil.rmtree(dst / ".pydistcp" / "staging")  # a temp cleaner took the staged copies
-    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                env=warm_engine)
     assert r.returncode == 0, r.stderr
     said = r.stdout + r.stderr
     assert "cannot finish: its staged copy of" in said and "the dataset is copied again" in said
@@ -201,7 +214,8 @@ def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_w
 
 
 def test_a_commit_that_keeps_failing_is_set_aside_and_reported(
-        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        golden: tuple[Path, Path, dict], tmp_path: Path,
+        warm_engine: dict[str, str]) -> None:
     src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path)
     # its staged copies are there, but a file stands where its files' folder must go
     pending = status_report(str(dst / ".pydistcp"), {})["pending"]
@@ -212,7 +226,7 @@ def test_a_commit_that_keeps_failing_is_set_aside_and_reported(
         r = run_cli("recover", str(dst))
         assert r.returncode == 1 and "replay of commit" in r.stderr, r.stderr
     r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
-                "--max-replays", "2")
+                "--max-replays", "2", env=warm_engine)
     assert r.returncode == 1
     assert "failed 2 replays; set aside in" in r.stderr
     report = status_report(str(dst / ".pydistcp"), {})
@@ -226,15 +240,18 @@ def test_a_commit_that_keeps_failing_is_set_aside_and_reported(
 
 
 def test_corrupt_commit_log_entry_is_named_and_nothing_changes(
-        golden: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        golden: tuple[Path, Path, dict], tmp_path: Path,
+        warm_engine: dict[str, str]) -> None:
     src, _, _ = golden
     dst = tmp_path / "dst"
-    assert run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress").returncode == 0
+    assert run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                   env=warm_engine).returncode == 0
     bad = dst / ".pydistcp" / "commits" / "20990101T000000-deadbe-x.json"
     bad.parent.mkdir(parents=True, exist_ok=True)
     bad.write_text('{"id": "x", "steps": [')
     before = tree(dst)
-    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress")
+    r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
+                env=warm_engine)
     assert r.returncode == 1
     line = r.stderr.strip().splitlines()[-1]
     assert line.startswith(f"pydistcp: error: corrupt commit log entry {bad}: ")

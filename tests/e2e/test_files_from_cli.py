@@ -136,7 +136,7 @@ def inventory_csv_gz(rows: list[dict[str, Any]]) -> bytes:
 
 
 def test_s3_inventory_csv_on_s3_is_the_listing_and_costs_no_head_at_planning(
-        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     client = s3.client()
     for key, data in OBJECTS.items():
         client.put_object(Bucket="src", Key=key, Body=data)
@@ -155,7 +155,7 @@ def test_s3_inventory_csv_on_s3_is_the_listing_and_costs_no_head_at_planning(
 
     report = tmp_path / "summary.json"
     r = run_cli(*args, "--no-progress", "--master", "local[2]", "--summary-json", str(report),
-                env=s3.env)
+                env={**s3.env, **warm_engine_local2})
     assert r.returncode == 1, r.stderr
     got = {rel: data for rel, (data, _m, _t) in tree(tmp_path / "dst").items() if data}
     assert got == {k.removeprefix("data/"): v for k, v in OBJECTS.items()

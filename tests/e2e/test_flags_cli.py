@@ -57,9 +57,10 @@ def test_max_delete_refuses_before_any_change(tmp_path: Path) -> None:
     assert not (dst / "new.txt").exists()
 
 
-def test_size_only_copy_with_tasks_on_a_real_tree(tmp_path: Path) -> None:
+def test_size_only_copy_with_tasks_on_a_real_tree(tmp_path: Path,
+                                                  warm_engine: dict[str, str]) -> None:
     src, dst = _trees(tmp_path)
-    r = run_cli("copy", "--size-only", "--tasks", "2", str(src), str(dst))
+    r = run_cli("copy", "--size-only", "--tasks", "2", str(src), str(dst), env=warm_engine)
     assert r.returncode == 0, r.stderr
     assert (dst / "same.txt").read_bytes() == b"abcdefghij"  # same size: kept
     assert (dst / "grown.txt").read_bytes() == b"longer source"

@@ -17,17 +17,20 @@ from tests.fixtures.trees import wild_tree
 pytestmark = pytest.mark.e2e
 
 
-def _copy(tmp_path: Path, src: Path, *flags: str) -> tuple[int, dict, str]:
+def _copy(tmp_path: Path, src: Path, *flags: str,
+          env: dict[str, str]) -> tuple[int, dict, str]:
+    """A run on the suite's warm engine (``env``): what it copies, not a JVM's start."""
     report = tmp_path / "summary.json"
     r = run_cli("copy", "--no-progress", "--summary-json", str(report), *flags,
-                str(src), str(tmp_path / "dst"))
+                str(src), str(tmp_path / "dst"), env=env)
     assert "Traceback" not in r.stderr, r.stderr
     return r.returncode, json.loads(report.read_text()), r.stdout + r.stderr
 
 
-def test_default_skips_links_and_special_files_with_a_report(tmp_path: Path) -> None:
+def test_default_skips_links_and_special_files_with_a_report(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src = wild_tree(tmp_path)
-    rc, summary, out = _copy(tmp_path, src)
+    rc, summary, out = _copy(tmp_path, src, env=warm_engine)
     assert rc == 0, out
     got = tree(tmp_path / "dst")
     assert {k: v[0] for k, v in got.items()} == {"a": b"inside", "d": None, "d/b": b"bee"}
@@ -44,9 +47,10 @@ def test_default_skips_links_and_special_files_with_a_report(tmp_path: Path) -> 
     assert f"  {src}/fifo: special file (fifo)" in out
 
 
-def test_follow_copies_targets_and_names_dangling_links_and_loops(tmp_path: Path) -> None:
+def test_follow_copies_targets_and_names_dangling_links_and_loops(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src = wild_tree(tmp_path)
-    rc, summary, out = _copy(tmp_path, src, "--links", "follow")
+    rc, summary, out = _copy(tmp_path, src, "--links", "follow", env=warm_engine)
     assert rc == 1, out
     got = {k: v[0] for k, v in tree(tmp_path / "dst").items()}
     assert got == {"a": b"inside", "d": None, "d/b": b"bee", "lin": b"inside",
@@ -69,7 +73,7 @@ def _links(root: Path) -> dict[str, str]:
 
 
 def test_links_copy_copies_each_link_as_a_link_and_a_rerun_skips_them(
-        tmp_path: Path) -> None:
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src = wild_tree(tmp_path)
     (src / "abs").symlink_to(tmp_path / "outside")
     (tmp_path / "keep").mkdir()
@@ -86,7 +90,7 @@ def test_links_copy_copies_each_link_as_a_link_and_a_rerun_skips_them(
     assert "of which symbolic links would copy as links: 5" in r.stdout
     assert not dst.exists()
 
-    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy", env=warm_engine)
     assert rc == 0, out
     assert _links(dst) == wanted  # relative stays relative, dangling stays dangling
     assert (dst / "a").read_bytes() == b"inside" and not (dst / "a").is_symlink()
@@ -100,7 +104,7 @@ def test_links_copy_copies_each_link_as_a_link_and_a_rerun_skips_them(
     assert (tmp_path / "outside").read_bytes() == b"secret outside"
     inodes = {rel: (dst / rel).lstat().st_ino for rel in wanted}
 
-    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy", env=warm_engine)
     assert rc == 0, out
     assert summary["files_copied"] == 0 and summary["files_skipped"] == 7
     assert {rel: (dst / rel).lstat().st_ino for rel in wanted} == inodes  # not re-created
@@ -111,7 +115,7 @@ def test_links_copy_copies_each_link_as_a_link_and_a_rerun_skips_them(
     r = run_cli("copy", "--dry-run", "--delete", "--links", "copy", str(src), str(dst))
     assert f"copy   {dst}/lin  (symbolic link target differs (a -> d/b))" in r.stdout, r.stdout
     assert f"skip   {dst}/dang  (same symbolic link to nowhere)" in r.stdout
-    rc, summary, out = _copy(tmp_path, src, "--delete", "--links", "copy")
+    rc, summary, out = _copy(tmp_path, src, "--delete", "--links", "copy", env=warm_engine)
     assert rc == 0, out
     assert _links(dst) == {**wanted, "lin": "d/b"}
     assert summary["files_copied"] == 1 and summary["files_deleted"] == 1
@@ -150,7 +154,8 @@ def test_destination_inside_source_through_a_link_is_refused(tmp_path: Path) -> 
     assert r.returncode == 2 and "is inside source" in r.stderr
 
 
-def test_archive_links_skip_names_each_link_in_the_summary(tmp_path: Path) -> None:
+def test_archive_links_skip_names_each_link_in_the_summary(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
     import io
     import tarfile
 
@@ -167,9 +172,10 @@ def test_archive_links_skip_names_each_link_in_the_summary(tmp_path: Path) -> No
             hard = tarfile.TarInfo(name)
             hard.type, hard.linkname = tarfile.LNKTYPE, target
             tar.addfile(hard)
-    rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar")
+    rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar", env=warm_engine)
     assert rc == 1 and "entry 'bin/alias' is a symbolic link to 'tool'" in out
-    rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar", "--archive-links", "skip")
+    rc, summary, out = _copy(tmp_path, src, "--convert", "gunzip,untar", "--archive-links", "skip",
+                             env=warm_engine)
     assert rc == 0, out
     assert {k: v[0] for k, v in tree(tmp_path / "dst").items()} == {
         "rel": None, "rel/bin": None, "rel/bin/tool": b"tool", "rel/bin/tool2": b"tool"}
@@ -181,7 +187,7 @@ def test_archive_links_skip_names_each_link_in_the_summary(tmp_path: Path) -> No
 
 
 def test_s3_keys_that_cannot_be_file_names_are_named_and_the_rest_arrives(
-        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3: S3Server, tmp_path: Path, warm_engine: dict[str, str]) -> None:  # noqa: F811
     c = s3.client()
     objects = {"t/a": b"A", "t/a/b": b"B", "t/d/": b"bytes in slash", "t/e/f": b"F",
                "t/ok": b"ok"}
@@ -190,7 +196,7 @@ def test_s3_keys_that_cannot_be_file_names_are_named_and_the_rest_arrives(
     report = tmp_path / "summary.json"
     r = run_cli("copy", "--no-progress", "--summary-json", str(report),
                 *s3.cli_options("--src-option"), "s3://src/t", str(tmp_path / "dst"),
-                env=s3.env)
+                env={**s3.env, **warm_engine})
     assert r.returncode == 1, r.stderr
     assert {k: v[0] for k, v in tree(tmp_path / "dst").items()} == {
         "a": None, "a/b": b"B", "d": None, "e": None, "e/f": b"F", "ok": b"ok"}
@@ -203,9 +209,9 @@ def test_s3_keys_that_cannot_be_file_names_are_named_and_the_rest_arrives(
 
 @pytest.mark.parametrize("point", ["mid_publish:2", "after_stage:2"])
 def test_links_copy_killed_mid_run_then_rerun_leaves_exact_links(
-        point: str, tmp_path: Path) -> None:
-    """Killed while publishing (driver) or after staging (executor): the rerun finishes
-    with every link exact, and a third run has nothing left to do."""
+        point: str, tmp_path: Path, warm_engine: dict[str, str]) -> None:
+    """Killed while publishing (driver) or after staging (executor), cold: the rerun
+    (warm) finishes with every link exact, and a third run has nothing left to do."""
     src = tmp_path / "src"
     (src / "d").mkdir(parents=True)
     (src / "a").write_bytes(b"inside")
@@ -215,22 +221,22 @@ def test_links_copy_killed_mid_run_then_rerun_leaves_exact_links(
     killed = run_cli("copy", "--no-progress", "--links", "copy", "--master", "local[2]",
                      str(src), str(dst), env={"DISTCP_CRASH_AT": point})
     assert killed.returncode != 0, killed.stderr
-    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy", env=warm_engine)
     assert rc == 0, out
     assert _links(dst) == {"d/up": "../a", "dang": "nowhere", "lin": "a"}
     assert (dst / "a").read_bytes() == b"inside"
-    rc, summary, out = _copy(tmp_path, src, "--links", "copy")
+    rc, summary, out = _copy(tmp_path, src, "--links", "copy", env=warm_engine)
     assert rc == 0 and summary["files_copied"] == 0 and summary["files_skipped"] == 4, out
 
 
 @pytest.mark.parametrize("links", ["skip", "follow"])
 def test_wild_tree_to_s3_by_policy(tmp_path: Path, s3: S3Server,  # noqa: F811
-                                   links: str) -> None:
+                                   links: str, warm_engine: dict[str, str]) -> None:
     """The same wild tree to the S3 server: every entry is an object or named."""
     src = wild_tree(tmp_path)
     report = tmp_path / "summary.json"
     r = run_cli("copy", "--no-progress", "--links", links, "--summary-json", str(report),
-                str(src), "s3://dst/wild", env=s3.env)
+                str(src), "s3://dst/wild", env={**s3.env, **warm_engine})
     assert "Traceback" not in r.stderr, r.stderr
     summary = json.loads(report.read_text())
     objects = {k: v for k, v in s3.objects("dst", "wild/").items()

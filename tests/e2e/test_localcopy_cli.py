@@ -34,7 +34,8 @@ def _digest(path: Path) -> str:
     return d.hexdigest()
 
 
-def test_tree_with_sparse_and_big_file_arrives_identical_and_sparse(tmp_path: Path) -> None:
+def test_tree_with_sparse_and_big_file_arrives_identical_and_sparse(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     (src / "d").mkdir(parents=True)
     _sparse(src / "d" / "sparse.img", 64 * MIB, {3 * MIB: MIB, 40 * MIB + 512: MIB})
@@ -47,7 +48,8 @@ def test_tree_with_sparse_and_big_file_arrives_identical_and_sparse(tmp_path: Pa
     for i, p in enumerate(sorted(src.rglob("*"), reverse=True)):
         os.utime(p, (1_600_000_000 + i, 1_600_000_000 + i))
 
-    r = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress")
+    r = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress",
+                env=warm_engine)
     assert r.returncode == 0, r.stderr
     assert tree(dst) == tree(src)  # bytes, modes and mtimes
     assert _allocated(dst / "d" / "sparse.img") <= 4 * MIB  # 2 MiB of data, not 64 MiB
@@ -55,7 +57,8 @@ def test_tree_with_sparse_and_big_file_arrives_identical_and_sparse(tmp_path: Pa
     assert json.loads(sj.read_text())["files_copied"] == 3
 
 
-def test_split_sparse_file_keeps_holes_and_digest(tmp_path: Path) -> None:
+def test_split_sparse_file_keeps_holes_and_digest(tmp_path: Path,
+                                                  warm_engine: dict[str, str]) -> None:
     """Four 8 MiB ranges: one all hole, one ending in a hole (the file's last range)."""
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     src.mkdir()
@@ -64,7 +67,7 @@ def test_split_sparse_file_keeps_holes_and_digest(tmp_path: Path) -> None:
         pytest.skip("this filesystem does not keep holes")
 
     r = run_cli("copy", str(src), str(dst), "--split-size", "8M", "--summary-json", str(sj),
-                "--no-progress")
+                "--no-progress", env=warm_engine)
     assert r.returncode == 0, r.stderr
     out = dst / "disk.img"
     assert out.read_bytes() == (src / "disk.img").read_bytes()

@@ -229,7 +229,7 @@ def test_signatures_match_botocore_for_awkward_keys() -> None:
 
 
 def test_small_objects_tree_to_local_is_identical_with_mtimes_and_rerun_copies_none(
-        s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3_any: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     s3 = s3_any
     rng = random.Random(11)
     objects = {f"tree/d{i % 5}/o{i:03d}.bin": rng.randbytes(rng.randrange(0, 300))
@@ -240,7 +240,7 @@ def test_small_objects_tree_to_local_is_identical_with_mtimes_and_rerun_copies_n
     dst, sj = tmp_path / "dst", tmp_path / "s.json"
     args = ("copy", "s3://src/tree", str(dst), "--no-progress", "--master", "local[2]",
             "--log-dir", str(tmp_path / "logs"), "--summary-json", str(sj))
-    first = run_cli(*args, env=s3.env)
+    first = run_cli(*args, env={**s3.env, **warm_engine_local2})
     assert first.returncode == 0, first.stderr
     assert json.loads(sj.read_text())["files_copied"] == 500
     got = {p.relative_to(dst).as_posix(): p for p in dst.rglob("*")
@@ -249,7 +249,7 @@ def test_small_objects_tree_to_local_is_identical_with_mtimes_and_rerun_copies_n
         k.removeprefix("tree/"): v for k, v in objects.items()}
     for rel, p in got.items():
         assert p.stat().st_mtime == pytest.approx(mtimes[rel], abs=1e-3), rel
-    again = run_cli(*args, env=s3.env)
+    again = run_cli(*args, env={**s3.env, **warm_engine_local2})
     assert again.returncode == 0, again.stderr
     s = json.loads(sj.read_text())
     assert (s["files_copied"], s["files_skipped"]) == (0, 500)

@@ -37,17 +37,20 @@ def visible(s3srv: S3Server, prefix: str) -> dict[str, bytes]:
 
 
 def copy(s3srv: S3Server, tmp_path: Path, src: Path, dst: str, *flags: str,
-         env: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+         env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+    """A run with ``env``: the suite's warm engine for local[2] where the point is what
+    it writes and asks, a crash point's env (cold: the run is killed) otherwise."""
     out = tmp_path / f"summary-{dst.replace('/', '_')}.json"
     r = run_cli("copy", str(src), dst, "--no-progress", "--master", "local[2]",
-                "--summary-json", str(out), *flags, env={**s3srv.env, **(env or {})})
+                "--summary-json", str(out), *flags, env={**s3srv.env, **env})
     return r, (json.loads(out.read_text()) if out.exists() else {})
 
 
 def test_visibility_file_copies_a_tree_with_one_put_per_file(
-        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     make_tree(tmp_path / "src")
-    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/tree", "--visibility", "file")
+    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/tree", "--visibility", "file",
+                      env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert visible(s3, "tree/") == FILES
     assert s3.pending_uploads() == []
@@ -59,7 +62,7 @@ def test_visibility_file_copies_a_tree_with_one_put_per_file(
 
 
 def test_a_crash_before_publish_leaves_every_object_whole_under_visibility_file(
-        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     """The driver dies before the first commit step: with file visibility the objects
     are already there, each whole, and no upload is pending; the next run finishes."""
     make_tree(tmp_path / "src")
@@ -68,15 +71,16 @@ def test_a_crash_before_publish_leaves_every_object_whole_under_visibility_file(
     assert crash.returncode == 137, crash.stderr
     assert visible(s3, "crash/") == FILES
     assert s3.pending_uploads() == []
-    r, _ = copy(s3, tmp_path, tmp_path / "src", "s3://dst/crash", "--visibility", "file")
+    r, _ = copy(s3, tmp_path, tmp_path / "src", "s3://dst/crash", "--visibility", "file",
+                env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert visible(s3, "crash/") == FILES and s3.pending_uploads() == []
 
 
 def test_file_set_visibility_stays_within_three_requests_and_a_single_file_is_one_put(
-        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     make_tree(tmp_path / "src")
-    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/set")
+    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/set", env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert visible(s3, "set/") == FILES and s3.pending_uploads() == []
     requests, non_empty = summary["requests"], sum(1 for v in FILES.values() if v)
@@ -84,7 +88,8 @@ def test_file_set_visibility_stays_within_three_requests_and_a_single_file_is_on
     assert requests["put"] == 1  # the empty file, at publish
     assert summary["requests_per_file"] <= 3.0
     # A file set of one file is published per file, whatever --visibility says.
-    r, summary = copy(s3, tmp_path, tmp_path / "src" / "a.bin", "s3://dst/one.bin")
+    r, summary = copy(s3, tmp_path, tmp_path / "src" / "a.bin", "s3://dst/one.bin",
+                      env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert s3.objects("dst", "one.bin") == {"one.bin": FILES["a.bin"]}
     assert summary["requests"]["put"] == 1, summary["requests"]
@@ -93,7 +98,7 @@ def test_file_set_visibility_stays_within_three_requests_and_a_single_file_is_on
 
 
 def test_a_commit_whose_uploads_were_aborted_is_set_aside_by_the_first_rerun_which_finishes(
-        s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+        s3: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     """The driver dies before publishing; a lifecycle rule then aborts the pending
     uploads its commit would complete. The next run sets the commit aside at once and
     copies the files again: every object whole, nothing pending."""
@@ -106,7 +111,8 @@ def test_a_commit_whose_uploads_were_aborted_is_set_aside_by_the_first_rerun_whi
     for upload in pending:
         s3.client().abort_multipart_upload(Bucket="dst", Key=upload["Key"],
                                            UploadId=upload["UploadId"])
-    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted")
+    r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted",
+                      env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert "cannot finish: its staged copy of s3://dst/aborted/" in r.stdout + r.stderr
     assert visible(s3, "aborted/") == FILES and s3.pending_uploads() == []
