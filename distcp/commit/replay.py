@@ -10,6 +10,7 @@ area, the rest is deleted.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -100,19 +101,26 @@ def _failed(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext
     )), False
 
 
+#: Files of a failed commit a replay looks at for a lost staged copy (a request or two
+#: each on an object store): a commit of a million files that failed for another cause
+#: (a server down) must not cost a million requests. A loss further in is found by the
+#: replays' limit instead (``--max-replays``).
+LOST_CHECK_MAX = 1_000
+
+
 def _lost_copy(seq: CommitSequence, ctx: CommitContext) -> str | None:
     """The final URL of the first file of ``seq`` whose staged copy is gone (a temp
     cleaner, a hand) and that is not published either, or None: read after a failed
-    replay only, stopping at the first."""
-    for step in seq.steps:
-        try:
-            for f in step.staged_files(ctx.dst_options):
-                storage = ctx.storage(f.final)
-                if not storage.holds_staged(f.staged) and \
-                        not storage.is_published(f.staged, f.final, f.size):
-                    return f.final
-        except FileNotFoundError as exc:  # a results file listing the copies is gone
-            return exc.filename or str(exc)
+    replay only, stopping at the first, and after LOST_CHECK_MAX files."""
+    files = (f for step in seq.steps for f in step.staged_files(ctx.dst_options))
+    try:
+        for f in itertools.islice(files, LOST_CHECK_MAX):
+            storage = ctx.storage(f.final)
+            if not storage.holds_staged(f.staged) and \
+                    not storage.is_published(f.staged, f.final, f.size):
+                return f.final
+    except FileNotFoundError as exc:  # a results file listing the copies is gone
+        return exc.filename or str(exc)
     return None
 
 

@@ -290,3 +290,31 @@ def test_a_kept_copy_commit_whose_staging_is_gone_is_set_aside_at_once(
     [note] = summary.notes
     assert "cannot finish" in note and "the dataset is copied again" in note
     assert store.pending() == [] and len(store.pending(aside=True)) == 1
+
+
+def test_a_failed_replay_looks_at_no_more_than_its_bound_of_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loss beyond LOST_CHECK_MAX files is not looked for (a commit of a million files
+    that failed for another cause must not cost a million requests): the replay counts
+    as failed, and --max-replays sets it aside later."""
+    from distcp.commit import replay
+
+    staging = tmp_path / "state" / "staging" / "jobA"
+    staging.mkdir(parents=True)
+    moves = []
+    for n in range(3):
+        (staging / f"s{n}").write_bytes(b"abc")
+        moves.append((str(staging / f"s{n}"), str(tmp_path / "dst" / f"f{n}"), 3))
+    seq = CommitSequence("urn:a", "all", (MakeDirectories((str(tmp_path / "dst"),)),
+                                          PublishFiles(tuple(moves))), "jobA-2")
+    store = CommitStepStore(str(tmp_path / "state"), {})
+    store.persist(seq, "jobA")
+    os.unlink(staging / "s2")  # the third file's copy is gone
+    monkeypatch.setattr(replay, "LOST_CHECK_MAX", 2)
+    summary = Summary()
+    assert replay_into(store, _ctx(tmp_path), 3, summary) == {"urn:a"}
+    assert summary.sequences_set_aside == 0 and len(summary.failures) == 1
+    monkeypatch.setattr(replay, "LOST_CHECK_MAX", 3)
+    summary = Summary()
+    assert replay_into(store, _ctx(tmp_path), 3, summary) == set()
+    assert summary.sequences_set_aside == 1 and summary.failures == []
