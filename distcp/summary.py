@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from distcp import request_count
 from distcp.callbacks import human_bytes
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Tally:
     directories_created: int = 0
     sequences_replayed: int = 0
     sequences_set_aside: int = 0
+    recovery_expired: int = 0
+    uploads_aborted: int = 0
     partitions_registered: int = 0
     failures: tuple[Failure, ...] = ()
     #: Registrations in the catalog (--catalog-table) that failed: their data is published.
@@ -53,6 +56,45 @@ class Tally:
     def __add__(self, other: Tally) -> Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name)
                         for f in fields(Tally)})
+
+
+@dataclass(frozen=True)
+class CopyTally:
+    """What a copy phase reports, as a value: the copy adapters (``spark.job``,
+    ``run.fork``) return it beside their results and the run adds it once
+    (``Summary.add_copy``), so no adapter writes into the run's Summary."""
+
+    results_collected: int = 0
+    bytes_read: int = 0
+    bytes_server_side: int = 0
+    ranges_resumed: int = 0
+    bytes_resumed: int = 0
+    #: The tasks' requests by kind (``request_count``).
+    requests: tuple[tuple[str, int], ...] = ()
+    notes: tuple[str, ...] = ()
+    #: Seconds by phase name: ``spark_start_s`` (the first session's start counts),
+    #: ``copy_s`` and ``join_s`` (added up over the copy's jobs).
+    phases: tuple[tuple[str, float], ...] = ()
+    #: How the run copied, each way with why (``Summary.strategy["copy"]``).
+    strategy: tuple[dict[str, str], ...] = ()
+
+    def __add__(self, other: CopyTally) -> CopyTally:
+        return CopyTally(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name)
+               for f in fields(CopyTally) if f.name not in ("requests", "phases")},
+            requests=tuple(request_count.total([self.requests, other.requests]).items()),
+            phases=tuple(_phases_added(dict(self.phases), other.phases).items()))
+
+
+def _phases_added(phases: dict[str, float], more: Iterable[tuple[str, float]]
+                  ) -> dict[str, float]:
+    """``phases`` with ``more`` in: the first Spark start counts, other phases add up."""
+    for name, seconds in more:
+        if name == "spark_start_s":
+            phases.setdefault(name, seconds)
+        else:
+            phases[name] = round(phases.get(name, 0.0) + seconds, 3)
+    return phases
 
 
 def tally_of(parts: Iterable[Tally]) -> Tally:
@@ -156,6 +198,17 @@ class Summary:
                 getattr(self, f.name).extend(value)
             else:
                 setattr(self, f.name, getattr(self, f.name) + value)
+
+    def add_copy(self, tally: CopyTally) -> None:
+        """Count in what the copy phase reported (``CopyTally``)."""
+        for name in ("results_collected", "bytes_read", "bytes_server_side",
+                     "ranges_resumed", "bytes_resumed"):
+            setattr(self, name, getattr(self, name) + getattr(tally, name))
+        self.requests = request_count.total([tuple(self.requests.items()), tally.requests])
+        self.notes.extend(tally.notes)
+        _phases_added(self.phases, tally.phases)
+        if tally.strategy:
+            self.strategy["copy"] = list(tally.strategy)
 
     @property
     def throughput(self) -> float:

@@ -42,7 +42,7 @@ from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
 from distcp.storage import StorageSpec, spec_for, storage_for, watchdog_seconds
 from distcp.storage import filesystems as fsutil
-from distcp.summary import Summary
+from distcp.summary import Summary, Tally
 
 
 def new_job_id() -> str:
@@ -170,19 +170,19 @@ def jobs_with_commits(store: CommitStepStore) -> set[str]:
     return {p.job_id for p in store.pending() + store.pending(aside=True)}
 
 
-def recover(pub: Publishing, cfg: CopyConfiguration, summary: Summary) -> set[str]:
+def recover(pub: Publishing, cfg: CopyConfiguration) -> tuple[set[str], Tally]:
     """Replay pending commits, keep orphaned verified copies, expire old ones.
 
-    Returns the URNs whose commits could not be finished: they are not copied now.
+    Returns the URNs whose commits could not be finished (they are not copied now), and
+    what recovering reports to the summary.
     """
     blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays)
-    summary.add(replayed)
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
                     jobs_with_commits(pub.store))
-    summary.recovery_expired = pub.recovery.expire(cfg.recovery_retention)
-    summary.uploads_aborted += abort_orphans(cfg.destination, pub.ctx.state_root,
-                                             pub.ctx.dst_options)
-    return blocked
+    return blocked, replayed + Tally(
+        recovery_expired=pub.recovery.expire(cfg.recovery_retention),
+        uploads_aborted=abort_orphans(cfg.destination, pub.ctx.state_root,
+                                      pub.ctx.dst_options))
 
 
 def split_recovered(files: list[CopyableFile], recovery: RecoveryArea

@@ -37,7 +37,7 @@ from distcp.spark.arrow import run_pickled
 from distcp.spark.listing import LazySession
 from distcp.spark.session import default_parallelism
 from distcp.storage import filesystems as fsutil
-from distcp.summary import Summary
+from distcp.summary import CopyTally, Summary
 
 
 def route(runs: list[BranchRun], settings: ForkSettings) -> int:
@@ -70,34 +70,35 @@ def _relative(file: CopyableFile, root: str) -> str:
 
 
 def copy_forked(runs: list[BranchRun], settings: ForkSettings, callback: Callback,
-                summary: Summary, session: LazySession, log: RunLog) -> int:
+                session: LazySession, log: RunLog) -> tuple[int, CopyTally]:
     """One Spark job: each task reads its files once, for all their branches (a branch
     whose verified copy an earlier run kept takes that copy instead, without a read).
-    Returns how many files it read."""
+    Returns how many files it read, and what the copy reports to the summary."""
     targets: dict[str, list[tuple[int, CopyableFile]]] = defaultdict(list)
     for n, run in enumerate(runs):
         for f in run.files:
             targets[f.guid].append((n, f))
     todo = [ForkedFile(tuple(t)) for t in targets.values()]
-    summary.strategy["copy"] = record_strategies(log, "copy", (("", Strategy(
+    chosen = CopyTally(strategy=tuple(record_strategies(log, "copy", (("", Strategy(
         FORK if todo else NOTHING, f"{len(runs)} destinations, each file read once for all "
         "the branches it goes to" if todo else "nothing to copy: no Spark job")),),
-        runs[0].cfg.destination)
+        runs[0].cfg.destination)))
     if not todo:
-        return 0
+        return 0, chosen
     by_name = {run.name: run for run in runs}
-    for r in _copy_on_spark(runs, todo, settings, callback, summary, session):
+    results, tally = _copy_on_spark(runs, todo, settings, callback, session)
+    for r in results:
         by_name[r.branch].results.append(r)
-    return len(todo)
+    return len(todo), chosen + tally
 
 
 def _copy_on_spark(runs: list[BranchRun], todo: list[ForkedFile], settings: ForkSettings,
-                   callback: Callback, summary: Summary, session: LazySession
-                   ) -> list[TaskResult]:
+                   callback: Callback, session: LazySession
+                   ) -> tuple[list[TaskResult], CopyTally]:
     lead = runs[0].cfg
     t = time.monotonic()
     spark = session()
-    summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
+    started = round(time.monotonic() - t, 3)
     cores = lead.parallelism or default_parallelism(spark)
     by_guid = {f.lead.guid: f for f in todo}
     cost = sum(f.lead.origin.size for f in todo) + len(todo) * lead.file_cost
@@ -113,12 +114,13 @@ def _copy_on_spark(runs: list[BranchRun], todo: list[ForkedFile], settings: Fork
             spark, [(u.unit_id, u) for u in units], partial(fork_runner, fork))
     except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
         results = _job_failed(runs, todo, exc)
-    summary.phases["copy_s"] = round(time.monotonic() - t, 3)
+    copied = round(time.monotonic() - t, 3)
     callback.update(len(todo), sum(r.bytes_read for r in results))
     callback.close()
-    summary.bytes_read += sum(r.bytes_read for r in results)
-    summary.requests = request_count.total(r.requests for r in results)
-    return results
+    return results, CopyTally(
+        bytes_read=sum(r.bytes_read for r in results),
+        requests=tuple(request_count.total(r.requests for r in results).items()),
+        phases=(("spark_start_s", started), ("copy_s", copied)))
 
 
 def _job_failed(runs: list[BranchRun], todo: list[ForkedFile], exc: BaseException

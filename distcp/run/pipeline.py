@@ -18,7 +18,6 @@ import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import replace
-from functools import partial
 from typing import Protocol, TypeVar
 
 from distcp import collection, metrics, request_count
@@ -57,11 +56,11 @@ from distcp.run.report import (
     record_strategies,
 )
 from distcp.runlog import RunLog
-from distcp.spark.job import run_session
+from distcp.spark.job import Sessions
 from distcp.spark.keptcopy import publish_all_kept
 from distcp.spark.listing import LazySession
 from distcp.storage import spec_for
-from distcp.summary import Summary
+from distcp.summary import Summary, Tally
 
 R_co = TypeVar("R_co", covariant=True)
 
@@ -137,7 +136,8 @@ class CopySteps:
         self.lead, self.settings, self.callback = lead, settings, callback
         self.start = time.monotonic()
         self.summary = Summary(job_id=new_job_id(), dry_run=lead.dry_run)
-        self.session = LazySession(partial(run_session, lead, self.summary, callback))
+        self.sessions = Sessions(lead, self.summary.job_id, callback)
+        self.session = LazySession(self.sessions)
 
     def lock(self, runs: list[BranchRun], stack: ExitStack) -> None:
         """Every branch's destination locked, then the run's log, Spark session (opened
@@ -162,7 +162,8 @@ class CopySteps:
         if self.lead.dry_run:
             return
         for run in runs:
-            blocked = recover(run.publishing, run.cfg, run.summary)
+            blocked, recovered = recover(run.publishing, run.cfg)
+            run.summary.add(recovered)
             run.datasets = [d for d in run.datasets if d.urn not in blocked]
 
     def plan(self, runs: list[BranchRun]) -> None:
@@ -185,9 +186,13 @@ class CopySteps:
         for run in runs:
             prepared(run, None if forked else self.dst, server_side=not forked)
         if self.settings is not None:
-            return copy_forked(runs, self.settings, self.callback, self.summary,
-                               self.session, self.log)
-        return copy_branch(runs[0], self.session, self.callback, self.log)
+            read, tally = copy_forked(runs, self.settings, self.callback, self.session,
+                                      self.log)
+        else:
+            read, tally = copy_branch(runs[0], self.sessions, self.session, self.callback,
+                                      self.log)
+        self.summary.add_copy(tally)
+        return read
 
     def agree(self, runs: list[BranchRun]) -> None:
         """``--fork-policy all``: a file some branch would not publish fails in all."""
@@ -205,6 +210,7 @@ class CopySteps:
         _sweep(runs)
 
     def finish(self, runs: list[BranchRun]) -> Summary:
+        self.summary.log_file = self.sessions.log_file
         if self.lead.dry_run:
             return self.events.end(_dry_run(runs, self.summary, self.start, self.log))
         return self.events.end(_finish(runs, self.settings, self.summary, self.start))
@@ -276,8 +282,8 @@ def _sweep(runs: list[BranchRun]) -> None:
     for run in runs:
         if run.publishing.job_id not in jobs_with_commits(run.publishing.store):
             remove_job_folders(run.task)
-        run.summary.uploads_aborted += abort_orphans(run.cfg.destination, run.root,
-                                                     run.task.dst_options)
+        run.summary.add(Tally(uploads_aborted=abort_orphans(run.cfg.destination, run.root,
+                                                            run.task.dst_options)))
 
 
 def _finish(runs: list[BranchRun], settings: ForkSettings | None, summary: Summary,

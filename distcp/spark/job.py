@@ -52,17 +52,20 @@ from distcp.spark.session import (
 )
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
-from distcp.summary import Summary
+from distcp.summary import CopyTally
 
 
 def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
-                   callback: Callback, summary: Summary,
-                   publish_now: frozenset[str] = frozenset()) -> list[TaskResult]:
+                  sessions: Sessions, callback: Callback,
+                  publish_now: frozenset[str] = frozenset()
+                  ) -> tuple[list[TaskResult], CopyTally]:
+    """``files`` copied, whole or (big ones) in ranges joined after; their results and
+    what the copy reports to the summary."""
     t = time.monotonic()
-    with run_session(cfg, summary, callback) as spark:
-        summary.phases["spark_start_s"] = round(time.monotonic() - t, 3)
+    with sessions() as spark:
+        started = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
-        splits = _prepare_splits(cfg, spec, files, summary, cores)
+        splits, resumed = _prepare_splits(cfg, spec, files, cores)
         whole = [f for f in files if f.guid not in splits] if splits else files
         cost = sum(f.origin.size for f in whole) + len(whole) * cfg.file_cost
         units = pack(whole, unit_count(len(whole), cfg.tasks or cores,
@@ -74,30 +77,40 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
         t = time.monotonic()
         spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
         results = run_units(spark, units, spec, callback) if units else []
-        summary.results_collected += len(results)
-        summary.phases["copy_s"] = round(time.monotonic() - t, 3)
+        collected = len(results)
+        phases = [("spark_start_s", started), ("copy_s", round(time.monotonic() - t, 3))]
         callback.close()
         results += [r for sf in splits.values() for r in resumed_results(sf)]
-        summary.bytes_read += sum(r.bytes_read for r in results)
-        summary.bytes_server_side += sum(r.bytes_server_side for r in results if r.ok)
-        summary.requests = request_count.total(r.requests for r in results)
         assembled = assemble_ranges(results, splits, spec.dst_options)
         if spec.dst.capabilities.joins_parts and splits:
             t = time.monotonic()
             callback.message(f"joining the ranges of {len(splits)} split files")
             assembled = _join_on_spark(spark, assembled, splits, spec)
-            summary.phases["join_s"] = round(time.monotonic() - t, 3)
-    return assembled
+            phases.append(("join_s", round(time.monotonic() - t, 3)))
+    return assembled, resumed + CopyTally(
+        results_collected=collected, bytes_read=sum(r.bytes_read for r in results),
+        bytes_server_side=sum(r.bytes_server_side for r in results if r.ok),
+        requests=tuple(request_count.total(r.requests for r in results).items()),
+        phases=tuple(phases))
 
 
-def run_session(cfg: CopyConfiguration, summary: Summary, callback: Callback
-             ) -> AbstractContextManager[Any]:
-    """The run's Spark session (the active one when listing already opened it)."""
-    log_file = summary.log_file or run_log_file(cfg, f"spark-{summary.job_id}.log")
-    if not summary.log_file:
-        summary.log_file = log_file
-        callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
-    return spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine)
+class Sessions:
+    """Opens the run's Spark session (the active one when listing already opened it).
+
+    The run's Spark log is named once, when a session first starts, and announced then;
+    ``log_file`` is what the summary reports ("" when Spark never started)."""
+
+    def __init__(self, cfg: CopyConfiguration, job_id: str, callback: Callback) -> None:
+        self.cfg, self.job_id, self.callback = cfg, job_id, callback
+        self.log_file = ""
+
+    def __call__(self) -> AbstractContextManager[Any]:
+        if not self.log_file:
+            self.log_file = run_log_file(self.cfg, f"spark-{self.job_id}.log")
+            self.callback.message(f"starting Spark ({self.cfg.master}); its log: "
+                                  f"{self.log_file}")
+        return spark_session(self.cfg.master, dict(self.cfg.spark_conf), self.log_file,
+                             self.cfg.engine)
 
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
@@ -122,28 +135,29 @@ def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, Spli
 
 
 def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
-                    summary: Summary, cores: int) -> dict[str, SplitFile]:
+                    cores: int) -> tuple[dict[str, SplitFile], CopyTally]:
     """The split files of this run, with the ranges earlier runs already sent
-    (``--split-size 0``: none)."""
+    (``--split-size 0``: none), and what the summary says of them."""
     wanted = cfg.split_size if cfg.split_size is not None else _idle_split(
         cfg, spec, files, cores)
     if not wanted:
-        return {}
+        return {}, CopyTally()
     store = SplitStore(spec.state_root, spec.dst_options, spec.dst.open())
     splits = {f.guid: store.prepare(f, wanted) for f in files
               if f.origin.size > wanted and not f.converters}
+    notes = []
     if not cfg.split_size and splits:
-        summary.notes.append(f"{len(splits)} big file(s) copied in ranges of about "
-                             f"{wanted >> 20} MiB over the idle cores (--split-size unset)")
+        notes.append(f"{len(splits)} big file(s) copied in ranges of about "
+                     f"{wanted >> 20} MiB over the idle cores (--split-size unset)")
     # the idle cores' ranges are approximate anyway: only a size the user gave is noted
     adjusted = {sf.range_size for sf in splits.values()} - {wanted} if cfg.split_size else set()
     for size in sorted(adjusted):
-        summary.notes.append(f"split ranges of {size} bytes instead of --split-size "
-                             f"{cfg.split_size}: ranges are whole MiB (the digest block) and, "
-                             "on S3, parts of 5 MiB or more, at most 10,000 per file")
-    summary.ranges_resumed = sum(len(sf.done) for sf in splits.values())
-    summary.bytes_resumed = sum(sf.bytes_resumed for sf in splits.values())
-    return splits
+        notes.append(f"split ranges of {size} bytes instead of --split-size "
+                     f"{cfg.split_size}: ranges are whole MiB (the digest block) and, "
+                     "on S3, parts of 5 MiB or more, at most 10,000 per file")
+    return splits, CopyTally(ranges_resumed=sum(len(sf.done) for sf in splits.values()),
+                             bytes_resumed=sum(sf.bytes_resumed for sf in splits.values()),
+                             notes=tuple(notes))
 
 
 def _idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
@@ -194,28 +208,26 @@ KEPT_UNITS_FROM = 1_000_000
 
 
 def copy_kept(cfg: CopyConfiguration, spec: TaskSpec, kept: tuple[DatasetPlan, ...],
-               callback: Callback, summary: Summary) -> list[KeptCopy]:
+              sessions: Sessions, callback: Callback) -> tuple[list[KeptCopy], CopyTally]:
     """Copy the datasets whose files stayed on the executors (``spark.keptcopy``)."""
     t = time.monotonic()
-    with run_session(cfg, summary, callback) as spark:
-        summary.phases.setdefault("spark_start_s", round(time.monotonic() - t, 3))
+    with sessions() as spark:
+        started = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
         files = sum(d.files_kept for d in kept)
         callback.set_size(files, sum(d.bytes_to_copy for d in kept))
         t = time.monotonic()
         copies = copy_kept_datasets(spark, cfg, spec, kept, KEPT_UNITS_FROM, cores,
                                     partial(run_polled, spec=spec, callback=callback))
-        summary.phases["copy_s"] = round(summary.phases.get("copy_s", 0.0)
-                                          + time.monotonic() - t, 3)
+        copied = round(time.monotonic() - t, 3)
         reports = [r for c in copies for r in c.reports]
         callback.update(sum(c.files_copied + c.files_failed for c in copies),
                         sum(r.bytes_read for r in reports))
         callback.close()
-    summary.bytes_read += sum(r.bytes_read for r in reports)
-    summary.bytes_server_side += sum(r.bytes_server_side for r in reports)
-    summary.requests = request_count.total([tuple(summary.requests.items()),
-                                            tuple(requests_of(copies).items())])
-    return copies
+    return copies, CopyTally(bytes_read=sum(r.bytes_read for r in reports),
+                             bytes_server_side=sum(r.bytes_server_side for r in reports),
+                             requests=tuple(requests_of(copies).items()),
+                             phases=(("spark_start_s", started), ("copy_s", copied)))
 
 
 def _job_failed(units: Iterable[WorkUnit], exc: BaseException) -> list[TaskResult]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from distcp.summary import Failure, Summary, Tally, tally_of
+from distcp.summary import CopyTally, Failure, Summary, Tally, tally_of
 
 #: The keys of ``--summary-json`` (issue 10 moved who counts, not what is written).
 SUMMARY_KEYS = {
@@ -46,3 +46,26 @@ def test_the_summary_json_keeps_its_keys_and_holds_no_tally() -> None:
     data = json.loads(s.to_json())
     assert set(data) == SUMMARY_KEYS
     assert data["failures"] == [{"path": "p", "error": "e"}] and data["files_copied"] == 1
+
+
+def test_copy_tallies_add_up_into_the_summary() -> None:
+    """The copy adapters return what they report (issue 36: phases return values): the
+    first Spark start counts, copy times and requests add up, notes keep their order,
+    and the way the run copied is the summary's ``strategy["copy"]``."""
+    collected = CopyTally(results_collected=4, bytes_read=100, bytes_server_side=7,
+                          requests=(("get", 2), ("put", 1)), notes=("split note",),
+                          ranges_resumed=1, bytes_resumed=8,
+                          phases=(("spark_start_s", 2.0), ("copy_s", 1.25), ("join_s", 0.5)))
+    kept = CopyTally(bytes_read=50, requests=(("put", 3),),
+                     phases=(("spark_start_s", 0.1), ("copy_s", 0.5)))
+    chosen = CopyTally(strategy=({"strategy": "collected", "why": "few files"},))
+    s = Summary(job_id="j", notes=["replay note"], phases={"plan_s": 0.3})
+    s.add_copy(collected + kept + chosen)
+    assert (s.results_collected, s.bytes_read, s.bytes_server_side) == (4, 150, 7)
+    assert (s.ranges_resumed, s.bytes_resumed) == (1, 8)
+    assert s.requests == {"get": 2, "put": 4}
+    assert s.notes == ["replay note", "split note"]
+    assert s.phases == {"plan_s": 0.3, "spark_start_s": 2.0, "copy_s": 1.75, "join_s": 0.5}
+    assert s.strategy == {"copy": [{"strategy": "collected", "why": "few files"}]}
+    s.add_copy(CopyTally(phases=(("copy_s", 0.25),)))
+    assert s.phases["copy_s"] == 2.0 and s.strategy["copy"]  # a later copy keeps the record
