@@ -129,6 +129,8 @@ def test_a_line_of_output_cannot_be_forged_by_a_name() -> None:
     name = os.fsdecode(b"/dst/a\nFAILED b\xe9\x1b[2J")
     assert printable(f"pydistcp: FAILED {name}: x") == \
         "pydistcp: FAILED /dst/a\\nFAILED b\\xe9\\x1b[2J: x"
+    summary = Summary(entries_skipped=[Failure(name, "a FIFO")])
+    assert len(summary.render().splitlines()) == 3
 
 
 def test_an_object_key_must_be_utf8() -> None:
