@@ -136,3 +136,23 @@ def test_a_line_of_output_cannot_be_forged_by_a_name() -> None:
 def test_an_object_key_must_be_utf8() -> None:
     assert utf8_problem("a\n[x]*?.txt") is None
     assert "not valid UTF-8" in (utf8_problem(os.fsdecode(b"caf\xe9")) or "")
+
+
+@pytest.mark.parametrize("root", ["memory://names", "local"])
+def test_removing_a_name_with_glob_characters_removes_that_name_only(
+        root: str, tmp_path: Path) -> None:
+    """fsspec's ``rm`` reads ``[x]*?.txt`` as a pattern (s3fs's too: it removed
+    ``xab.txt`` and kept ``[x]*?.txt``): ``--delete`` and a move must remove the name."""
+    import fsspec
+
+    from distcp.storage import storage_for
+
+    base = str(tmp_path) if root == "local" else root
+    fs, _ = fsspec.core.url_to_fs(base)
+    for rel in ("[x]*?.txt", "xab.txt", "d[*]/a", "dab/b"):
+        fs.makedirs(f"{base}/{rel}".rsplit("/", 1)[0], exist_ok=True)
+        fs.pipe_file(f"{base}/{rel}", b"x")
+    for rel in ("[x]*?.txt", "d[*]"):
+        storage_for(f"{base}/{rel}", {}).remove(f"{base}/{rel}")
+    left = {p.removeprefix(fs._strip_protocol(base)) for p in fs.find(base)}
+    assert left == {"/xab.txt", "/dab/b"}
