@@ -100,6 +100,12 @@ def test_every_name_survives_a_copy_its_rerun_a_delete_the_log_and_status(
     assert files_of(dst) == files_of(src)
     assert json.loads(sj.read_text())["files_deleted"] == 2
 
+    events = os.path.join(dst, b".pydistcp", b"events", b"events.jsonl")
+    with open(events, "rb") as f:
+        lines = f.read().splitlines()
+    assert len(lines) >= 3 and all(line.isascii() for line in lines)  # one event a line
+    assert all(os.fsencode(json.loads(line)["inputs"][0]["name"]) == src for line in lines)
+
     shown = run_cli("status", os.fsdecode(dst))
     assert shown.returncode == 0, shown.stderr
     assert "src\\n[*]\\xe9: watermark" in shown.stdout
