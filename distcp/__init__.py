@@ -18,6 +18,7 @@ from distcp.errors import (
     CopyError,
     CredentialsError,
     DestinationBusyError,
+    DestinationNameError,
     DestinationNotWritableError,
     DestinationWriteError,
     DistcpError,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CatalogError", "CheckReport", "CleanupReport", "ConfigurationError", "ConversionError",
     "CopyError", "CredentialsError",
-    "DestinationBusyError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
+    "DestinationBusyError", "DestinationNameError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
     "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
     "QualityCheckError",

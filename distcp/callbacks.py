@@ -10,6 +10,8 @@ import sys
 import time
 from typing import TextIO
 
+from distcp.names import printable
+
 
 class Callback:
     """Receives progress; the base class ignores it."""
@@ -58,7 +60,7 @@ class TextProgress(Callback):
 
     def message(self, text: str) -> None:
         self._end_line()
-        print(f"pydistcp: {text}", file=self.out, flush=True)
+        print(printable(f"pydistcp: {text}"), file=self.out, flush=True)
 
     def update(self, files: int, nbytes: int) -> None:
         now = time.monotonic()

@@ -33,6 +33,7 @@ from distcp.errors import (
     EnvironmentProblem,
     PlanningError,
 )
+from distcp.names import printable
 from distcp.quantities import parse_duration, parse_size
 
 if TYPE_CHECKING:
@@ -349,14 +350,14 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
     to_stdout = options.get("summary_json") == "-"
     for row in summary.plan:  # a dry run's plan is its output; -v's decisions are status
         branch = f"[{row['branch']}] " if "branch" in row else ""
-        click.echo(f"{branch}{row['action']:<6} {row['path']}  ({row['reason']})",
-                   err=to_stdout or not dry_run)
+        _line(f"{branch}{row['action']:<6} {row['path']}  ({row['reason']})",
+              err=to_stdout or not dry_run)
     if level in ("info", "debug"):  # -v: how it planned and copied, and why
         _echo_strategies(summary.strategy)
     for failure in summary.failures:
-        click.echo(f"pydistcp: FAILED {failure.error}", err=True)
+        _line(f"pydistcp: FAILED {failure.error}", err=True)
     for failure in summary.catalog_failures:
-        click.echo(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
+        _line(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
     if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1
@@ -367,8 +368,14 @@ def _echo_strategies(strategy: dict[str, list[dict[str, str]]]) -> None:
     for phase, rows in strategy.items():
         for row in rows:
             where = " ".join(f"{row[k]}" for k in ("branch", "dataset") if k in row)
-            click.echo(f"pydistcp: {phase}{' ' + where if where else ''}: "
-                       f"{row['strategy']} ({row['why']})", err=True)
+            _line(f"pydistcp: {phase}{' ' + where if where else ''}: "
+                  f"{row['strategy']} ({row['why']})", err=True)
+
+
+def _line(text: str, err: bool = False) -> None:
+    """One line of output: a name in it cannot end it or forge the next one
+    (``distcp.names.printable``)."""
+    click.echo(printable(text), err=err)
 
 
 MOVE_HELP = """Move SRC... to DST: copy them as 'copy' does (same options), then
@@ -416,7 +423,16 @@ def _debug_logging(level: str) -> None:
     if level == "debug":
         import logging
 
-        logging.basicConfig(stream=sys.stderr, format="pydistcp: %(name)s: %(message)s")
+        class OneLine(logging.Formatter):
+            """A name in a message cannot forge a log line (a traceback still can span
+            lines: it is added after the message)."""
+
+            def formatMessage(self, record: logging.LogRecord) -> str:
+                return printable(super().formatMessage(record))
+
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(OneLine("pydistcp: %(name)s: %(message)s"))
+        logging.basicConfig(handlers=[handler])
         for name in ("distcp", "pydistcp"):
             logging.getLogger(name).setLevel(logging.DEBUG)
 
@@ -575,7 +591,7 @@ def _quiet_py4j() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"pydistcp: error: {message}", err=True)
+    _line(f"pydistcp: error: {message}", err=True)
     sys.exit(code)
 
 
@@ -621,8 +637,8 @@ def status_command(destination: str | None, state_dir: str | None, as_json: bool
         with driver_errors(state_dir or destination):  # as distcp.status
             root, has_state = existing_state_root(destination, state_dir, options)
             if not has_state and not as_json:
-                click.echo(f"no pydistcp state at {display(root)}: nothing was copied here "
-                           "by pydistcp")
+                _line(f"no pydistcp state at {display(root)}: nothing was copied here "
+                      "by pydistcp")
                 return 0
             report = status_report(root, options)
         click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
@@ -660,13 +676,13 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
                           src_options=_side_options(src_option, src_options_file, "src"),
                           events=events, events_timeout=events_timeout)
         for failure in summary.failures:
-            click.echo(f"pydistcp: FAILED {failure.error}", err=True)
+            _line(f"pydistcp: FAILED {failure.error}", err=True)
         for failure in summary.catalog_failures:
-            click.echo(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
+            _line(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "
                    f"{summary.sequences_set_aside}")
         for note in summary.notes:
-            click.echo(note)
+            _line(note)
         return 0 if summary.ok else 1
 
     _run(action)
@@ -915,8 +931,8 @@ def _check(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
     if not quiet:
         for outcome in report.outcomes:
             if outcome.verdict != "=":
-                click.echo(f"{outcome.verdict} {outcome.path}  ({outcome.reason})",
-                           err=to_stdout)
+                _line(f"{outcome.verdict} {outcome.path}  ({outcome.reason})",
+                      err=to_stdout)
         click.echo(report.render(), err=to_stdout)
     return 0 if report.ok else 1
 

@@ -101,6 +101,11 @@ class StateCollisionError(CopyError):
     never becomes the tool's own state (its name is refused, the rest of the run goes on)."""
 
 
+class DestinationNameError(CopyError):
+    """The destination cannot hold the file's name (an object key must be UTF-8, at most
+    1,024 bytes, without empty segments): the file fails by name, the run goes on."""
+
+
 class QualityCheckError(CopyError):
     """A staged output failed a ``--check``: discarded, nothing of its file published."""
 

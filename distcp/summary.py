@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from distcp import request_count
 from distcp.callbacks import human_bytes
+from distcp.names import printable, printable_lines
 
 if TYPE_CHECKING:
     from distcp.storage.filesystems import Skipped
@@ -269,7 +270,7 @@ class Summary:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")
         lines.extend(_branch_line(name, b, verb) for name, b in self.branches.items())
-        return "\n".join(lines)
+        return printable_lines(lines)  # a name holding a newline must not start a line
 
 
 def _branch_line(name: str, b: dict[str, Any], verb: str) -> str:
@@ -304,7 +305,7 @@ class CleanupReport:
     def render(self) -> str:
         """The line ``pydistcp cleanup`` prints."""
         verb = "would free" if self.dry_run else "freed"
-        return (f"{verb} {human_bytes(self.bytes)} under {self.destination}: staging of "
+        return printable(f"{verb} {human_bytes(self.bytes)} under {self.destination}: staging of "
                 f"{self.jobs} dead run(s), {self.splits} split file(s), {self.recovery} kept "
                 f"cop(ies), {self.uploads} orphaned multipart upload(s)")
 

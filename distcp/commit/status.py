@@ -17,6 +17,7 @@ from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
 from distcp.commit.steps import CommitContext
 from distcp.events.sinks import EventSink
 from distcp.model import FileStatus
+from distcp.names import printable_lines
 from distcp.state.bounds import Bounds
 from distcp.state.layout import StateLayout, state_root_of
 from distcp.state.lock import DestinationLock, Holder, live_holder
@@ -183,7 +184,7 @@ def render_status(report: StatusReport) -> str:
                      "their sources again")
     if report["running"]:
         lines.insert(1, f"running now: {Holder(**report['running']).describe()}")
-    return "\n".join(lines)
+    return printable_lines(lines)  # a name holding a newline must not start a line
 
 
 def recover_only(root: str, options: dict[str, Any], max_replays: int = 3,

@@ -5,7 +5,9 @@ results do not either: each copy task writes them beside the job's staging, one 
 per output, and returns only a ``UnitReport`` (counts, bytes, requests, the first
 failures). Publishing reads the files back where it needs each file: the renames
 (``distcp.commit.kept_steps.PublishKept``) and the manifest segment
-(``StateStore.append_kept``), a row group at a time.
+(``StateStore.append_kept``), a row group at a time. Paths are stored in the manifest's
+form (``distcp.names.to_utf8``: Parquet strings are UTF-8, a name need not be), so a
+segment is made of the destination column as it is.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from distcp import request_count
 from distcp.model import CopyableFile, TaskResult
+from distcp.names import from_utf8, to_utf8
 from distcp.storage import parse_staged, storage_for
 
 #: Results of one row group (written as they come: a task holds at most these).
@@ -75,7 +78,8 @@ class ResultsWriter:
 
     def add(self, result: TaskResult, file: CopyableFile) -> None:
         staged = result.ok and bool(result.staging)
-        self.rows.append((result.guid, result.ok, result.staging, result.destination,
+        self.rows.append((result.guid, result.ok, to_utf8(result.staging),
+                          to_utf8(result.destination),
                           result.bytes_written, float(file.origin.mtime), result.checksum,
                           result.parts))
         self.sums["bytes_read"] += result.bytes_read
@@ -160,7 +164,9 @@ def publishing_of(url: str, options: dict[str, Any]) -> tuple[list[Move], list[U
     moves: list[Move] = []
     uploads: list[Upload] = []
     for table in _groups(url, options, names):
-        ok, staging, dest, size = (table.column(c).to_pylist() for c in names[:4])
+        ok, size = table.column("ok").to_pylist(), table.column("size").to_pylist()
+        staging, dest = ([from_utf8(p or "") for p in table.column(c).to_pylist()]
+                         for c in ("staging", "destination"))
         parts = (table.column("parts").to_pylist() if "parts" in table.column_names
                  else [None] * len(ok))
         for i, good in enumerate(ok):

@@ -34,7 +34,12 @@ from distcp.copying.symlinks import apply_link_attributes, stage_link
 from distcp.copying.taskenv import applied_environment
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.writer import SourceReader, stage_stream
-from distcp.errors import CopyError, QualityCheckError, StateCollisionError
+from distcp.errors import (
+    CopyError,
+    DestinationNameError,
+    QualityCheckError,
+    StateCollisionError,
+)
 from distcp.faults import armed, crash_point, delay_at
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.quality.base import StagedOutput
@@ -114,14 +119,14 @@ def _run_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResu
 
 def _without_refused(unit: WorkUnit, spec: TaskSpec, attempt: str
                      ) -> tuple[WorkUnit, list[TaskResult]]:
-    """The unit less its files whose destination lies in a protected folder, and those
-    files failed by name: the rest of the unit is copied."""
+    """The unit less its files whose destination lies in a protected folder or cannot
+    hold its name, and those files failed by name: the rest of the unit is copied."""
     keep: list[CopyableFile] = []
     refused: list[TaskResult] = []
     for file in unit.files:
         try:
             spec.refuse_protected(file.origin.url, file.destination)
-        except StateCollisionError as exc:
+        except (StateCollisionError, DestinationNameError) as exc:
             refused.append(failed(ResultKey.of(file, unit.unit_id, attempt).result(
                 file.destination), exc))
         else:

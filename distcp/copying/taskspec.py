@@ -12,7 +12,7 @@ from typing import Any
 
 from distcp.chmod import Chmod
 from distcp.converters.base import ConverterOptions
-from distcp.errors import StateCollisionError
+from distcp.errors import DestinationNameError, StateCollisionError
 from distcp.quality.checklist import CheckList
 from distcp.state.bounds import landing_in
 from distcp.storage import StorageSpec
@@ -58,12 +58,19 @@ class TaskSpec:
     state_root: str = ""
 
     def refuse_protected(self, origin: str, destination: str) -> None:
-        """Raise StateCollisionError when ``destination`` lies in a protected folder:
-        checked for every file and every expanded member before any byte is staged."""
+        """Raise StateCollisionError when ``destination`` lies in a protected folder, and
+        DestinationNameError when the destination cannot hold its name (an object key
+        that is not UTF-8): checked for every file and every expanded member before any
+        byte is staged, so that one bad name fails its file alone."""
         root = landing_in(destination, self.protected) if self.protected else None
         if root is not None:
             raise StateCollisionError(
                 f"cannot copy {display(origin)} to {display(destination)}: that is inside "
                 f"the state directory {display(root)}, where no data may land; rename it "
                 "at the source or exclude it", path=origin)
+        problem = self.dst.open().name_problem(destination)
+        if problem:
+            raise DestinationNameError(
+                f"cannot copy {display(origin)} to {display(destination)}: {problem}; "
+                "rename it at the source or exclude it (--exclude)", path=origin)
 

@@ -39,7 +39,7 @@ COPY, SKIP, DIRECTORY, DELETE, NOT_COPIED, ERROR, COUNT = (
     "copy", "skip", "dir", "delete", "skipped", "error", "count")
 #: A file of files to copy that a task wrote (``JoinRule.copies_to``): its CopyRows.
 KEPT = "kept"
-OUT_SCHEMA = "kind string, sort string, payload binary"
+OUT_SCHEMA = "kind string, sort binary, payload binary"
 #: One side of a pair: the walk's ``(path, FileStatus)`` (a regular file's stat itself
 #: from a paired walk: ``fsutil.raw_stat``), or an entry not copied.
 Entry = tuple[str, FileStatus | os.stat_result] | fsutil.Skipped
@@ -165,6 +165,16 @@ def _target(entry: Entry | None) -> FileStatus | None:
     return fsutil.file_status(path, status) if isinstance(status, os.stat_result) else status
 
 
+def sort_bytes(sort: str) -> bytes:
+    """A sort key as bytes that order as the key does: a name need not be UTF-8, so
+    neither is its key (``surrogatepass`` keeps code point order); ``sort_of`` reads it."""
+    return sort.encode("utf-8", "surrogatepass")
+
+
+def sort_of(data: bytes) -> str:
+    return bytes(data).decode("utf-8", "surrogatepass")
+
+
 def arrow_plan(rule: JoinRule, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: joined batches (columns ``s`` and ``t``, structs of
     listing rows) in, ``OUT_SCHEMA`` batches out, one per BATCH_ROWS rows. With
@@ -194,7 +204,7 @@ def planned_batches(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | N
     def batch_of(out: list[tuple[str, str, bytes | None]]) -> Any:
         kinds, sorts, payloads = zip(*out)
         return pa.RecordBatch.from_arrays(
-            [pa.array(kinds, pa.string()), pa.array(sorts, pa.string()),
+            [pa.array(kinds, pa.string()), pa.array([sort_bytes(s) for s in sorts], pa.binary()),
              pa.array(payloads, pa.binary())], names=["kind", "sort", "payload"])
 
     writer = _copies_writer(rule)

@@ -117,18 +117,6 @@ def _server_side(cfg: CopyConfiguration, dst: StorageSpec) -> bool:
     return dict(cfg.src_options) == dict(cfg.dst_options)
 
 
-def check_destination(cfg: CopyConfiguration, spec: TaskSpec,
-                       files: list[CopyableFile]) -> None:
-    """Refuse, before any copy, what the destination cannot take (S3: bad keys)."""
-    storage = spec.dst.open()
-    for f in files:
-        problem = storage.name_problem(f.destination)
-        if problem:
-            raise PlanningError(f"cannot copy {fsutil.display(f.origin.url)} to "
-                                f"{f.destination}: {problem}; rename it at the source or "
-                                "exclude it (--exclude)", path=f.destination)
-
-
 def prepare_state_dirs(root: str, spec: TaskSpec) -> None:
     """Create the state root's folders on filesystems that need a folder before a
     file goes into it (FTP, SFTP...); object stores and local writes need none."""
@@ -272,13 +260,13 @@ def locked(runs: list[BranchRun], job_id: str, stack: ExitStack) -> None:
 
 def prepared(run: BranchRun, dst: StorageSpec | None = None, server_side: bool = True
              ) -> None:
-    """Before the copy: the task spec, what the destination refuses, the state folders,
-    the copies the recovery area holds, and the staging folders when anything is read."""
+    """Before the copy: the task spec, the state folders, the copies the recovery area
+    holds, and the staging folders when anything is read. A destination that cannot
+    hold a file's name fails that file in its task (``TaskSpec.refuse_protected``)."""
     cfg, pub = run.cfg, run.publishing
     spec = task_spec(cfg, pub.job_id, run.root, dst)
     run.spec = spec if server_side else replace(spec, server_side=False)
     run.kept, run.rest = split_kept(run.plan)  # kept: files that stayed on the executors
-    check_destination(cfg, run.task, run.rest.files_to_copy)
     prepare_state_dirs(run.root, run.task)
     recovered, run.files = split_recovered(run.rest.files_to_copy, pub.recovery)
     run.summary.add(pub.recovery.refusals())

@@ -22,6 +22,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.copying.taskenv import task_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import CopyableDirectory
+from distcp.names import to_utf8
 from distcp.planning import joined as jp
 from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
@@ -138,7 +139,7 @@ def _joined(source: Any, src_root: str, target: tuple[Any, str] | None) -> Any:
     from pyspark.sql import functions as F
 
     def keyed(frame: Any, root: str, name: str) -> Any:
-        start = len(root.rstrip("/")) + 2  # 1-based, past "root/"
+        start = len(to_utf8(root.rstrip("/"))) + 2  # 1-based, past "root/" as rows hold it
         key = F.when(F.col("skipped").isNull(), F.substring("path", start, 1 << 30))
         return frame.select(key.alias("rel"),
                             F.struct(*[F.col(c) for c, _ in tl.ROW_COLUMNS]).alias(name))
@@ -152,4 +153,4 @@ def _joined(source: Any, src_root: str, target: tuple[Any, str] | None) -> Any:
 
 def _decoded(rows: list[Any]) -> list[tuple[str, str, Any]]:
     """Collected ``jp.OUT_SCHEMA`` rows as ``(kind, sort key, value)``."""
-    return [(row["kind"], row["sort"], pickle.loads(row["payload"])) for row in rows]
+    return [(row["kind"], jp.sort_of(row["sort"]), pickle.loads(row["payload"])) for row in rows]

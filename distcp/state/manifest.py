@@ -9,6 +9,11 @@ the highest ``seq``, unless that row is a tombstone. Because rows keep their
 half-way through a compaction) resolves to the same manifest, so Spark can read
 the folder as it is (``distcp.spark.manifest.manifest_frame``).
 
+Destinations are Parquet strings, which must be UTF-8: a name that is not is stored
+as ``distcp.names.to_utf8`` writes it (each undecodable byte as NUL and two hex
+digits) and read back by ``from_utf8``; every other name is stored as it is, so
+segments written before read unchanged.
+
 Compaction merges the newest segments (tiered, as a log-structured merge does) once
 their number passes a threshold, so each entry is rewritten O(log files) times, not
 once per publish. pyarrow is imported where it is used: ``status`` and planning
@@ -21,6 +26,8 @@ import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from distcp.names import from_utf8, to_utf8
 
 #: (destination, size, origin mtime, digest, guid): one published file.
 Entry = tuple[str, int, float, str, str]
@@ -62,9 +69,9 @@ def segment_table(entries: Iterable[Entry], removed: Iterable[str], seq: int) ->
     same destination: the sequence deleted, then published it."""
     import pyarrow as pa
 
-    rows = {e[0]: (e[1], e[2], e[3] or "", e[4], False) for e in entries}
+    rows = {to_utf8(e[0]): (e[1], e[2], e[3] or "", e[4], False) for e in entries}
     for dest in removed:
-        rows.setdefault(dest, (0, 0.0, "", "", True))
+        rows.setdefault(to_utf8(dest), (0, 0.0, "", "", True))
     names = sorted(rows)
     cols = list(zip(*(rows[n] for n in names))) or [(), (), (), (), ()]
     return _segment([names, list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3])],
@@ -73,7 +80,7 @@ def segment_table(entries: Iterable[Entry], removed: Iterable[str], seq: int) ->
 
 def staged_segment(staged: Any, seq: int) -> Any:
     """``segment_table`` of a table of staged outputs (``resultfiles.staged_tables``:
-    destinations unique), by Arrow."""
+    destinations unique, already in ``to_utf8`` form), by Arrow."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -143,7 +150,12 @@ def to_dict(table: Any) -> dict[str, list[Any]]:
     """A resolved table as the in-memory manifest: dest -> [size, mtime, digest, guid]."""
     cols = [table.column(c).to_pylist() for c in ("destination", "size", "mtime", "digest",
                                                    "guid")]
-    return {d: [s, m, g, u] for d, s, m, g, u in zip(*cols)}
+    return {from_utf8(d): [s, m, g, u] for d, s, m, g, u in zip(*cols)}
+
+
+def destinations(table: Any) -> list[str]:
+    """A table's destinations as the engine names them (``from_utf8``)."""
+    return [from_utf8(d) for d in table.column("destination").to_pylist()]
 
 
 def to_merge(segments: Sequence[Segment], threshold: int = COMPACT_AFTER) -> int:

@@ -287,7 +287,7 @@ class StateStore:
         """dest -> [size, origin mtime, digest, guid]: the newest row of each destination."""
         out = dict(state.legacy or {})
         table = mf.newest(self.table_of(state), keep_tombstones=True)
-        gone = table.filter(table.column("deleted")).column("destination").to_pylist()
+        gone = mf.destinations(table.filter(table.column("deleted")))
         for dest in gone:
             out.pop(dest, None)
         out.update(mf.to_dict(mf.newest(table)))

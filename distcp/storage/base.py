@@ -472,10 +472,23 @@ class Storage(ABC):
         fs.mv(s, d)
 
     def remove(self, url: str) -> None:
-        """Remove the entry at ``url`` (recursively; a link itself, never its target)."""
+        """Remove the entry at ``url`` (recursively; a link itself, never its target).
+
+        ``url`` is a name, never a pattern: fsspec's ``rm`` (s3fs's too) expands glob
+        characters, so removing ``[x]*?.txt`` would remove every name it matches
+        (``xab.txt``). The entries are found below ``url`` and removed one by one.
+        """
         fs, path = self.fs(url)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
+        if not fs.exists(path):
+            return
+        found = fs.find(path, withdirs=True, detail=True)
+        files = {p for p, info in found.items() if info.get("type") != "directory"}
+        for p in sorted(files):
+            self.call(fs, f"removing {p}", "rm_file", p)
+        if self.capabilities.directories:  # an object store's folders go with their keys
+            for folder in sorted({*found, path} - files, key=len, reverse=True):
+                if fs.isdir(folder):
+                    fs.rmdir(folder)
 
     def remove_file(self, url: str) -> None:
         """Remove the file at ``url``; one gone already is fine (a record replayed twice)."""

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from fsspec import AbstractFileSystem
 
 from distcp.model import FileStatus
+from distcp.names import from_utf8, to_utf8
 from distcp.storage import filesystems as fsutil
 from distcp.storage.filesystems import Skipped
 from distcp.storage.s3 import listing as s3list
@@ -321,14 +322,18 @@ def task_entries(task: ListingTask, skipped: list[Skipped]
 
 
 def row_of(path: str, st: FileStatus) -> dict[str, Any]:
-    return {"path": path, "url": st.url, "size": st.size, "mtime": st.mtime,
-            "mtime_ns": st.mtime_ns, "mode": st.mode, "owner": st.owner, "group": st.group,
-            "is_dir": st.is_dir, "etag": st.etag, "link_target": st.link_target,
+    """A listing row: its names in a UTF-8 column's form (``distcp.names.to_utf8``),
+    as Arrow and Spark strings must hold them; ``entry_of`` reads them back."""
+    return {"path": to_utf8(path), "url": to_utf8(st.url), "size": st.size,
+            "mtime": st.mtime, "mtime_ns": st.mtime_ns, "mode": st.mode, "owner": st.owner,
+            "group": st.group, "is_dir": st.is_dir, "etag": st.etag,
+            "link_target": None if st.link_target is None else to_utf8(st.link_target),
             "skipped": None, "failure": None}
 
 
 def skipped_row(s: Skipped) -> dict[str, Any]:
-    return {"path": s.path, "url": s.path, "skipped": s.reason, "failure": s.failure}
+    path = to_utf8(s.path)
+    return {"path": path, "url": path, "skipped": to_utf8(s.reason), "failure": s.failure}
 
 
 def run_task(task: ListingTask) -> Iterator[list[dict[str, Any]]]:
@@ -365,8 +370,10 @@ def arrow_batches(task: ListingTask) -> Iterator[Any]:
 def entry_of(row: Mapping[str, Any]) -> tuple[str, FileStatus] | Skipped:
     """A listing row back to the walk's value (driver side, until planning is a join)."""
     if row["skipped"] is not None:
-        return Skipped(row["path"], row["skipped"], bool(row["failure"]))
-    return row["path"], FileStatus(
-        url=row["url"], size=row["size"], mtime=row["mtime"], mode=row["mode"],
+        return Skipped(from_utf8(row["path"]), from_utf8(row["skipped"]), bool(row["failure"]))
+    link = row["link_target"]
+    return from_utf8(row["path"]), FileStatus(
+        url=from_utf8(row["url"]), size=row["size"], mtime=row["mtime"], mode=row["mode"],
         owner=row["owner"], group=row["group"], is_dir=row["is_dir"],
-        mtime_ns=row["mtime_ns"], etag=row["etag"], link_target=row["link_target"])
+        mtime_ns=row["mtime_ns"], etag=row["etag"],
+        link_target=None if link is None else from_utf8(link))

@@ -25,10 +25,10 @@ from distcp.commit.upload_steps import CompleteUploads
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import run_work_unit
 from distcp.copying.writer import SourceReader, stage_stream
-from distcp.errors import CopyError, DestinationWriteError, PlanningError
+from distcp.errors import CopyError, DestinationNameError, DestinationWriteError
 from distcp.model import WorkUnit
 from distcp.planning.listing import plan_all
-from distcp.run.branch import check_destination, publishing, task_spec
+from distcp.run.branch import publishing, task_spec
 from distcp.storage import Staged, storage_for, watchdog
 from distcp.storage.s3 import ops as s3ops
 from distcp.storage.staging import StagedStream
@@ -184,9 +184,9 @@ def test_keys_a_server_may_hang_on_are_refused_before_any_request(
     (tmp_path / "f").write_bytes(b"x")
     cfg = CopyConfiguration.build([str(tmp_path / "f")], "s3://dst/a//b", dst_options=s3.options)
     spec = task_spec(cfg, "j", "s3://dst/a/.pydistcp")
-    files = plan_all(cfg, lambda m: None).plan.files_to_copy
-    with pytest.raises(PlanningError, match="empty"):
-        check_destination(cfg, spec, files)
+    [file] = plan_all(cfg, lambda m: None).plan.files_to_copy
+    with pytest.raises(DestinationNameError, match="empty"):  # the file fails, not the run
+        spec.refuse_protected(file.origin.url, file.destination)
 
 
 def test_a_hung_request_is_abandoned_by_the_watchdog(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from typing import BinaryIO
@@ -226,10 +227,11 @@ class LocalStorage(Storage):
 
     def remove(self, url: str) -> None:
         path = os_path(url)
-        if os.path.islink(path):
-            os.unlink(path)  # the link itself, never what it points to (even a dir)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
             return
-        super().remove(url)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a link itself, never what it points to (even a dir)
 
     def remove_file(self, url: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -43,6 +43,7 @@ import fsspec.asyn
 from fsspec.exceptions import FSTimeoutError
 
 from distcp import request_count
+from distcp.names import utf8_problem
 from distcp.storage.errors import ServerSideCopyUnsupported
 from distcp.storage.s3 import lean, settings
 from distcp.storage.watchdog import watchdog_seconds
@@ -62,9 +63,13 @@ def key_problem(key: str) -> str | None:
     """Why ``key`` must not be sent to a server, or None.
 
     Empty, ``.`` and ``..`` segments are rejected up front: strict servers refuse
-    them, and s3fs was seen to hang on such a refusal (PITFALLS.md).
+    them, and s3fs was seen to hang on such a refusal (PITFALLS.md). A key is UTF-8: a
+    local name that is not cannot become one.
     """
-    if len(key.encode("utf-8", "surrogateescape")) > MAX_KEY_BYTES:
+    problem = utf8_problem(key)
+    if problem:
+        return problem
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         return f"key longer than {MAX_KEY_BYTES} bytes"
     segments = key.split("/")
     if any(s in ("", ".", "..") for s in segments):

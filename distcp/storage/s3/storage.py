@@ -117,8 +117,8 @@ class ObjectStorage(Storage):
         """Nothing: keys need no folder."""
 
     def name_problem(self, url: str) -> str | None:
-        fs, _ = self.fs(url)
-        return s3.key_problem(s3.bucket_key(fs, url)[1])
+        """Asked of every file a task copies here: the filesystem is the bucket's."""
+        return s3.key_problem(s3.bucket_key(self._bucket_fs(url), url)[1])
 
     def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
         """A new, empty multipart upload on the final key: its parts are the ranges."""
