@@ -171,7 +171,7 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of "
                             f"{tally.seen} file(s) in the source; check the patterns (a "
                             "pattern without '/' matches the file name)")
-    check_duplicates(tally.plans)
+    check_duplicates(tally.plans, cfg.converter_options.expand_into_parent)
     if cfg.move:
         check_max_move(tally.plans, cfg.max_delete, cfg.compare)
     else:

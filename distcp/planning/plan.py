@@ -293,16 +293,21 @@ def check_max_delete(plans: Iterable[DatasetPlan], limit: int | None) -> None:
                             "nothing was changed")
 
 
-def check_duplicates(plans: Iterable[DatasetPlan]) -> None:
-    """Refuse two origin files that map to one destination (DistCp's final check)."""
+def check_duplicates(plans: Iterable[DatasetPlan], shared_folders: bool = False) -> None:
+    """Refuse two origin files that map to one destination (DistCp's final check).
+
+    Two archives expanding into one folder (``logs.tar.gz`` and ``logs.tgz`` both into
+    ``logs/``) are two sources mapping to one destination too; only
+    ``--expand-into-parent`` (``shared_folders``) asks archives to share their folder,
+    and then a member both hold is refused after staging (``commit.collisions``)."""
     seen: dict[str, CopyableFile] = {}
     for p in plans:
         for a in p.copy + p.skip:
             other = seen.setdefault(a.file.destination, a.file)
-            if other is not a.file and not a.file.destination.endswith("/"):
-                # archives may share a directory (--expand-into-parent); files may not
-                raise DuplicateDestinationError(
-                    f"two sources map to {display(a.file.destination)}: "
-                    f"{display(other.origin.url)} and {display(a.file.origin.url)}",
-                    path=a.file.destination,
-                )
+            if other is a.file or (shared_folders and a.file.destination.endswith("/")):
+                continue
+            what = ("two archives expand into the one folder "
+                    if a.file.destination.endswith("/") else "two sources map to ")
+            raise DuplicateDestinationError(
+                f"{what}{display(a.file.destination)}: {display(other.origin.url)} and "
+                f"{display(a.file.origin.url)}; rename one at the source", path=a.file.destination)

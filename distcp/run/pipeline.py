@@ -24,6 +24,7 @@ from distcp import collection, metrics, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.checking.compare import CheckSettings
 from distcp.checking.report import CheckReport
+from distcp.commit.collisions import refuse_collisions
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
@@ -195,7 +196,10 @@ class CopySteps:
         return read
 
     def agree(self, runs: list[BranchRun]) -> None:
-        """``--fork-policy all``: a file some branch would not publish fails in all."""
+        """Sources whose outputs land on one file fail whole (``commit.collisions``);
+        then, ``--fork-policy all``: a file some branch would not publish fails in all."""
+        for run in runs:
+            run.results = refuse_collisions(run.results, run.plan)
         if self.settings is None or self.settings.policy != "all":
             return
         for run, rs in zip(runs, agreed([r.name for r in runs], [r.plan for r in runs],

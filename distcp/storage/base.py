@@ -29,6 +29,7 @@ from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage.files import FileWriter, part_name, write_part_file
 from distcp.storage.joins import SplitParts, join_parts
+from distcp.storage.pathlimits import posix_problem
 from distcp.storage.staged import Staged
 from distcp.storage.staging import (
     Parts,
@@ -263,8 +264,10 @@ class Storage(ABC):
         return wanted
 
     def name_problem(self, url: str) -> str | None:
-        """Why no file can be written at ``url`` here (checked before any copy), or None."""
-        return None
+        """Why no file can be written at ``url`` here, or None: asked of every file and
+        archive member before a byte of it is staged. A POSIX filesystem's limits
+        (``storage.pathlimits``) unless the backend knows its own."""
+        return posix_problem(url)
 
     def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
         """Part number -> (ETag, size) of a staged upload; None when it is gone (or the

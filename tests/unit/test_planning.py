@@ -222,3 +222,13 @@ def test_a_destination_that_keeps_no_mtimes_is_compared_by_age(f, existing, expe
     assert decide(f, existing, False, mtimes_kept=False) == expected
     assert decide(f, existing, False, "size-only", mtimes_kept=False)[1] is (  # unchanged
         existing.size != f.origin.size)
+
+
+def test_two_archives_expanding_into_one_folder_are_refused_unless_they_share_parents() -> None:
+    p1 = plan_dataset("u1", "/dst", [cf("x.tar.gz", dest="/dst/x/")], [], {})
+    p2 = plan_dataset("u2", "/dst", [cf("x.tgz", dest="/dst/x/")], [], {})
+    with pytest.raises(DuplicateDestinationError,
+                       match="two archives expand into the one folder /dst/x/: /src/x.tar.gz "
+                             "and /src/x.tgz; rename one at the source"):
+        check_duplicates([p1, p2])
+    check_duplicates([p1, p2], shared_folders=True)  # --expand-into-parent
