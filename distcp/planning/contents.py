@@ -9,7 +9,7 @@ target's status (``plan.CONTENTS``). Before anything is copied the run settles e
 such pair (``distcp.run.contents``) the way ``pydistcp check`` does, with the same
 rules and the same digest tasks:
 
-- a checksum both stores keep, in the same algorithm (an S3 ETag of a single-part
+- two empty files are the same; a checksum both stores keep, in the same algorithm (an S3 ETag of a single-part
   upload is an MD5: ``Storage.stored_checksum``), decides without reading;
 - else the destination is read, and the source too unless the manifest's digest
   stands in for it (``checking.compare.stored_digest``: the source still has the size
@@ -47,10 +47,13 @@ def pairs_of(actions: Sequence[tuple[str, Action]],
             for urn, a in actions]
 
 
-def judge_stored(p: Pair, checksum: Callable[[FileStatus, str], str | None]) -> Outcome | None:
-    """The verdict of the checksums both stores keep (``checksum(status, side)``), when
-    they are of one algorithm; None: the bytes must be read."""
+def judge_unread(p: Pair, checksum: Callable[[FileStatus, str], str | None]) -> Outcome | None:
+    """The verdict given without a read: two empty files, or the checksums both stores
+    keep (``checksum(status, side)``) when they are of one algorithm; None: the bytes
+    must be read."""
     assert p.src is not None and p.dst is not None
+    if p.src.size == 0 == p.dst.size:
+        return Outcome(p.path, "=", "both empty")
     src, dst = checksum(p.src, "src"), checksum(p.dst, "dst")
     if not (src and dst) or src.split(":", 1)[0] != dst.split(":", 1)[0]:
         return None

@@ -19,7 +19,7 @@ from distcp.checking.compare import Outcome, Pair
 from distcp.checking.reads import digest_jobs, judge_read
 from distcp.configuration import CopyConfiguration
 from distcp.model import FileStatus
-from distcp.planning.contents import judge_stored, pairs_of, resolved, waiting
+from distcp.planning.contents import judge_unread, pairs_of, resolved, waiting
 from distcp.run.branch import BranchRun
 from distcp.spark.check import digests_on
 from distcp.spark.listing import LazySession
@@ -68,7 +68,7 @@ def _stored_outcomes(pairs: list[Pair], cfg: CopyConfiguration) -> dict[str, Out
 
     out = {}
     for p in pairs:
-        outcome = judge_stored(p, checksum)
+        outcome = judge_unread(p, checksum)
         if outcome is not None:
             out[p.path] = outcome
     return out

@@ -11,7 +11,7 @@ from distcp.checking.compare import Outcome, Pair
 from distcp.checking.digests import DigestResult
 from distcp.checking.reads import digest_jobs, judge_read
 from distcp.model import CopyableFile, FileStatus
-from distcp.planning.contents import judge_stored, pairs_of, resolved, waiting
+from distcp.planning.contents import judge_unread, pairs_of, resolved, waiting
 from distcp.planning.plan import CONTENTS, Plan, plan_dataset
 from distcp.storage import storage_for
 
@@ -96,13 +96,15 @@ def test_stores_checksums_decide_only_in_one_algorithm() -> None:
         return storage_for(status.url, {}).stored_checksum(status)
 
     md5, other = '"' + "a" * 32 + '"', "b" * 32
-    assert judge_stored(pair(md5, md5), checksum) == Outcome(
+    assert judge_unread(pair(md5, md5), checksum) == Outcome(
         "/dst/a", "=", f"same checksum in both stores (md5:{'a' * 32})")
-    assert judge_stored(pair(md5, other), checksum).verdict == "*"  # type: ignore[union-attr]
-    assert judge_stored(pair(md5, f"{'a' * 32}-2"), checksum) is None  # multipart: read
-    assert judge_stored(pair(md5, None), checksum) is None
+    assert judge_unread(pair(md5, other), checksum).verdict == "*"  # type: ignore[union-attr]
+    assert judge_unread(pair(md5, f"{'a' * 32}-2"), checksum) is None  # multipart: read
+    assert judge_unread(pair(md5, None), checksum) is None
     local = Pair("/dst/a", FileStatus("/src/a", 10, 1.0), FileStatus("/dst/a", 10, 1.0))
-    assert judge_stored(local, checksum) is None  # a local file's store keeps none
+    assert judge_unread(local, checksum) is None  # a local file's store keeps none
+    empty = Pair("/dst/e", FileStatus("/src/e", 0, 1.0), FileStatus("/dst/e", 0, 9.0))
+    assert judge_unread(empty, checksum) == Outcome("/dst/e", "=", "both empty")
 
 
 def test_a_waiting_action_pickles_with_the_status_it_waits_on() -> None:
