@@ -53,8 +53,8 @@ How sources map to DST (rerunning never nests DST/SRC):
                       partitions (SRC/topic/yyyy/MM/dd/HH), each partition
                       published on its own, with watermarks in the state
 
-A file is skipped when DST already has it with the same size and mtime (or
-the same checksum when both are known). Paths are fsspec URLs: /local/path,
+A file is skipped when DST already has it with the same size and mtime
+(--checksum: the same size and contents). Paths are fsspec URLs: /local/path,
 file://, s3://bucket/key, hdfs://, ...
 """
 
@@ -131,8 +131,11 @@ def main() -> None:
                    "and last_modified_date cost no request at planning. A path or URL.")
 @click.option("--overwrite", is_flag=True, help="Copy every file, even those DST already has.")
 @click.option("--checksum", "-c", is_flag=True,
-              help="rclone -c: skip a file when size and checksum match; copy when the "
-                   "destination's checksum is unknown.")
+              help="rclone -c: skip a file whose size and contents match (mtimes "
+                   "ignored). A file of the same size is compared before it is copied: "
+                   "by the checksums both stores keep (S3 single-part ETags), else by "
+                   "hashing both sides on Spark; copied when they differ or a side "
+                   "cannot be read.")
 @click.option("--size-only", is_flag=True, help="rclone: skip a file of the same size; ignore mtime.")
 @click.option("--max-delete", type=click.IntRange(min=0), metavar="N",
               help="rclone: with --delete, refuse the run (exit 2, nothing changed) when the "

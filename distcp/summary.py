@@ -137,6 +137,11 @@ class Summary:
     #: store copied itself (S3 server-side copy): none of those went through a task.
     bytes_read: int = 0
     bytes_server_side: int = 0
+    #: ``--checksum``: files of their target's size whose contents decided (read, or the
+    #: checksums both stores keep), those found the same (skipped), and the bytes read.
+    files_compared: int = 0
+    files_compared_same: int = 0
+    bytes_compared: int = 0
     #: Ranges of split files that earlier runs had sent, reused instead of sent again.
     ranges_resumed: int = 0
     bytes_resumed: int = 0
@@ -249,6 +254,10 @@ class Summary:
         if self.bytes_resumed:
             lines.append(f"resumed {self.ranges_resumed} ranges of split files "
                          f"({human_bytes(self.bytes_resumed)} saved) sent by earlier runs")
+        if self.files_compared:
+            lines.append(f"compared the contents of {self.files_compared} files of the same "
+                         f"size (--checksum): {self.files_compared_same} the same, read "
+                         f"{human_bytes(self.bytes_compared)}")
         if self.requests:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.requests.items()))
             lines.append(f"S3 requests: {sum(self.requests.values())} ({kinds}); "

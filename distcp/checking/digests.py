@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from distcp.copying.taskenv import applied_environment
 from distcp.storage import StorageSpec, storage_for
 from distcp.storage import filesystems as fsutil
 
@@ -45,6 +46,9 @@ class DigestUnit:
     jobs: tuple[DigestJob, ...]
     progress: str = ""
     progress_options: tuple[tuple[str, str], ...] = ()
+    #: The client's task variables (``copying.taskenv``: credentials a warm engine's
+    #: workers do not have); may hold secrets: never shown. None: the worker's own.
+    env: dict[str, str] | None = field(default=None, repr=False)
 
 
 def pack(jobs: Sequence[DigestJob], units: int) -> list[tuple[DigestJob, ...]]:
@@ -76,7 +80,8 @@ def digest_runner(buffer_size: int, attempt: str
 
     def run(units: list[DigestUnit]) -> Iterator[Iterable[DigestResult]]:
         for unit in units:
-            yield list(_run_unit(unit, buffer, attempt))
+            with applied_environment(unit.env):
+                yield list(_run_unit(unit, buffer, attempt))
 
     return run
 

@@ -28,7 +28,7 @@ from distcp.copying.copyrows import CopyRowsWriter
 from distcp.copying.taskenv import applied_environment
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.model import FileStatus
-from distcp.planning.plan import Action, decide, skips_same
+from distcp.planning.plan import Action, action_of, decide, skips_same
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage import treelisting as tl
@@ -148,12 +148,12 @@ class _Pairs:
             return ((ERROR, order, (False, (
                 f"cannot replace directory {fsutil.display(f.destination)} with file "
                 f"{fsutil.display(origin.url)}"), f.destination), 0),)
-        reason, wanted = decide(f, target, self.cfg.overwrite, self.cfg.compare,
-                                self.rule.mtimes_kept)
-        if wanted:
-            return ((COPY, order, Action(f, reason), origin.size),)
+        decision = decide(f, target, self.cfg.overwrite, self.cfg.compare,
+                          self.rule.mtimes_kept)
+        if decision[1]:
+            return ((COPY, order, action_of(f, decision, target), origin.size),)
         self.skips += 1
-        return ((SKIP, order, Action(f, reason), 0),) if self.rule.keep_skips else ()
+        return ((SKIP, order, Action(f, decision[0]), 0),) if self.rule.keep_skips else ()
 
 
 def _target(entry: Entry | None) -> FileStatus | None:

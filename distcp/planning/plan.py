@@ -27,6 +27,18 @@ class Action:
 
     file: CopyableFile
     reason: str
+    #: The destination's status when the copy waits on a comparison of contents
+    #: (``--checksum`` with no digest known for both sides: ``CONTENTS``); the run
+    #: reads both sides before copying (``distcp.planning.contents``). None: copy as
+    #: planned; a run that does not compare copies it, as before.
+    existing: FileStatus | None = None
+
+
+def action_of(f: CopyableFile, decision: Decision, existing: FileStatus | None) -> Action:
+    """The action of a decision; a copy that waits on contents keeps what it is
+    compared with."""
+    reason = decision[0]
+    return Action(f, reason, existing if reason == CONTENTS else None)
 
 
 @dataclass(frozen=True)
@@ -102,8 +114,8 @@ def plan_dataset(
             raise PlanningError(
                 f"cannot replace directory {display(f.destination)} with file "
                 f"{display(f.origin.url)}", path=f.destination)
-        reason, wanted = decide(f, existing, overwrite, compare, mtimes_kept)
-        (copy if wanted else skip).append(Action(f, reason))
+        decision = decide(f, existing, overwrite, compare, mtimes_kept)
+        (copy if decision[1] else skip).append(action_of(f, decision, existing))
     for d in dirs:
         existing = target.get(d.destination)
         if existing is not None and not existing.is_dir:
@@ -150,6 +162,10 @@ def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileSt
 #: (reason shown by --dry-run, copy?)
 Decision = tuple[str, bool]
 
+#: ``--checksum``'s reason for a file of its target's size whose digests are not both
+#: known: copied unless reading both sides finds the same contents (rclone ``-c``).
+CONTENTS = "same size, contents to compare (--checksum)"
+
 
 def skips_same(overwrite: bool, compare: str) -> bool:
     """Whether ``decide`` skips every plain file (no link, checksum or converter) whose
@@ -164,8 +180,9 @@ def decide(f: CopyableFile, existing: FileStatus | None, overwrite: bool,
     """(reason, copy?) for one file against what the target has at its destination.
 
     ``compare`` follows rclone: "ignore-existing" skips whatever the destination has,
-    "size-only" looks at sizes alone, "checksum" skips on equal size and checksum and
-    copies when the destination's checksum is unknown (never skip on a guess).
+    "size-only" looks at sizes alone, "checksum" skips on equal size and checksum and,
+    when a checksum is not known for both sides, leaves a file of the same size to a
+    comparison of contents (``CONTENTS``: a copy until the run reads both sides).
 
     ``mtimes_kept``: whether the destination keeps the mtimes it is given (its storage's
     ``Capabilities.mtimes``). An object store's is the upload time: a preserved mtime can
@@ -197,11 +214,12 @@ def _by_size_only(f: CopyableFile, existing: FileStatus) -> Decision:
 
 
 def _by_checksum(f: CopyableFile, existing: FileStatus) -> Decision:
-    """--checksum: skip only on a known, equal checksum (never on a guess)."""
+    """--checksum: skip only on a known, equal checksum (never on a guess); with none
+    known for both sides, the contents decide (planning reads nothing: ``CONTENTS``)."""
     if existing.size != f.origin.size:
         return "size differs", True
     if not (f.origin.checksum and existing.checksum):
-        return "no checksum known for both sides (--checksum)", True
+        return CONTENTS, True
     if f.origin.checksum == existing.checksum:
         return "same size and checksum (--checksum)", False
     return "checksum differs", True

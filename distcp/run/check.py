@@ -21,16 +21,13 @@ from typing import Any
 
 from distcp.callbacks import Callback
 from distcp.checking.compare import (
-    SRC,
     CheckSettings,
     Outcome,
     Pair,
-    judge_digests,
     judge_listed,
     pair_listings,
-    sides_to_read,
 )
-from distcp.checking.digests import DigestJob, DigestResult
+from distcp.checking.reads import digest_jobs, judge_read
 from distcp.checking.report import CheckReport
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset
@@ -42,7 +39,7 @@ from distcp.spark.check import check_log_file, read_digests
 from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
-from distcp.storage import spec_for, storage_for
+from distcp.storage import storage_for
 
 
 class CheckSteps:
@@ -101,14 +98,15 @@ class CheckSteps:
         unread = self._unread()
         if not unread:
             return 0
-        jobs = _jobs(self.cfg, unread)
+        jobs = digest_jobs(unread, self.cfg.src_options, self.cfg.dst_options)
         self.report.log_file = check_log_file(self.cfg, self.job_id)
         self.progress = _progress_folder(runs[0].root, self.job_id, self.cfg)
         results = read_digests(self.cfg, jobs, self.progress, self.report.log_file,
                                self.callback)
         self.report.files_read = sum(1 for r in results if not r.error)
         self.report.bytes_read = sum(r.size for r in results)
-        self.read = _verdicts(unread, results)
+        self.read = {p.path: o for p, o in zip(unread, judge_read(unread, results),
+                                               strict=True)}
         return self.report.files_read
 
     def _unread(self) -> list[Pair]:
@@ -177,31 +175,6 @@ def _relative(root: str, url: str) -> str:
     if url.startswith(root + "/"):
         return url[len(root) + 1:]
     return url.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _jobs(cfg: CopyConfiguration, pairs: list[Pair]) -> list[DigestJob]:
-    src_opts, dst_opts = dict(cfg.src_options), dict(cfg.dst_options)
-    jobs = []
-    for key, p in enumerate(pairs):
-        for side in sides_to_read(p):
-            st = p.src if side == SRC else p.dst
-            assert st is not None  # judge_listed decided every pair missing a side
-            opts = src_opts if side == SRC else dst_opts
-            jobs.append(DigestJob(key, side, st.url, st.size, spec_for(st.url, opts)))
-    return jobs
-
-
-def _verdicts(pairs: list[Pair], results: list[DigestResult]) -> dict[str, Outcome]:
-    digests: dict[int, dict[str, str]] = {}
-    errors: dict[int, dict[str, str]] = {}
-    for r in results:
-        (errors if r.error else digests).setdefault(r.key, {})[r.side] = r.error or r.digest
-    out = {}
-    for key, p in enumerate(pairs):
-        got = digests.get(key, {})
-        missing = {s: "not read" for s in sides_to_read(p) if s not in got}
-        out[p.path] = judge_digests(p, got, {**missing, **errors.get(key, {})})
-    return out
 
 
 def _progress_folder(root: str, job_id: str, cfg: CopyConfiguration) -> str:

@@ -56,7 +56,8 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
                (bool(cfg.split_size), "--split-size splits files into ranges"),
                (cfg.visibility != "file-set", f"--visibility {cfg.visibility}"),
                (cfg.commit_policy == "full", "--commit-policy full"),
-               (bool(cfg.check), "--check inspects each output"))
+               (bool(cfg.check), "--check inspects each output"),
+               (cfg.compare == "checksum", "--checksum compares contents before copying"))
     why = next((text for holds, text in reasons if holds), None)
     if why is None and recovery.guids():
         why = "copies an earlier run kept wait in the recovery area"

@@ -140,7 +140,8 @@ queue_log = logging.getLogger("distcp.fork")
 _ADDED = ("files_copied", "links_copied", "bytes_copied", "files_skipped", "files_failed",
           "files_deleted", "files_not_published", "files_recovered", "bytes_recovered",
           "sequences_replayed", "sequences_set_aside", "recovery_expired",
-          "destination_listings", "uploads_aborted", "directories_created")
+          "destination_listings", "uploads_aborted", "directories_created",
+          "files_compared", "files_compared_same", "bytes_compared")
 
 
 def fold(summary: Summary, runs: list[BranchRun]) -> None:

@@ -46,6 +46,7 @@ from distcp.run.branch import (
     remove_job_folders,
 )
 from distcp.run.check import CheckSteps
+from distcp.run.contents import compare_contents
 from distcp.run.copiers import copy_branch
 from distcp.run.fork import copy_forked, fold, route
 from distcp.run.planners import planned
@@ -168,7 +169,11 @@ class CopySteps:
             run.datasets = [d for d in run.datasets if d.urn not in blocked]
 
     def plan(self, runs: list[BranchRun]) -> None:
+        """Each branch's plan; with ``--checksum``, the copies that wait on their
+        contents settled by reading them (``run.contents``), a dry run's too."""
         _plan(runs, self.callback, self.summary, self.log, self.session)
+        for run in runs:
+            compare_contents(run, self.session, self.callback)
 
     def route(self, runs: list[BranchRun]) -> None:
         """A fork's files to its branches; then what the plan says, before any copy."""

@@ -14,6 +14,7 @@ from typing import Any
 from distcp.callbacks import Callback
 from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_runner, pack
 from distcp.configuration import CopyConfiguration
+from distcp.copying.taskenv import task_environment
 from distcp.spark.arrow import run_pickled
 from distcp.spark.logfiles import run_log_file
 from distcp.spark.session import default_parallelism, spark_session
@@ -32,14 +33,22 @@ def read_digests(cfg: CopyConfiguration, jobs: list[DigestJob], progress: str, l
     for none); a job that fails returns every read as an error, never raises."""
     callback.message(f"starting Spark ({cfg.master}); its log: {log_file}")
     with spark_session(cfg.master, dict(cfg.spark_conf), log_file, cfg.engine) as spark:
-        cores = cfg.parallelism or default_parallelism(spark)
-        units = [DigestUnit(n, group, progress, tuple(sorted(
-                     (k, str(v)) for k, v in cfg.dst_options.items())))
-                 for n, group in enumerate(pack(jobs, (cfg.tasks or cores * 2)))]
-        callback.set_size(len(jobs), sum(j.size for j in jobs))
-        results = _run_units(spark, units, cfg, callback, progress)
+        results = digests_on(spark, cfg, jobs, progress, callback)
     callback.close()
     return results
+
+
+def digests_on(spark: Any, cfg: CopyConfiguration, jobs: list[DigestJob], progress: str,
+               callback: Callback) -> list[DigestResult]:
+    """``read_digests`` on a session the caller holds (a copy's, for ``--checksum``'s
+    comparison of contents: ``distcp.run.contents``)."""
+    cores = cfg.parallelism or default_parallelism(spark)
+    options = tuple(sorted((k, str(v)) for k, v in cfg.dst_options.items()))
+    env = task_environment()
+    units = [DigestUnit(n, group, progress, options, env)
+             for n, group in enumerate(pack(jobs, (cfg.tasks or cores * 2)))]
+    callback.set_size(len(jobs), sum(j.size for j in jobs))
+    return _run_units(spark, units, cfg, callback, progress)
 
 
 def _run_units(spark: Any, units: list[DigestUnit], cfg: CopyConfiguration,

@@ -462,6 +462,12 @@ class Storage(ABC):
 
         self.for_each(files, one)  # local: a plain loop (~µs a rename)
 
+    def stored_checksum(self, status: FileStatus) -> str | None:
+        """A digest of the file's bytes that the store keeps and its listing gave
+        (``algorithm:hex``, no request sent), or None: ``copy --checksum`` compares two
+        of one algorithm instead of reading both files. Most stores keep none."""
+        return None
+
     def digest_of(self, url: str, buffer: bytearray) -> Digest:
         """The digest of the file at ``url``, read through ``buffer``."""
         fs, path = self.fs(url)

@@ -89,7 +89,7 @@ def test_typed_call_with_the_flags_names(spark: Any, tmp_path: Path) -> None:
     b = str(dst / "b.csv")
     assert plans["overwrite"][b] == ("copy", "--overwrite")
     assert plans["size_only"][b] == ("skip", "same size (--size-only)")
-    assert plans["checksum"][b] == ("copy", "no checksum known for both sides (--checksum)")
+    assert plans["checksum"][b] == ("copy", "contents differ (--checksum)")  # read: y, not x
     again = distcp.copy([str(src)], str(dst), include=["*.csv"], ignore_existing=True,
                         progress=False)
     assert (again.files_copied, again.files_skipped) == (0, 2)

@@ -139,7 +139,7 @@ def test_compare_modes_follow_rclone() -> None:
         "same size and checksum (--checksum)", False)
     assert decide(f, replace(st(), checksum="c2"), False, "checksum") == ("checksum differs", True)
     assert decide(f, st(), False, "checksum") == (
-        "no checksum known for both sides (--checksum)", True)
+        "same size, contents to compare (--checksum)", True)
     assert decide(f, replace(st(size=11), checksum="c1"), False, "checksum")[1] is True
 
 

@@ -21,7 +21,9 @@ SUMMARY_KEYS = {
     # issue 11 point 2: rows collected from planning on Spark, results from copying
     "plan_rows_collected", "results_collected",
     # issue 36 point 1: how the run planned and copied, and why
-    "strategy"}
+    "strategy",
+    # issue 38 point 7: --checksum compares contents (files, those the same, bytes read)
+    "files_compared", "files_compared_same", "bytes_compared"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:

@@ -7,9 +7,11 @@ document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from distcp.model import FileStatus
 from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
@@ -28,6 +30,9 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
+
+#: A single-part upload's ETag: the 32 hex digits of its MD5.
+_MD5 = re.compile(r"[0-9a-f]{32}")
 
 
 class ObjectStorage(Storage):
@@ -51,6 +56,16 @@ class ObjectStorage(Storage):
             if s3.precondition_failed(exc):
                 raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
             raise
+
+    def stored_checksum(self, status: FileStatus) -> str | None:
+        """The ETag of an object uploaded in one part is the MD5 of its bytes:
+        ``md5:<hex>``. A multipart upload's (``<hex>-<parts>``, which pydistcp's staged
+        uploads have) depends on its part sizes: None, the bytes are read instead. An
+        object encrypted with SSE-KMS or SSE-C has an ETag of the same form that is no
+        MD5: two of them differ even for the same bytes, so the file is copied again
+        (never skipped on a guess)."""
+        etag = (status.etag or "").strip('"').lower()
+        return f"md5:{etag}" if _MD5.fullmatch(etag) else None
 
     def _bucket_fs(self, url: str) -> Any:
         """The filesystem of ``url``, remembered per bucket: resolving it from the URL
