@@ -106,6 +106,8 @@ def _new_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterato
             spark = _started(builder, settings, master, log_file)
         pause = delay_at("spark_started")  # lets a test press Ctrl-C in this gap
         if pause:
+            with open(log_file, "a") as log:  # the test waits for this line, not a guess
+                log.write(f"pydistcp: pausing {pause:g} s at spark_started\n")
             time.sleep(pause)
         jvm = _jvm_process()  # PySpark drops it on interrupt
         with plain_interrupts():
