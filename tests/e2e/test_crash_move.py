@@ -44,11 +44,13 @@ def _files(root: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize(("point", "deleted"),
                          [("mid_publish:2", 0), ("mid_move:1", 1), ("mid_move:3", 3)])
 def test_a_killed_move_loses_no_file_and_the_rerun_finishes_it(
-        spark: Any, tmp_path: Path, point: str, deleted: int) -> None:
+        spark: Any, tmp_path: Path, point: str, deleted: int,
+        warm_engine: dict[str, str]) -> None:
+    """Killed in the driver after the copy job ended: on the suite's warm engine."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     want = _make_source(src)
     killed = run_cli("move", str(src), str(dst), "--no-progress",
-                     env={"DISTCP_CRASH_AT": point})
+                     env={**warm_engine, "DISTCP_CRASH_AT": point})
     assert killed.returncode == 137, killed.stderr
     left, there = _files(src), _files(dst)
     assert len(want) - len(left) == deleted

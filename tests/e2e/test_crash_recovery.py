@@ -5,8 +5,11 @@ through ``DISTCP_CRASH_AT``, or by SIGKILL at a random instant; then a normal ru
 must leave the destination byte-identical to a clean run, with the same
 watermarks and nothing pending. A watcher polls the destination during the
 killed run and must never see a final file whose bytes differ from its source.
-The killed runs are cold, their own processes; the clean run and the reruns use the
-suite's warm engine (their point is what they publish, not a JVM's start).
+A run killed at a commit boundary dies in the driver (the client), after its copy job
+ended, so it runs on the suite's warm engine like the clean run and the reruns (their
+point is what they publish, not a JVM's start; the engine's session slot is a lock the
+kernel frees with the killed process). Runs killed in a task or by a SIGKILL of their
+whole process group take their own JVM: they stay cold.
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ def test_killed_at_commit_boundary_then_rerun_matches_clean_run(
     watcher = Watcher(src, dst)
     watcher.start()
     killed = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
-                     env={"DISTCP_CRASH_AT": point})
+                     env={**warm_engine, "DISTCP_CRASH_AT": point})
     assert watcher.is_alive(), "the destination's watcher stopped watching"
     watcher.stop.set()
     watcher.join()
@@ -186,12 +189,12 @@ def test_sigkill_at_a_random_instant_then_rerun_matches_clean_run(
 
 
 def _killed_after_the_first_commit_is_logged(golden: tuple[Path, Path, dict],
-                                             tmp_path: Path) -> Path:
+                                             tmp_path: Path, warm: dict[str, str]) -> Path:
     """A copy of the golden source killed once its first commit is in the log, before
     any of its steps ran; the destination."""
     dst = tmp_path / "dst"
     killed = run_cli("copy", str(golden[0]), str(dst), "--dataset-glob", GLOB, "--no-progress",
-                     env={"DISTCP_CRASH_AT": "after_persist:1"})
+                     env={**warm, "DISTCP_CRASH_AT": "after_persist:1"})
     assert killed.returncode == 137
     return dst
 
@@ -199,7 +202,7 @@ def _killed_after_the_first_commit_is_logged(golden: tuple[Path, Path, dict],
 def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_which_finishes(
         golden: tuple[Path, Path, dict], tmp_path: Path,
         warm_engine: dict[str, str]) -> None:
-    src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path)
+    src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path, warm_engine)
     shutil.rmtree(dst / ".pydistcp" / "staging")  # a temp cleaner took the staged copies
     r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
                 env=warm_engine)
@@ -216,7 +219,7 @@ def test_a_commit_whose_staged_copies_vanished_is_set_aside_by_the_first_rerun_w
 def test_a_commit_that_keeps_failing_is_set_aside_and_reported(
         golden: tuple[Path, Path, dict], tmp_path: Path,
         warm_engine: dict[str, str]) -> None:
-    src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path)
+    src, dst = golden[0], _killed_after_the_first_commit_is_logged(golden, tmp_path, warm_engine)
     # its staged copies are there, but a file stands where its files' folder must go
     pending = status_report(str(dst / ".pydistcp"), {})["pending"]
     blocked = next(ds for ds in DATASETS if pending[0]["dataset"].endswith(ds))

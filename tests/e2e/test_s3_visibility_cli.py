@@ -38,8 +38,8 @@ def visible(s3srv: S3Server, prefix: str) -> dict[str, bytes]:
 
 def copy(s3srv: S3Server, tmp_path: Path, src: Path, dst: str, *flags: str,
          env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
-    """A run with ``env``: the suite's warm engine for local[2] where the point is what
-    it writes and asks, a crash point's env (cold: the run is killed) otherwise."""
+    """A run with ``env``: the suite's warm engine for local[2] (the point is what it
+    writes and asks; a run killed at a crash point dies in the driver, the client)."""
     out = tmp_path / f"summary-{dst.replace('/', '_')}.json"
     r = run_cli("copy", str(src), dst, "--no-progress", "--master", "local[2]",
                 "--summary-json", str(out), *flags, env={**s3srv.env, **env})
@@ -67,7 +67,7 @@ def test_a_crash_before_publish_leaves_every_object_whole_under_visibility_file(
     are already there, each whole, and no upload is pending; the next run finishes."""
     make_tree(tmp_path / "src")
     crash, _ = copy(s3, tmp_path, tmp_path / "src", "s3://dst/crash", "--visibility", "file",
-                    env={"DISTCP_CRASH_AT": "before_step:1"})
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
     assert crash.returncode == 137, crash.stderr
     assert visible(s3, "crash/") == FILES
     assert s3.pending_uploads() == []
@@ -104,7 +104,7 @@ def test_a_commit_whose_uploads_were_aborted_is_set_aside_by_the_first_rerun_whi
     copies the files again: every object whole, nothing pending."""
     make_tree(tmp_path / "src")
     crash, _ = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted",
-                    env={"DISTCP_CRASH_AT": "before_step:1"})
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
     assert crash.returncode == 137, crash.stderr
     pending = s3.pending_uploads()
     assert pending
