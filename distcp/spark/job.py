@@ -142,9 +142,13 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
         cfg, spec, files, cores)
     if not wanted:
         return {}, CopyTally()
-    store = SplitStore(spec.state_root, spec.dst_options, spec.dst.open())
+    dst = spec.dst.open()
+    store = SplitStore(spec.state_root, spec.dst_options, dst)
+    # a name the destination cannot hold is not split: its task fails it by name, where
+    # preparing its ranges (an upload created here, on S3) would fail the run
     splits = {f.guid: store.prepare(f, wanted) for f in files
-              if f.origin.size > wanted and not f.converters}
+              if f.origin.size > wanted and not f.converters
+              and dst.name_problem(f.destination) is None}
     notes = []
     if not cfg.split_size and splits:
         notes.append(f"{len(splits)} big file(s) copied in ranges of about "

@@ -117,7 +117,8 @@ def test_every_name_survives_a_copy_its_rerun_a_delete_the_log_and_status(
 
 
 def test_names_round_trip_through_s3_and_a_name_no_key_can_hold_fails_alone(
-        tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+        tmp_path: Path, s3: S3Server, warm_engine: dict[str, str]) -> None:  # noqa: F811
+    env = {**s3.env, **warm_engine}
     src = os.path.join(bytes(tmp_path), b"src")
     back = os.path.join(bytes(tmp_path), b"back")
     utf8 = make_tree(src, UTF8_NAMES, KEY_FOLDERS)
@@ -125,7 +126,7 @@ def test_names_round_trip_through_s3_and_a_name_no_key_can_hold_fails_alone(
     sj = tmp_path / "s.json"
 
     up = run_cli("copy", os.fsdecode(src), "s3://dst/tree", "--summary-json", str(sj),
-                 env=s3.env)
+                 env=env)
     assert up.returncode == 1, up.stderr
     failed = [line for line in up.stderr.splitlines() if "FAILED" in line]
     assert len(failed) == len(NOT_UTF8) * (1 + len(KEY_FOLDERS)), up.stderr
@@ -139,7 +140,7 @@ def test_names_round_trip_through_s3_and_a_name_no_key_can_hold_fails_alone(
     assert {os.fsencode(f["path"]) for f in summary["failures"]} == {
         os.path.join(src, folder, name) for folder in (b"", *KEY_FOLDERS) for name in NOT_UTF8}
 
-    down = run_cli("copy", "s3://dst/tree", os.fsdecode(back), env=s3.env)
+    down = run_cli("copy", "s3://dst/tree", os.fsdecode(back), env=env)
     assert down.returncode == 0, down.stderr
     assert files_of(back) == utf8
 
@@ -150,9 +151,29 @@ def test_names_round_trip_through_s3_and_a_name_no_key_can_hold_fails_alone(
         shutil.rmtree(os.path.join(src, folder, os.path.dirname(NOT_UTF8[1])))
     os.remove(os.path.join(src, b"[x]*?.txt"))
     mirror = run_cli("copy", os.fsdecode(src), "s3://dst/tree", "--delete",
-                     "--summary-json", str(sj), env=s3.env)
+                     "--summary-json", str(sj), env=env)
     assert mirror.returncode == 0, mirror.stderr
     keys = {k.removeprefix("tree/").encode() for k in s3.objects("dst", "tree/")
             if "/.pydistcp/" not in k}
     assert keys == set(utf8) - {b"[x]*?.txt"}
     assert json.loads(sj.read_text())["files_deleted"] == 1
+
+
+def test_a_big_file_no_key_can_hold_fails_alone_when_split(
+        tmp_path: Path, s3: S3Server, warm_engine: dict[str, str]) -> None:  # noqa: F811
+    """A split file's upload is created on the driver: a name S3 cannot hold is not
+    split, and its task fails it by name, never the run."""
+    src = os.path.join(bytes(tmp_path), b"big")
+    os.makedirs(src)
+    with open(os.path.join(src, b"caf\xe9.bin"), "wb") as f:
+        f.write(os.urandom(6 << 20))
+    with open(os.path.join(src, b"ok.bin"), "wb") as f:
+        f.write(b"ok")
+    r = run_cli("copy", os.fsdecode(src), "s3://dst/big", "--split-size", "5M",
+                env={**s3.env, **warm_engine})
+    assert r.returncode == 1, r.stderr
+    [failed] = [line for line in r.stderr.splitlines() if "FAILED" in line]
+    assert "/big/caf\\xe9.bin" in failed and "not valid UTF-8" in failed, r.stderr
+    assert "internal error" not in r.stderr
+    assert {k: v for k, v in s3.objects("dst", "big/").items()
+            if "/.pydistcp/" not in k} == {"big/ok.bin": b"ok"}
