@@ -373,7 +373,9 @@ class StatusReport(TypedDict):
     pending: list[dict[str, Any]]
     #: Commits replayed ``max_replays`` times without success: they need a look.
     set_aside: list[dict[str, Any]]
-    #: Per dataset: watermark, files published, last runs.
+    #: Per dataset: watermark, files published, its history's last lines
+    #: (``last_runs``) and how its last run went (``last_run``: job_id, status ok,
+    #: partial or failed, the first failure's line as ``cause``, ended).
     datasets: list[dict[str, Any]]
     #: Verified copies kept in the recovery area for the next run.
     recoverable: list[dict[str, Any]]
