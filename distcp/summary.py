@@ -20,8 +20,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Failure:
+    """One line of what failed.
+
+    ``files``: the source files of this run the line stands for, counted by
+    ``files_failed``: 1 for a source file that failed (``path`` is the source), the
+    set's files for a file set whose publish failed (``path`` is its destination), 0
+    for a further line about a file already counted (an archive's other outputs) and
+    for what is not a file of this run (an earlier run's commit replayed or set aside,
+    a kept copy refused). ``dataset``: the dataset it belongs to, when one does; the
+    run's outcome per dataset (``pydistcp status``) names its first failure.
+    """
+
     path: str
     error: str
+    dataset: str = ""
+    files: int = 1
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,6 @@ class Tally:
     files_copied: int = 0
     links_copied: int = 0
     bytes_copied: int = 0
-    files_failed: int = 0
     files_deleted: int = 0
     #: ``move``: source files deleted once their copies were published.
     sources_deleted: int = 0
@@ -53,6 +65,12 @@ class Tally:
     #: Registrations in the catalog (--catalog-table) that failed: their data is published.
     catalog_failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()
+
+    @property
+    def files_failed(self) -> int:
+        """The source files that failed: counted from ``failures`` (``Failure.files``),
+        never apart from them, so the count and the list cannot disagree."""
+        return failed_files(self.failures)
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name)
@@ -98,6 +116,11 @@ def _phases_added(phases: dict[str, float], more: Iterable[tuple[str, float]]
     return phases
 
 
+def failed_files(failures: Iterable[Failure]) -> int:
+    """How many source files ``failures`` stand for (``Failure.files``)."""
+    return sum(f.files for f in failures)
+
+
 def tally_of(parts: Iterable[Tally]) -> Tally:
     """The parts added up, in order."""
     total = Tally()
@@ -108,7 +131,23 @@ def tally_of(parts: Iterable[Tally]) -> Tally:
 
 @dataclass
 class Summary:
-    """Counts of one run. ``ok`` is true only when nothing failed."""
+    """Counts of one run. ``ok`` is true only when nothing failed.
+
+    The counts agree with the lists: ``files_failed`` is the number of source files
+    ``failures`` stands for (the sum of its ``Failure.files``: one per source file that
+    failed, however many outputs it had; a set whose publish failed counts its files),
+    so ``failed 0`` never stands beside a failed file. ``failures`` may hold lines that
+    are no file of this run (an earlier run's commit that a replay could not finish, a
+    kept copy refused): they count 0, and ``render`` says how many there are.
+    ``catalog_failures`` are apart on purpose: their data is published.
+    ``files_copied`` counts the files written: each member an archive expands to.
+    ``files_recovered`` (and ``bytes_recovered``) are part of ``files_copied`` (and
+    ``bytes_copied``): the files this run published that earlier runs had copied, from
+    the recovery area or by a replayed commit of theirs (``render``: "of which
+    recovered").
+    A fork's counts are its branches' (``branches``) added up: a file copied to two
+    branches counts twice, once in each.
+    """
 
     job_id: str = ""
     files_copied: int = 0
@@ -192,7 +231,7 @@ class Summary:
         for e in entries:
             if e.failure:
                 self.failures.append(Failure(e.path, f"{e.path}: {e.reason}"))
-                self.files_failed += 1
+                self.files_failed += 1  # the Failure's one file
             else:
                 self.entries_skipped.append(Failure(e.path, e.reason))
 
@@ -204,6 +243,7 @@ class Summary:
                 getattr(self, f.name).extend(value)
             else:
                 setattr(self, f.name, getattr(self, f.name) + value)
+        self.files_failed += tally.files_failed
 
     def add_copy(self, tally: CopyTally) -> None:
         """Count in what the copy phase reported (``CopyTally``)."""
@@ -248,7 +288,7 @@ class Summary:
             lines.append(f"replayed {self.sequences_replayed} unfinished commit(s) of earlier "
                          f"runs; set aside {self.sequences_set_aside}")
         if self.files_recovered:
-            lines.append(f"recovered {self.files_recovered} files "
+            lines.append(f"of which recovered {self.files_recovered} files "
                          f"({human_bytes(self.bytes_recovered)}) copied by earlier runs, "
                          "without reading their sources again")
         if self.bytes_resumed:
@@ -270,6 +310,11 @@ class Summary:
                          f"{len(self.entries_skipped)}")
             lines.extend(f"  {e.path}: {e.error}" for e in self.entries_skipped)
         lines.extend(self.notes)
+        others = sum(1 for f in self.failures if not f.files)
+        if others:
+            lines.append(f"of the FAILED lines, {others} count no file failed here (an "
+                         "earlier run's commit, a kept copy, another output of a file "
+                         "counted)")
         if self.partitions_registered or self.catalog_failures:
             failed = len(self.catalog_failures)
             lines.append(f"catalog: {self.partitions_registered} partition(s) registered"
@@ -329,7 +374,9 @@ class StatusReport(TypedDict):
     pending: list[dict[str, Any]]
     #: Commits replayed ``max_replays`` times without success: they need a look.
     set_aside: list[dict[str, Any]]
-    #: Per dataset: watermark, files published, last runs.
+    #: Per dataset: watermark, files published, its history's last lines
+    #: (``last_runs``) and how its last run went (``last_run``: job_id, status ok,
+    #: partial or failed, the first failure's line as ``cause``, ended).
     datasets: list[dict[str, Any]]
     #: Verified copies kept in the recovery area for the next run.
     recoverable: list[dict[str, Any]]

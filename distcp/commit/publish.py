@@ -260,9 +260,11 @@ def _publish_failed(outcome: FileSetOutcome, wanted: FileSetOutcome, exc: Except
     """A set whose publish failed stays in the commit log for the next run; only what
     tasks had already published (--visibility file) counts as copied."""
     published = [r for r in wanted.results if _published(r)]
+    unpublished = {r.guid for r in wanted.results if not _published(r)}
     tally = Tally(
         failures=(Failure(fsutil.display(outcome.destination_root),
-                          f"{exc}; the next run retries it"),),
+                          f"{exc}; the next run retries it", outcome.dataset_urn,
+                          files=len(unpublished)),),
         files_not_published=sum(1 for r in wanted.results if r.staging
                                 and not _published(r))) + _record_copied(published)
     log.results("copied", published)
@@ -469,6 +471,13 @@ def _record_published(outcome: FileSetOutcome) -> Tally:
 
 
 def _record_failures(outcome: FileSetOutcome) -> Tally:
-    failed = [r for r in outcome.results if not r.ok]
-    return Tally(files_failed=len(failed),
-                 failures=tuple(Failure(fsutil.display(r.origin), r.message) for r in failed))
+    """A line per failed result; a source counts once, on its first line, however many
+    of its outputs failed (an archive's members)."""
+    seen: set[str] = set()
+    lines = []
+    for r in outcome.results:
+        if not r.ok:
+            lines.append(Failure(fsutil.display(r.origin), r.message, outcome.dataset_urn,
+                                 files=int(r.guid not in seen)))
+            seen.add(r.guid)
+    return Tally(failures=tuple(lines))

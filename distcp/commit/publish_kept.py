@@ -49,7 +49,8 @@ def publish_kept(dataset: DatasetPlan, reports: Sequence[UnitReport], pub: Publi
     except (PublishError, StateError) as exc:
         return failed + Tally(
             failures=(Failure(fsutil.display(dataset.destination_root),
-                              f"{exc}; the next run retries it"),),
+                              f"{exc}; the next run retries it", dataset.urn,
+                              files=copied),),
             files_not_published=copied)
     return failed + Tally(
         files_copied=copied, links_copied=sum(r.links for r in reports),
@@ -87,13 +88,15 @@ def _failures(dataset: DatasetPlan, reports: Sequence[UnitReport], job_failed: s
               ) -> Tally:
     """The failed files: each the tasks reported whole, and a line for the rest."""
     if job_failed:
-        return Tally(files_failed=dataset.files_kept, failures=(Failure(
+        return Tally(failures=(Failure(
             fsutil.display(dataset.destination_root),
-            f"{dataset.files_kept} file(s) not copied: Spark job failed: {job_failed}"),))
-    listed = tuple(Failure(fsutil.display(r.origin), r.message)
+            f"{dataset.files_kept} file(s) not copied: Spark job failed: {job_failed}",
+            dataset.urn, files=dataset.files_kept),))
+    listed = tuple(Failure(fsutil.display(r.origin), r.message, dataset.urn)
                    for report in reports for r in report.failures)
     count = sum(r.files_failed for r in reports)
     more = (Failure(fsutil.display(dataset.destination_root),
                     f"{count - len(listed)} more file(s) failed (the first {len(listed)} "
-                    "are listed)"),) if count > len(listed) else ()
-    return Tally(files_failed=count, failures=listed + more)
+                    "are listed)", dataset.urn, files=count - len(listed)),
+            ) if count > len(listed) else ()
+    return Tally(failures=listed + more)

@@ -85,7 +85,7 @@ class RecoveryArea:
         self.storage.set_aside(folder, aside)
         self.refused.append(Failure(fsutil.display(folder),
                                     f"recovery entry {why}; not published, set aside in "
-                                    f"{fsutil.display(aside)}"))
+                                    f"{fsutil.display(aside)}", files=0))
 
     def refusals(self) -> Tally:
         """The entries set aside since the last call, as failures of the run."""

@@ -56,7 +56,8 @@ def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitCon
         return Tally(sequences_set_aside=1, failures=(Failure(
             fsutil.display(seq.dataset_urn),
             f"commit {seq.id} failed {pending.replays} replays; set aside in "
-            f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied"),)), True
+            f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied",
+            seq.dataset_urn, files=0),)), True
     store.persist(seq, pending.job_id, replays=pending.replays + 1)
     try:
         seq.run(ctx)
@@ -77,9 +78,11 @@ def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitCon
     kept = sum(step.file_count() for step in seq.steps if isinstance(step, PublishKept))
     kept_bytes = sum(step.nbytes for step in seq.steps
                      if isinstance(step, RecordRun)) if kept else 0
-    # published without reading the source again
-    return Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
-                 bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
+    # published now without reading the source again: copied by this run, of which
+    # recovered (as copies the recovery area gives back are, ``Summary``)
+    files, nbytes = len(moves) + kept, sum(size for _, _, size in moves) + kept_bytes
+    return Tally(sequences_replayed=1, files_copied=files, bytes_copied=nbytes,
+                 files_recovered=files, bytes_recovered=nbytes,
                  partitions_registered=registered_in(seq.steps)), False
 
 
@@ -92,7 +95,8 @@ def _failed(store: CommitStepStore, pending: PendingSequence, ctx: CommitContext
     lost = _lost_copy(seq, ctx)
     if lost is None:
         return Tally(failures=(Failure(fsutil.display(seq.dataset_urn),
-                                       f"replay of commit {seq.id} failed: {exc}"),)), True
+                                       f"replay of commit {seq.id} failed: {exc}",
+                                       seq.dataset_urn, files=0),)), True
     store.set_aside(pending)
     return Tally(sequences_set_aside=1, notes=(
         (f"commit {seq.id} of {fsutil.display(seq.dataset_urn)} cannot finish: its staged "
@@ -157,7 +161,7 @@ def _out_of_bounds(store: CommitStepStore, pending: PendingSequence, ctx: Commit
         fsutil.display(pending.url),
         f"commit log entry names {url!r} ({role}), outside the destination "
         f"{fsutil.display(bounds.destination)} and its state directory; not executed, "
-        f"set aside in {fsutil.display(aside)}"),)), True
+        f"set aside in {fsutil.display(aside)}", seq.dataset_urn, files=0),)), True
 
 
 def sweep_dead_jobs(state_root: str, options: dict[str, Any], current_job: str,

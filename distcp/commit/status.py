@@ -21,6 +21,7 @@ from distcp.names import printable_lines
 from distcp.state.bounds import Bounds
 from distcp.state.layout import StateLayout, state_root_of
 from distcp.state.lock import DestinationLock, Holder, live_holder
+from distcp.state.outcomes import OutcomeStore, RunOutcome
 from distcp.state.store import DatasetState, StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -101,9 +102,7 @@ def status_report(root: str, options: dict[str, Any]) -> StatusReport:
             "steps": [s.kind for s in p.sequence.steps]} for p in store.pending()]
     aside = [{"id": p.sequence.id, "dataset": p.sequence.dataset_urn, "replays": p.replays,
               "file": fsutil.display(p.url)} for p in store.pending(aside=True)]
-    states = StateStore(root, options)
-    datasets = [{"dataset": s.urn, "watermark": s.watermark, "files": states.count(s),
-                 "last_runs": s.runs[-5:], **_stream_marks(s)} for s in states.all()]
+    datasets = _datasets(root, options)
     recoverable = [{"guid": e["guid"], "destination": e["destination"],
                     "bytes": sum(o.get("bytes_written", 0) for o in e["outputs"]),
                     "kept_s_ago": round(time.time() - e["kept"], 1)}
@@ -115,6 +114,35 @@ def status_report(root: str, options: dict[str, Any]) -> StatusReport:
                         running=asdict(holder) if holder else None, pending=seq,
                         set_aside=aside, datasets=datasets, recoverable=recoverable,
                         journaled=journaled)
+
+
+def _datasets(root: str, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each dataset the state knows: watermark, files, its history's last lines and how
+    its last run went (``last_run``), also of a dataset whose runs failed before any
+    of its file sets was published (it has an outcome and no state document)."""
+    states = StateStore(root, options)
+    outcomes = OutcomeStore(root, options)
+    known = states.all()
+    seen = {s.urn for s in known}
+    known += [states.load(urn) for urn in outcomes.urns() if urn not in seen]
+    return [{"dataset": s.urn, "watermark": s.watermark, "files": states.count(s),
+             "last_runs": s.runs[-5:], "last_run": last_run(s.runs, outcomes.load(s.urn)),
+             **_stream_marks(s)} for s in known]
+
+
+def last_run(history: list[dict[str, Any]], outcome: RunOutcome | None
+             ) -> dict[str, Any] | None:
+    """How the dataset's last run went: the run's outcome (ok, or failed with its
+    cause), unless the history holds a newer line (a commit that ``recover`` or a later
+    run finished); the history's line alone for a dataset no run kept an outcome of."""
+    line = history[-1] if history else None
+    if outcome is not None and (line is None or outcome.ended >= line.get("ended", 0)):
+        return {"job_id": outcome.job_id, "status": outcome.status, "cause": outcome.cause,
+                "ended": outcome.ended}
+    if line is None:
+        return None
+    return {"job_id": line.get("job_id", ""), "status": line.get("status", ""), "cause": "",
+            "ended": line.get("ended", 0.0)}
 
 
 def _stream_marks(state: DatasetState) -> dict[str, Any]:
@@ -161,13 +189,15 @@ def render_status(report: StatusReport) -> str:
         lines += [f"  {a['id']}  {a['dataset']}: {a['file']}" for a in report["set_aside"]]
     lines.append(f"datasets: {len(report['datasets'])}")
     for d in report["datasets"]:
-        last = d["last_runs"][-1] if d["last_runs"] else None
+        last = d["last_run"]
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["ended"])) if last else "-"
         wm = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d["watermark"])) \
             if d["watermark"] else "-"
         lines.append(f"  {d['dataset']}: watermark {wm}, {d['files']} files published, "
                      f"last run {last['job_id'] if last else '-'} {when} "
                      f"{last['status'] if last else ''}".rstrip())
+        if last and last["cause"]:
+            lines.append(f"    failed: {last['cause']}")
         if d.get("watermarks"):
             marks = {k: v["utc"] or "-" for k, v in d["watermarks"].items()}
             lines.append(f"    partitions: low {marks['low']}, expected high "

@@ -55,6 +55,7 @@ from distcp.run.report import (
     decisions,
     dry_run_counts,
     per_dataset,
+    record_outcomes,
     record_strategies,
 )
 from distcp.runlog import RunLog
@@ -161,6 +162,7 @@ class CopySteps:
         """Earlier runs' pending commits finished; a dataset whose commit could not be
         is not copied now."""
         self.dst = spec_for(self.lead.destination, dict(self.lead.dst_options))  # once a run
+        self.asked = {run.name: [d.urn for d in run.datasets] for run in runs}
         if self.lead.dry_run:
             return
         for run in runs:
@@ -222,6 +224,9 @@ class CopySteps:
         self.summary.log_file = self.sessions.log_file
         if self.lead.dry_run:
             return self.events.end(_dry_run(runs, self.summary, self.start, self.log))
+        for run in runs:  # before fold: each branch's failures are its own
+            record_outcomes(run.root, run.publishing.ctx.dst_options, self.summary.job_id,
+                            self.asked[run.name], run.summary.failures)
         return self.events.end(_finish(runs, self.settings, self.summary, self.start))
 
 

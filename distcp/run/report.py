@@ -1,6 +1,7 @@
 """What a run reports, built from what the phases returned (driver).
 
-Its decisions, a dry run's counts, per-dataset counts and the requests per file.
+Its decisions, a dry run's counts, per-dataset counts, the requests per file, and how
+the run ended for each dataset (kept in the state for ``pydistcp status``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from distcp.model import TaskResult
 from distcp.planning.plan import Plan
 from distcp.planning.strategy import Strategy
 from distcp.runlog import RunLog
+from distcp.state.outcomes import OutcomeStore, outcome_of
 from distcp.state.store import StateStore
-from distcp.summary import Summary
+from distcp.summary import Failure, Summary
 
 
 def decisions(plan: Any) -> list[dict[str, str]]:
@@ -61,6 +63,23 @@ def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing,
             counts["watermarks"] = marks
         out[d.urn] = counts
     return out
+
+
+def record_outcomes(root: str, options: dict[str, Any], job_id: str, urns: Iterable[str],
+                    failures: Iterable[Failure]) -> None:
+    """How the run ended for each dataset it was asked to copy (``urns``), written to
+    the state for ``pydistcp status``: failed with the first failure of the dataset
+    (its files, its publish, its earlier commit that could not finish), else ok
+    (``state.outcomes``: written where an outcome is kept already)."""
+    first: dict[str, str] = {}
+    for f in failures:
+        if f.dataset:
+            first.setdefault(f.dataset, f.error)
+    store = OutcomeStore(root, options)
+    kept = store.names()
+    for urn in dict.fromkeys(urns):
+        if urn in first or store.kept_for(urn, kept):  # ok: only to clear a failure
+            store.save(outcome_of(urn, job_id, first.get(urn)))
 
 
 def count_requests(summary: Summary, publish: request_count.Counts, files: int) -> None:

@@ -9,6 +9,7 @@ layout can be read (and changed) in one screen::
     commits/<sequence>.json       pending commit sequences (the write-ahead log)
     commits/aside/<sequence>.json sequences set aside (failed replays, foreign records)
     datasets/<key>.json           each dataset's state document (watermark, runs)
+    outcomes/<key>.json           each dataset's last run: ok, or failed and why
     manifests/<key>/<segment>     each dataset's manifest, in Parquet segments
     staging/<job>/                a job's staged copies, results files, kept plan
     progress/<job>/               a job's progress counters and journal
@@ -64,6 +65,14 @@ class StateLayout:
 
     def dataset(self, key: str) -> str:
         return self._at("datasets", f"{key}.json")
+
+    @property
+    def outcomes(self) -> str:
+        return self._at("outcomes")
+
+    def outcome(self, key: str) -> str:
+        """How the last run that ended went for one dataset (``state.outcomes``)."""
+        return self._at("outcomes", f"{key}.json")
 
     def manifests(self, key: str) -> str:
         return self._at("manifests", key)

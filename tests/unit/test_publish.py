@@ -276,6 +276,9 @@ def test_each_set_logs_its_outcome_and_the_failures_keep_their_order(world: Worl
         ("not-published", "d")]
     assert [Path(f.path).name for f in summary.failures] == ["c", "dst"]
     assert summary.failures[1].error.endswith("; the next run retries it")
+    # c failed, d's set failed to publish: both count (issue 38 point 6), d also as
+    # not published (its set stays in the commit log for the next run)
+    assert [f.files for f in summary.failures] == [1, 1]
     assert (summary.files_copied, summary.files_failed, summary.files_not_published,
-            summary.files_deleted) == (1, 1, 2, 1)
+            summary.files_deleted) == (1, 2, 2, 1)
     assert world.published() == {"p1/a": b"a", "p3": b"a file where a directory must be"}

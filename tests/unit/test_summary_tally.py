@@ -28,9 +28,9 @@ SUMMARY_KEYS = {
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:
     replay = Tally(sequences_replayed=1, files_recovered=2, bytes_recovered=30,
-                   failures=(Failure("urn:a", "replay failed"),))
+                   failures=(Failure("urn:a", "replay failed", "urn:a", files=0),))
     publish = tally_of([Tally(notes=("n1",)),
-                        Tally(files_failed=1, failures=(Failure("/s/x", "boom"),)),
+                        Tally(failures=(Failure("/s/x", "boom"),)),
                         Tally(files_copied=3, bytes_copied=10, notes=("n2",))])
     s = Summary(job_id="j", notes=["split note"])
     s.add(replay)
@@ -47,7 +47,8 @@ def test_the_summary_json_keeps_its_keys_and_holds_no_tally() -> None:
     s.add(Tally(files_copied=1, failures=(Failure("p", "e"),)))
     data = json.loads(s.to_json())
     assert set(data) == SUMMARY_KEYS
-    assert data["failures"] == [{"path": "p", "error": "e"}] and data["files_copied"] == 1
+    assert data["failures"] == [{"path": "p", "error": "e", "dataset": "", "files": 1}]
+    assert data["files_copied"] == 1 and data["files_failed"] == 1
 
 
 def test_copy_tallies_add_up_into_the_summary() -> None:
