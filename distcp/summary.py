@@ -141,10 +141,9 @@ class Summary:
     kept copy refused): they count 0, and ``render`` says how many there are.
     ``catalog_failures`` are apart on purpose: their data is published.
     ``files_copied`` counts the files written: each member an archive expands to.
-    ``files_recovered`` (and ``bytes_recovered``) are part of ``files_copied`` (and
-    ``bytes_copied``): the files this run published that earlier runs had copied, from
-    the recovery area or by a replayed commit of theirs (``render``: "of which
-    recovered").
+    ``files_recovered`` (and ``bytes_recovered``) count apart from ``files_copied``
+    where a replayed commit of an earlier run published them; copies taken from the
+    recovery area and published with this run's file sets are of ``files_copied``.
     A fork's counts are its branches' (``branches``) added up: a file copied to two
     branches counts twice, once in each.
     """
@@ -288,7 +287,7 @@ class Summary:
             lines.append(f"replayed {self.sequences_replayed} unfinished commit(s) of earlier "
                          f"runs; set aside {self.sequences_set_aside}")
         if self.files_recovered:
-            lines.append(f"of which recovered {self.files_recovered} files "
+            lines.append(f"recovered {self.files_recovered} files "
                          f"({human_bytes(self.bytes_recovered)}) copied by earlier runs, "
                          "without reading their sources again")
         if self.bytes_resumed:

@@ -78,11 +78,9 @@ def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitCon
     kept = sum(step.file_count() for step in seq.steps if isinstance(step, PublishKept))
     kept_bytes = sum(step.nbytes for step in seq.steps
                      if isinstance(step, RecordRun)) if kept else 0
-    # published now without reading the source again: copied by this run, of which
-    # recovered (as copies the recovery area gives back are, ``Summary``)
-    files, nbytes = len(moves) + kept, sum(size for _, _, size in moves) + kept_bytes
-    return Tally(sequences_replayed=1, files_copied=files, bytes_copied=nbytes,
-                 files_recovered=files, bytes_recovered=nbytes,
+    # published without reading the source again
+    return Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
+                 bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
                  partitions_registered=registered_in(seq.steps)), False
 
 

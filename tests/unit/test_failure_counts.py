@@ -79,17 +79,3 @@ def test_a_fork_adds_its_branches_counts_and_lists_as_its_branches_section_shows
         "a": (2, 1), "b": (1, 2)}
     assert (s.files_copied, s.files_failed) == (3, 3)
     assert s.files_failed == failed_files(s.failures) == len(s.failures)
-
-
-def test_recovered_files_are_part_of_the_files_copied() -> None:
-    """A replayed commit's files and the recovery area's both count as copied by this
-    run, of which recovered, as the summary line says."""
-    s = Summary(job_id="j")
-    s.add(Tally(sequences_replayed=1, files_copied=2, bytes_copied=20, files_recovered=2,
-                bytes_recovered=20))
-    s.add(Tally(files_copied=3, bytes_copied=30, files_recovered=1, bytes_recovered=10))
-    assert (s.files_copied, s.files_recovered) == (5, 3)
-    lines = s.render().splitlines()
-    assert lines[0].startswith("copied 5 files (50 B), skipped 0, failed 0")
-    assert ("of which recovered 3 files (30 B) copied by earlier runs, without reading "
-            "their sources again") in lines

@@ -77,7 +77,6 @@ def test_replay_finishes_a_persisted_sequence_and_removes_it(tmp_path: Path) -> 
     assert replay_into(store, ctx, 3, summary) == set()
     assert (tmp_path / "dst" / "d" / "x").read_bytes() == b"12345"
     assert (summary.sequences_replayed, summary.files_recovered, summary.bytes_recovered) == (1, 1, 5)
-    assert (summary.files_copied, summary.bytes_copied) == (1, 5)  # recovered: of the copied
     assert store.pending() == []
     # a second replay finds nothing to do
     assert replay_into(store, ctx, 3, Summary()) == set()
