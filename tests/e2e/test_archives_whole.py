@@ -9,29 +9,18 @@ archive never blocks the reruns that follow. The real CLI on the suite's warm en
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli, tree
+from tests.fixtures.archives import tgz_of
 
 pytestmark = pytest.mark.e2e
 
 #: A name component longer than the 255 bytes local filesystems hold.
 LONG = "x" * 300 + ".txt"
-
-
-def _tgz(path: Path, members: list[tuple[str, bytes]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), 1_700_000_000
-            tar.addfile(info, io.BytesIO(data))
-    return path
 
 
 def _copy(src: Path, dst: Path, env: dict[str, str], *more: str):  # type: ignore[no-untyped-def]
@@ -46,8 +35,8 @@ def _failures(dst: Path) -> list[dict[str, str]]:
 def test_a_member_the_destination_cannot_hold_fails_its_archive_before_any_member_appears(
         tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
-    _tgz(src / "long.tar.gz", [("ok1.txt", b"one"), (f"d/{LONG}", b"two"), ("zz.txt", b"3")])
-    _tgz(src / "good.tar.gz", [("g.txt", b"good")])
+    tgz_of(src / "long.tar.gz", [("ok1.txt", b"one"), (f"d/{LONG}", b"two"), ("zz.txt", b"3")])
+    tgz_of(src / "good.tar.gz", [("g.txt", b"good")])
     r = _copy(src, dst, warm_engine)
     assert r.returncode == 1, r.stderr
     assert tree(dst) == {"good": (None, 0o755, tree(dst)["good"][2]),
@@ -58,7 +47,7 @@ def test_a_member_the_destination_cannot_hold_fails_its_archive_before_any_membe
            "name; rename it at the source" in failure["error"]
     assert "pending commits: 0" in run_cli("status", str(dst), env=warm_engine).stdout
     # the archive fixed at the source: the next run publishes it whole, nothing blocks it
-    _tgz(src / "long.tar.gz", [("ok1.txt", b"one"), ("d/short.txt", b"two"), ("zz.txt", b"3")])
+    tgz_of(src / "long.tar.gz", [("ok1.txt", b"one"), ("d/short.txt", b"two"), ("zz.txt", b"3")])
     r = _copy(src, dst, warm_engine)
     assert r.returncode == 0, r.stderr
     assert {k: v[0] for k, v in tree(dst).items() if v[0] is not None} == {
@@ -69,8 +58,8 @@ def test_a_member_the_destination_cannot_hold_fails_its_archive_before_any_membe
 def test_two_archives_expanding_into_one_folder_are_refused_at_planning(
         tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
-    _tgz(src / "x.tar.gz", [("a.txt", b"from tar.gz")])
-    _tgz(src / "x.tgz", [("a.txt", b"from tgz")])
+    tgz_of(src / "x.tar.gz", [("a.txt", b"from tar.gz")])
+    tgz_of(src / "x.tgz", [("a.txt", b"from tgz")])
     r = _copy(src, dst, warm_engine)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines()[-1] == (
@@ -83,9 +72,9 @@ def test_archives_sharing_a_member_in_their_parent_both_fail_by_name_and_others_
         tmp_path: Path, warm_engine: dict[str, str]) -> None:
     """``--expand-into-parent``: two archives may share the folder, not a file."""
     src, dst = tmp_path / "src", tmp_path / "dst"
-    _tgz(src / "p.tar.gz", [("same.txt", b"p"), ("p-only.txt", b"p2")])
-    _tgz(src / "q.tar.gz", [("same.txt", b"q")])
-    _tgz(src / "r.tar.gz", [("r.txt", b"r")])
+    tgz_of(src / "p.tar.gz", [("same.txt", b"p"), ("p-only.txt", b"p2")])
+    tgz_of(src / "q.tar.gz", [("same.txt", b"q")])
+    tgz_of(src / "r.tar.gz", [("r.txt", b"r")])
     r = _copy(src, dst, warm_engine, "--expand-into-parent")
     assert r.returncode == 1, r.stderr
     assert {k: v[0] for k, v in tree(dst).items()} == {"r.txt": b"r"}

@@ -8,28 +8,18 @@ CLI on the suite's warm engine.
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.fixtures.archives import tgz_of
 
 pytestmark = pytest.mark.e2e
 
 #: A name component longer than the 255 bytes local filesystems hold.
 LONG = "x" * 300
-
-
-def _tgz(path: Path, members: list[tuple[str, bytes]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), 1_700_000_000
-            tar.addfile(info, io.BytesIO(data))
 
 
 def _status(dst: Path, env: dict[str, str]) -> tuple[list[str], dict[str, object]]:
@@ -43,15 +33,15 @@ def _status(dst: Path, env: dict[str, str]) -> tuple[list[str], dict[str, object
 def test_a_failed_archive_is_counted_and_status_shows_it_failed_until_a_good_rerun(
         tmp_path: Path, warm_engine: dict[str, str]) -> None:
     src, dst, summary = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
-    _tgz(src / "a.tar.gz", [("ok.txt", b"one"), (LONG, b"two")])
+    tgz_of(src / "a.tar.gz", [("ok.txt", b"one"), (LONG, b"two")])
     copy = ("copy", str(src), str(dst), "--convert", "untar", "--no-progress",
             "--summary-json", str(summary))
     r = run_cli(*copy, env=warm_engine)
     assert r.returncode == 1, r.stderr
     assert [ln for ln in r.stderr.splitlines() if ln.startswith("pydistcp: FAILED ")] == [
-        f"pydistcp: FAILED cannot copy {src}/a.tar.gz to {dst}/a/{LONG}: a name in its path "
+        (f"pydistcp: FAILED cannot copy {src}/a.tar.gz to {dst}/a/{LONG}: a name in its path "
         "is 300 bytes, and the destination holds at most 255 per name; rename it at the "
-        "source or exclude it (--exclude)"]
+        "source or exclude it (--exclude)")]
     assert r.stdout.startswith("copied 0 files (0 B), skipped 0, failed 1, deleted 0 in ")
     data = json.loads(summary.read_text())
     assert data["files_failed"] == len(data["failures"]) == 1 and not data["ok"]
@@ -70,7 +60,7 @@ def test_a_failed_archive_is_counted_and_status_shows_it_failed_until_a_good_rer
     assert line.endswith(" failed") and f"last run {data['job_id']} " in line
     assert f"    failed: {cause}" in lines
 
-    _tgz(src / "a.tar.gz", [("ok.txt", b"one"), ("short.txt", b"two")])  # mended
+    tgz_of(src / "a.tar.gz", [("ok.txt", b"one"), ("short.txt", b"two")])  # mended
     r = run_cli(*copy, env=warm_engine)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("copied 2 files (6 B), skipped 0, failed 0, deleted 0 in ")
