@@ -110,6 +110,7 @@ def plan_dataset(
         existing = target.get(f.destination)
         if f.destination.endswith("/"):  # an archive expands into this directory
             _check_expansion_root(f, target)
+            existing = _expansion_of(f, existing)
         elif existing is not None and existing.is_dir:
             raise PlanningError(
                 f"cannot replace directory {display(f.destination)} with file "
@@ -134,18 +135,28 @@ def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> 
             "is there", path=f.destination)
 
 
+@dataclass(frozen=True, slots=True)
+class Expansions(FileStatus):
+    """A folder archives expand into, as planning sees it: which archives' exact versions
+    (guids) were published there and are still present. Several archives share one
+    folder under ``--expand-into-parent``: each is up to date only if its own guid is."""
+
+    guids: frozenset[str] = frozenset()
+
+
 def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileStatus],
                       published: Collection[str], destination_root: str, *,
                       listed: bool = True) -> dict[str, FileStatus]:
     """The target as planning sees archives.
 
-    ``DST/x/`` (trailing "/") stands for "this archive's expansion": present only
-    when the state says this exact origin version (its guid, in ``published``)
-    was published and, for a real listing (``listed``), its directory still
-    exists. A directory's own mtime cannot tell: publishing into it changes it,
+    ``DST/x/`` (trailing "/") stands for "the archives expanded here" (``Expansions``):
+    an archive counts only when the state says this exact origin version (its guid, in
+    ``published``) was published and, for a real listing (``listed``), its directory
+    still exists. A directory's own mtime cannot tell: publishing into it changes it,
     and with --expand-into-parent several archives share it.
     """
     out = dict(target)
+    expanded: dict[str, set[str]] = {}
     for f in files:
         if not f.destination.endswith("/"):
             continue
@@ -155,8 +166,19 @@ def expansion_targets(files: Iterable[CopyableFile], target: Mapping[str, FileSt
         present = not listed or (root is not None and root.is_dir) or (
             root_url == destination_root.rstrip("/") and bool(target))
         if f.guid in published and present:
-            out[f.destination] = FileStatus(f.destination, -1, f.origin.mtime)
+            expanded.setdefault(f.destination, set()).add(f.guid)
+    for folder, guids in expanded.items():
+        out[folder] = Expansions(folder, -1, 0.0, guids=frozenset(guids))
     return out
+
+
+def _expansion_of(f: CopyableFile, existing: FileStatus | None) -> FileStatus | None:
+    """An archive's own expansion in the folder it expands into: present, with the
+    archive's mtime, when its guid is among the folder's ``Expansions``; else none."""
+    if isinstance(existing, Expansions):
+        return FileStatus(f.destination, -1, f.origin.mtime) if f.guid in existing.guids \
+            else None
+    return existing
 
 
 #: (reason shown by --dry-run, copy?)

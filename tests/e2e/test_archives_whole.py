@@ -89,9 +89,6 @@ def test_archives_sharing_a_member_in_their_parent_both_fail_by_name_and_others_
         "archive into its own folder"}
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: archives expanded into one shared "
-                   "folder are found published by the folder's one marker, so a failed "
-                   "archive with the mtime of a published one is skipped on the rerun")
 def test_a_failed_archive_sharing_its_parent_publishes_on_the_rerun(
         tmp_path: Path, warm_engine: dict[str, str]) -> None:
     """``--expand-into-parent``: p failed beside q and r published; q removed at the

@@ -121,3 +121,15 @@ def test_single_converted_file_is_found_under_its_renamed_destination(tmp_path: 
                                   converters=["gunzip"])
     [dataset] = plan_all(cfg, lambda m: None).plan.datasets
     assert [a.reason for a in dataset.skip] == ["converted copy with the same mtime exists"]
+
+
+def test_archives_sharing_a_folder_are_each_up_to_date_only_by_their_own_version() -> None:
+    """--expand-into-parent: r published into DST/, p (same mtime) failed there; the
+    folder's expansions say r, so p is copied and r skipped."""
+    p = _archive("p.tar", f"{DST}/")
+    r = _archive("r.tar", f"{DST}/")
+    listing = {f"{DST}/r.txt": FileStatus(f"{DST}/r.txt", 1, 1.0)}
+    target = expansion_targets([p, r], listing, {r.guid}, DST)
+    plan = plan_dataset("urn", DST, [p, r], [], target)
+    assert [x.file.origin.url for x in plan.copy] == [p.origin.url]
+    assert [x.file.origin.url for x in plan.skip] == [r.origin.url]
