@@ -294,7 +294,7 @@ def info_status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
     if not isinstance(mtime, (int, float)):
         mtime = mtime.timestamp()
     mode = info.get("mode")
-    etag = info.get("ETag")
+    etag = info.get("ETag") or info.get("etag")  # s3fs spells it one way, adlfs the other
     return FileStatus(
         url=to_url(fs, info["name"]),
         size=int(info.get("size") or 0),

@@ -25,11 +25,13 @@ BACKENDS: dict[str, str] = {
     "fsspec": "distcp.storage.fsspec.storage:FsspecStorage",
     "local": "distcp.storage.local.storage:LocalStorage",
     "object": "distcp.storage.s3.storage:ObjectStorage",
+    "azure": "distcp.storage.azure.storage:AzureStorage",
 }
 #: fsspec protocol -> the backend serving it; any other protocol is "fsspec"'s (and a
 #: local filesystem is "local" whatever its protocol). A new store is a folder under
 #: storage/ and a line here: the engine asks the backend, never the protocol.
-PROTOCOLS: dict[str, str] = {"s3": "object", "s3a": "object"}
+PROTOCOLS: dict[str, str] = {"s3": "object", "s3a": "object", "az": "azure", "abfs": "azure",
+                             "abfss": "azure"}
 
 _cache: dict[tuple[str, str], Storage] = {}
 _names: dict[tuple[str, str], str] = {}

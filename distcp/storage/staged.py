@@ -10,6 +10,7 @@ prefixes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -18,6 +19,11 @@ UPLOAD_PREFIX = "s3-upload:"
 EMPTY_PREFIX = "s3-empty:"
 #: An object already at its final key, whole (``--visibility file``).
 PUBLISHED_PREFIX = "s3-published:"
+
+
+#: Where an upload's id ends and its final URL begins (``:s3://``, ``:abfs://``...):
+#: ids may hold colons, never ``://``.
+_FINAL_URL = re.compile(r":[a-z][a-z0-9+.-]*://")
 
 
 class StagedKind(Enum):
@@ -104,8 +110,8 @@ def parse_staged(text: str) -> Staged:
     if text.startswith(PUBLISHED_PREFIX):
         return Staged.published(text[len(PUBLISHED_PREFIX):])
     if text.startswith(UPLOAD_PREFIX):
-        upload_id, sep, rest = text[len(UPLOAD_PREFIX):].partition(":s3://")
-        if not sep:
+        found = _FINAL_URL.search(text, len(UPLOAD_PREFIX))
+        if found is None:
             raise ValueError(f"not a staged upload: {text!r}")
-        return Staged.upload(upload_id, "s3://" + rest)
+        return Staged.upload(text[len(UPLOAD_PREFIX):found.start()], text[found.start() + 1:])
     return Staged.path(text)

@@ -1,4 +1,5 @@
-"""One storage contract, run on every backend: local disk, the S3 server (moto) and FTP.
+"""One storage contract, run on every backend: local disk, the S3 server (moto), FTP and
+Azure Blob Storage (Azurite).
 
 As fsspec's abstract suites and rclone's backend tests do, each test states what
 any ``distcp.storage`` backend must do, and checks it with means other than the
@@ -26,6 +27,7 @@ from distcp.model import CopyableFile, FileStatus, Split
 from distcp.storage import Staged, StagedKind, parse_staged, spec_for, storage_for
 from distcp.storage.base import Storage
 from distcp.storage.staging import RangeAt, StagedFile
+from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.ftp_server import FTPServer, ftp, ftp_server  # noqa: F401 - fixtures
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -42,6 +44,8 @@ class Place:
     backend: str
     read: Callable[[str], bytes | None]  # relative path -> bytes, None when absent
     names: Callable[[str], list[str]]  # relative folder -> names in it (not our code)
+    #: ids of the uploads staged and neither published nor discarded (not our code)
+    pending: Callable[[], list[str]] = lambda: []
 
     def url(self, rel: str) -> str:
         return f"{self.root}/{rel}"
@@ -61,7 +65,14 @@ def _disk_names(base: Path) -> Callable[[str], list[str]]:
     return names
 
 
-@pytest.fixture(params=["local", "s3", "ftp"])
+def _store_names(objects: Callable[[str], dict[str, bytes]]) -> Callable[[str], list[str]]:
+    def names(rel: str) -> list[str]:
+        prefix = f"c/{rel}/"
+        return sorted({k[len(prefix):].split("/")[0] for k in objects(prefix)})
+    return names
+
+
+@pytest.fixture(params=["local", "s3", "ftp", "azure"])
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
     if request.param == "local":
         base = tmp_path / "root"
@@ -73,11 +84,19 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
         def read(rel: str) -> bytes | None:
             return server.objects("dst", "c/").get(f"c/{rel}")
 
-        def names(rel: str) -> list[str]:
-            prefix = f"c/{rel}/"
-            return sorted({k[len(prefix):].split("/")[0]
-                           for k in server.objects("dst", prefix)})
-        yield Place("s3", "s3://dst/c", server.options, "object", read, names)
+        yield Place("s3", "s3://dst/c", server.options, "object", read,
+                    _store_names(lambda p: server.objects("dst", p)),
+                    lambda: [u["UploadId"] for u in server.pending_uploads()])
+    elif request.param == "azure":
+        server_az: AzureServer = request.getfixturevalue("azure")
+
+        def read_blob(rel: str) -> bytes | None:
+            return server_az.objects("dst", "c/").get(f"c/{rel}")
+
+        # no options: Azure's standard environment (AZURE_STORAGE_CONNECTION_STRING)
+        yield Place("azure", "az://dst/c", {}, "azure", read_blob,
+                    _store_names(lambda p: server_az.objects("dst", p)),
+                    server_az.pending_uploads)
     else:
         server_ftp: FTPServer = request.getfixturevalue("ftp")
         base = server_ftp.root / "c"
@@ -160,8 +179,7 @@ def test_a_discarded_staged_file_leaves_nothing_and_discarding_twice_is_harmless
     storage.discard(staged)
     storage.discard(staged)
     assert place.read("out/b.bin") is None and place.read("staging/b.bin") is None
-    if storage.capabilities.multipart:
-        assert request.getfixturevalue("s3").pending_uploads() == []
+    assert place.pending() == []
 
 
 def test_remove_takes_a_tree_away(place: Place) -> None:
@@ -188,10 +206,9 @@ def test_sweep_orphans_aborts_only_unreferenced_old_uploads(
         assert swept == 0  # files in staging are not uploads: the run's cleanup owns them
         assert place.read("staging/kept") == b"k" * 10
         return
-    pending = request.getfixturevalue("s3").pending_uploads
-    assert swept == 1 and len(pending()) == 2  # a dry run aborts nothing
+    assert swept == 1 and len(place.pending()) == 2  # a dry run aborts nothing
     assert storage.sweep_orphans(place.root, {kept.upload_id}) == 1
-    assert [u["UploadId"] for u in pending()] == [kept.upload_id]
+    assert place.pending() == [kept.upload_id]
     assert storage.uploaded_parts(lost) is None
 
 
@@ -262,8 +279,7 @@ def test_a_stream_whose_source_fails_leaves_nothing_staged(
     with pytest.raises(SourceReadError, match="^cannot read /src/f.bin: .*Input/output"):
         stage_stream(reader, writer, bytearray(MiB))
     assert place.names("staging") == [] and place.read("out/f.bin") is None
-    if storage.capabilities.multipart:
-        assert request.getfixturevalue("s3").pending_uploads() == []
+    assert place.pending() == []
 
 
 def test_an_unwritable_staging_is_a_destination_error_naming_it(place: Place) -> None:
@@ -408,6 +424,7 @@ def test_staged_text_forms_of_earlier_versions_still_parse() -> None:
     assert parse_staged("s3-published:s3://b/p").is_published
     assert parse_staged("/tmp/st/u1-a/0-0").needs_rename
     for value in (Staged.upload("id", "s3://b/k"), Staged.empty("s3://b/e"),
+                  Staged.upload("0f3a", "abfs://c/k:v/x"), Staged.empty("abfs://c/e"),
                   Staged.published("s3://b/p"), Staged.path("ftp://h:21/st/x")):
         assert parse_staged(value.text) == value
     with pytest.raises(ValueError, match="not a staged upload"):
@@ -479,6 +496,6 @@ def test_glob_and_one_level_listings_name_folders_and_files(place: Place) -> Non
 def test_a_tree_says_how_its_listing_is_cut_and_what_lies_inside_it(place: Place) -> None:
     storage = _listed_tree(place)
     tree, inner = storage.tree(place.url("t")), storage.tree(place.url("t/e"))
-    assert tree.kind == {"local": "tree", "s3": "keys", "ftp": None}[place.kind]
+    assert tree.kind == {"local": "tree", "s3": "keys", "ftp": None, "azure": None}[place.kind]
     assert tree.holds(inner) and tree.holds(tree) and not inner.holds(tree)
     assert not tree.holds(storage.tree(place.url("t2")))

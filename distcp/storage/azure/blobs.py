@@ -1,0 +1,113 @@
+"""Azure's SDK behind the backend: one client per account, blob names, block ids
+(driver and executor).
+
+adlfs answers listings and reads through its own asynchronous client; staging blocks,
+committing block lists and conditional reads use the SDK's synchronous client, built
+from the same credentials adlfs resolved (its options, else Azure's standard
+environment: ``AZURE_STORAGE_CONNECTION_STRING`` or ``AZURE_STORAGE_ACCOUNT_NAME`` with
+``AZURE_STORAGE_ACCOUNT_KEY`` or ``AZURE_STORAGE_SAS_TOKEN``).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from typing import Any
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.blob import BlobClient, BlobServiceClient
+
+#: Seconds to connect and to wait for an answer: a silent server must not hang a run.
+CONNECT_TIMEOUT = 20
+READ_TIMEOUT = 120
+#: Azure allows 50,000 blocks of up to 4,000 MiB a blob; blocks are sized like S3's parts
+#: (at least 5 MiB, whole MiB, at most 10,000 of them), well inside both limits.
+MAX_BLOCKS = 50_000
+
+_clients: dict[int, tuple[Any, BlobServiceClient]] = {}
+_lock = threading.Lock()
+
+
+def service(fs: Any) -> BlobServiceClient:
+    """The synchronous client of the account ``fs`` (an adlfs filesystem) talks to,
+    built once per filesystem from the credentials it resolved."""
+    known = _clients.get(id(fs))
+    if known is not None and known[0] is fs:
+        return known[1]
+    with _lock:
+        client = _build(fs)
+        _clients[id(fs)] = (fs, client)
+    return client
+
+
+def _build(fs: Any) -> BlobServiceClient:
+    if fs.connection_string:
+        return BlobServiceClient.from_connection_string(
+            fs.connection_string, connection_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
+    if not fs.account_name:
+        raise ValueError("no Azure account: set AZURE_STORAGE_CONNECTION_STRING or "
+                         "AZURE_STORAGE_ACCOUNT_NAME (with a key or SAS token)")
+    host = getattr(fs, "account_host", None) or f"{fs.account_name}.blob.core.windows.net"
+    url = f"https://{host}"
+    credential: Any = None
+    if fs.account_key:
+        credential = {"account_name": fs.account_name, "account_key": fs.account_key}
+    elif fs.sas_token:
+        credential = fs.sas_token.lstrip("?")
+    return BlobServiceClient(url, credential=credential, connection_timeout=CONNECT_TIMEOUT,
+                             read_timeout=READ_TIMEOUT)
+
+
+def container_blob(fs: Any, url: str) -> tuple[str, str]:
+    """The container and blob name of ``url`` (``az://c/p``, ``abfs://c/p`` or
+    ``abfs://c@account.dfs.core.windows.net/p``)."""
+    path = fs._strip_protocol(url)
+    container, _, name = path.partition("/")
+    return container, name
+
+
+def blob(fs: Any, url: str) -> BlobClient:
+    container, name = container_blob(fs, url)
+    return service(fs).get_blob_client(container, name)
+
+
+def block_id(upload_id: str, number: int) -> str:
+    """The id of block ``number`` of one staging: every id of a blob has one length, and
+    the upload id in it tells one staging's blocks from another's on the same blob."""
+    return base64.b64encode(f"{upload_id}-{number:06d}".encode()).decode()
+
+
+def block_number(upload_id: str, block: str) -> int | None:
+    """The number of ``block`` if it is one of ``upload_id``'s blocks, else None."""
+    try:
+        text = base64.b64decode(block).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    head, _, number = text.rpartition("-")
+    return int(number) if head == upload_id and number.isdigit() else None
+
+
+def upload_of(block: str) -> str | None:
+    """The upload id a block id of ours names, None for another writer's block."""
+    try:
+        head, _, number = base64.b64decode(block).decode().rpartition("-")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return head if head and len(number) == 6 and number.isdigit() else None
+
+
+def uncommitted(client: BlobClient) -> list[Any]:
+    """The blob's uncommitted blocks (``id``, ``size``); none when there is no blob."""
+    try:
+        return list(client.get_block_list("uncommitted")[1])
+    except ResourceNotFoundError:
+        return []
+
+
+def committed_exists(client: BlobClient) -> bool:
+    """Whether a committed blob is at the name (uncommitted blocks alone are none)."""
+    try:
+        client.get_blob_properties()
+    except ResourceNotFoundError:
+        return False
+    return True

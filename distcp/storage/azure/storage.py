@@ -1,0 +1,220 @@
+"""Azure Blob Storage (``az://container/path``, ``abfs://``): blocks staged on the final
+blob are the staging, committing the block list is the publish (driver and executor).
+
+A staged file is a list of uncommitted blocks on its final blob (invisible to
+readers); Put Block List publishes it whole; deleting a blob that holds only our
+blocks discards them. A state document is one Put Blob (atomic). Listings, reads and
+the questions every filesystem answers go through adlfs; writes through Azure's SDK,
+after which adlfs's cached listings are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from azure.core import MatchConditions
+from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
+
+from distcp.errors import IntegrityError
+from distcp.model import FileStatus
+from distcp.mtimes import aged
+from distcp.storage import filesystems as fsutil
+from distcp.storage.azure import blobs, blocks
+from distcp.storage.azure.probe import probe_problem
+from distcp.storage.base import Capabilities, Storage
+from distcp.storage.errors import VersionChanged
+from distcp.storage.s3.ops import part_size_for
+from distcp.storage.staged import Staged, StagedKind
+from distcp.storage.staging import Parts, RangeAt, RangeSource, StageWriter, WrittenRange
+
+
+class AzureStorage(Storage):
+    """Azure Blob Storage and Azurite (block blobs)."""
+
+    name = "azure"
+    capabilities = Capabilities(multipart=True, directories=False, conditional_reads=True)
+
+    def _blob(self, url: str) -> tuple[Any, str]:
+        """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""
+        fs, path = self.fs(url)
+        return fs, fsutil.to_url(fs, path)
+
+    def _written(self, fs: Any, url: str) -> None:
+        """Forget adlfs's cached listings: a blob was written or removed behind them."""
+        fs.invalidate_cache()
+
+    # -- reading ------------------------------------------------------------------
+    def read_bytes(self, url: str, what: str) -> bytes:
+        fs, final = self._blob(url)
+        try:
+            return bytes(blobs.blob(fs, final).download_blob().readall())
+        except ResourceNotFoundError as exc:
+            raise FileNotFoundError(f"no {what} at {fsutil.display(url)}") from exc
+
+    def read_version(self, url: str, etag: str) -> bytes:
+        """One GET If-Match the listed ETag: the bytes are that version's."""
+        fs, final = self._blob(url)
+        try:
+            return bytes(blobs.blob(fs, final).download_blob(
+                etag=etag, match_condition=MatchConditions.IfNotModified).readall())
+        except ResourceModifiedError as exc:
+            raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
+        except ResourceNotFoundError as exc:
+            raise FileNotFoundError(fsutil.display(url)) from exc
+
+    def stored_checksum(self, status: FileStatus) -> str | None:
+        return None  # a blob committed from blocks has no MD5 of its whole content
+
+    def probe(self, url: str, setting: str) -> None:
+        """The container's properties: credentials present and accepted, endpoint
+        reachable, container there (``probe`` words what went wrong)."""
+        container = ""
+        try:
+            fs, path = self.fs(url)
+            container = path.split("/", 1)[0]
+            blobs.service(fs).get_container_client(container).get_container_properties()
+        except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
+            raise probe_problem(exc, url, container, setting) from None
+
+    def part_size(self, size: int, wanted: int) -> int:
+        return part_size_for(size, wanted)
+
+    def name_problem(self, url: str) -> str | None:
+        """Azure takes names of up to 1,024 characters, any but a trailing dot or slash."""
+        name = blobs.container_blob(self.fs(url)[0], url)[1]
+        if len(name) > 1024:
+            return f"a blob name is at most 1,024 characters ({len(name)} here)"
+        if name.endswith((".", "/")):
+            return "a blob name cannot end with a dot or a slash"
+        return None
+
+    # -- writing ------------------------------------------------------------------
+    def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
+        fs, final = self._blob(url)  # one Put Blob: atomic
+        blobs.blob(fs, final).upload_blob(data, overwrite=True)
+        self._written(fs, final)
+
+    def create_new(self, url: str, data: bytes) -> bool:
+        """One Put Blob If-None-Match ``*``: a 409 (BlobAlreadyExists) means someone was
+        first. Not claimed as ``exclusive_create`` until a test holds it on Azurite."""
+        fs, final = self._blob(url)
+        try:
+            blobs.blob(fs, final).upload_blob(data, overwrite=False)
+        except HttpResponseError as exc:
+            if exc.status_code in (409, 412):
+                return False
+            raise
+        self._written(fs, final)
+        return True
+
+    def prepare_folder(self, url: str) -> None:
+        """Nothing: blob names need no folder."""
+
+    def makedirs(self, url: str) -> None:
+        """Nothing: blob names need no folder (adlfs would write a marker blob)."""
+
+    def remove(self, url: str) -> None:
+        super().remove(url)
+        self._written(self.fs(url)[0], url)
+
+    def remove_file(self, url: str) -> None:
+        super().remove_file(url)
+        self._written(self.fs(url)[0], url)
+
+    # -- staging and publishing -----------------------------------------------------
+    def stage(self, data: bytes, final_url: str, staging_url: str) -> tuple[Staged, Parts]:
+        """Blocks on the final blob holding ``data`` as one block (nothing for 0 bytes)."""
+        fs, final = self._blob(final_url)
+        if not data:
+            return Staged.empty(final), ()
+        upload_id = blocks.new_upload()
+        block = blocks.stage_block(fs, final, upload_id, 1, data)
+        return Staged.upload(upload_id, final), ((1, block, len(data)),)
+
+    def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
+                   size_hint: int = 0, buffer_size: int = 0,
+                   hold_small: bool = False) -> StageWriter:
+        """Blocks on the final blob (``staging_url`` is not used), sized as S3's parts."""
+        fs, final = self._blob(final_url)
+        block_size = part_size_for(size_hint, buffer_size)
+        return blocks.BlockWriter(fs, final, block_size, hold_small)
+
+    def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
+        """A new upload id on the final blob: its blocks are the ranges."""
+        return Staged.upload(blocks.new_upload(), self._blob(final_url)[1])
+
+    def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
+                    buffer: bytearray, verify: str, folder_url: str,
+                    attempt: str) -> WrittenRange:
+        fs, _ = self.fs(staged.location)
+        return WrittenRange(*blocks.write_range(fs, staged, at, source))
+
+    def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
+        if not staged.upload_id:
+            return None
+        fs, final = self._blob(staged.location)
+        return blocks.staged_blocks(fs, final, staged.upload_id)
+
+    def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
+        """Commit the block list (an empty file: an empty list); the blob appears whole."""
+        fs, final = self._blob(staged.location or final_url)
+        if staged.kind in (StagedKind.UPLOAD, StagedKind.EMPTY):
+            blocks.commit(fs, final, parts if staged.upload_id else ())
+            self._written(fs, final)
+        else:
+            super().publish(staged, final_url, parts)
+
+    def publish_whole(self, url: str, body: bytes) -> Staged:
+        fs, final = self._blob(url)
+        published = blocks.put_whole(fs, final, body)
+        self._written(fs, final)
+        return published
+
+    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+        """Commit at once, then the blob must hold ``size`` bytes (one HEAD)."""
+        fs, final = self._blob(staged.location)
+        self.publish(staged, final, parts)
+        if not blocks.holds(fs, final, size):
+            raise IntegrityError(f"{fsutil.display(final)} does not hold the {size} "
+                                        "bytes of its blocks after the commit", path=final)
+        return Staged.published(final)
+
+    def is_published(self, staged: Staged, final: str, size: int) -> bool:
+        if staged.upload_id and self.uploaded_parts(staged) is not None:
+            return False  # still staged: whatever the blob holds is not ours
+        if staged.needs_rename:
+            return super().is_published(staged, final, size)
+        fs, url = self._blob(final)
+        return blocks.holds(fs, url, size)
+
+    def discard(self, staged: Staged) -> None:
+        if staged.upload_id:
+            fs, final = self._blob(staged.location)
+            blocks.discard(fs, final, staged.upload_id)
+        elif staged.needs_rename:
+            super().discard(staged)
+
+    def set_mtime(self, url: str, mtime: float | None) -> str | None:
+        """Blobs keep their own mtime (the time of the commit)."""
+        return None
+
+    def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
+                      dry_run: bool = False) -> int:
+        """Delete blobs that hold only blocks of stagings not in ``keep`` and no committed
+        content, last written ``older_than`` seconds ago or earlier; the count."""
+        fs, path = self.fs(prefix_url)
+        container, _, prefix = path.partition("/")
+        client = blobs.service(fs).get_container_client(container)
+        committed = {b.name for b in client.list_blobs(name_starts_with=prefix)}
+        swept = 0
+        for found in client.list_blobs(name_starts_with=prefix, include=["uncommittedblobs"]):
+            if found.name in committed or not aged(found.last_modified.timestamp(), older_than):
+                continue
+            blob = client.get_blob_client(found.name)
+            uploads = {blobs.upload_of(b.id) for b in blobs.uncommitted(blob)}
+            if not uploads or None in uploads or uploads & keep:
+                continue
+            if not dry_run:
+                blob.delete_blob()
+            swept += len(uploads)
+        return swept
