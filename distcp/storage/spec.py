@@ -81,12 +81,17 @@ def backend_class(name: str) -> type[Storage]:
 def backend_name(url: str, options: dict[str, Any] | None = None) -> str:
     """The backend for ``url``: local disk, an object store, or any other fsspec fs.
 
-    Plain paths and ``file://`` URLs are local without building a filesystem; for
-    others one filesystem is built per scheme and options, once per process (an FTP
-    filesystem connects when built).
+    Plain paths and ``file://`` URLs are local, and a scheme of ``PROTOCOLS`` is its
+    backend's, without building a filesystem (adlfs refuses to build one without an
+    account: the preflight's probe must be the one to say so); for others one
+    filesystem is built per scheme and options, once per process (an FTP filesystem
+    connects when built).
     """
     if fsutil.local_path(url) is not None:
         return "local"
+    known = PROTOCOLS.get(url.split("://", 1)[0])
+    if known is not None:  # no filesystem built: a store's needs credentials to be built
+        return known
     key = (url.split("://", 1)[0], _options_key(options or {}))
     name = _names.get(key)
     if name is None:

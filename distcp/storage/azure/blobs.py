@@ -40,10 +40,16 @@ def service(fs: Any) -> BlobServiceClient:
     return client
 
 
-def _build(fs: Any) -> BlobServiceClient:
+def probe_service(fs: Any) -> BlobServiceClient:
+    """A client that sends each request once: the preflight's one look at a container
+    must answer in seconds (the SDK's retries back off for about a minute)."""
+    return _build(fs, retry_total=0)
+
+
+def _build(fs: Any, **extra: Any) -> BlobServiceClient:
+    settings = {"connection_timeout": CONNECT_TIMEOUT, "read_timeout": READ_TIMEOUT, **extra}
     if fs.connection_string:
-        return BlobServiceClient.from_connection_string(
-            fs.connection_string, connection_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
+        return BlobServiceClient.from_connection_string(fs.connection_string, **settings)
     if not fs.account_name:
         raise ValueError("no Azure account: set AZURE_STORAGE_CONNECTION_STRING or "
                          "AZURE_STORAGE_ACCOUNT_NAME (with a key or SAS token)")
@@ -54,8 +60,7 @@ def _build(fs: Any) -> BlobServiceClient:
         credential = {"account_name": fs.account_name, "account_key": fs.account_key}
     elif fs.sas_token:
         credential = fs.sas_token.lstrip("?")
-    return BlobServiceClient(url, credential=credential, connection_timeout=CONNECT_TIMEOUT,
-                             read_timeout=READ_TIMEOUT)
+    return BlobServiceClient(url, credential=credential, **settings)
 
 
 def container_blob(fs: Any, url: str) -> tuple[str, str]:

@@ -54,10 +54,12 @@ def staged_blocks(fs: Any, url: str, upload_id: str) -> dict[int, tuple[str, int
     return found or None
 
 
-def verify_blocks(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]]) -> None:
+def verify_blocks(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]],
+                  always: bool = False) -> None:
     """The blob holds exactly the blocks we sent (one request; a single block's body
-    was checked by its MD5, its size at publish)."""
-    if len(sent) <= 1:
+    was checked by its MD5, its size at publish). Blocks the service copied are
+    always listed (``always``): no body of ours was checked."""
+    if len(sent) <= 1 and not always:
         return
     held = staged_blocks(fs, url, upload_id) or {}
     want = {n: (b, size) for n, b, size in sent}

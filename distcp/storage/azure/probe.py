@@ -28,11 +28,12 @@ def probe_problem(exc: BaseException, url: str, container: str, setting: str) ->
     if isinstance(exc, ValueError) and "account" in str(exc).lower():
         return CredentialsError(f"{where}: no Azure account or credentials found; set "
                                 f"them with {advice}", path=where)
-    if name == "ClientAuthenticationError" or code in _REFUSED:
+    status = getattr(exc, "status_code", None)
+    if name == "ClientAuthenticationError" or code in _REFUSED or status in (401, 403):
         return CredentialsError(f"{where}: Azure refused the credentials or access to "
                                 f"container {container} ({code or _short(exc)}); fix them "
                                 f"with {advice}", path=where)
-    if name == "ResourceNotFoundError" or code == "ContainerNotFound":
+    if name == "ResourceNotFoundError" or code == "ContainerNotFound" or status == 404:
         return PlanningError(f"{where}: no such container: {container}", path=where)
     return EndpointUnreachableError(f"{where}: Azure endpoint unreachable ({_short(exc)}); "
                                     f"check the account's endpoint in {advice}", path=where)

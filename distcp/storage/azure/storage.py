@@ -19,20 +19,28 @@ from distcp.errors import IntegrityError
 from distcp.model import FileStatus
 from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
-from distcp.storage.azure import blobs, blocks
+from distcp.storage.azure import blobs, blocks, copies
 from distcp.storage.azure.probe import probe_problem
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import VersionChanged
 from distcp.storage.s3.ops import part_size_for
 from distcp.storage.staged import Staged, StagedKind
-from distcp.storage.staging import Parts, RangeAt, RangeSource, StageWriter, WrittenRange
+from distcp.storage.staging import (
+    Parts,
+    RangeAt,
+    RangeSource,
+    StagedStream,
+    StageWriter,
+    WrittenRange,
+)
 
 
 class AzureStorage(Storage):
     """Azure Blob Storage and Azurite (block blobs)."""
 
     name = "azure"
-    capabilities = Capabilities(multipart=True, directories=False, conditional_reads=True)
+    capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
+                                conditional_reads=True)
 
     def _blob(self, url: str) -> tuple[Any, str]:
         """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""
@@ -72,7 +80,8 @@ class AzureStorage(Storage):
         try:
             fs, path = self.fs(url)
             container = path.split("/", 1)[0]
-            blobs.service(fs).get_container_client(container).get_container_properties()
+            client = blobs.probe_service(fs).get_container_client(container)
+            client.get_container_properties()
         except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
             raise probe_problem(exc, url, container, setting) from None
 
@@ -148,6 +157,15 @@ class AzureStorage(Storage):
                     attempt: str) -> WrittenRange:
         fs, _ = self.fs(staged.location)
         return WrittenRange(*blocks.write_range(fs, staged, at, source))
+
+    def copy_in(self, source_url: str, final_url: str, size: int,
+                part_size: int) -> StagedStream:
+        fs, final = self._blob(final_url)
+        return copies.copy_in(fs, source_url, final, size, part_size_for(size, part_size))
+
+    def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
+        fs, _ = self.fs(staged.location)
+        return copies.copy_range(fs, staged, at, source_url)
 
     def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
         if not staged.upload_id:

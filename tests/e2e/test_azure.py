@@ -1,0 +1,125 @@
+"""Azure Blob Storage end to end, against Azurite on 127.0.0.1: the real CLI on local Spark.
+
+The account comes from Azure's standard environment (``AZURE_STORAGE_CONNECTION_STRING``,
+set by the ``azure`` fixture and inherited by the CLI), as a user's shell would give it.
+Trees go local -> Azure -> local and S3 -> Azure byte for byte, Azure -> Azure is copied
+by the service (no byte through the tasks), a killed run leaves nothing visible and its
+rerun finishes, a second run copies nothing, and bad credentials or endpoints stop the
+run before Spark with one line and exit 3. Runs share the suite's warm engine (local[2]):
+the point of none of them is the cold start.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.e2e.test_s3 import local_files, make_tree
+from tests.fixtures.azure_server import (  # noqa: F401 - fixtures
+    ACCOUNT,
+    KEY,
+    AzureServer,
+    azure,
+    azurite_server,
+)
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.e2e
+
+
+def copy(tmp_path: Path, src: str, dst: str, *flags: str,
+         env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+    out = tmp_path / f"summary-{len(list(tmp_path.glob('summary-*')))}.json"
+    r = run_cli("copy", src, dst, "--no-progress", "--master", "local[2]",
+                "--summary-json", str(out), *flags, env=env)
+    return r, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def visible(server: AzureServer, container: str, prefix: str) -> dict[str, bytes]:
+    """Committed blobs under ``prefix`` (state directory left out), read with the SDK."""
+    return {k.removeprefix(prefix): v for k, v in server.objects(container, prefix).items()
+            if "/.pydistcp/" not in k}
+
+
+def test_local_to_azure_is_invisible_until_published_then_whole_and_back_identical(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    files = make_tree(tmp_path / "src")
+    non_empty = sum(1 for data in files.values() if data)
+    crash, _ = copy(tmp_path, str(tmp_path / "src"), "az://dst/tree",
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
+    assert crash.returncode == 137, crash.stderr
+    assert visible(azure, "dst", "tree/") == {}, "a reader saw a blob before the publish"
+    assert len(azure.pending_uploads()) == non_empty  # the 0-byte file: one commit later
+    r, summary = copy(tmp_path, str(tmp_path / "src"), "az://dst/tree", env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "dst", "tree/") == files
+    assert azure.pending_uploads() == []
+    again, summary = copy(tmp_path, str(tmp_path / "src"), "az://dst/tree",
+                          env=warm_engine_local2)
+    assert again.returncode == 0, again.stderr
+    assert summary["files_copied"] == 0 and summary["bytes_read"] == 0, summary
+    back, _ = copy(tmp_path, "az://dst/tree", str(tmp_path / "back"), env=warm_engine_local2)
+    assert back.returncode == 0, back.stderr
+    assert local_files(tmp_path / "back") == files
+
+
+def test_s3_to_azure_is_byte_for_byte_and_azure_to_azure_falls_back_where_the_service_cannot(
+        azure: AzureServer, s3: S3Server, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """Azure -> Azure in one account asks the service to copy (Put Block From URL);
+    Azurite has no such request (APINotImplemented), so there the bytes come through the
+    tasks, and the summary says so and why."""
+    files = make_tree(tmp_path / "src")
+    client = s3.client()
+    for rel, data in files.items():
+        client.put_object(Bucket="src", Key=f"tree/{rel}", Body=data)
+    r, summary = copy(tmp_path, "s3://src/tree", "az://dst/from-s3",
+                      env={**s3.env, **warm_engine_local2})
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "dst", "from-s3/") == files
+    total = sum(len(v) for v in files.values())
+    assert summary["bytes_read"] == total and summary["bytes_server_side"] == 0
+    r, summary = copy(tmp_path, "az://dst/from-s3", "az://src/copy", env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "src", "copy/") == files
+    assert summary["bytes_server_side"] == 0 and summary["bytes_read"] == total
+    non_empty = sum(1 for v in files.values() if v)
+    assert any(f"server-side copy not used for {non_empty} file(s)" in n
+               and "APINotImplemented" in n for n in summary["notes"]), summary["notes"]
+    assert azure.pending_uploads("src") == []
+
+
+@pytest.mark.parametrize("case", ["bad key", "no account", "unreachable", "no container"])
+def test_a_bad_account_or_endpoint_is_one_line_and_exit_3_before_spark(
+        azure: AzureServer, tmp_path: Path, case: str,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cold runs: the point is that no engine starts."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "f").write_bytes(b"x")
+    wrong_key = "A" * 86 + "=="
+    endpoint = azure.endpoint
+    env = {
+        "bad key": {"AZURE_STORAGE_CONNECTION_STRING": azure.connection_string.replace(
+            KEY, wrong_key)},
+        "no account": {},
+        "unreachable": {"AZURE_STORAGE_CONNECTION_STRING": azure.connection_string.replace(
+            endpoint, "http://127.0.0.1:9/" + ACCOUNT)},
+        "no container": {},
+    }[case]
+    if case == "no account":
+        monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    dst = "az://nowhere/t" if case == "no container" else "az://dst/t"
+    r = run_cli("copy", str(tmp_path / "src"), dst, "--no-progress", env=env, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == (2 if case == "no container" else 3), r.stderr
+    assert len(lines) == 1, r.stderr
+    want = {"bad key": "Azure refused the credentials", "no account": "no Azure account",
+            "unreachable": "Azure endpoint unreachable", "no container":
+            "no such container: nowhere"}[case]
+    assert want in lines[0] and dst in lines[0], lines[0]
+    assert "SparkSession" not in r.stderr and KEY not in r.stderr + r.stdout
