@@ -63,7 +63,9 @@ def test_local_to_azure_is_invisible_until_published_then_whole_and_back_identic
                           env=warm_engine_local2)
     assert again.returncode == 0, again.stderr
     assert summary["files_copied"] == 0 and summary["bytes_read"] == 0, summary
-    back, _ = copy(tmp_path, "az://dst/tree", str(tmp_path / "back"), env=warm_engine_local2)
+    # the Data Lake spelling of the same blobs (the account in the URL)
+    back, _ = copy(tmp_path, f"abfs://dst@{ACCOUNT}.dfs.core.windows.net/tree",
+                   str(tmp_path / "back"), env=warm_engine_local2)
     assert back.returncode == 0, back.stderr
     assert local_files(tmp_path / "back") == files
 

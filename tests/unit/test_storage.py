@@ -34,6 +34,9 @@ def test_each_url_gets_the_backend_of_its_kind() -> None:
     assert spec_for("file:///data/out").backend == "local"
     assert spec_for("s3://bucket/out", {"anon": True}).backend == "object"
     assert spec_for("memory://out").backend == "fsspec"
+    # no filesystem built (none could be, without an Azure account in the environment)
+    assert spec_for("az://container/out").backend == "azure"
+    assert spec_for("abfs://container@account.dfs.core.windows.net/out").backend == "azure"
 
 
 def test_capabilities_answer_the_engines_questions() -> None:
@@ -44,7 +47,10 @@ def test_capabilities_answer_the_engines_questions() -> None:
     assert objects.multipart and objects.server_side_copy and not objects.directories
     assert other.joins_parts and not local.joins_parts and not objects.joins_parts
     assert other.directories and not other.local_paths and not other.multipart
-    with pytest.raises(LookupError, match="unknown storage backend 'nfs'; known: fsspec"):
+    azure = backend_class("azure").capabilities
+    assert azure.multipart and azure.server_side_copy and azure.conditional_reads
+    assert not azure.directories and not azure.joins_parts
+    with pytest.raises(LookupError, match="unknown storage backend 'nfs'; known: azure, fsspec"):
         backend_class("nfs")
 
 

@@ -1,5 +1,4 @@
-"""Azure's SDK behind the backend: one client per account, blob names, block ids
-(driver and executor).
+"""Azure's SDK behind the backend: clients, blob names, block ids (driver and executor).
 
 adlfs answers listings and reads through its own asynchronous client; staging blocks,
 committing block lists and conditional reads use the SDK's synchronous client, built

@@ -1,5 +1,6 @@
-"""A stream or a range staged as uncommitted blocks of its final blob, published by
-committing the block list (driver and executor).
+"""Streams and ranges staged as blocks of their final blob (driver and executor).
+
+Each is published by committing the blob's block list.
 
 Put Block sends each block to the final blob's name, where no reader sees it; Put Block
 List makes the blob, whole, from exactly the listed blocks: Azure's zero-copy publish,

@@ -1,5 +1,7 @@
-"""Azure Blob Storage (``az://container/path``, ``abfs://``): blocks staged on the final
-blob are the staging, committing the block list is the publish (driver and executor).
+"""Azure Blob Storage (``az://``, ``abfs://``) as a backend (driver and executor).
+
+Blocks staged on the final blob are the staging, committing the block list is the
+publish.
 
 A staged file is a list of uncommitted blocks on its final blob (invisible to
 readers); Put Block List publishes it whole; deleting a blob that holds only our
