@@ -4,7 +4,8 @@ The account comes from Azure's standard environment (``AZURE_STORAGE_CONNECTION_
 set by the ``azure`` fixture and inherited by the CLI), as a user's shell would give it.
 Trees go local -> Azure -> local and S3 -> Azure byte for byte, Azure -> Azure is copied
 by the service (no byte through the tasks), a killed run leaves nothing visible and its
-rerun finishes, a second run copies nothing, and bad credentials or endpoints stop the
+rerun finishes, a second run copies nothing, a split file resumes from its staged
+blocks, and bad credentials or endpoints stop the
 run before Spark with one line and exit 3. Runs share the suite's warm engine (local[2]):
 the point of none of them is the cold start.
 """
@@ -12,6 +13,7 @@ the point of none of them is the cold start.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +127,29 @@ def test_a_bad_account_or_endpoint_is_one_line_and_exit_3_before_spark(
             "no such container: nowhere"}[case]
     assert want in lines[0] and dst in lines[0], lines[0]
     assert "SparkSession" not in r.stderr and KEY not in r.stderr + r.stdout
+
+
+def test_a_split_file_killed_half_way_resumes_from_its_staged_blocks(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """Ranges of a big file are blocks of its blob; a task killed after its second range
+    (a cold run: the kill takes a Python worker) leaves those blocks staged, and the next
+    run sends only the missing ranges, then commits one blob, byte for byte."""
+    src = tmp_path / "src"
+    src.mkdir()
+    body = os.urandom(24 << 20)
+    (src / "big.bin").write_bytes(body)
+    (src / "small.txt").write_bytes(b"small\n")
+    split = ("--split-size", "5M")
+    first, _ = copy(tmp_path, str(src), "az://dst/big", *split,
+                    env={"DISTCP_CRASH_AT": "after_range:2"})
+    assert first.returncode == 1, first.stderr
+    assert visible(azure, "dst", "big/").get("big.bin") is None
+    records = [k for k in azure.objects("dst", "big/.pydistcp/splits/") if "/r" in k]
+    assert len(azure.pending_uploads()) == 1 and 2 <= len(records) < 5, records
+    second, summary = copy(tmp_path, str(src), "az://dst/big", *split, env=warm_engine_local2)
+    assert second.returncode == 0, second.stderr
+    assert summary["ranges_resumed"] == len(records), summary
+    assert visible(azure, "dst", "big/") == {"big.bin": body, "small.txt": b"small\n"}
+    assert azure.pending_uploads() == []
+    assert not azure.objects("dst", "big/.pydistcp/splits/")
