@@ -128,6 +128,24 @@ def test_write_atomic_replaces_a_document_whole_and_leaves_no_temporary(place: P
         storage.read_bytes(place.url("state/none.json"), "doc")
 
 
+def test_create_new_writes_only_where_nothing_is_and_exclusively_where_it_says_so(
+        place: Place) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    storage = storage_for(place.root, place.options)
+    storage.prepare_folder(place.url("locks"))
+    assert storage.create_new(place.url("locks/one"), b"first")
+    assert not storage.create_new(place.url("locks/one"), b"second")
+    assert place.read("locks/one") == b"first"
+    if not storage.capabilities.exclusive_create:
+        return  # two racing writers may both win: callers read the document back
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda i: storage.create_new(place.url("locks/race"),
+                                                          f"writer {i}".encode()), range(8)))
+    assert won.count(True) == 1
+    assert place.read("locks/race") == f"writer {won.index(True)}".encode()
+
+
 def test_exists_isdir_and_entry_size_describe_what_is_there(place: Place) -> None:
     storage = storage_for(place.root, place.options)
     storage.prepare_folder(place.url("d/e"))

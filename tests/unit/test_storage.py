@@ -49,6 +49,7 @@ def test_capabilities_answer_the_engines_questions() -> None:
     assert other.directories and not other.local_paths and not other.multipart
     azure = backend_class("azure").capabilities
     assert azure.multipart and azure.server_side_copy and azure.conditional_reads
+    assert azure.exclusive_create
     assert not azure.directories and not azure.joins_parts
     with pytest.raises(LookupError, match="unknown storage backend 'nfs'; known: azure, fsspec"):
         backend_class("nfs")

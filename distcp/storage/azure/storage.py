@@ -42,7 +42,7 @@ class AzureStorage(Storage):
 
     name = "azure"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True)
+                                conditional_reads=True, exclusive_create=True)
 
     def _blob(self, url: str) -> tuple[Any, str]:
         """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""
@@ -107,7 +107,7 @@ class AzureStorage(Storage):
 
     def create_new(self, url: str, data: bytes) -> bool:
         """One Put Blob If-None-Match ``*``: a 409 (BlobAlreadyExists) means someone was
-        first. Not claimed as ``exclusive_create`` until a test holds it on Azurite."""
+        first; of writers racing for one name exactly one wins (``exclusive_create``)."""
         fs, final = self._blob(url)
         try:
             blobs.blob(fs, final).upload_blob(data, overwrite=False)
