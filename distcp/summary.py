@@ -64,6 +64,9 @@ class Tally:
     failures: tuple[Failure, ...] = ()
     #: Registrations in the catalog (--catalog-table) that failed: their data is published.
     catalog_failures: tuple[Failure, ...] = ()
+    #: Registrations of earlier runs that failed again: retried by every run, they fail
+    #: none of them (``pydistcp cleanup --forget-registrations`` drops them).
+    catalog_pending: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -201,6 +204,9 @@ class Summary:
     #: Catalog registrations that failed, apart from ``failures``: their data is
     #: published, their commit stays pending and the next run registers them (exit 1).
     catalog_failures: list[Failure] = field(default_factory=list)
+    #: Registrations of earlier runs that failed again in this run: reported, retried by
+    #: the next run, and not a failure of this one (``Tally.catalog_pending``).
+    catalog_pending: list[Failure] = field(default_factory=list)
     #: Source entries not copied by choice (``--links skip``, special files): not failures.
     entries_skipped: list[Failure] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
@@ -314,11 +320,14 @@ class Summary:
             lines.append(f"of the FAILED lines, {others} count no file failed here (an "
                          "earlier run's commit, a kept copy, another output of a file "
                          "counted)")
-        if self.partitions_registered or self.catalog_failures:
-            failed = len(self.catalog_failures)
+        if self.partitions_registered or self.catalog_failures or self.catalog_pending:
+            failed, pending = len(self.catalog_failures), len(self.catalog_pending)
             lines.append(f"catalog: {self.partitions_registered} partition(s) registered"
                          + (f"; {failed} registration(s) failed (their data is published; "
-                            "the next run registers them)" if failed else ""))
+                            "the next run registers them)" if failed else "")
+                         + (f"; {pending} registration(s) of earlier runs still pending "
+                            "(retried by each run; 'pydistcp cleanup DST "
+                            "--forget-registrations' drops them)" if pending else ""))
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")
@@ -354,13 +363,18 @@ class CleanupReport:
     bytes: int = 0
     #: Nothing was removed: the counts are what a cleanup would free.
     dry_run: bool = False
+    #: ``--forget-registrations``: pending catalog registrations dropped (None: not asked).
+    registrations: int | None = None
 
     def render(self) -> str:
         """The line ``pydistcp cleanup`` prints."""
         verb = "would free" if self.dry_run else "freed"
+        forgot = "" if self.registrations is None else (
+            f"; {'would forget' if self.dry_run else 'forgot'} {self.registrations} pending "
+            "catalog registration(s)")
         return printable(f"{verb} {human_bytes(self.bytes)} under {self.destination}: staging of "
                 f"{self.jobs} dead run(s), {self.splits} split file(s), {self.recovery} kept "
-                f"cop(ies), {self.uploads} orphaned multipart upload(s)")
+                f"cop(ies), {self.uploads} orphaned multipart upload(s){forgot}")
 
 
 class StatusReport(TypedDict):

@@ -23,7 +23,9 @@ SUMMARY_KEYS = {
     # issue 36 point 1: how the run planned and copied, and why
     "strategy",
     # issue 38 point 7: --checksum compares contents (files, those the same, bytes read)
-    "files_compared", "files_compared_same", "bytes_compared"}
+    "files_compared", "files_compared_same", "bytes_compared",
+    # issue 38 point 6: registrations of earlier runs that failed again (fail no run)
+    "catalog_pending"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:
