@@ -61,6 +61,10 @@ class Tally:
     recovery_expired: int = 0
     uploads_aborted: int = 0
     partitions_registered: int = 0
+    #: ``--checksum``: pairs of the same size compared, those found the same, bytes read.
+    files_compared: int = 0
+    files_compared_same: int = 0
+    bytes_compared: int = 0
     failures: tuple[Failure, ...] = ()
     #: Registrations in the catalog (--catalog-table) that failed: their data is published.
     catalog_failures: tuple[Failure, ...] = ()

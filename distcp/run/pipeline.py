@@ -28,6 +28,7 @@ from distcp.commit.collisions import refuse_collisions
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
+from distcp.converters.base import expands
 from distcp.events.run import RunEvents
 from distcp.fork.agree import agreed
 from distcp.fork.branches import Branch, ForkSettings, branches_of, check_branches, settings_of
@@ -175,7 +176,11 @@ class CopySteps:
         contents settled by reading them (``run.contents``), a dry run's too."""
         _plan(runs, self.callback, self.summary, self.log, self.session)
         for run in runs:
-            compare_contents(run, self.session, self.callback)
+            t = time.monotonic()
+            compared = compare_contents(run, self.session, self.callback)
+            if compared.files_compared:
+                run.summary.add(compared)
+                run.summary.phases["compare_s"] = round(time.monotonic() - t, 3)
 
     def route(self, runs: list[BranchRun]) -> None:
         """A fork's files to its branches; then what the plan says, before any copy."""
@@ -206,7 +211,8 @@ class CopySteps:
         """Sources whose outputs land on one file fail whole (``commit.collisions``);
         then, ``--fork-policy all``: a file some branch would not publish fails in all."""
         for run in runs:
-            run.results = refuse_collisions(run.results, run.plan)
+            if expands(run.cfg.converters):  # else planning saw every destination
+                run.results = refuse_collisions(run.results, run.plan)
         if self.settings is None or self.settings.policy != "all":
             return
         for run, rs in zip(runs, agreed([r.name for r in runs], [r.plan for r in runs],
