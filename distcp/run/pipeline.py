@@ -65,6 +65,7 @@ from distcp.spark.keptcopy import publish_all_kept
 from distcp.spark.listing import LazySession
 from distcp.storage import spec_for
 from distcp.summary import Summary, Tally
+from distcp.timeline import mark
 
 R_co = TypeVar("R_co", covariant=True)
 
@@ -92,13 +93,18 @@ def conduct(steps: Steps[R], runs: list[BranchRun]) -> R:
     every run (a dry run stops after the plan); ``copy`` returns the files it read."""
     with ExitStack() as stack:
         steps.lock(runs, stack)
+        mark("locked")
         steps.replay(runs)
+        mark("replayed")
         steps.plan(runs)
+        mark("planned")
         steps.route(runs)
         if not steps.plan_only():
             read = steps.copy(runs)
+            mark("copied")
             steps.agree(runs)
             steps.publish(runs, read)
+            mark("published")
             steps.sweep(runs)
         return steps.finish(runs)
 

@@ -26,6 +26,7 @@ from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
 from distcp.spark.interrupts import plain_interrupts
 from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, is_local_master
+from distcp.timeline import mark, process_created
 
 # ``decimal`` is imported with this module, not first by PySpark at the session's start:
 # a Ctrl-C that lands inside the C module's initialisation (PySpark imports it while the
@@ -103,13 +104,17 @@ def _new_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterato
     try:
         with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
+            mark("spark session starting")
             spark = _started(builder, settings, master, log_file)
+            mark("spark session ready")
         pause = delay_at("spark_started")  # lets a test press Ctrl-C in this gap
         if pause:
             with open(log_file, "a") as log:  # the test waits for this line, not a guess
                 log.write(f"pydistcp: pausing {pause:g} s at spark_started\n")
             time.sleep(pause)
         jvm = _jvm_process()  # PySpark drops it on interrupt
+        if jvm is not None:
+            process_created("driver JVM process created", jvm)
         with plain_interrupts():
             yield spark
     except KeyboardInterrupt:
