@@ -151,8 +151,10 @@ class Summary:
     ``files_recovered`` (and ``bytes_recovered``) count apart from ``files_copied``
     where a replayed commit of an earlier run published them; copies taken from the
     recovery area and published with this run's file sets are of ``files_copied``.
-    A fork's counts are its branches' (``branches``) added up: a file copied to two
-    branches counts twice, once in each.
+    A fork's counts are its branches' (``branches``) added up, each file written
+    counted (a file copied to two branches is two files written), but
+    ``files_failed`` counts source files: one that failed in two branches is one
+    failed file, with a line per branch (``run.fork.fold``).
     """
 
     job_id: str = ""
