@@ -38,6 +38,11 @@ TASK_ENV_PATHS = ("GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
 SERVER_DROPS = ("PYDISTCP_GPG_PASSPHRASE", "PYDISTCP_EVENTS_AUTH")
 
 
+#: Carried only to a worker on which that folder exists (the client's machine: a local
+#: or warm engine); an executor of a cluster without it keeps its own.
+_HOST_OWN = ("HOME",)
+
+
 def carried(name: str) -> bool:
     """Whether tasks read ``name`` (so the job carries it)."""
     return name in TASK_ENV_NAMES or name.startswith(TASK_ENV_PREFIXES)
@@ -61,7 +66,9 @@ def applied_environment(env: Mapping[str, str] | None) -> Iterator[None]:
     if env is None:
         yield
         return
-    names = {k for k in os.environ if carried(k)} | set(env)
+    names = {k for k in os.environ if carried(k) and k not in _HOST_OWN} | set(env)
+    if not os.path.isdir(env.get("HOME", "")):
+        names.discard("HOME")  # a cluster node without the client's home keeps its own
     saved = {k: os.environ.get(k) for k in names}
     if any(saved.get(k) != env.get(k) for k in names if not k.startswith("DISTCP_")):
         _forget_s3_clients()  # they hold credentials and settings read from the old one

@@ -90,18 +90,19 @@ def test_relative_paths_are_made_absolute_as_the_caller_sees_them(
 
 
 def test_a_variable_the_engine_has_but_the_caller_not_is_unset_in_the_task(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm engine's worker keeps the environment it was started with; a task sees the
     caller's, exactly: what the caller has not set is not set."""
     for name, value in (("HTTPS_PROXY", "http://engine-proxy:1"), ("PYDISTCP_S3_LEAN_GET", "0"),
                         ("AWS_PROFILE", "engine"), ("HOME", "/engine/home")):
         monkeypatch.setenv(name, value)
-    caller = {"HOME": "/caller/home", "AWS_REGION": "eu-west-3"}
+    (tmp_path / "caller").mkdir()
+    caller = {"HOME": str(tmp_path / "caller"), "AWS_REGION": "eu-west-3"}
     with applied_environment(task_environment(caller)):
         inside = {k: os.environ.get(k) for k in
                   ("HTTPS_PROXY", "PYDISTCP_S3_LEAN_GET", "AWS_PROFILE", "HOME", "AWS_REGION")}
     assert inside == {"HTTPS_PROXY": None, "PYDISTCP_S3_LEAN_GET": None, "AWS_PROFILE": None,
-                      "HOME": "/caller/home", "AWS_REGION": "eu-west-3"}
+                      "HOME": str(tmp_path / "caller"), "AWS_REGION": "eu-west-3"}
     assert os.environ["HTTPS_PROXY"] == "http://engine-proxy:1"  # the worker's, put back
 
 
@@ -181,3 +182,13 @@ def _environment_key(node: ast.AST) -> ast.expr | None:
     if isinstance(node, ast.Compare) and any(_environ(c) for c in node.comparators):
         return node.left
     return None
+
+
+def test_a_home_this_machine_lacks_leaves_the_workers_own(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster's executor runs elsewhere: the client's ``HOME`` may not exist there."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with applied_environment({"HOME": "/no/such/home"}):
+        assert os.environ["HOME"] == str(tmp_path)
+    with applied_environment({}):
+        assert os.environ["HOME"] == str(tmp_path)
