@@ -68,8 +68,9 @@ Exit status (every subcommand):
   2    the command or plan is wrong: bad flag value, missing source or DST,
        --include matching nothing, unknown --master
   3    the environment refuses: no Java, Spark master unreachable or Spark
-       not starting, S3 credentials missing/refused, endpoint unreachable,
-       destination not writable
+       not starting, a warm engine that is not yours (--engine warm),
+       S3 credentials missing/refused, endpoint unreachable, destination
+       not writable
   130  interrupted (Ctrl-C); nothing unverified was published
 """
 
@@ -805,7 +806,8 @@ def engine_stop(stop_all: bool, master: str) -> None:
         from distcp.spark.session import engine_settings
 
         engines = all_engines() if stop_all else [engine_settings(master, {})[0]]
-        stopped = [e for e in engines if e.server() is not None and e.stop()]
+        stopped = [e for e in engines
+                   if e.refusal() is None and e.server() is not None and e.stop()]
         click.echo(f"stopped {len(stopped)} warm engine(s)" if stopped
                    else "no warm engine was running")
         return 0

@@ -243,7 +243,8 @@ def opens_cheaply(master: str, conf: Mapping[str, str], engine: str) -> bool:
     if engine == "warm":
         return True  # started for this run if it does not run: the user asked for it
     try:
-        return engine_settings(master, conf)[0].server() is not None
+        eng = engine_settings(master, conf)[0]
+        return eng.server() is not None and eng.refusal() is None
     except (JavaMissingError, OSError):  # no usable Java: the run itself will say so
         return False
 
@@ -269,6 +270,13 @@ def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: boo
     """A context manager yielding a session on the warm engine, or None to run cold
     (``auto`` and no engine running, or the engine cannot start: said in one line)."""
     eng, inputs = engine_settings(master, conf)
+    refused = eng.refusal()
+    if refused and start:  # --engine warm: the user asked for this engine
+        eng.check()
+    if refused:  # auto: a run of its own, as when no engine runs, and one line why
+        print(f"pydistcp: warning: not using the warm engine in {eng.dir}: {refused}; "
+              "this run starts a JVM of its own", file=sys.stderr, flush=True)
+        return None
     if not start and eng.server() is None:
         return None
     if start:
