@@ -112,6 +112,9 @@ NOT_CARRIED = {
     "PYDISTCP_GPG_PASSPHRASE",
     # the engine's own setting, read by its worker daemon when it starts (spark/daemon.py)
     "PYDISTCP_DAEMON_PRELOAD",
+    # a measurement read once as each process imports it: a cold run's workers inherit
+    # it; a warm engine's workers leave no marks (distcp/timeline.py says so)
+    "PYDISTCP_TIMELINE",
 }
 
 
