@@ -55,6 +55,9 @@ class Tally:
     files_not_published: int = 0
     files_recovered: int = 0
     bytes_recovered: int = 0
+    #: Of the files recovered, those a replay of an earlier run's commit published.
+    files_replayed: int = 0
+    bytes_replayed: int = 0
     directories_created: int = 0
     sequences_replayed: int = 0
     sequences_set_aside: int = 0
@@ -148,9 +151,13 @@ class Summary:
     kept copy refused): they count 0, and ``render`` says how many there are.
     ``catalog_failures`` are apart on purpose: their data is published.
     ``files_copied`` counts the files written: each member an archive expands to.
-    ``files_recovered`` (and ``bytes_recovered``) count apart from ``files_copied``
-    where a replayed commit of an earlier run published them; copies taken from the
-    recovery area and published with this run's file sets are of ``files_copied``.
+    ``files_recovered`` (and ``bytes_recovered``) count the files earlier runs copied
+    that this run published without reading their sources: those a replayed commit
+    published (``files_replayed``) before planning, which then finds them in place
+    (skipped, where they are of this run's sources), and copies the recovery area gave
+    back to this run's file sets, which are of ``files_copied``. ``render`` says each
+    where it is counted, so the first line's copied, skipped and failed add up to the
+    run's source files.
     A fork's counts are its branches' (``branches``) added up, each file written
     counted (a file copied to two branches is two files written), but
     ``files_failed`` counts source files: one that failed in two branches is one
@@ -167,6 +174,9 @@ class Summary:
     files_not_published: int = 0
     files_recovered: int = 0
     bytes_recovered: int = 0
+    #: Of the files recovered, those a replay of an earlier run's commit published.
+    files_replayed: int = 0
+    bytes_replayed: int = 0
     sequences_replayed: int = 0
     sequences_set_aside: int = 0
     recovery_expired: int = 0
@@ -295,13 +305,20 @@ class Summary:
                          "are published")
         if self.links_copied:
             lines.append(f"of which symbolic links {verb} as links: {self.links_copied}")
+        kept = self.files_recovered - self.files_replayed
+        if kept:
+            lines.append(f"of which recovered {kept} files "
+                         f"({human_bytes(self.bytes_recovered - self.bytes_replayed)}) "
+                         "copied by earlier runs, without reading their sources again")
         if self.sequences_replayed or self.sequences_set_aside:
             lines.append(f"replayed {self.sequences_replayed} unfinished commit(s) of earlier "
                          f"runs; set aside {self.sequences_set_aside}")
-        if self.files_recovered:
-            lines.append(f"recovered {self.files_recovered} files "
-                         f"({human_bytes(self.bytes_recovered)}) copied by earlier runs, "
-                         "without reading their sources again")
+        if self.files_replayed:
+            lines.append(f"recovered {self.files_replayed} files "
+                         f"({human_bytes(self.bytes_replayed)}) copied by earlier runs, "
+                         "without reading their sources again: their commits, finished "
+                         "before planning, published them, and the plan found them in "
+                         "place (skipped)")
         if self.bytes_resumed:
             lines.append(f"resumed {self.ranges_resumed} ranges of split files "
                          f"({human_bytes(self.bytes_resumed)} saved) sent by earlier runs")

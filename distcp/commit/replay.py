@@ -86,8 +86,9 @@ def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitCon
     kept_bytes = sum(step.nbytes for step in seq.steps
                      if isinstance(step, RecordRun)) if kept else 0
     # published without reading the source again
-    return Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
-                 bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
+    files, nbytes = len(moves) + kept, sum(size for _, _, size in moves) + kept_bytes
+    return Tally(sequences_replayed=1, files_recovered=files, bytes_recovered=nbytes,
+                 files_replayed=files, bytes_replayed=nbytes,
                  partitions_registered=registered_in(seq.steps)), False
 
 

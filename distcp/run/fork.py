@@ -139,6 +139,7 @@ queue_log = logging.getLogger("distcp.fork")
 #: Counts of a branch's own summary that the run's adds up.
 _ADDED = ("files_copied", "links_copied", "bytes_copied", "files_skipped",
           "files_deleted", "files_not_published", "files_recovered", "bytes_recovered",
+          "files_replayed", "bytes_replayed",
           "sequences_replayed", "sequences_set_aside", "recovery_expired",
           "destination_listings", "uploads_aborted", "directories_created",
           "files_compared", "files_compared_same", "bytes_compared")
