@@ -24,6 +24,7 @@ from distcp.errors import (
     DistcpError,
     DuplicateDestinationError,
     EndpointUnreachableError,
+    EngineRefusedError,
     EnvironmentProblem,
     IntegrityError,
     JavaMissingError,
@@ -47,7 +48,8 @@ __all__ = [
     "CatalogError", "CheckReport", "CleanupReport", "ConfigurationError", "ConversionError",
     "CopyError", "CredentialsError",
     "DestinationBusyError", "DestinationNameError", "DestinationNotWritableError", "DestinationWriteError", "DistcpError",
-    "DuplicateDestinationError", "EndpointUnreachableError", "EnvironmentProblem", "Failure",
+    "DuplicateDestinationError", "EndpointUnreachableError", "EngineRefusedError", "EnvironmentProblem",
+    "Failure",
     "IntegrityError", "JavaMissingError", "PlanningError", "PluginError", "PublishError",
     "QualityCheckError",
     "SourceReadError", "SparkUnavailableError", "StateCollisionError", "StateError",
@@ -368,17 +370,21 @@ def recover(destination: str | None = None, *, state_dir: str | None = None,
 
 
 def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str | None = None,
-            dst_options: Mapping[str, Any] | None = None, dry_run: bool = False
-            ) -> CleanupReport:
+            dst_options: Mapping[str, Any] | None = None, dry_run: bool = False,
+            forget_registrations: bool = False) -> CleanupReport:
     """Free what runs that are no longer running left under ``destination``, when older
     than ``older_than`` (seconds or ``"1h"``; 0: everything dead runs left): staging and
     progress folders, split files no run resumed, verified copies kept for recovery and
     (object stores) orphaned multipart uploads. Staged files a pending commit will
-    publish are kept. ``dry_run``: report what would be freed, remove nothing. Raises
+    publish are kept. ``forget_registrations``: also drop the pending catalog
+    registrations of earlier runs (their data is published; the partitions are then
+    left for you to register). ``dry_run``: report what would be freed, remove nothing. Raises
     ``DestinationBusyError`` while a run holds the destination (``pydistcp cleanup``
     calls this)."""
     import os
+    from dataclasses import replace
 
+    from distcp.commit.orphans import forget_registrations as forget
     from distcp.commit.orphans import free_dead_runs
     from distcp.commit.status import existing_state_root
     from distcp.driver_errors import driver_errors
@@ -393,7 +399,10 @@ def cleanup(destination: str, *, older_than: float | str = "1h", state_dir: str 
     with driver_errors(_display(state_dir or destination)):
         root = existing_state_root(destination, state_dir, options)[0]
         with DestinationLock(root, options, f"cleanup-{os.getpid()}", command="cleanup"):
-            return free_dead_runs(destination, root, options, age, dry_run)
+            report = free_dead_runs(destination, root, options, age, dry_run)
+            if forget_registrations:
+                report = replace(report, registrations=forget(root, options, dry_run))
+            return report
 
 
 def _display(url: str | None) -> str | None:

@@ -38,6 +38,7 @@ from distcp.quantities import parse_duration, parse_size
 
 if TYPE_CHECKING:
     from distcp.jobs.keys import KeySpec
+    from distcp.summary import Summary
 
 COPY_HELP = """Copy SRC... to DST as a Spark job, verified, published per file set.
 
@@ -67,8 +68,9 @@ Exit status (every subcommand):
   2    the command or plan is wrong: bad flag value, missing source or DST,
        --include matching nothing, unknown --master
   3    the environment refuses: no Java, Spark master unreachable or Spark
-       not starting, S3 credentials missing/refused, endpoint unreachable,
-       destination not writable
+       not starting, a warm engine that is not yours (--engine warm),
+       S3 credentials missing/refused, endpoint unreachable, destination
+       not writable
   130  interrupted (Ctrl-C); nothing unverified was published
 """
 
@@ -357,13 +359,20 @@ def _copy_and_report(sources: list[str], destination: str, options: dict[str, An
               err=to_stdout or not dry_run)
     if level in ("info", "debug"):  # -v: how it planned and copied, and why
         _echo_strategies(summary.strategy)
-    for failure in summary.failures:
-        _line(f"pydistcp: FAILED {failure.error}", err=True)
-    for failure in summary.catalog_failures:
-        _line(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
+    _echo_failures(summary)
     if level != "error" or dry_run:
         click.echo(summary.render(), err=to_stdout)
     return 0 if summary.ok else 1
+
+
+def _echo_failures(summary: Summary) -> None:
+    """One line on stderr per failed file, failed registration, and registration of an
+    earlier run still pending (which fails no run: ``Summary.catalog_pending``)."""
+    for label, failures in (("FAILED", summary.failures),
+                            ("CATALOG FAILED", summary.catalog_failures),
+                            ("CATALOG PENDING", summary.catalog_pending)):
+        for failure in failures:
+            _line(f"pydistcp: {label} {failure.error}", err=True)
 
 
 def _echo_strategies(strategy: dict[str, list[dict[str, str]]]) -> None:
@@ -678,10 +687,7 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
                           dst_options=_state_options(dst_option, dst_options_file),
                           src_options=_side_options(src_option, src_options_file, "src"),
                           events=events, events_timeout=events_timeout)
-        for failure in summary.failures:
-            _line(f"pydistcp: FAILED {failure.error}", err=True)
-        for failure in summary.catalog_failures:
-            _line(f"pydistcp: CATALOG FAILED {failure.error}", err=True)
+        _echo_failures(summary)
         click.echo(f"replayed {summary.sequences_replayed} commit(s), set aside "
                    f"{summary.sequences_set_aside}")
         for note in summary.notes:
@@ -698,10 +704,15 @@ def recover_command(destination: str | None, state_dir: str | None, max_replays:
                    "left).")
 @click.option("--state-dir", metavar="URL", help="State directory [default: DST/.pydistcp].")
 @click.option("--dry-run", is_flag=True, help="Say what would be freed; remove nothing.")
+@click.option("--forget-registrations", is_flag=True,
+              help="Also drop the catalog registrations (--catalog-table) that earlier runs "
+                   "could not make and every run retries: their data is published; the "
+                   "partitions are then yours to register (ALTER TABLE ... ADD PARTITION).")
 @click.option("--dst-option", multiple=True, metavar="KEY=VALUE", help="fsspec storage option.")
 @_DST_OPTIONS_FILE
 def cleanup_command(destination: str, older_than: str, state_dir: str | None, dry_run: bool,
-                    dst_option: tuple[str, ...], dst_options_file: str | None) -> None:
+                    forget_registrations: bool, dst_option: tuple[str, ...],
+                    dst_options_file: str | None) -> None:
     """Free what runs that are no longer running left under DST.
 
     Removes, when older than --older-than: staging and progress folders of dead
@@ -714,7 +725,7 @@ def cleanup_command(destination: str, older_than: str, state_dir: str | None, dr
 
         report = cleanup(destination, older_than=older_than, state_dir=state_dir,
                          dst_options=_state_options(dst_option, dst_options_file),
-                         dry_run=dry_run)
+                         dry_run=dry_run, forget_registrations=forget_registrations)
         click.echo(report.render())
         return 0
 
@@ -795,7 +806,8 @@ def engine_stop(stop_all: bool, master: str) -> None:
         from distcp.spark.session import engine_settings
 
         engines = all_engines() if stop_all else [engine_settings(master, {})[0]]
-        stopped = [e for e in engines if e.server() is not None and e.stop()]
+        stopped = [e for e in engines
+                   if e.refusal() is None and e.server() is not None and e.stop()]
         click.echo(f"stopped {len(stopped)} warm engine(s)" if stopped
                    else "no warm engine was running")
         return 0

@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 
+from distcp import timeline
 from distcp.cli import main
 from distcp.planning import beside
 
@@ -25,6 +26,7 @@ from distcp.planning import beside
 def run() -> None:
     """``pydistcp``: the CLI, exiting with its status (an exception that escapes it is
     left to the interpreter, traceback and all)."""
+    timeline.client_started()
     beside.enable()  # this process's own threads are known: planning may fork
     try:
         main(prog_name="pydistcp")
@@ -50,6 +52,7 @@ def end_process(code: int) -> None:
     if shutdown is not None:  # thread pools told to stop, non-daemon threads joined
         shutdown()
     atexit._run_exitfuncs()
+    timeline.mark("client exits")
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:

@@ -74,6 +74,12 @@ class DestinationNotWritableError(EnvironmentProblem):
     """The destination (or a file we must write beside it) cannot be written."""
 
 
+class EngineRefusedError(EnvironmentProblem):
+    """The warm engine found is not this caller's to use: another identity's (its tasks
+    would read and write with that identity's rights), or its directory or token file
+    could have been planted or changed by someone else."""
+
+
 class CopyError(DistcpError):
     """One file could not be copied; carried back to the driver as data."""
 

@@ -55,15 +55,25 @@ class Tally:
     files_not_published: int = 0
     files_recovered: int = 0
     bytes_recovered: int = 0
+    #: Of the files recovered, those a replay of an earlier run's commit published.
+    files_replayed: int = 0
+    bytes_replayed: int = 0
     directories_created: int = 0
     sequences_replayed: int = 0
     sequences_set_aside: int = 0
     recovery_expired: int = 0
     uploads_aborted: int = 0
     partitions_registered: int = 0
+    #: ``--checksum``: pairs of the same size compared, those found the same, bytes read.
+    files_compared: int = 0
+    files_compared_same: int = 0
+    bytes_compared: int = 0
     failures: tuple[Failure, ...] = ()
     #: Registrations in the catalog (--catalog-table) that failed: their data is published.
     catalog_failures: tuple[Failure, ...] = ()
+    #: Registrations of earlier runs that failed again: retried by every run, they fail
+    #: none of them (``pydistcp cleanup --forget-registrations`` drops them).
+    catalog_pending: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -141,11 +151,17 @@ class Summary:
     kept copy refused): they count 0, and ``render`` says how many there are.
     ``catalog_failures`` are apart on purpose: their data is published.
     ``files_copied`` counts the files written: each member an archive expands to.
-    ``files_recovered`` (and ``bytes_recovered``) count apart from ``files_copied``
-    where a replayed commit of an earlier run published them; copies taken from the
-    recovery area and published with this run's file sets are of ``files_copied``.
-    A fork's counts are its branches' (``branches``) added up: a file copied to two
-    branches counts twice, once in each.
+    ``files_recovered`` (and ``bytes_recovered``) count the files earlier runs copied
+    that this run published without reading their sources: those a replayed commit
+    published (``files_replayed``) before planning, which then finds them in place
+    (skipped, where they are of this run's sources), and copies the recovery area gave
+    back to this run's file sets, which are of ``files_copied``. ``render`` says each
+    where it is counted, so the first line's copied, skipped and failed add up to the
+    run's source files.
+    A fork's counts are its branches' (``branches``) added up, each file written
+    counted (a file copied to two branches is two files written), but
+    ``files_failed`` counts source files: one that failed in two branches is one
+    failed file, with a line per branch (``run.fork.fold``).
     """
 
     job_id: str = ""
@@ -158,6 +174,9 @@ class Summary:
     files_not_published: int = 0
     files_recovered: int = 0
     bytes_recovered: int = 0
+    #: Of the files recovered, those a replay of an earlier run's commit published.
+    files_replayed: int = 0
+    bytes_replayed: int = 0
     sequences_replayed: int = 0
     sequences_set_aside: int = 0
     recovery_expired: int = 0
@@ -201,6 +220,9 @@ class Summary:
     #: Catalog registrations that failed, apart from ``failures``: their data is
     #: published, their commit stays pending and the next run registers them (exit 1).
     catalog_failures: list[Failure] = field(default_factory=list)
+    #: Registrations of earlier runs that failed again in this run: reported, retried by
+    #: the next run, and not a failure of this one (``Tally.catalog_pending``).
+    catalog_pending: list[Failure] = field(default_factory=list)
     #: Source entries not copied by choice (``--links skip``, special files): not failures.
     entries_skipped: list[Failure] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
@@ -283,13 +305,20 @@ class Summary:
                          "are published")
         if self.links_copied:
             lines.append(f"of which symbolic links {verb} as links: {self.links_copied}")
+        kept = self.files_recovered - self.files_replayed
+        if kept:
+            lines.append(f"of which recovered {kept} files "
+                         f"({human_bytes(self.bytes_recovered - self.bytes_replayed)}) "
+                         "copied by earlier runs, without reading their sources again")
         if self.sequences_replayed or self.sequences_set_aside:
             lines.append(f"replayed {self.sequences_replayed} unfinished commit(s) of earlier "
                          f"runs; set aside {self.sequences_set_aside}")
-        if self.files_recovered:
-            lines.append(f"recovered {self.files_recovered} files "
-                         f"({human_bytes(self.bytes_recovered)}) copied by earlier runs, "
-                         "without reading their sources again")
+        if self.files_replayed:
+            lines.append(f"recovered {self.files_replayed} files "
+                         f"({human_bytes(self.bytes_replayed)}) copied by earlier runs, "
+                         "without reading their sources again: their commits, finished "
+                         "before planning, published them, and the plan found them in "
+                         "place (skipped)")
         if self.bytes_resumed:
             lines.append(f"resumed {self.ranges_resumed} ranges of split files "
                          f"({human_bytes(self.bytes_resumed)} saved) sent by earlier runs")
@@ -314,11 +343,14 @@ class Summary:
             lines.append(f"of the FAILED lines, {others} count no file failed here (an "
                          "earlier run's commit, a kept copy, another output of a file "
                          "counted)")
-        if self.partitions_registered or self.catalog_failures:
-            failed = len(self.catalog_failures)
+        if self.partitions_registered or self.catalog_failures or self.catalog_pending:
+            failed, pending = len(self.catalog_failures), len(self.catalog_pending)
             lines.append(f"catalog: {self.partitions_registered} partition(s) registered"
                          + (f"; {failed} registration(s) failed (their data is published; "
-                            "the next run registers them)" if failed else ""))
+                            "the next run registers them)" if failed else "")
+                         + (f"; {pending} registration(s) of earlier runs still pending "
+                            "(retried by each run; 'pydistcp cleanup DST "
+                            "--forget-registrations' drops them)" if pending else ""))
         if self.files_not_published:
             lines.append(f"not published (their file set failed): {self.files_not_published} "
                          "files, kept for recovery by the next run")
@@ -354,13 +386,18 @@ class CleanupReport:
     bytes: int = 0
     #: Nothing was removed: the counts are what a cleanup would free.
     dry_run: bool = False
+    #: ``--forget-registrations``: pending catalog registrations dropped (None: not asked).
+    registrations: int | None = None
 
     def render(self) -> str:
         """The line ``pydistcp cleanup`` prints."""
         verb = "would free" if self.dry_run else "freed"
+        forgot = "" if self.registrations is None else (
+            f"; {'would forget' if self.dry_run else 'forgot'} {self.registrations} pending "
+            "catalog registration(s)")
         return printable(f"{verb} {human_bytes(self.bytes)} under {self.destination}: staging of "
                 f"{self.jobs} dead run(s), {self.splits} split file(s), {self.recovery} kept "
-                f"cop(ies), {self.uploads} orphaned multipart upload(s)")
+                f"cop(ies), {self.uploads} orphaned multipart upload(s){forgot}")
 
 
 class StatusReport(TypedDict):

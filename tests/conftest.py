@@ -52,6 +52,9 @@ ENGINE_DIR = os.environ.setdefault("PYDISTCP_ENGINE_DIR",
 os.environ.setdefault("PYDISTCP_ENGINE", "cold")
 #: Likewise the class-data-sharing archive: built once per test session, in the background.
 CDS_DIR = os.environ.setdefault("PYDISTCP_CDS_DIR", tempfile.mkdtemp(prefix="pydistcp-test-cds-"))
+#: Its first builder is announced on the run's stderr, whichever test's run starts it:
+#: only tests/e2e/test_cds.py, with a folder of its own, sees the announcement.
+Path(CDS_DIR, "build.log").touch()
 
 
 def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:

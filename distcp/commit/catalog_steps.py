@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 from urllib.parse import unquote
@@ -180,7 +181,8 @@ class RegisterPartitions(CommitStep):
                                f"{len(self.partitions)} partition(s) with (the next "
                                "'pydistcp copy' registers them)", table=self.table)
         try:
-            return ctx.spark().sql(statement)
+            with _quiet_query_errors():
+                return ctx.spark().sql(statement)
         except CatalogError:
             raise
         except Exception as exc:  # noqa: BLE001 - Spark and the metastore raise many types
@@ -191,6 +193,13 @@ class RegisterPartitions(CommitStep):
 def registered_in(steps: Iterable[CommitStep]) -> int:
     """How many partitions the catalog steps of a finished sequence registered."""
     return sum(len(s.partitions) for s in steps if isinstance(s, RegisterPartitions))
+
+
+def registration_only(sequence: CommitSequence) -> bool:
+    """Whether all that is left of ``sequence`` is its registration: an earlier run
+    published the data and could not register it (``registrations_left``)."""
+    return bool(sequence.steps) and all(isinstance(s, RegisterPartitions)
+                                        for s in sequence.steps)
 
 
 def registrations_left(sequence: CommitSequence) -> CommitSequence:
@@ -205,6 +214,22 @@ def _spec_of(listed: str) -> tuple[tuple[str, str], ...]:
     """``SHOW PARTITIONS``' ``k=v/k2=v2`` (values %-escaped) as (column, value) pairs."""
     return tuple((unquote(k), unquote(v)) for k, _, v in
                  (part.partition("=") for part in listed.split("/")))
+
+
+@contextmanager
+def _quiet_query_errors() -> Iterator[None]:
+    """PySpark logs a failed SQL statement's error, with its whole Java stack, to stderr
+    (its ``SQLQueryContextLogger``) before it raises it; the step reports the failure in
+    one line of its own (``CatalogError``), so that log stays silent meanwhile."""
+    from pyspark.logger import PySparkLogger
+
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from distcp.commit.catalog_steps import registration_only
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.mtimes import aged
@@ -101,6 +102,21 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
     return CleanupReport(destination=destination, state_dir=fsutil.display(state_root),
                          jobs=jobs, splits=splits_freed, recovery=kept, uploads=uploads,
                          bytes=size, dry_run=dry_run)
+
+
+def forget_registrations(state_root: str, options: dict[str, Any], dry_run: bool = False
+                         ) -> int:
+    """Drop the pending commits that hold nothing but a catalog registration an earlier
+    run could not make (``pydistcp cleanup --forget-registrations``): their data is
+    published, and a table that is gone for good would otherwise be retried by every
+    run. Commits with data steps left are never touched. How many were (or would be)
+    dropped."""
+    store = CommitStepStore(state_root, options)
+    leftovers = [p for p in store.pending() if registration_only(p.sequence)]
+    if not dry_run:
+        for pending in leftovers:
+            store.remove(pending.sequence.id)
+    return len(leftovers)
 
 
 def _job_started(storage: Storage, folder: str, job: str) -> float:

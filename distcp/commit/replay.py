@@ -14,7 +14,7 @@ import itertools
 import json
 from typing import Any
 
-from distcp.commit.catalog_steps import registered_in, registrations_left
+from distcp.commit.catalog_steps import registered_in, registration_only, registrations_left
 from distcp.commit.kept_steps import PublishKept
 from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.recovery import RecoveryArea
@@ -58,14 +58,21 @@ def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitCon
             f"commit {seq.id} failed {pending.replays} replays; set aside in "
             f"{fsutil.display(store.url_of(seq.id, aside=True))}; dataset not copied",
             seq.dataset_urn, files=0),)), True
+    leftover = registration_only(seq)
     store.persist(seq, pending.job_id, replays=pending.replays + 1)
     try:
         seq.run(ctx)
     except CatalogError as exc:
         # Only the registration is left (it is the last step): the data is published,
         # so the dataset is copied as usual, and a metastore that stays down is
-        # retried every run instead of being set aside.
+        # retried every run instead of being set aside. Once it has failed in the run
+        # that published the data, failing again fails no later run: it is pending.
         store.persist(registrations_left(seq), pending.job_id, replays=pending.replays)
+        if leftover:
+            return Tally(catalog_pending=(Failure(
+                fsutil.display(seq.dataset_urn),
+                f"commit {seq.id}: {exc}; each run retries it ('pydistcp cleanup DST "
+                "--forget-registrations' drops it)"),)), False
         return Tally(catalog_failures=(Failure(
             fsutil.display(seq.dataset_urn),
             f"replay of commit {seq.id}: {exc}; the data is published, the next run "
@@ -79,8 +86,9 @@ def _replay_one(store: CommitStepStore, pending: PendingSequence, ctx: CommitCon
     kept_bytes = sum(step.nbytes for step in seq.steps
                      if isinstance(step, RecordRun)) if kept else 0
     # published without reading the source again
-    return Tally(sequences_replayed=1, files_recovered=len(moves) + kept,
-                 bytes_recovered=sum(size for _, _, size in moves) + kept_bytes,
+    files, nbytes = len(moves) + kept, sum(size for _, _, size in moves) + kept_bytes
+    return Tally(sequences_replayed=1, files_recovered=files, bytes_recovered=nbytes,
+                 files_replayed=files, bytes_replayed=nbytes,
                  partitions_registered=registered_in(seq.steps)), False
 
 

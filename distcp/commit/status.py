@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from distcp.callbacks import human_bytes
+from distcp.commit.catalog_steps import RegisterPartitions
 from distcp.commit.log import CommitStepStore
 from distcp.commit.recovery import RecoveryArea
 from distcp.commit.replay import read_journal, replay_pending, sweep_dead_jobs
@@ -182,8 +183,13 @@ def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
 def render_status(report: StatusReport) -> str:
     lines = [f"state: {report['state_dir']}",
              f"pending commits: {len(report['pending'])}"]
-    lines += [f"  {p['id']}  {p['dataset']} ({p['file_set']}), replays {p['replays']}, "
-              f"steps {','.join(p['steps'])}" for p in report["pending"]]
+    for p in report["pending"]:
+        lines.append(f"  {p['id']}  {p['dataset']} ({p['file_set']}), replays {p['replays']}, "
+                     f"steps {','.join(p['steps'])}")
+        if p["steps"] == [RegisterPartitions.kind]:
+            lines.append("    a catalog registration an earlier run could not make (its data "
+                         "is published): each run retries it; 'pydistcp cleanup DST "
+                         "--forget-registrations' drops it")
     if report["set_aside"]:
         lines.append(f"set aside (need attention): {len(report['set_aside'])}")
         lines += [f"  {a['id']}  {a['dataset']}: {a['file']}" for a in report["set_aside"]]

@@ -99,6 +99,12 @@ def check_chain(names: Sequence[str], options: ConverterOptions) -> None:
         converter.check_options()
 
 
+def expands(names: Sequence[str]) -> bool:
+    """Whether a chain of these converter names expands a file into many (an archive):
+    only then can two sources' outputs meet on one file unseen by planning."""
+    return any(CONVERTERS.get(name).one_to_many for name in names)
+
+
 def rename_through(converters: Sequence[Converter], destination: str) -> str:
     """Apply each converter's ``rename`` in order (planning-time destination)."""
     for converter in converters:

@@ -18,10 +18,15 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from distcp.converters.base import Converter
-from distcp.converters.iostreams import CompressingReader, ConvertedReader, CountingReader
+from distcp.converters.iostreams import (
+    CompressingReader,
+    ConvertedReader,
+    CountingReader,
+    upstream_damage,
+)
 from distcp.converters.names import replace_suffix
 from distcp.converters.safety import ExpansionBudget
-from distcp.errors import ConversionError
+from distcp.errors import ConversionError, CopyError
 from distcp.storage.filesystems import display
 from distcp.streams import FileAwareInputStream
 
@@ -58,11 +63,12 @@ class _Decompress(Converter):
         budget = ExpansionBudget(origin, self.name, self.options.max_expansion_ratio,
                                  self.options.max_expanded_bytes)
 
-        def translate(exc: BaseException) -> ConversionError:
-            return ConversionError(f"cannot {self.name} {display(origin)}: {describe(exc)}",
-                                   path=origin)
+        def translate(exc: BaseException) -> CopyError:
+            return upstream_damage(stream.stream) or ConversionError(
+                f"cannot {self.name} {display(origin)}: {describe(exc)}", path=origin)
 
-        out: Any = ConvertedReader(inner, translate, budget, lambda: counted.count, inner.close)
+        out: Any = ConvertedReader(inner, translate, budget, lambda: counted.count, inner.close,
+                                   upstream=stream.stream)
         yield replace(stream, stream=out, destination=self.rename(stream.destination))
 
 

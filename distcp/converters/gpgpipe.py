@@ -76,6 +76,8 @@ class GpgPipe(io.RawIOBase):
         self.finished = False
         self.result: Any = None
         self.failure: BaseException | None = None
+        #: The CopyError the finished run was refused with, once known.
+        self.refusal: CopyError | None = None
         gpg.on_data = self._on_data
         gpg.buffer_size = CHUNK
         self.results: list[Any] = []
@@ -123,7 +125,30 @@ class GpgPipe(io.RawIOBase):
         self.pending = self.pending[n:]
         return n
 
+    def damage(self) -> CopyError | None:
+        """Why gpg refuses this stream, if it does, asked when a reader downstream found
+        its plaintext bad. A tampered ciphertext decrypts to garbage that a decoder (a
+        gzip CRC, a tar header) may reject before gpg has read the end where its
+        integrity check is: the rest is read (its plaintext dropped) so that the user
+        reads the cause, not its symptom."""
+        if self.closed:
+            return self.refusal
+        scratch = bytearray(CHUNK)
+        try:
+            while self.readinto(scratch):
+                pass
+        except CopyError as exc:
+            return exc
+        return None
+
     def _finish(self) -> None:
+        try:
+            self._conclude()
+        except CopyError as exc:
+            self.refusal = exc
+            raise
+
+    def _conclude(self) -> None:
         self.finished = True
         self.thread.join()
         if self.input.error is not None:

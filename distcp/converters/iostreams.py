@@ -88,12 +88,18 @@ class ConvertedReader(io.RawIOBase):
     def __init__(self, inner: Any, translate: Callable[[BaseException], CopyError],
                  budget: ExpansionBudget | None = None,
                  consumed: Callable[[], int] = lambda: 0,
-                 on_close: Callable[[], None] | None = None) -> None:
+                 on_close: Callable[[], None] | None = None,
+                 upstream: Any = None) -> None:
         self.inner = inner
         self.translate = translate
         self.budget = budget
         self.consumed = consumed
         self.on_close = on_close
+        self.upstream = upstream
+
+    def damage(self) -> CopyError | None:
+        """What the stream this one decodes knows is wrong with it (see ``upstream_damage``)."""
+        return upstream_damage(self.upstream)
 
     def readable(self) -> bool:
         return True
@@ -149,3 +155,13 @@ class CompressingReader(io.RawIOBase):
         buffer[:n] = self.pending[:n]
         self.pending = self.pending[n:]
         return n
+
+
+def upstream_damage(raw: Any) -> CopyError | None:
+    """The cause a stream earlier in the chain gives for bad bytes, or None.
+
+    A decoder that finds its input corrupt asks this before naming its own symptom: a
+    decrypting stream (``GpgPipe.damage``) knows whether the ciphertext failed its
+    integrity check, and a decoded stream passes the question up its chain."""
+    probe = getattr(raw, "damage", None)
+    return probe() if callable(probe) else None

@@ -32,7 +32,7 @@ from typing import Any, Self
 from distcp.converters.base import Converter
 from distcp.converters.codecs import describe
 from distcp.converters.hardlinks import HeldMembers
-from distcp.converters.iostreams import ConvertedReader, CountingReader, peek
+from distcp.converters.iostreams import ConvertedReader, CountingReader, peek, upstream_damage
 from distcp.converters.names import expansion_root
 from distcp.converters.safety import ExpansionBudget, entry_mode, entry_path
 from distcp.converters.seen import NameTable
@@ -130,8 +130,11 @@ class _Expansion:
         else:
             self.notes[-1] = more
 
-    def error(self, why: str) -> ConversionError:
-        return ConversionError(f"cannot untar {display(self.origin)}: {why}", path=self.origin)
+    def error(self, why: str) -> CopyError:
+        """The archive's refusal, unless the stream it came from explains its bytes
+        first (a tampered ciphertext is named as such, not as the bad tar it decrypts to)."""
+        return upstream_damage(self.stream.stream) or ConversionError(
+            f"cannot untar {display(self.origin)}: {why}", path=self.origin)
 
     def translate(self, exc: BaseException) -> CopyError:
         if isinstance(exc, CopyError):

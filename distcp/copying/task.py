@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from distcp import collection, request_count
+from distcp import collection, request_count, timeline
 from distcp.converters.base import NOT_EXPANDED, ConverterOptions, build_chain, chain
 from distcp.copying.outputs import Outputs
 from distcp.copying.progress import JOURNAL, Progress
@@ -78,11 +78,14 @@ def stream_work_unit(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[T
     its last result, held back for that; each file's are in that file's result.
     """
     last: TaskResult | None = None
+    timeline.worker_task()
     # per file a result, a journal entry, statuses: no cycles, no collector passes
     with request_count.counting() as tally, collection.paused():
         for result in _run_unit(unit, spec, attempt):
             if last is not None:
                 yield last
+            else:
+                timeline.mark_once("worker's first file done")
             last = result
     if last is not None:
         yield replace(last, requests=request_count.merge(last.requests, tally.items()))

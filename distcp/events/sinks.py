@@ -14,7 +14,8 @@
   writes nothing there, so it leaves no folder behind.
 
 At least once: an event that could not be delivered waits in ``STATE/events/outbox/``
-and the next run (``flush``) sends it first, with the same key. An event is parked only
+and the next run (``flush``) sends it first, with the same key, in the order the events
+were made (each outbox name begins with the time it was parked). An event is parked only
 when delivery failed (no write before each send: that would cost an object store two
 requests per event); a file set's event killed mid-send is sent again because its commit
 step replays until its record exists. The ``Authorization``
@@ -104,7 +105,7 @@ class EventSink:
         except FileNotFoundError:
             return 0
         sent = 0
-        for name in names:
+        for name in sorted(names, key=_parked_order):
             url = fsutil.join(self.outbox, name)
             try:
                 parked = json.loads(storage.read_bytes(url, "event"))
@@ -146,9 +147,29 @@ class EventSink:
 
     def _park(self, key: str, body: str) -> None:
         self._make_outbox()
-        write_atomic(fsutil.join(self.outbox, f"{key}.json"),
+        write_atomic(fsutil.join(self.outbox, f"{_parked_at()}-{key}.json"),
                      json.dumps({"key": key, "event": json.loads(body)}).encode(),
                      dict(self.options))
+
+
+_last_parked = 0
+
+
+def _parked_at() -> str:
+    """The outbox name's prefix: when the event was parked, in nanoseconds, strictly
+    increasing in this process. Keys say nothing of order (a run's ``<job>-complete``
+    sorts before its ``<job>-start``), and a consumer must receive events in the order
+    they were made."""
+    global _last_parked
+    _last_parked = max(time.time_ns(), _last_parked + 1)
+    return f"{_last_parked:020d}"
+
+
+def _parked_order(name: str) -> tuple[int, str]:
+    """Oldest first by the parking time in the name; a name without one (parked by a
+    version before it) first, by name."""
+    stamp, _, rest = name.partition("-")
+    return (int(stamp), rest) if len(stamp) == 20 and stamp.isdigit() else (0, name)
 
 
 def _body(event: Event) -> str:

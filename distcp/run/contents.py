@@ -10,7 +10,6 @@ is the same. A dry run compares too: it reads, it changes nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,15 +24,17 @@ from distcp.spark.check import digests_on
 from distcp.spark.listing import LazySession
 from distcp.state.store import StateStore
 from distcp.storage import storage_for
+from distcp.summary import Tally
 
 
-def compare_contents(run: BranchRun, session: LazySession, callback: Callback) -> None:
-    """Settle the branch's copies that wait on their contents (none: nothing done)."""
+def compare_contents(run: BranchRun, session: LazySession, callback: Callback) -> Tally:
+    """Settle the branch's copies that wait on their contents (its plan then skips what
+    is the same); what was compared (none waiting: nothing done, an empty Tally)."""
     actions = waiting(run.plan)
     if not actions:
-        return
-    t = time.monotonic()
+        return Tally()
     cfg = run.cfg
+    read = 0
     pairs = pairs_of(actions, _manifests(run, {urn for urn, _ in actions}))
     outcomes = _stored_outcomes(pairs, cfg)
     unread = [p for p in pairs if p.path not in outcomes]
@@ -44,11 +45,10 @@ def compare_contents(run: BranchRun, session: LazySession, callback: Callback) -
         results = digests_on(session(), cfg, jobs, "", DEFAULT_CALLBACK)
         outcomes.update((p.path, o) for p, o in zip(unread, judge_read(unread, results),
                                                       strict=True))
-        run.summary.bytes_compared += sum(r.size for r in results)
+        read = sum(r.size for r in results)
     run.plan = resolved(run.plan, outcomes)
-    run.summary.files_compared += len(pairs)
-    run.summary.files_compared_same += sum(1 for o in outcomes.values() if o.verdict == "=")
-    run.summary.phases["compare_s"] = round(time.monotonic() - t, 3)
+    return Tally(files_compared=len(pairs), bytes_compared=read,
+                 files_compared_same=sum(1 for o in outcomes.values() if o.verdict == "="))
 
 
 def _manifests(run: BranchRun, urns: set[str]) -> dict[str, Mapping[str, Sequence[Any]]]:

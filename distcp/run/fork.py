@@ -137,20 +137,31 @@ def _job_failed(runs: list[BranchRun], todo: list[ForkedFile], exc: BaseExceptio
 queue_log = logging.getLogger("distcp.fork")
 
 #: Counts of a branch's own summary that the run's adds up.
-_ADDED = ("files_copied", "links_copied", "bytes_copied", "files_skipped", "files_failed",
+_ADDED = ("files_copied", "links_copied", "bytes_copied", "files_skipped",
           "files_deleted", "files_not_published", "files_recovered", "bytes_recovered",
+          "files_replayed", "bytes_replayed",
           "sequences_replayed", "sequences_set_aside", "recovery_expired",
           "destination_listings", "uploads_aborted", "directories_created",
           "files_compared", "files_compared_same", "bytes_compared")
 
 
 def fold(summary: Summary, runs: list[BranchRun]) -> None:
-    """The run's summary: the branches' counts added up, and each branch's own."""
+    """The run's summary: the branches' counts added up, and each branch's own. A
+    source file that failed in several branches is one failed file of the run: its
+    lines beyond the first count no file (``Failure.files`` 0), so ``files_failed``
+    counts files, not branch attempts, and still agrees with the list."""
+    counted = {f.path for f in summary.failures if f.files}
     for run in runs:
         b = run.summary
         for name in _ADDED:
             setattr(summary, name, getattr(summary, name) + getattr(b, name))
-        summary.failures.extend(b.failures)
+        for failure in b.failures:
+            if failure.files and failure.path in counted:
+                failure = replace(failure, files=0)
+            elif failure.files:
+                counted.add(failure.path)
+            summary.failures.append(failure)
+            summary.files_failed += failure.files
         summary.notes.extend(f"{run.name}: {note}" for note in b.notes)
         queue = QueueStats()
         for r in run.results:

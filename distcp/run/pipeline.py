@@ -28,6 +28,7 @@ from distcp.commit.collisions import refuse_collisions
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
+from distcp.converters.base import expands
 from distcp.events.run import RunEvents
 from distcp.fork.agree import agreed
 from distcp.fork.branches import Branch, ForkSettings, branches_of, check_branches, settings_of
@@ -64,6 +65,7 @@ from distcp.spark.keptcopy import publish_all_kept
 from distcp.spark.listing import LazySession
 from distcp.storage import spec_for
 from distcp.summary import Summary, Tally
+from distcp.timeline import mark
 
 R_co = TypeVar("R_co", covariant=True)
 
@@ -91,13 +93,18 @@ def conduct(steps: Steps[R], runs: list[BranchRun]) -> R:
     every run (a dry run stops after the plan); ``copy`` returns the files it read."""
     with ExitStack() as stack:
         steps.lock(runs, stack)
+        mark("locked")
         steps.replay(runs)
+        mark("replayed")
         steps.plan(runs)
+        mark("planned")
         steps.route(runs)
         if not steps.plan_only():
             read = steps.copy(runs)
+            mark("copied")
             steps.agree(runs)
             steps.publish(runs, read)
+            mark("published")
             steps.sweep(runs)
         return steps.finish(runs)
 
@@ -175,7 +182,11 @@ class CopySteps:
         contents settled by reading them (``run.contents``), a dry run's too."""
         _plan(runs, self.callback, self.summary, self.log, self.session)
         for run in runs:
-            compare_contents(run, self.session, self.callback)
+            t = time.monotonic()
+            compared = compare_contents(run, self.session, self.callback)
+            if compared.files_compared:
+                run.summary.add(compared)
+                run.summary.phases["compare_s"] = round(time.monotonic() - t, 3)
 
     def route(self, runs: list[BranchRun]) -> None:
         """A fork's files to its branches; then what the plan says, before any copy."""
@@ -206,7 +217,8 @@ class CopySteps:
         """Sources whose outputs land on one file fail whole (``commit.collisions``);
         then, ``--fork-policy all``: a file some branch would not publish fails in all."""
         for run in runs:
-            run.results = refuse_collisions(run.results, run.plan)
+            if expands(run.cfg.converters):  # else planning saw every destination
+                run.results = refuse_collisions(run.results, run.plan)
         if self.settings is None or self.settings.policy != "all":
             return
         for run, rs in zip(runs, agreed([r.name for r in runs], [r.plan for r in runs],

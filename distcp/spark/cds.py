@@ -242,7 +242,9 @@ def _build(java: str, timeout: float) -> str:
 
 def start_background_build(java: str) -> bool:
     """Start a detached, niced builder when no archive exists and none is being built;
-    True when one was started. Its output goes to ``build.log`` in the CDS dir."""
+    True when one was started. Its output goes to ``build.log`` in the CDS dir. The
+    first builder a CDS dir ever gets (no ``build.log`` yet) is announced in one line:
+    it costs a core for about a minute and its archive takes about 150 MiB."""
     if not enabled():
         return False
     try:
@@ -252,14 +254,25 @@ def start_background_build(java: str) -> bool:
         directory = os.path.dirname(path)
         if _busy(directory):
             return False
-        with open(os.path.join(directory, "build.log"), "ab") as out:
+        build_log = os.path.join(directory, "build.log")
+        first = not os.path.exists(build_log)
+        with open(build_log, "ab") as out:
             subprocess.Popen([sys.executable, "-m", "distcp.spark.cds", "build", "--java", java,
                               "--nice"], stdin=subprocess.DEVNULL, stdout=out,
                              stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        if first:
+            sys.stderr.write(announcement(directory) + "\n")
         return True
     except Exception as exc:  # noqa: BLE001 - a cache must never fail a run
         log.debug("no CDS builder started: %s", exc)
         return False
+
+
+def announcement(directory: str) -> str:
+    """The one line that says a first background build started, and how to avoid it."""
+    return (f"pydistcp: building a start-up archive of Spark's classes in the background, "
+            f"once (about 150 MiB in {directory}), so that later cold runs start faster; "
+            "PYDISTCP_CDS=0 turns it off")
 
 
 def drop_if_rejected(java: str, log_file: str) -> bool:

@@ -76,6 +76,9 @@ def _imported(name: str) -> bool:
 
 def main() -> None:
     global preloaded
+    from distcp import timeline
+
+    timeline.mark("worker daemon started")
     sys.path[:] = installed_first(sys.path)
     if os.environ.get(PRELOAD_ENV) == "1":
         preloaded = preload()

@@ -17,6 +17,12 @@ This module only adds what a tool on a user's machine needs around it:
   used it for the idle time (default 30 min). Runs hold a shared ``flock`` on the
   engine's ``users.lock`` while they use it; the watcher stops the server only when
   it can take that lock exclusively, so a long run is never cut off.
+- **One engine per identity.** Its tasks read and write with the rights of whoever
+  started it, so an engine serves one identity (effective uid, gid and supplementary
+  groups), which is part of its key; before using one, a client checks who its server
+  runs as and that its directory and token file are its own and writable by nobody
+  else (``Engine.refusal``): a shared ``PYDISTCP_ENGINE_DIR`` must not let one user
+  plant a discovery file that sends another user's runs to their server.
 - **The environment travels with the job.** The server's Python workers have the
   server's environment, not the client's: ``distcp.copying.taskenv`` captures what tasks
   read from the environment (AWS credentials, S3 bounds, crash points) so the job
@@ -30,6 +36,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -40,7 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from distcp.copying.taskenv import TASK_ENV_NAMES, TASK_ENV_PREFIXES
+from distcp.copying.taskenv import SERVER_DROPS, carried
+from distcp.errors import EngineRefusedError
 from distcp.spark.daemon import PRELOAD_ENV
 from distcp.spark.jvm import java_version
 
@@ -49,6 +57,9 @@ DIR_ENV = "PYDISTCP_ENGINE_DIR"
 IDLE_ENV = "PYDISTCP_ENGINE_IDLE"
 DEFAULT_IDLE_S = 30 * 60.0
 ENGINES = ("auto", "warm", "cold")
+#: Carried variables the server itself needs (Java and Spark find their caches by it);
+#: tasks still get the caller's (``distcp.copying.taskenv``).
+SERVER_NEEDS = ("HOME",)
 #: How often the watcher looks at the engine.
 WATCH_INTERVAL_S = 5.0
 
@@ -89,7 +100,13 @@ def fingerprint_inputs(master: str, java: str, jvm_conf: Mapping[str, str]) -> d
         version = []
     return {"pydistcp": __version__, "code": _code_hash(), "pyspark": pyspark_version,
             "python": interpreter(), "java": os.path.realpath(java),
-            "java_version": version[:2], "master": master, "conf": dict(sorted(jvm_conf.items()))}
+            "java_version": version[:2], "master": master, "conf": dict(sorted(jvm_conf.items())),
+            "identity": identity()}
+
+
+def identity() -> dict[str, Any]:
+    """Who this process acts as: what decides the files its tasks may read and write."""
+    return {"uid": os.geteuid(), "gid": os.getegid(), "groups": sorted(set(os.getgroups()))}
 
 
 def interpreter() -> list[str]:
@@ -145,6 +162,43 @@ class Engine:
         except (OSError, ValueError):
             return {}
 
+    def refusal(self) -> str | None:
+        """Why this caller must not use this engine (None: it may).
+
+        A directory, or a discovery file holding the token, that is a link, owned by
+        another uid or writable by others may have been planted; a server running as
+        another identity would copy with that identity's rights."""
+        me = os.geteuid()
+        try:
+            parent = self.dir.parent.stat().st_mode
+        except OSError:
+            parent = 0
+        if parent & stat.S_IWOTH and not parent & stat.S_ISVTX:
+            return (f"{self.dir.parent} is writable by everyone without the sticky bit "
+                    "(chmod +t), so anyone could replace the engine's directory")
+        for path in (self.dir, self.discovery, self.meta_path):
+            why = _foreign(path, me)
+            if why:
+                return why
+        recorded = self.meta().get("inputs", {}).get("identity")
+        if recorded is not None and recorded != identity():
+            return f"it was started by another identity ({_who(recorded)}; you are {_who(identity())})"
+        try:
+            pid = int(json.loads(self.discovery.read_text())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        running_as = process_identity(pid)
+        if running_as is not None and running_as != identity():
+            return f"its server (pid {pid}) runs as {_who(running_as)}; you are {_who(identity())}"
+        return None
+
+    def check(self) -> None:
+        """Raise EngineRefusedError unless this caller may use this engine."""
+        why = self.refusal()
+        if why:
+            raise EngineRefusedError(f"refusing the warm engine in {self.dir}: {why}; "
+                                     "an engine serves only the user who started it")
+
     def server(self) -> dict[str, Any] | None:
         """The discovery record, if its server process is alive."""
         try:
@@ -170,13 +224,14 @@ class Engine:
     def ensure(self, master: str, conf: Mapping[str, str], inputs: Mapping[str, Any],
                idle_s: float, log: TextIO | None = None) -> bool:
         """Start the server unless it runs; True when this call started it."""
+        self.check()
         if self.server() is not None:
             return False
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.dir, 0o700)
-        self.log_dir.mkdir(exist_ok=True)
+        self.log_dir.mkdir(exist_ok=True, mode=0o700)
         env = {k: v for k, v in os.environ.items()
-               if not (k in TASK_ENV_NAMES or k.startswith(TASK_ENV_PREFIXES))}
+               if k in SERVER_NEEDS or not (carried(k) or k in SERVER_DROPS)}
         env["SPARK_LOCAL_CONNECT_DISCOVERY"] = str(self.discovery)
         env["PYSPARK_PYTHON"] = env.get("PYSPARK_PYTHON") or sys.executable
         env[PRELOAD_ENV] = "1"  # its workers are forked long after the daemon started
@@ -241,6 +296,7 @@ class Engine:
         server = self.server()
         if server is None:
             raise EngineUnavailable("the warm engine stopped while connecting")
+        self.check()  # again right before its token is used
         os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = server["token"]
         url = f"sc://{server['host']}:{server['port']}"
         return f"{url}/;session_id={session_id}" if session_id else url
@@ -343,10 +399,50 @@ def _alive(pid: int) -> bool:
 
 
 def all_engines() -> list[Engine]:
+    """This caller's engines in the engine directory (another user's are not ours to
+    show or stop)."""
     root = base_dir()
     if not root.is_dir():
         return []
-    return [Engine(p) for p in sorted(root.iterdir()) if p.is_dir()]
+    me = os.geteuid()
+    return [Engine(p) for p in sorted(root.iterdir())
+            if p.is_dir() and not p.is_symlink() and p.stat().st_uid == me]
+
+
+def _foreign(path: Path, uid: int) -> str | None:
+    """Why ``path`` cannot be trusted as this uid's own (None: missing, or it can)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    if st.st_uid != uid:
+        return f"{path} is owned by uid {st.st_uid}, not by you (uid {uid})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def process_identity(pid: int) -> dict[str, Any] | None:
+    """The effective uid, gid and groups process ``pid`` runs with (Linux: from /proc;
+    None where that cannot be read)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None
+    fields = {k: v.split() for k, _, v in (line.partition(":") for line in lines)}
+    try:
+        return {"uid": int(fields["Uid"][1]), "gid": int(fields["Gid"][1]),
+                "groups": sorted({int(g) for g in fields.get("Groups", [])})}
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+def _who(ident: Mapping[str, Any]) -> str:
+    return f"uid {ident.get('uid')}, gid {ident.get('gid')}, groups {ident.get('groups')}"
 
 
 # -- the detached helpers: launch (in its own session) and watch ----------------------

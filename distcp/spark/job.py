@@ -53,6 +53,7 @@ from distcp.spark.session import (
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.summary import CopyTally
+from distcp.timeline import mark
 
 
 def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
@@ -76,7 +77,9 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
         callback.set_size(len(files), sum(f.origin.size for f in files))
         t = time.monotonic()
         spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
+        mark("copy job submitted")
         results = run_units(spark, units, spec, callback) if units else []
+        mark("copy job done")
         collected = len(results)
         phases = [("spark_start_s", started), ("copy_s", round(time.monotonic() - t, 3))]
         callback.close()

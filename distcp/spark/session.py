@@ -26,6 +26,7 @@ from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
 from distcp.spark.interrupts import plain_interrupts
 from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, is_local_master
+from distcp.timeline import mark, process_created
 
 # ``decimal`` is imported with this module, not first by PySpark at the session's start:
 # a Ctrl-C that lands inside the C module's initialisation (PySpark imports it while the
@@ -103,13 +104,17 @@ def _new_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterato
     try:
         with _stderr_to(log_file), _worker_python(python), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
+            mark("spark session starting")
             spark = _started(builder, settings, master, log_file)
+            mark("spark session ready")
         pause = delay_at("spark_started")  # lets a test press Ctrl-C in this gap
         if pause:
             with open(log_file, "a") as log:  # the test waits for this line, not a guess
                 log.write(f"pydistcp: pausing {pause:g} s at spark_started\n")
             time.sleep(pause)
         jvm = _jvm_process()  # PySpark drops it on interrupt
+        if jvm is not None:
+            process_created("driver JVM process created", jvm)
         with plain_interrupts():
             yield spark
     except KeyboardInterrupt:
@@ -238,7 +243,8 @@ def opens_cheaply(master: str, conf: Mapping[str, str], engine: str) -> bool:
     if engine == "warm":
         return True  # started for this run if it does not run: the user asked for it
     try:
-        return engine_settings(master, conf)[0].server() is not None
+        eng = engine_settings(master, conf)[0]
+        return eng.server() is not None and eng.refusal() is None
     except (JavaMissingError, OSError):  # no usable Java: the run itself will say so
         return False
 
@@ -264,6 +270,13 @@ def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: boo
     """A context manager yielding a session on the warm engine, or None to run cold
     (``auto`` and no engine running, or the engine cannot start: said in one line)."""
     eng, inputs = engine_settings(master, conf)
+    refused = eng.refusal()
+    if refused and start:  # --engine warm: the user asked for this engine
+        eng.check()
+    if refused:  # auto: a run of its own, as when no engine runs, and one line why
+        print(f"pydistcp: warning: not using the warm engine in {eng.dir}: {refused}; "
+              "this run starts a JVM of its own", file=sys.stderr, flush=True)
+        return None
     if not start and eng.server() is None:
         return None
     if start:

@@ -16,7 +16,8 @@ layout can be read (and changed) in one screen::
     splits/<guid>/                split files' range records
     recovery/<guid>/              verified copies kept for a later publish
     recovery-aside/<guid>/        kept copies set aside (foreign records)
-    events/<key>.json             events sent; events/outbox/: events not yet delivered;
+    events/<key>.json             events sent; events/outbox/<ns>-<key>.json: events not yet
+                                  delivered, by the time they were parked;
                                   events/events.jsonl: the default local event log
 
 Keys and guids are digests, sequence and job ids are made by the tool: no name of the

@@ -9,6 +9,7 @@ process, partitions registered by pydistcp, rows read back by a third.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -33,6 +34,17 @@ def _parquet(path: Path, ids: list[int]) -> None:
     pq.write_table(pa.table({"id": pa.array(ids, pa.int32())}), path)
 
 
+class _Records(logging.Handler):
+    """Keeps what a logger emitted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def _rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
     spark.sql(f"REFRESH TABLE {table}")
     return [tuple(r) for r in spark.sql(f"SELECT * FROM {table} ORDER BY id").collect()]
@@ -54,6 +66,22 @@ def test_a_missing_table_leaves_the_data_published_and_the_next_run_registers(
     (pending,) = (dst / ".pydistcp" / "commits").glob("*.json")  # kept for the next run
     steps = json.loads(pending.read_text())["steps"]
     assert [s["kind"] for s in steps] == ["catalog-partitions"]  # the data steps are done
+
+    # Still no table: the next run retries, reports it pending, and is not failed by it,
+    # and PySpark logs no error with its Java stack for it (the one line says it all).
+    from pyspark.logger import PySparkLogger
+
+    logged = _Records()
+    PySparkLogger.getLogger("SQLQueryContextLogger").addHandler(logged)
+    try:
+        middle = distcp.copy(str(src), str(dst), catalog_table="h4_api.events", progress=False)
+    finally:
+        PySparkLogger.getLogger("SQLQueryContextLogger").removeHandler(logged)
+    assert logged.records == []
+    assert middle.ok and middle.catalog_failures == [] and middle.files_copied == 0
+    assert [f.path for f in middle.catalog_pending] == [str(src)]  # the dataset
+    assert "h4_api.events" in middle.catalog_pending[0].error
+    assert "--forget-registrations" in middle.catalog_pending[0].error
 
     spark.sql("CREATE DATABASE IF NOT EXISTS h4_api")
     spark.sql(f"CREATE TABLE h4_api.events (id INT, dt STRING) USING parquet "
@@ -149,6 +177,8 @@ def test_hive_metastore_sees_the_partitions_and_a_new_session_reads_the_rows(
     first = run_cli(*args, "--summary-json", str(tmp_path / "first.json"), cwd=tmp_path)
     assert first.returncode == 1, first.stderr
     assert "pydistcp: CATALOG FAILED" in first.stderr and "web" in first.stderr
+    assert first.stderr.count("CATALOG FAILED") == 1 and "\tat org.apache" not in first.stderr
+    assert "Traceback" not in first.stderr  # one line, no Java or Python stack
     assert "pydistcp: FAILED" not in first.stderr
     assert "catalog: 0 partition(s) registered; 1 registration(s) failed" in first.stdout
     summary = json.loads((tmp_path / "first.json").read_text())

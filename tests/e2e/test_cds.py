@@ -71,8 +71,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("cds")
     cds_dir = tmp / "cds"
     archive = archive_of(cds_dir)
-    _, javas = copy(tmp, cds_dir)
+    first, javas = copy(tmp, cds_dir)
     assert not any(b"SharedArchiveFile" in j for j in javas)
+    # announced once, in one line, with the way to turn it off
+    assert first.stderr.count(cds.announcement(str(cds_dir))) == 1, first.stderr
     deadline = time.monotonic() + 240
     while not (archive.exists() and cds.builder_pid(str(cds_dir)) is None):
         assert time.monotonic() < deadline, (cds_dir / "build.log").read_text()
@@ -86,6 +88,7 @@ def test_a_run_gives_the_archive_to_the_driver_jvm(built: Path, tmp_path: Path) 
     run, javas = copy(tmp_path, built.parent)
     assert all(f"-XX:SharedArchiveFile={built}".encode() in j for j in javas)
     assert "warning" not in (run.stdout + run.stderr).lower()  # JVM warnings: Spark log only
+    assert "start-up archive" not in run.stderr  # announced by the first build only
     status = subprocess.run([sys.executable, "-m", "distcp.spark.cds", "status"],
                             capture_output=True, text=True, env=cli_env(
                                 {"PYDISTCP_CDS_DIR": str(built.parent)}), check=False)

@@ -31,6 +31,29 @@ def make_tree(root: Path) -> None:
         os.utime(p, (1_600_000_000 + i, 1_600_000_000 + i))
 
 
+#: The marks of a cold run, in the order they must come (each process's own clock is the
+#: machine's: the lines of the client, the driver JVM and the workers are comparable).
+COLD_MARKS = ["client process created", "client imports done", "locked", "planned",
+              "spark session starting", "driver JVM process created", "spark session ready",
+              "copy job submitted", "worker process created", "worker's first task starts",
+              "worker's first file done", "copy job done", "copied", "published",
+              "client exits"]
+
+
+def assert_timeline(text: str, cold: bool) -> None:
+    """Every mark a run must leave, in order (a warm engine's workers and JVM leave none)."""
+    first: dict[str, float] = {}
+    for line in text.splitlines():
+        at, pid, name = line.split(" ", 2)
+        assert int(pid) > 0
+        first.setdefault(name, float(at))
+    want = COLD_MARKS if cold else [m for m in COLD_MARKS if not m.startswith(
+        ("driver JVM", "worker", "spark session"))]
+    assert [m for m in want if m not in first] == [], first
+    times = [first[m] for m in want]
+    assert times == sorted(times), sorted(first.items(), key=lambda kv: kv[1])
+
+
 def summary(path: Path) -> dict:
     return json.loads(path.read_text())
 
@@ -39,8 +62,11 @@ def summary(path: Path) -> dict:
 def test_tree_copy_is_identical_then_incremental(engine: str, tmp_path: Path) -> None:
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     make_tree(src)
-    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--engine", engine)
+    timeline = tmp_path / "timeline.txt"  # where the seconds went (distcp.timeline)
+    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--engine", engine,
+                    env={"PYDISTCP_TIMELINE": str(timeline)})
     assert first.returncode == 0, first.stderr
+    assert_timeline(timeline.read_text(), cold=engine == "cold")
     assert tree(dst) == tree(src)  # bytes, modes and mtimes, directories included
     s = summary(sj)
     total = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())

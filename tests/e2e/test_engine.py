@@ -247,13 +247,21 @@ def test_executor_environment_travels_with_the_job(tmp_path: Path,
     """A crash point set in the client's environment reaches the warm server's workers
     (and is gone again for the next run on the same workers); so do S3 credentials set
     only in the client's environment, to every kind of task of a tree planned on Spark
-    (planning tasks write the copy-rows files to the destination's staging)."""
+    (planning tasks write the copy-rows files to the destination's staging). What only
+    the run that started the engine had (a proxy that answers nothing, a passphrase) is
+    neither in the server's environment nor seen by a later run's tasks."""
     env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     src, dst = tmp_path / "src", tmp_path / "dst"
     make_files(src, 6, 1000)
+    dead_proxy, secret = "http://127.0.0.1:9", "engine-start-only-passphrase"
     crashed = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress",
-                      "--parallelism", "1", env={**env, "DISTCP_CRASH_AT": "after_stage:1"})
+                      "--parallelism", "1", env={**env, "DISTCP_CRASH_AT": "after_stage:1",
+                                                 "HTTP_PROXY": dead_proxy,
+                                                 "HTTPS_PROXY": dead_proxy,
+                                                 "PYDISTCP_GPG_PASSPHRASE": secret})
     assert crashed.returncode == 1, crashed.stderr
+    server_env = Path(f"/proc/{engines(tmp_path / 'engines')[0]['pid']}/environ").read_bytes()
+    assert dead_proxy.encode() not in server_env and secret.encode() not in server_env
     assert not list(dst.glob("*.bin"))
     rerun = run_cli("copy", str(src), str(dst), "--engine", "warm", "--no-progress", env=env)
     assert rerun.returncode == 0, rerun.stderr

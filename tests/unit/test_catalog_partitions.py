@@ -6,6 +6,7 @@ import pytest
 
 from distcp.configuration import CopyConfiguration
 from distcp.errors import ConfigurationError
+from distcp.summary import Summary
 from distcp.commit.catalog_steps import (
     CatalogTarget,
     add_partitions_sql,
@@ -93,7 +94,15 @@ def test_a_pending_registration_without_spark_stays_pending_and_blocks_nothing(
                             bounds=Bounds(str(tmp_path / "dst"), str(tmp_path / "state")))
         blocked, tally = replay_pending(store, ctx, max_replays=1)
         assert blocked == set() and tally.failures == () and tally.sequences_set_aside == 0
-        assert [f.path for f in tally.catalog_failures] == ["urn:d"]
-        assert "no Spark session" in tally.catalog_failures[0].error
+        # left by a run that failed it already: pending, a failure of no later run
+        assert tally.catalog_failures == ()
+        assert [f.path for f in tally.catalog_pending] == ["urn:d"]
+        assert "no Spark session" in tally.catalog_pending[0].error
+        assert "'pydistcp cleanup DST --forget-registrations' drops it" in \
+            tally.catalog_pending[0].error
+        summary = Summary()
+        summary.add(tally)
+        assert summary.ok and "1 registration(s) of earlier runs still pending" in \
+            summary.render()
     (pending,) = store.pending()
     assert pending.replays == 0 and pending.sequence.steps == (step,)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
 import shutil
 import subprocess
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from distcp.converters.base import ConverterOptions
+from distcp.errors import ConversionError
 from distcp.model import CopyableFile, FileStatus
 from distcp.streams import FileAwareInputStream
 from tests.fixtures.archives import DOC, doc_tree, flip_byte, snapshot, tar_of, truncate
@@ -130,6 +133,33 @@ def test_tampered_ciphertext_fails_the_integrity_check(ring: Keyring, tmp_path: 
     flip_byte(_src(tmp_path) / "big.bin.gpg", -100)  # near the end: gpg wrote MiBs already
     msg = _decrypt_fails(ring, tmp_path, "integrity check (MDC) failed")
     assert "the partial plaintext was discarded" in msg
+
+
+@pytest.mark.parametrize("chain", ["decrypt,gunzip,untar", "decrypt,untar", "decrypt,gunzip"])
+@pytest.mark.parametrize("where", [0.1, 0.5, 0.9])
+def test_tampered_ciphertext_is_named_as_such_wherever_the_damage(
+        ring: Keyring, tmp_path: Path, chain: str, where: float) -> None:
+    """A byte flipped anywhere in an encrypted archive decrypts to garbage that gzip's CRC
+    or a tar header rejects before gpg reaches its integrity check at the end: the user
+    reads the cause (the ciphertext), not the symptom (corrupt gzip, a bad tar header)."""
+    payload = b"".join(hashlib.sha256(b"%d" % i).digest() for i in range(40_000))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.bin").write_bytes(payload)
+    archive = tar_of(tree, tmp_path / "a.tar", "w") if chain == "decrypt,untar" else (
+        tar_of(tree, tmp_path / "a.tar.gz"))
+    if chain == "decrypt,gunzip":
+        archive = tmp_path / "a.bin.gz"
+        archive.write_bytes(gzip.compress(payload))
+    sealed = _src(tmp_path) / (archive.name + ".gpg")
+    encrypt(ring, archive, sealed)
+    flip_byte(sealed, int(sealed.stat().st_size * where))
+    with pytest.raises(ConversionError) as caught:
+        convert_bytes(sealed, chain, gpg_home=ring.home, gpg_passphrase=PASSPHRASE)
+    message = str(caught.value)
+    assert message.startswith(f"cannot decrypt {sealed}: "), message
+    assert "integrity check (MDC) failed, the ciphertext is tampered" in message, message
+    assert "gzip" not in message and "tar" not in message.split(": ", 1)[1], message
 
 
 def test_truncated_ciphertext_fails(ring: Keyring, tmp_path: Path) -> None:

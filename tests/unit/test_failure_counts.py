@@ -69,13 +69,14 @@ def _branch(name: str, copied: int, failures: tuple[Failure, ...]) -> BranchRun:
 
 
 def test_a_fork_adds_its_branches_counts_and_lists_as_its_branches_section_shows() -> None:
-    """A file failed in two branches counts once in each (the branches' counts added
-    up, as ``Summary.branches`` says), and the run's list holds each branch's lines."""
+    """A file failed in two branches counts once in each branch, and once in the run:
+    the run counts files, not branch attempts; its list holds each branch's lines."""
     both = Failure("/src/x", "/src/x: boom", "/src")
     runs = [_branch("a", 2, (both,)), _branch("b", 1, (both, Failure("/src/y", "y", "/src")))]
     s = Summary(job_id="j")
     fold(s, runs)
     assert {n: (b["files_copied"], b["files_failed"]) for n, b in s.branches.items()} == {
         "a": (2, 1), "b": (1, 2)}
-    assert (s.files_copied, s.files_failed) == (3, 3)
-    assert s.files_failed == failed_files(s.failures) == len(s.failures)
+    assert (s.files_copied, s.files_failed) == (3, 2)  # /src/x and /src/y
+    assert s.files_failed == failed_files(s.failures) and len(s.failures) == 3
+    assert "of the FAILED lines, 1 count no file failed here" in s.render()

@@ -23,7 +23,11 @@ SUMMARY_KEYS = {
     # issue 36 point 1: how the run planned and copied, and why
     "strategy",
     # issue 38 point 7: --checksum compares contents (files, those the same, bytes read)
-    "files_compared", "files_compared_same", "bytes_compared"}
+    "files_compared", "files_compared_same", "bytes_compared",
+    # issue 38 point 6: registrations of earlier runs that failed again (fail no run)
+    "catalog_pending",
+    # issue 38 point 6: of the files recovered, those replayed commits published
+    "files_replayed", "bytes_replayed"}
 
 
 def test_tallies_add_up_in_order_into_the_summary() -> None:
@@ -72,3 +76,22 @@ def test_copy_tallies_add_up_into_the_summary() -> None:
     assert s.strategy == {"copy": [{"strategy": "collected", "why": "few files"}]}
     s.add_copy(CopyTally(phases=(("copy_s", 0.25),)))
     assert s.phases["copy_s"] == 2.0 and s.strategy["copy"]  # a later copy keeps the record
+
+
+def test_recovered_files_are_said_where_they_are_counted() -> None:
+    """Copies the recovery area gave back are of the files copied ("of which"); files a
+    replayed commit published before planning are of those the plan skipped: the first
+    line's copied, skipped and failed add up to the run's sources either way."""
+    s = Summary(job_id="j")
+    s.add(Tally(sequences_replayed=1, files_recovered=4, bytes_recovered=40,
+                files_replayed=4, bytes_replayed=40))
+    s.add(Tally(files_copied=3, bytes_copied=30, files_recovered=2, bytes_recovered=20))
+    s.files_skipped = 4
+    lines = s.render().splitlines()
+    assert lines[0].startswith("copied 3 files (30 B), skipped 4, failed 0")
+    assert lines[1] == ("of which recovered 2 files (20 B) copied by earlier runs, without "
+                        "reading their sources again")
+    assert ("recovered 4 files (40 B) copied by earlier runs, without reading their sources "
+            "again: their commits, finished before planning, published them, and the plan "
+            "found them in place (skipped)") in lines
+    assert (s.files_recovered, s.files_replayed) == (6, 4)
