@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -77,7 +78,29 @@ def _gunzipped(path: Path) -> bytes:
 
 
 @pytest.fixture()
-def shared() -> Iterator[Path]:
+def reachable() -> Iterator[None]:
+    """``nobody`` must run this checkout with this environment's Python. CI runs the
+    suite from a clone in a private temporary folder (0700), where ``nobody`` finds
+    neither (its interpreter falls back to the base one: "No module named 'distcp'"):
+    each folder on the way that others cannot search gets their search bit for the
+    test, and its own mode back after it."""
+    changed: list[tuple[Path, int]] = []
+    project = Path(__file__).resolve().parents[2]
+    for target in (Path(sys.prefix), project):
+        for folder in (target, *target.parents):
+            mode = stat.S_IMODE(folder.stat().st_mode)
+            if not mode & stat.S_IXOTH and folder not in dict(changed):
+                folder.chmod(mode | stat.S_IXOTH)
+                changed.append((folder, mode))
+    try:
+        yield
+    finally:
+        for folder, mode in reversed(changed):
+            folder.chmod(mode)
+
+
+@pytest.fixture()
+def shared(reachable: None) -> Iterator[Path]:
     """A folder ``nobody`` can reach (pytest's own are root's, 0700), with ``engines``:
     an engine directory every user may write to, as /tmp is (sticky)."""
     root = Path(tempfile.mkdtemp(prefix="pydistcp-two-users-"))
