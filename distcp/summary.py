@@ -292,7 +292,7 @@ class Summary:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     def render(self) -> str:
-        """The human summary printed at the end of a run."""
+        """The human summary printed at the end of a run: the counts, then what needs saying."""
         verb = "would copy" if self.dry_run else "copied"
         lines = [
             f"{verb} {self.files_copied} files ({human_bytes(self.bytes_copied)}), "
@@ -305,6 +305,25 @@ class Summary:
                          "are published")
         if self.links_copied:
             lines.append(f"of which symbolic links {verb} as links: {self.links_copied}")
+        lines.extend(self._earlier_runs_lines())
+        lines.extend(self._work_lines())
+        lines.extend(self.notes)
+        others = sum(1 for f in self.failures if not f.files)
+        if others:
+            lines.append(f"of the FAILED lines, {others} count no file failed here (an "
+                         "earlier run's commit, a kept copy, another output of a file "
+                         "counted)")
+        if self.partitions_registered or self.catalog_failures or self.catalog_pending:
+            lines.append(self._catalog_line())
+        if self.files_not_published:
+            lines.append(f"not published (their file set failed): {self.files_not_published} "
+                         "files, kept for recovery by the next run")
+        lines.extend(_branch_line(name, b, verb) for name, b in self.branches.items())
+        return printable_lines(lines)  # a name holding a newline must not start a line
+
+    def _earlier_runs_lines(self) -> list[str]:
+        """What this run finished or reused of earlier runs' work (recovery, replay, resume)."""
+        lines = []
         kept = self.files_recovered - self.files_replayed
         if kept:
             lines.append(f"of which recovered {kept} files "
@@ -322,6 +341,11 @@ class Summary:
         if self.bytes_resumed:
             lines.append(f"resumed {self.ranges_resumed} ranges of split files "
                          f"({human_bytes(self.bytes_resumed)} saved) sent by earlier runs")
+        return lines
+
+    def _work_lines(self) -> list[str]:
+        """How the copy went about it: comparisons, requests, server-side bytes, entries left."""
+        lines = []
         if self.files_compared:
             lines.append(f"compared the contents of {self.files_compared} files of the same "
                          f"size (--checksum): {self.files_compared_same} the same, read "
@@ -337,25 +361,17 @@ class Summary:
             lines.append(f"not copied (links, special files, not ready): "
                          f"{len(self.entries_skipped)}")
             lines.extend(f"  {e.path}: {e.error}" for e in self.entries_skipped)
-        lines.extend(self.notes)
-        others = sum(1 for f in self.failures if not f.files)
-        if others:
-            lines.append(f"of the FAILED lines, {others} count no file failed here (an "
-                         "earlier run's commit, a kept copy, another output of a file "
-                         "counted)")
-        if self.partitions_registered or self.catalog_failures or self.catalog_pending:
-            failed, pending = len(self.catalog_failures), len(self.catalog_pending)
-            lines.append(f"catalog: {self.partitions_registered} partition(s) registered"
-                         + (f"; {failed} registration(s) failed (their data is published; "
-                            "the next run registers them)" if failed else "")
-                         + (f"; {pending} registration(s) of earlier runs still pending "
-                            "(retried by each run; 'pydistcp cleanup DST "
-                            "--forget-registrations' drops them)" if pending else ""))
-        if self.files_not_published:
-            lines.append(f"not published (their file set failed): {self.files_not_published} "
-                         "files, kept for recovery by the next run")
-        lines.extend(_branch_line(name, b, verb) for name, b in self.branches.items())
-        return printable_lines(lines)  # a name holding a newline must not start a line
+        return lines
+
+    def _catalog_line(self) -> str:
+        """Registrations done, failed (retried next run) and pending from earlier runs."""
+        failed, pending = len(self.catalog_failures), len(self.catalog_pending)
+        return (f"catalog: {self.partitions_registered} partition(s) registered"
+                + (f"; {failed} registration(s) failed (their data is published; "
+                   "the next run registers them)" if failed else "")
+                + (f"; {pending} registration(s) of earlier runs still pending "
+                   "(retried by each run; 'pydistcp cleanup DST "
+                   "--forget-registrations' drops them)" if pending else ""))
 
 
 def _branch_line(name: str, b: dict[str, Any], verb: str) -> str:
