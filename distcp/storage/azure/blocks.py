@@ -13,7 +13,6 @@ no committed blob is at the name, discarding deletes them at once.
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
@@ -24,8 +23,9 @@ from distcp.checksum import Digest
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage.azure import blobs
+from distcp.storage.parts import PartWriter, SentPart
 from distcp.storage.staged import Staged
-from distcp.storage.staging import Parts, RangeAt, RangeSource, StagedStream, StageWriter
+from distcp.storage.staging import Parts, RangeAt, RangeSource
 
 #: Blocks of one file in flight at once (as S3's parts: latency hidden, memory bounded).
 BLOCKS_IN_FLIGHT = 4
@@ -116,90 +116,26 @@ def put_whole(fs: Any, url: str, body: bytes) -> Staged:
     return Staged.published(url)
 
 
-class BlockWriter(StageWriter):
+class BlockWriter(PartWriter):
     """A stream staged as blocks of ``url``, up to BLOCKS_IN_FLIGHT sent at once (with
     ``hold_small``: a stream shorter than one block stays in memory for ``put_whole``)."""
 
+    errors = (OSError, HttpResponseError)
+
     def __init__(self, fs: Any, url: str, block_size: int, hold_small: bool) -> None:
-        self.fs, self.url, self.block_size, self.hold_small = fs, url, block_size, hold_small
-        self.upload_id = ""
-        self._pending: list[bytes] = []
-        self._held = 0
-        self._futures: list[tuple[int, int, Future[str]]] = []
-        self._pool: ThreadPoolExecutor | None = None
+        super().__init__(fs, url, block_size, hold_small, BLOCKS_IN_FLIGHT)
 
-    def write(self, chunk: memoryview) -> None:
-        if not chunk:
-            return
-        if not self.hold_small:
-            self.upload_id = self.upload_id or new_upload()
-        self._pending.append(bytes(chunk))
-        self._held += len(chunk)
-        if self._held >= self.block_size:
-            data = b"".join(self._pending)
-            body, rest = data[:self.block_size], data[self.block_size:]
-            self._send(body)
-            self._pending, self._held = ([rest], len(rest)) if rest else ([], 0)
-            self._wait_window()
+    def start(self) -> str:
+        return new_upload()  # nothing on the service until the first block
 
-    def commit(self, digest: Digest, buffer: bytearray) -> StagedStream:
-        if not self.upload_id or (not self._futures and self.hold_small):
-            if not self._held:
-                return StagedStream(Staged.empty(self.url), 0, digest.hexdigest())
-            if self.hold_small:
-                return StagedStream(None, digest.size, digest.hexdigest(),
-                                    body=b"".join(self._pending))
-        try:
-            if self._held:
-                self._send(b"".join(self._pending))
-                self._pending, self._held = [], 0
-            parts = [(n, f.result(), size) for n, size, f in self._futures]
-            self._close_pool()
-            verify_blocks(self.fs, self.url, self.upload_id, parts)
-        except BaseException as exc:
-            self.abort()
-            if isinstance(exc, (OSError, HttpResponseError)):
-                raise self.failure(exc) from exc  # type: ignore[arg-type]
-            raise
-        return StagedStream(Staged.upload(self.upload_id, self.url), digest.size,
-                            digest.hexdigest(), tuple(parts))
+    def send_part(self, fs: Any, url: str, upload_id: str, number: int, body: bytes) -> str:
+        return stage_block(fs, url, upload_id, number, body)
 
-    def abort(self) -> None:
-        self._close_pool()
-        if self._futures:
-            discard(self.fs, self.url, self.upload_id)
+    def verify(self, parts: list[SentPart]) -> None:
+        verify_blocks(self.fs, self.url, self.upload_id, parts)
 
-    def failure(self, exc: OSError) -> Exception:
-        if not self._futures:
-            return exc  # nothing sent: the error is the source's
-        return DestinationWriteError(f"cannot stage {fsutil.display(self.url)}: {exc}",
-                                     path=self.url)
-
-    def _send(self, body: bytes) -> None:
-        self.upload_id = self.upload_id or new_upload()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(BLOCKS_IN_FLIGHT)
-        number = len(self._futures) + 1
-        self._futures.append((number, len(body), self._pool.submit(
-            request_count.carry(stage_block), self.fs, self.url, self.upload_id, number,
-            body)))
-
-    def _wait_window(self) -> None:
-        """Block until fewer than BLOCKS_IN_FLIGHT blocks are in flight; raise a block's
-        error."""
-        running = [f for _, _, f in self._futures if not f.done()]
-        if len(running) >= BLOCKS_IN_FLIGHT:
-            wait(running, return_when=FIRST_COMPLETED)
-        for _, _, f in self._futures:
-            exc = f.exception() if f.done() else None
-            if exc is not None:
-                raise exc
-
-    def _close_pool(self) -> None:
-        """Wait for the blocks in flight (a discard must come after them)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+    def discard(self) -> None:
+        discard(self.fs, self.url, self.upload_id)
 
 
 def write_range(fs: Any, staged: Staged, at: RangeAt, source: RangeSource) -> tuple[str, bytes]:

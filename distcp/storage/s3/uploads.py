@@ -23,7 +23,7 @@ import hashlib
 import os
 import posixpath
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from distcp import request_count
@@ -31,6 +31,7 @@ from distcp.checksum import Digest
 from distcp.errors import DestinationWriteError, IntegrityError, PublishError
 from distcp.storage import filesystems as fsutil
 from distcp.storage.errors import ServerSideCopyUnsupported
+from distcp.storage.parts import PartWriter, SentPart
 from distcp.storage.s3 import ops as s3
 from distcp.storage.staged import Staged
 from distcp.storage.staging import (
@@ -39,7 +40,6 @@ from distcp.storage.staging import (
     RangeSource,
     StagedFile,
     StagedStream,
-    StageWriter,
 )
 
 T = TypeVar("T")
@@ -53,94 +53,28 @@ PARTS_IN_FLIGHT = 4
 PART_RESENDS = 2
 
 
-class UploadWriter(StageWriter):
+class UploadWriter(PartWriter):
     """A stream staged as a new upload on ``final_url``, created with the first bytes
     (with ``hold_small``: once they fill a part; a shorter stream stays in memory)."""
 
     def __init__(self, fs: Any, final_url: str, part_size: int, hold_small: bool) -> None:
-        self.fs, self.url, self.part_size, self.hold_small = fs, final_url, part_size, hold_small
-        self.upload_id = ""
-        self._pending: list[bytes] = []
-        self._held = 0
-        self._futures: list[tuple[int, int, Future[str]]] = []
-        self._pool: ThreadPoolExecutor | None = None
+        super().__init__(fs, final_url, part_size, hold_small, PARTS_IN_FLIGHT)
 
-    def write(self, chunk: memoryview) -> None:
-        if not chunk:
-            return
-        if not self.upload_id and not self.hold_small:
-            self._create()
-        self._pending.append(bytes(chunk))
-        self._held += len(chunk)
-        if self._held >= self.part_size:
-            data = b"".join(self._pending)
-            body, rest = data[:self.part_size], data[self.part_size:]
-            self._send(body)
-            self._pending, self._held = ([rest], len(rest)) if rest else ([], 0)
-            self._wait_window()
+    @property
+    def touched(self) -> bool:
+        return bool(self.upload_id)  # the upload itself exists from its creation
 
-    def commit(self, digest: Digest, buffer: bytearray) -> StagedStream:
-        if not self.upload_id:
-            if not self._held:
-                return StagedStream(Staged.empty(self.url), 0, digest.hexdigest())
-            if self.hold_small:
-                return StagedStream(None, digest.size, digest.hexdigest(),
-                                    body=b"".join(self._pending))
-        try:
-            if self._held:
-                self._send(b"".join(self._pending))
-                self._pending, self._held = [], 0
-            parts = [(n, f.result(), size) for n, size, f in self._futures]
-            self._close_pool()
-            verify_parts(self.fs, self.url, self.upload_id, parts)
-        except BaseException as exc:
-            self.abort()
-            if isinstance(exc, OSError):
-                raise self.failure(exc) from exc
-            raise
-        return StagedStream(Staged.upload(self.upload_id, self.url), digest.size,
-                            digest.hexdigest(), tuple(parts))
+    def start(self) -> str:
+        return s3.create(self.fs, self.url)
 
-    def abort(self) -> None:
-        self._close_pool()
-        if self.upload_id:
-            s3.abort(self.fs, self.url, self.upload_id)
+    def send_part(self, fs: Any, url: str, upload_id: str, number: int, body: bytes) -> str:
+        return s3.upload_part(fs, url, upload_id, number, body)
 
-    def failure(self, exc: OSError) -> Exception:
-        if not self.upload_id:
-            return exc  # nothing sent: the error is the source's
-        return DestinationWriteError(f"cannot stage {fsutil.display(self.url)}: {exc}",
-                                     path=self.url)
+    def verify(self, parts: list[SentPart]) -> None:
+        verify_parts(self.fs, self.url, self.upload_id, parts)
 
-    def _create(self) -> None:
-        self.upload_id = s3.create(self.fs, self.url)
-
-    def _send(self, body: bytes) -> None:
-        if not self.upload_id:
-            self._create()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(PARTS_IN_FLIGHT)
-        number = len(self._futures) + 1
-        self._futures.append((number, len(body), self._pool.submit(
-            request_count.carry(s3.upload_part), self.fs, self.url, self.upload_id, number,
-            body)))
-
-    def _wait_window(self) -> None:
-        """Block until fewer than PARTS_IN_FLIGHT parts are in flight; raise a part's error."""
-        running = [f for _, _, f in self._futures if not f.done()]
-        if len(running) >= PARTS_IN_FLIGHT:
-            wait(running, return_when=FIRST_COMPLETED)
-        for _, _, f in self._futures:
-            exc = f.exception() if f.done() else None
-            if exc is not None:
-                raise exc
-
-    def _close_pool(self) -> None:
-        """Wait for the parts in flight (an abort must come after them, or a late part
-        would land in an upload nobody completes)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+    def discard(self) -> None:
+        s3.abort(self.fs, self.url, self.upload_id)
 
 
 def verify_parts(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, int]],
