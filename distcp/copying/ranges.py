@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from distcp.checksum import Digest
@@ -26,8 +27,8 @@ from distcp.copying.writer import SourceReader
 from distcp.errors import SourceReadError
 from distcp.faults import crash_point
 from distcp.model import CopyableFile, Split, TaskResult
+from distcp.storage import NO_SERVER_SIDE, ServerSideCopyUnsupported, parse_staged
 from distcp.storage import filesystems as fsutil
-from distcp.storage import parse_staged
 from distcp.storage.atomic import write_atomic
 from distcp.storage.staging import RangeAt
 
@@ -36,10 +37,14 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, key: ResultKey,
                buffer: bytearray) -> TaskResult:
     """Copy ``split`` of ``file``; a failure is a failed TaskResult, as for whole files."""
     reader: SourceReader | None = None
+    note = ""
     try:
         if spec.server_side:
-            etag, blocks, part, read = _copy_server_side(file, split, spec), b"", "", 0
-        else:
+            try:
+                etag, blocks, part, read = _copy_server_side(file, split, spec), b"", "", 0
+            except ServerSideCopyUnsupported as exc:  # the range's bytes come through here
+                spec, note = replace(spec, server_side=False), f"{NO_SERVER_SIDE}{exc}"
+        if not spec.server_side:
             reader = open_source(file, spec)
             reader.seek(split.offset)
             etag, blocks, part = _write(reader, file, split, spec, buffer, key.attempt)
@@ -58,16 +63,16 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, key: ResultKey,
     finally:
         if reader is not None:
             reader.close()
-    return range_result(file, split, key, record, read)
+    return range_result(file, split, key, record, read, note)
 
 
 def range_result(file: CopyableFile, split: Split, key: ResultKey,
-                 record: dict[str, Any], bytes_read: int) -> TaskResult:
+                 record: dict[str, Any], bytes_read: int, message: str = "") -> TaskResult:
     """The TaskResult of a range, from its record (also for ranges a run resumes)."""
     parts = ((split.index + 1, record["etag"], split.length),) if record["etag"] else ()
     return key.result(file.destination, staging=split.staging, bytes_read=bytes_read,
                       bytes_written=split.length, split_index=split.index,
-                      blocks=record["blocks"], parts=parts,
+                      blocks=record["blocks"], parts=parts, message=message,
                       bytes_server_side=0 if record["blocks"] else split.length)
 
 

@@ -226,7 +226,8 @@ def _whole(sf: SplitFile, key: ResultKey, read: int, ordered: list[TaskResult],
                       bytes_written=sf.file.origin.size,
                       checksum=checksum, parts=tuple(p for r in ordered for p in r.parts),
                       records=sf.records,
-                      bytes_server_side=sum(r.bytes_server_side for r in ordered))
+                      bytes_server_side=sum(r.bytes_server_side for r in ordered),
+                      message=next((r.message for r in ordered if r.message), ""))
 
 
 def _incomplete(sf: SplitFile, key: ResultKey, read: int, first: TaskResult | None,
