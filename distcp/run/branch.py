@@ -111,10 +111,14 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
 
 
 def _server_side(cfg: CopyConfiguration, dst: StorageSpec) -> bool:
-    """S3 -> S3 with the same options (one endpoint, one account) and no converter."""
-    if cfg.converters or not dst.capabilities.server_side_copy:
+    """One store copies itself (S3 -> S3, Azure -> Azure) where the options are the same
+    (one endpoint, one account), no URL names another account, and no converter runs."""
+    if cfg.converters or not dst.capabilities.server_side_copy \
+            or dict(cfg.src_options) != dict(cfg.dst_options):
         return False
-    return dict(cfg.src_options) == dict(cfg.dst_options)
+    storage = dst.open()
+    account = storage.account(cfg.destination)
+    return all(storage.account(src) == account for src in cfg.sources)
 
 
 def prepare_state_dirs(root: str, spec: TaskSpec) -> None:

@@ -269,6 +269,11 @@ class Storage(ABC):
         (``storage.pathlimits``) unless the backend knows its own."""
         return posix_problem(url)
 
+    def account(self, url: str) -> str:
+        """The account a URL names beyond its storage options (``abfs://c@acct...``), or
+        "": a server-side copy needs the source's and the destination's to agree."""
+        return ""
+
     def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
         """Part number -> (ETag, size) of a staged upload; None when it is gone (or the
         storage stages no uploads)."""

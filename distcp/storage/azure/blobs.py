@@ -70,6 +70,14 @@ def container_blob(fs: Any, url: str) -> tuple[str, str]:
     return container, name
 
 
+def account_in(url: str) -> str:
+    """The account an ``abfs://container@account.dfs.core.windows.net/...`` URL names
+    (lower case), or "" where the URL leaves it to the credentials (``az://c/p``)."""
+    netloc = url.partition("://")[2].partition("/")[0]
+    host = netloc.partition("@")[2]
+    return host.partition(".")[0].lower()
+
+
 def blob(fs: Any, url: str) -> BlobClient:
     container, name = container_blob(fs, url)
     return service(fs).get_blob_client(container, name)

@@ -214,6 +214,9 @@ class AzureStorage(Storage):
         elif staged.needs_rename:
             super().discard(staged)
 
+    def account(self, url: str) -> str:
+        return blobs.account_in(url)
+
     def set_mtime(self, url: str, mtime: float | None) -> str | None:
         """Blobs keep their own mtime (the time of the commit)."""
         return None
