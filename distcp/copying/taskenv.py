@@ -15,9 +15,10 @@ runs in tasks to this list.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+
+from distcp.storage.spec import forget_environment_clients
 
 #: Environment variables tasks read: carried by the job, never inherited from the server.
 TASK_ENV_PREFIXES = ("AWS_", "AZURE_STORAGE_")
@@ -72,7 +73,7 @@ def applied_environment(env: Mapping[str, str] | None) -> Iterator[None]:
         names.discard("HOME")  # a cluster node without the client's home keeps its own
     saved = {k: os.environ.get(k) for k in names}
     if any(saved.get(k) != env.get(k) for k in names if not k.startswith("DISTCP_")):
-        _forget_clients()  # they hold credentials and settings read from the old one
+        forget_environment_clients()  # they hold credentials and settings read from the old one
     for name in names:
         if name in env:
             os.environ[name] = env[name]
@@ -86,15 +87,3 @@ def applied_environment(env: Mapping[str, str] | None) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def _forget_clients() -> None:
-    """Drop the S3 and Azure filesystems this process cached (fsspec keys its cache by
-    options, not by the environment they were read from). Where s3fs or adlfs was never
-    imported there are none, and importing one only to say so cost a fresh worker 0.29 s
-    before its first local copy (a warm engine's workers have no AWS variables of their
-    own, so any the client has differs from theirs)."""
-    for module, name in (("s3fs", "S3FileSystem"), ("adlfs", "AzureBlobFileSystem")):
-        cached = getattr(sys.modules.get(module), name, None)
-        if cached is not None:
-            cached.clear_instance_cache()
