@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Scale benchmarks (issue 11). Part ``listing``: 100,000 keys on ``rclone serve s3``;
-part ``local``: trees of tiny files copied local to local.
+part ``local``: trees of tiny files copied local to local; part ``linear`` (issue 37): the
+cost per file of each phase as the tree grows, on both engines.
 
     python benchmarks/bench_scale.py [--only listing,local] [--keys N] [--rounds R]
                                      [--files 100000,1000000] [--engine cold|warm]
@@ -31,6 +32,12 @@ side by side in one run, by:
 - ``pydistcp copy --dry-run`` (planning, nothing copied) with ``--listing auto`` (the
   default), ``driver`` and ``spark``, cold (its own JVM) and on the warm engine (started
   untimed first).
+
+Part ``linear``: trees of ``--linear-files`` files (30,000, 300,000 and 1,000,000 by
+default), each copied and copied again with nothing to do by rclone and by pydistcp's
+default on each of ``--linear-engines`` (cold and warm), one round each; the table gives
+every phase's microseconds per file, so a phase whose cost grows faster than the tree
+shows as a per-file cost rising with it.
 
 Medians of ``--rounds``. Writes benchmarks/results/scale.json and scale.md (the run's
 table, not kept in git: results worth keeping go to benchmarks/RESULTS.md, dated).
@@ -356,6 +363,57 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold",
     return res
 
 
+#: Phases of a run's summary, in their order (``phases`` of the summary JSON).
+PHASES = ("plan_s", "spark_start_s", "copy_s", "publish_s")
+
+
+def bench_linear(sizes: list[int], work: Path, engines: tuple[str, ...]) -> dict[str, Any]:
+    """Part ``linear`` (issue 37): for each tree size, rclone's first copy and no-op
+    rerun, then pydistcp's (the default listing) on each engine, each into a destination
+    of its own; ``render_linear`` divides every phase by the files so that a phase whose
+    cost grows faster than the tree shows as a per-file cost that rises with it."""
+    if "warm" in engines:
+        start_engine()
+    res: dict[str, Any] = {}
+    for files in sizes:
+        base = work / f"linear-{files}"
+        print(f"[linear] writing {files:,} files", flush=True)
+        make_tree(base / "src", files)
+        row: dict[str, Any] = {"rclone": {"first": rclone_local(base / "src", base / "rclone"),
+                                          "noop": rclone_local(base / "src", base / "rclone")}}
+        for engine in engines:
+            dst = base / f"dst-{engine}"
+            row[engine] = {run: pydistcp_local(base / "src", dst, "auto", base, engine)
+                           for run in ("first", "noop")}
+            assert row[engine]["noop"]["copied"] == 0 and same_tree(base / "src", dst)
+        print(f"[linear] {files:,}: {row}", flush=True)
+        res[str(files)] = row
+        shutil.rmtree(base, ignore_errors=True)  # the next size's writes start clean
+    return res
+
+
+def render_linear(res: dict[str, Any]) -> list[str]:
+    """Per-file microseconds of each phase, by tree size: a row whose cells rise with
+    the size is a phase whose cost grows faster than the work."""
+    lines = ["", "## Cost per file as the tree grows (64-byte files, 100 per directory)", "",
+             "Microseconds per file: the whole run (wall) and each phase of the summary; "
+             "rclone's wall for comparison; ratio = pydistcp's wall ÷ rclone's.", "",
+             "| engine | run | files | wall s | µs/file wall | "
+             + " | ".join(f"µs/file {p.removesuffix('_s')}" for p in PHASES)
+             + " | rclone µs/file | ratio |",
+             "|---|---|---|---|---|" + "---|" * len(PHASES) + "---|---|"]
+    for files, row in res.items():
+        n = int(files)
+        for engine in (e for e in ("cold", "warm") if e in row):
+            for run in ("first", "noop"):
+                m, peer = row[engine][run], row["rclone"][run]["wall_s"]
+                phases = " | ".join(f"{m['phases'].get(p, 0) * 1e6 / n:.1f}" for p in PHASES)
+                lines.append(f"| {engine} | {run} | {n:,} | {m['wall_s']} | "
+                             f"{m['wall_s'] * 1e6 / n:.1f} | {phases} | {peer * 1e6 / n:.1f} | "
+                             f"{m['wall_s'] / peer:.2f} |")
+    return lines
+
+
 def remove_local(sizes: list[int], work: Path) -> None:
     """The trees, after every timed run (see above) and after the results are written:
     removing millions of files takes minutes here."""
@@ -434,6 +492,9 @@ def render(res: dict[str, Any]) -> str:
                          for listing, engine in runs)
         lines.append(f"| {prefix} | {r['s5cmd_ls_s']} | {r['s3fs_find_s']} | "
                      f"{r['listing_driver_s']} | {r['listing_spark_s']} | {dry} |")
+    if "linear" in res:
+        lines += render_linear(res["linear"])
+        lines.append(f"\nLinear part: {res['linear_machine']['when']}.")
     if "local" in res:
         lines += render_local(res["local"])
         engine = res["local_machine"].get("engine", "cold")
@@ -458,6 +519,10 @@ def main() -> None:
                          "the order turned each round")
     ap.add_argument("--engine", choices=("cold", "warm"), default="cold",
                     help="part local: pydistcp on a JVM of its own per run, or the warm engine")
+    ap.add_argument("--linear-files", default="30000,300000,1000000",
+                    help="part linear: tree sizes")
+    ap.add_argument("--linear-engines", default="cold,warm",
+                    help="part linear: the engines run at every size")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="part local: another version's code (git archive REV distcp | tar -x "
                          "-C DIR); name its runs in --listings as auto@base")
@@ -474,6 +539,10 @@ def main() -> None:
             res["machine"] = machine
             res["listing"] = bench_listing(args.keys, args.rounds, work,
                                            tuple(args.prefixes.split(",")))
+        if "linear" in args.only:
+            res["linear_machine"] = machine
+            res["linear"] = bench_linear([int(n) for n in args.linear_files.split(",")],
+                                         work, tuple(args.linear_engines.split(",")))
         if "local" in args.only:
             res["local_machine"] = {**machine, "engine": args.engine}
             res["local"] = bench_local([int(n) for n in args.files.split(",")], work,
