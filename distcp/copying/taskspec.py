@@ -61,14 +61,17 @@ class TaskSpec:
         """Raise StateCollisionError when ``destination`` lies in a protected folder, and
         DestinationNameError when the destination cannot hold its name (an object key
         that is not UTF-8): checked for every file and every expanded member before any
-        byte is staged, so that one bad name fails its file alone."""
+        byte is staged, so that one bad name fails its file alone. A destination ending
+        in "/" is a folder (an archive's, or a directory it holds): nothing is written
+        under that name, so no store is asked to hold it."""
         root = landing_in(destination, self.protected) if self.protected else None
         if root is not None:
             raise StateCollisionError(
                 f"cannot copy {display(origin)} to {display(destination)}: that is inside "
                 f"the state directory {display(root)}, where no data may land; rename it "
                 "at the source or exclude it", path=origin)
-        problem = self.dst.open().name_problem(destination)
+        problem = None if destination.endswith("/") else \
+            self.dst.open().name_problem(destination)
         if problem:
             raise DestinationNameError(
                 f"cannot copy {display(origin)} to {display(destination)}: {problem}; "
