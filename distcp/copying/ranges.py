@@ -29,6 +29,7 @@ from distcp.model import CopyableFile, Split, TaskResult
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged
 from distcp.storage.atomic import write_atomic
+from distcp.storage.errors import ServerSideCopyUnsupported
 from distcp.storage.staging import RangeAt
 
 
@@ -37,8 +38,9 @@ def copy_range(file: CopyableFile, split: Split, spec: TaskSpec, key: ResultKey,
     """Copy ``split`` of ``file``; a failure is a failed TaskResult, as for whole files."""
     reader: SourceReader | None = None
     try:
-        if spec.server_side:
-            etag, blocks, part, read = _copy_server_side(file, split, spec), b"", "", 0
+        copied = _copy_server_side(file, split, spec) if spec.server_side else None
+        if copied is not None:
+            etag, blocks, part, read = copied, b"", "", 0
         else:
             reader = open_source(file, spec)
             reader.seek(split.offset)
@@ -121,7 +123,13 @@ class RangeReader:
             pos += n
 
 
-def _copy_server_side(file: CopyableFile, split: Split, spec: TaskSpec) -> str:
-    return spec.dst.open().copy_range(parse_staged(split.staging),
-                                      RangeAt(split.index, split.offset, split.length),
-                                      file.origin.url)
+def _copy_server_side(file: CopyableFile, split: Split, spec: TaskSpec) -> str | None:
+    """The range copied by the store into its staging; None where the store cannot copy
+    a range (``ServerSideCopyUnsupported``: GCS rewrites whole objects only, Azurite has
+    no Put Block From URL), and the range's bytes come through the task instead."""
+    try:
+        return spec.dst.open().copy_range(parse_staged(split.staging),
+                                          RangeAt(split.index, split.offset, split.length),
+                                          file.origin.url)
+    except ServerSideCopyUnsupported:
+        return None

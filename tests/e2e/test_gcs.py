@@ -3,8 +3,8 @@ local Spark.
 
 The server comes from Google's standard environment (``STORAGE_EMULATOR_HOST``, with the
 metadata server kept out of reach, set by the ``gcs`` fixture and inherited by the CLI),
-as a user's shell would give it. Trees go local -> GCS -> local, GCS -> GCS and S3 -> GCS
-byte for byte; a run killed before or in the middle of its publish leaves no object
+as a user's shell would give it. Trees go local -> GCS -> local and S3 -> GCS byte for byte, GCS -> GCS is
+rewritten by the service (no byte through the tasks); a run killed before or in the middle of its publish leaves no object
 half-visible and its rerun finishes; a second run copies nothing; a split file is
 joined and published whole; bad credentials or endpoints stop the run before Spark with
 one line and exit 3. Runs share the suite's warm engine (local[2]) unless killed.
@@ -87,7 +87,7 @@ def test_a_run_killed_in_the_middle_of_its_publish_shows_only_whole_objects_and_
     assert staged(gcs, "dst", "mid/") == []
 
 
-def test_gcs_to_gcs_and_s3_to_gcs_are_byte_for_byte(
+def test_s3_to_gcs_is_byte_for_byte_and_gcs_to_gcs_is_rewritten_by_the_service(
         gcs: GcsServer, s3: S3Server, tmp_path: Path,  # noqa: F811
         warm_engine_local2: dict[str, str]) -> None:
     files = make_tree(tmp_path / "src")
@@ -98,15 +98,20 @@ def test_gcs_to_gcs_and_s3_to_gcs_are_byte_for_byte(
                       env={**s3.env, **warm_engine_local2})
     assert r.returncode == 0, r.stderr
     assert visible(gcs, "dst", "from-s3/") == files
+    total = sum(len(v) for v in files.values())
+    assert summary["bytes_read"] == total and summary["bytes_server_side"] == 0
     r, summary = copy(tmp_path, "gs://dst/from-s3", "gs://src/copy", env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
-    assert visible(gcs, "src", "copy/") == files
-    assert summary["bytes_read"] == sum(len(v) for v in files.values()), summary
+    assert visible(gcs, "src", "copy/") == files  # rewritten by the service
+    assert summary["bytes_server_side"] == total and summary["bytes_read"] == 0, summary
+    assert staged(gcs, "src", "copy/") == []
 
 
-def test_a_split_file_is_joined_and_published_whole(
+def test_a_split_file_is_joined_and_published_whole_and_its_ranges_come_through_the_tasks(
         gcs: GcsServer, tmp_path: Path,  # noqa: F811
         warm_engine_local2: dict[str, str]) -> None:
+    """local -> GCS, then GCS -> GCS split: GCS rewrites whole objects only, so each range
+    of a split GCS -> GCS copy is read through its task, and the file still arrives."""
     src = tmp_path / "src"
     src.mkdir()
     body = os.urandom(12 << 20)
@@ -116,6 +121,11 @@ def test_a_split_file_is_joined_and_published_whole(
     assert r.returncode == 0, r.stderr
     assert visible(gcs, "dst", "big/") == {"big.bin": body}
     assert staged(gcs, "dst", "big/") == []
+    r, summary = copy(tmp_path, "gs://dst/big", "gs://src/big", "--split-size", "5M",
+                      env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(gcs, "src", "big/") == {"big.bin": body}
+    assert summary["bytes_read"] == len(body), summary
 
 
 def test_mtimes_are_kept_as_the_metadata_gsutil_reads(

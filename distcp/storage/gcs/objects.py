@@ -99,6 +99,14 @@ def compose(options: dict[str, Any], parts: list[str], dst: str) -> None:
     target.compose([blob(options, p) for p in parts], timeout=TIMEOUT)
 
 
+def size(options: dict[str, Any], path: str) -> int:
+    """The object's size (one GET of its metadata); FileNotFoundError when none."""
+    found = client(options).bucket(split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
+    if found is None:
+        raise FileNotFoundError(path)
+    return int(found.size or 0)
+
+
 def delete(options: dict[str, Any], path: str) -> None:
     """Delete the object; one gone already is fine."""
     try:

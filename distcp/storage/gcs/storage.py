@@ -29,12 +29,14 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
+from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
+from distcp.storage.errors import ServerSideCopyUnsupported
 from distcp.storage.gcs import objects
 from distcp.storage.gcs.probe import probe_problem
 from distcp.storage.staged import Staged
-from distcp.storage.staging import Parts
+from distcp.storage.staging import Parts, RangeAt, StagedStream
 
 #: GCS's limit for an object name, in bytes of UTF-8.
 MAX_NAME = 1024
@@ -44,7 +46,8 @@ class GcsStorage(Storage):
     """Google Cloud Storage and its emulators (fake-gcs-server)."""
 
     name = "gcs"
-    capabilities = Capabilities(directories=False, exclusive_create=True)
+    capabilities = Capabilities(server_side_copy=True, directories=False,
+                                exclusive_create=True)
 
     def _path(self, url: str) -> tuple[Any, str]:
         """The gcsfs filesystem of ``url`` and its ``bucket/name`` path."""
@@ -138,6 +141,34 @@ class GcsStorage(Storage):
             self._written(fs)
         objects.delete(self.options, source)
         self._written(fs)
+
+    def copy_in(self, source_url: str, final_url: str, size: int,
+                part_size: int, staging_url: str = "") -> StagedStream:
+        """The service rewrites the source object into the staging object (GCS -> GCS
+        with one set of credentials), published like any staged file; no byte comes
+        through the task. The staged object must then hold ``size`` bytes."""
+        if not staging_url:
+            raise ServerSideCopyUnsupported("GCS rewrites into a staging object; none given")
+        fs, target = self._path(staging_url)
+        _, source = self._path(source_url)
+        try:
+            objects.rewrite(self.options, source, target)
+            held = objects.size(self.options, target)
+        except (gexc.GoogleAPIError, OSError) as exc:
+            raise DestinationWriteError(f"cannot copy {fsutil.display(source_url)} to "
+                                        f"{fsutil.display(staging_url)} server-side: {exc}",
+                                        path=staging_url) from exc
+        finally:
+            self._written(fs)
+        if held != size:
+            objects.delete(self.options, target)
+            raise IntegrityError(f"size differs: src {size} vs staged {held} "
+                                 f"({fsutil.display(staging_url)})", path=staging_url)
+        return StagedStream(Staged.path(staging_url), size, "", (), size)
+
+    def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
+        """GCS rewrites whole objects only: a range's bytes come through the task."""
+        raise ServerSideCopyUnsupported("GCS copies whole objects, not ranges")
 
     def is_published(self, staged: Staged, final: str, size: int) -> bool:
         self._written(self.fs(final)[0])  # judged from what the store holds now
