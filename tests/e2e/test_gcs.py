@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from distcp.errors import IntegrityError
 from tests.conftest import run_cli
 from tests.e2e.test_s3 import local_files, make_tree
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
@@ -169,3 +170,34 @@ def test_a_bad_credential_or_endpoint_is_one_line_and_exit_3_before_spark(
             "no bucket": "no such bucket: nowhere"}[case]
     assert want in lines[0] and dst in lines[0], lines[0]
     assert "SparkSession" not in r.stderr and "not a key" not in r.stderr + r.stdout
+
+
+def test_a_split_files_parts_are_composed_by_the_service_past_32_at_a_time(
+        gcs: GcsServer) -> None:  # noqa: F811
+    """40 part objects (compose takes 32 sources a request) joined into the staging
+    object in order, checked against their records' lengths; the parts removed after."""
+    from distcp.storage import storage_for
+    from distcp.storage.joins import SplitParts
+
+    folder = "gs://dst/j/.pydistcp/splits/g"
+    client = gcs.client().bucket("dst")
+    bodies = [bytes([i]) * (1000 + i) for i in range(40)]
+    offset = 0
+    for i, body in enumerate(bodies):
+        client.blob(f"j/.pydistcp/splits/g/p{i}-a0").upload_from_string(body)
+        record = {"index": i, "offset": offset, "length": len(body), "etag": "",
+                  "blocks": "", "part": f"p{i}-a0"}
+        client.blob(f"j/.pydistcp/splits/g/r{i}.json").upload_from_string(json.dumps(record))
+        offset += len(body)
+    storage = storage_for(folder, {})
+    job = SplitParts(f"{folder}/data", folder, len(bodies), offset, "", "/src/big.bin")
+    storage.finish_split(job, bytearray(1 << 16), "size", "a1")
+    held = gcs.objects("dst", "j/.pydistcp/splits/g/")
+    assert held.pop("j/.pydistcp/splits/g/data") == b"".join(bodies)
+    assert sorted(held) == sorted(f"j/.pydistcp/splits/g/r{i}.json" for i in range(40))
+    short = SplitParts(f"{folder}/data2", folder, 1, 5, "", "/src/short.bin")
+    client.blob("j/.pydistcp/splits/g/p0-a0").upload_from_string(b"12345")
+    client.blob("j/.pydistcp/splits/g/r0.json").upload_from_string(json.dumps(
+        {"index": 0, "offset": 0, "length": 6, "etag": "", "blocks": "", "part": "p0-a0"}))
+    with pytest.raises(IntegrityError, match="part of range 0 holds 5 bytes, its record 6"):
+        storage.finish_split(short, bytearray(1 << 16), "size", "a1")

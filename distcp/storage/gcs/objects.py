@@ -107,6 +107,20 @@ def size(options: dict[str, Any], path: str) -> int:
     return int(found.size or 0)
 
 
+#: The most sources one compose request takes.
+MAX_COMPOSE = 32
+
+
+def compose_all(options: dict[str, Any], parts: list[str], dst: str) -> None:
+    """``dst`` made by the service from any number of ``parts`` in order: 32 at a time,
+    each later request composing the object so far with the next 31."""
+    compose(options, parts[:MAX_COMPOSE], dst)
+    rest = parts[MAX_COMPOSE:]
+    while rest:
+        compose(options, [dst, *rest[:MAX_COMPOSE - 1]], dst)
+        rest = rest[MAX_COMPOSE - 1:]
+
+
 def delete(options: dict[str, Any], path: str) -> None:
     """Delete the object; one gone already is fine."""
     try:

@@ -15,7 +15,9 @@ that makes the run lock exclusive). A rewrite within one location and storage cl
 is done by GCS in one call without copying the bytes (metadata only), is atomic for
 readers (the object appears whole or not at all), keeps the staged object's metadata
 (the mtime), and every emulator serves it. A split file's ranges are part files
-joined into the staging object (``distcp.storage.joins``).
+composed by the service into the staging object (``distcp.storage.joins`` with
+``finish_split``: no second pass over the bytes). GCS -> GCS is a rewrite
+into the staging object (``copy_in``); ranges go through the tasks (no range rewrite).
 
 A state document is one upload (atomic); the run lock one upload with
 ``ifGenerationMatch=0`` (exclusive). Listings, reads and staged streams go through
@@ -35,6 +37,7 @@ from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import ServerSideCopyUnsupported
 from distcp.storage.gcs import objects
 from distcp.storage.gcs.probe import probe_problem
+from distcp.storage.joins import SplitParts, join_parts
 from distcp.storage.staged import Staged
 from distcp.storage.staging import Parts, RangeAt, StagedStream
 
@@ -169,6 +172,33 @@ class GcsStorage(Storage):
     def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
         """GCS rewrites whole objects only: a range's bytes come through the task."""
         raise ServerSideCopyUnsupported("GCS copies whole objects, not ranges")
+
+    def finish_split(self, parts: SplitParts, buffer: bytearray, verify: str,
+                     attempt: str) -> None:
+        """Join a split file's part objects by compose: the service concatenates them,
+        no byte passes through the task (``--verify digest`` still reads the result)."""
+        join_parts(parts, self.options, buffer, verify, attempt, self._compose_parts)
+
+    def _compose_parts(self, job: SplitParts, records: list[dict[str, Any]], tmp: str,
+                       options: dict[str, Any], buffer: bytearray) -> None:
+        """The part objects, each first checked to hold its range's length, composed in
+        order into ``tmp`` (``bucket/name``, gcsfs's path, as the join names it)."""
+        fs, folder = self._path(job.folder)
+        fs.invalidate_cache()
+        names = []
+        for i, rec in enumerate(records):
+            name = fsutil.join(folder, str(rec.get("part", "")))
+            try:
+                held = objects.size(self.options, name)
+            except FileNotFoundError:
+                held = -1
+            if held != rec["length"]:
+                raise IntegrityError(f"{fsutil.display(job.origin)}: part of range {i} holds "
+                                     f"{held} bytes, its record {rec['length']}; the next "
+                                     "run copies that range again", path=name)
+            names.append(name)
+        objects.compose_all(self.options, names, tmp.rstrip("/"))
+        self._written(fs)
 
     def is_published(self, staged: Staged, final: str, size: int) -> bool:
         self._written(self.fs(final)[0])  # judged from what the store holds now
