@@ -283,3 +283,29 @@ def test_a_fork_from_gcs_with_one_branch_per_provider_reads_each_object_once(
     assert local_files(tmp_path / "local") == drops
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["bytes_read"] == sum(map(len, drops.values())), summary
+
+
+def test_a_split_file_killed_half_way_resumes_from_its_staged_parts(
+        gcs: GcsServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """Ranges of a big file are part objects in the state directory; a task killed after
+    its second range (a cold run: the kill takes a Python worker) leaves those parts and
+    their records, and the next run sends only the missing ranges, then composes and
+    publishes one object, byte for byte."""
+    src = tmp_path / "src"
+    src.mkdir()
+    body = os.urandom(24 << 20)
+    (src / "big.bin").write_bytes(body)
+    (src / "small.txt").write_bytes(b"small\n")
+    split = ("--split-size", "5M")
+    first, _ = copy(tmp_path, str(src), "gs://dst/big", *split,
+                    env={"DISTCP_CRASH_AT": "after_range:2"})
+    assert first.returncode == 1, first.stderr
+    assert visible(gcs, "dst", "big/").get("big.bin") is None
+    records = [k for k in gcs.objects("dst", "big/.pydistcp/splits/") if "/r" in k]
+    assert 2 <= len(records) < 5, records
+    second, summary = copy(tmp_path, str(src), "gs://dst/big", *split, env=warm_engine_local2)
+    assert second.returncode == 0, second.stderr
+    assert summary["ranges_resumed"] == len(records), summary
+    assert visible(gcs, "dst", "big/") == {"big.bin": body, "small.txt": b"small\n"}
+    assert staged(gcs, "dst", "big/") == []
