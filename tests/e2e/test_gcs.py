@@ -145,7 +145,7 @@ def test_mtimes_are_kept_as_the_metadata_gsutil_reads(
 
 
 @pytest.mark.parametrize("case", ["unreachable", "missing key file", "bad key file",
-                                  "no bucket"])
+                                  "no bucket", "unreachable source"])
 def test_a_bad_credential_or_endpoint_is_one_line_and_exit_3_before_spark(
         gcs: GcsServer, tmp_path: Path, case: str,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,20 +158,25 @@ def test_a_bad_credential_or_endpoint_is_one_line_and_exit_3_before_spark(
         monkeypatch.delenv("STORAGE_EMULATOR_HOST")  # real GCS's rules: credentials needed
     env = {
         "unreachable": {"STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"},
+        "unreachable source": {"STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"},
         "missing key file": {"GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "none.json")},
         "bad key file": {"GOOGLE_APPLICATION_CREDENTIALS": str(key_file)},
         "no bucket": {},
     }[case]
     dst = "gs://nowhere/t" if case == "no bucket" else "gs://dst/t"
-    r = run_cli("copy", str(tmp_path / "src"), dst, "--no-progress", env=env, timeout=120)
+    src = str(tmp_path / "src")
+    if case == "unreachable source":
+        src, dst = dst, str(tmp_path / "out")
+    r = run_cli("copy", src, dst, "--no-progress", env=env, timeout=120)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == (2 if case == "no bucket" else 3), r.stderr
     assert len(lines) == 1, r.stderr
     want = {"unreachable": "GCS endpoint unreachable",
             "missing key file": "no usable Google credentials",
             "bad key file": "Google credentials",
-            "no bucket": "no such bucket: nowhere"}[case]
-    assert want in lines[0] and dst in lines[0], lines[0]
+            "no bucket": "no such bucket: nowhere",
+            "unreachable source": "GCS endpoint unreachable"}[case]
+    assert want in lines[0] and "gs://" in lines[0], lines[0]
     assert "SparkSession" not in r.stderr and "not a key" not in r.stderr + r.stdout
 
 
