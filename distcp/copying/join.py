@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from distcp.copying.results import failed
+from distcp.copying.taskenv import applied_environment
 from distcp.model import TaskResult
 from distcp.storage import storage_for
 from distcp.storage.joins import SplitParts
@@ -48,13 +49,17 @@ def join_file(job: Join, options: dict[str, Any], buffer: bytearray, verify: str
     return replace(r, attempt=attempt)
 
 
-def joiner(options: dict[str, Any], buffer_size: int, verify: str, attempt: str
+def joiner(options: dict[str, Any], buffer_size: int, verify: str,
+           env: dict[str, str] | None, attempt: str
            ) -> Callable[[list[Join]], list[list[TaskResult]]]:
     """What a Spark task attempt runs (through ``distcp.spark.arrow``): each batch of
-    Joins with one buffer, one list of one result per Join."""
+    Joins with one buffer, one list of one result per Join, in the client's task
+    environment (``env``: a warm engine's workers have none of the client's own, such
+    as an emulator's address that the storage reads from it)."""
     buffer = bytearray(buffer_size)
 
     def run(jobs: list[Join]) -> list[list[TaskResult]]:
-        return [[join_file(job, options, buffer, verify, attempt)] for job in jobs]
+        with applied_environment(env):
+            return [[join_file(job, options, buffer, verify, attempt)] for job in jobs]
 
     return run

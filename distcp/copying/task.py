@@ -317,7 +317,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
         return Outputs.of([_copy_plain(file, key, staging, spec, buffer)])
     if server_side(file, spec):
         try:
-            return Outputs.of([_copy_server_side(file, key, spec, publish_now)])
+            return Outputs.of([_copy_server_side(file, key, spec, publish_now,
+                                                 f"{staging_dir}/{index}-0")])
         except ServerSideCopyUnsupported as exc:  # the bytes come through here instead
             spec, note = replace(spec, server_side=False), f"{NO_SERVER_SIDE}{exc}"
     done = Outputs(spill_dir(spec, staging_dir))
@@ -511,11 +512,12 @@ def _publish_one(r: TaskResult, held: dict[str, bytes], storage: Storage) -> Tas
 
 
 def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
-                      publish_now: bool = False) -> TaskResult:
-    """UploadPartCopy into a staged upload: the task's byte counters stay at zero."""
+                      publish_now: bool = False, staging_url: str = "") -> TaskResult:
+    """The store copies the file into its staging (UploadPartCopy into a staged upload,
+    a rewrite into a staging object): the task's byte counters stay at zero."""
     try:
         up = spec.dst.open().copy_in(file.origin.url, file.destination, file.origin.size,
-                                     spec.part_size)
+                                     spec.part_size, staging_url)
         try:
             recheck_source(file, spec)
             if publish_now:

@@ -1,7 +1,8 @@
 """The environment a task runs with: the client's, wherever the task runs (driver and executor).
 
 Tasks read a few variables (AWS credentials, region and files for s3fs and botocore,
-Azure's account for adlfs and Azure's SDK, the proxy and CA settings of their HTTP
+Azure's account for adlfs and Azure's SDK, Google's credentials and emulator for
+gcsfs and Google's SDK, the proxy and CA settings of their HTTP
 clients, ``HOME`` for ``~/.aws`` and ``~/.gnupg``, the S3 bounds, fault-injection
 points). On a cluster or a warm engine
 the Python workers have their own environment and working directory, not the
@@ -21,7 +22,8 @@ from contextlib import contextmanager
 from distcp.storage.spec import forget_environment_clients
 
 #: Environment variables tasks read: carried by the job, never inherited from the server.
-TASK_ENV_PREFIXES = ("AWS_", "AZURE_STORAGE_")
+TASK_ENV_PREFIXES = ("AWS_", "AZURE_STORAGE_", "GOOGLE_", "GCE_METADATA_", "GCSFS_",
+                     "STORAGE_EMULATOR_HOST", "NO_GCE_CHECK")
 #: ``HTTP(S)_PROXY`` and the CA files: botocore, aiohttp and ``ssl`` read them in tasks.
 _HTTP_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy",
              "https_proxy", "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
@@ -32,8 +34,8 @@ TASK_ENV_NAMES = ("PYDISTCP_S3_TIMEOUT", "PYDISTCP_S3_LEAN_GET", "DISTCP_CRASH_A
 #: tasks run in another working directory (a relative ``AWS_SHARED_CREDENTIALS_FILE``
 #: found nothing on the warm engine).
 TASK_ENV_PATHS = ("GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
-                  "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CA_BUNDLE", "SSL_CERT_FILE",
-                  "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
+                  "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CA_BUNDLE", "GOOGLE_APPLICATION_CREDENTIALS",
+                  "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
 #: Secrets the client resolves itself (into the job's options or its own requests):
 #: a warm engine's server is started without them, so they never sit in its
 #: environment for as long as it lives.

@@ -127,7 +127,8 @@ def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, Spli
     try:
         done = {r.guid: r for r in run_pickled(
             spark, list(enumerate(jobs)),
-            partial(joiner, dict(spec.dst_options), spec.buffer_size, spec.verify))}
+            partial(joiner, dict(spec.dst_options), spec.buffer_size, spec.verify,
+                    spec.env))}
     except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         done = {j.result.guid: replace(

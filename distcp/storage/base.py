@@ -427,9 +427,11 @@ class Storage(ABC):
         raise NotImplementedError(f"{self.name} storage copies nothing server-side")
 
     def copy_in(self, source_url: str, final_url: str, size: int,
-                part_size: int) -> StagedStream:
+                part_size: int, staging_url: str = "") -> StagedStream:
         """Stage ``final_url`` as a copy the store makes of ``source_url`` itself
-        (``capabilities.server_side_copy``), no byte passing through the task."""
+        (``capabilities.server_side_copy``), no byte passing through the task; at
+        ``staging_url`` where the storage stages into files (stores with uploads stage on
+        the final name and need none)."""
         raise NotImplementedError(f"{self.name} storage copies nothing server-side")
 
     def publish_whole(self, url: str, body: bytes) -> Staged:

@@ -19,6 +19,7 @@ loses the record, so the next run copies that range again.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,15 +45,22 @@ class SplitParts:
     origin: str
 
 
+#: How a storage concatenates the part files into the temporary file: (job, the ranges'
+#: records, temporary path, options, buffer). By default a task reads and writes them
+#: (``_concatenate``); a store that joins objects itself passes its own (GCS: compose).
+Concatenate = Callable[[SplitParts, list[dict[str, Any]], str, dict[str, Any], bytearray],
+                       None]
+
+
 def join_parts(job: SplitParts, options: dict[str, Any], buffer: bytearray, verify: str,
-               attempt: str) -> None:
+               attempt: str, concatenate: Concatenate | None = None) -> None:
     """Concatenate, verify, rename into place, remove the parts; raises what failed."""
     fs, target = fsutil.filesystem(job.staging, options)
     if not _already_joined(fs, target, job, buffer, verify):
         records = _records(job, options)
         tmp = f"{target}.{attempt}.tmp"
         try:
-            _concatenate(job, records, tmp, options, buffer)
+            (concatenate or _concatenate)(job, records, tmp, options, buffer)
             _verify(fs, tmp, job, buffer, verify)
             if fs.exists(target):
                 fs.rm_file(target)  # a stale, unverified one: mv need not replace

@@ -27,17 +27,19 @@ BACKENDS: dict[str, str] = {
     "local": "distcp.storage.local.storage:LocalStorage",
     "object": "distcp.storage.s3.storage:ObjectStorage",
     "azure": "distcp.storage.azure.storage:AzureStorage",
+    "gcs": "distcp.storage.gcs.storage:GcsStorage",
 }
 #: fsspec protocol -> the backend serving it; any other protocol is "fsspec"'s (and a
 #: local filesystem is "local" whatever its protocol). A new store is a folder under
 #: storage/ and a line here: the engine asks the backend, never the protocol.
 PROTOCOLS: dict[str, str] = {"s3": "object", "s3a": "object", "az": "azure", "abfs": "azure",
-                             "abfss": "azure"}
+                             "abfss": "azure", "gs": "gcs", "gcs": "gcs"}
 
 #: The fsspec filesystems that read credentials from the environment and cache their
 #: instances by options alone, as (module, class): a backend's line beside its protocols.
 ENVIRONMENT_CLIENTS: tuple[tuple[str, str], ...] = (("s3fs", "S3FileSystem"),
-                                                    ("adlfs", "AzureBlobFileSystem"))
+                                                    ("adlfs", "AzureBlobFileSystem"),
+                                                    ("gcsfs", "GCSFileSystem"))
 
 _cache: dict[tuple[str, str], Storage] = {}
 _names: dict[tuple[str, str], str] = {}

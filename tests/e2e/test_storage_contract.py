@@ -1,5 +1,5 @@
-"""One storage contract, run on every backend: local disk, the S3 server (moto), FTP and
-Azure Blob Storage (Azurite).
+"""One storage contract, run on every backend: local disk, the S3 server (moto), FTP,
+Azure Blob Storage (Azurite) and Google Cloud Storage (fake-gcs-server).
 
 As fsspec's abstract suites and rclone's backend tests do, each test states what
 any ``distcp.storage`` backend must do, and checks it with means other than the
@@ -29,6 +29,7 @@ from distcp.storage.base import Storage
 from distcp.storage.staging import RangeAt, StagedFile
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.ftp_server import FTPServer, ftp, ftp_server  # noqa: F401 - fixtures
+from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
@@ -72,7 +73,7 @@ def _store_names(objects: Callable[[str], dict[str, bytes]]) -> Callable[[str], 
     return names
 
 
-@pytest.fixture(params=["local", "s3", "ftp", "azure"])
+@pytest.fixture(params=["local", "s3", "ftp", "azure", "gcs"])
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
     if request.param == "local":
         base = tmp_path / "root"
@@ -97,6 +98,15 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
         yield Place("azure", "az://dst/c", {}, "azure", read_blob,
                     _store_names(lambda p: server_az.objects("dst", p)),
                     server_az.pending_uploads)
+    elif request.param == "gcs":
+        server_gs: GcsServer = request.getfixturevalue("gcs")
+
+        def read_object(rel: str) -> bytes | None:
+            return server_gs.objects("dst", "c/").get(f"c/{rel}")
+
+        # no options: Google's standard environment (STORAGE_EMULATOR_HOST)
+        yield Place("gcs", "gs://dst/c", {}, "gcs", read_object,
+                    _store_names(lambda p: server_gs.objects("dst", p)))
     else:
         server_ftp: FTPServer = request.getfixturevalue("ftp")
         base = server_ftp.root / "c"
@@ -302,10 +312,11 @@ def test_a_stream_whose_source_fails_leaves_nothing_staged(
 
 def test_an_unwritable_staging_is_a_destination_error_naming_it(place: Place) -> None:
     """Where staging is a file, a file in the way of its folder fails the write; an
-    object store stages on the final key and has no folder to be in the way."""
+    object store has no folders to be in the way (S3 and Azure stage on the final key,
+    GCS writes ``blocker/x`` beside an object ``blocker``)."""
     storage = storage_for(place.root, place.options)
-    if storage.capabilities.multipart:
-        pytest.skip("object stores stage on the final key: no staging folder")
+    if storage.capabilities.multipart or not storage.capabilities.directories:
+        pytest.skip("object stores have no folders: nothing can be in a staging's way")
     storage.write_atomic(place.url("blocker"), b"a file where a folder must be")
     writer = storage.open_stage(place.url("out/x"), place.url("blocker/x"))
     with pytest.raises(DestinationWriteError, match="^cannot write staging copy .*blocker/x: "):
@@ -514,6 +525,7 @@ def test_glob_and_one_level_listings_name_folders_and_files(place: Place) -> Non
 def test_a_tree_says_how_its_listing_is_cut_and_what_lies_inside_it(place: Place) -> None:
     storage = _listed_tree(place)
     tree, inner = storage.tree(place.url("t")), storage.tree(place.url("t/e"))
-    assert tree.kind == {"local": "tree", "s3": "keys", "ftp": None, "azure": None}[place.kind]
+    assert tree.kind == {"local": "tree", "s3": "keys", "ftp": None, "azure": None,
+                         "gcs": None}[place.kind]
     assert tree.holds(inner) and tree.holds(tree) and not inner.holds(tree)
     assert not tree.holds(storage.tree(place.url("t2")))

@@ -1,6 +1,6 @@
 # ruff: noqa: F811 - the fixture `place` is imported, then named by each test
 """The storage seam's read and housekeeping side, run on every backend: local disk, the
-S3 server (moto), FTP and Azure (Azurite).
+S3 server (moto), FTP, Azure (Azurite) and GCS (fake-gcs-server).
 
 What the state directory, sources and result files ask of a ``Storage`` besides staging
 and publishing (stat, open for reading and writing, names and entries of a folder,
@@ -16,6 +16,7 @@ from distcp.storage import storage_for
 from tests.e2e.test_storage_contract import Place, place  # noqa: F401 - fixture
 from tests.fixtures.azure_server import azure, azurite_server  # noqa: F401 - fixtures
 from tests.fixtures.ftp_server import ftp, ftp_server  # noqa: F401 - fixtures
+from tests.fixtures.gcs_server import fake_gcs_server, gcs  # noqa: F401 - fixtures
 from tests.fixtures.s3_server import moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e

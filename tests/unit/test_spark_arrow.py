@@ -66,7 +66,7 @@ def test_join_runner_fails_a_join_whose_records_are_missing_as_data(tmp_path: Pa
                    destination=str(tmp_path / "dst"), dataset_urn="d", file_set="",
                    status="ok", staging=str(tmp_path / "data"), records=str(tmp_path / "recs"))
     (tmp_path / "recs").mkdir()
-    [[out]] = joiner({}, 1 << 16, "digest", "s1p0a0")([Join(r, str(tmp_path / "recs"), 2, 10)])
+    [[out]] = joiner({}, 1 << 16, "digest", None, "s1p0a0")([Join(r, str(tmp_path / "recs"), 2, 10)])
     assert out.status == "failed" and out.attempt == "s1p0a0"
     assert out.staging == "" and out.records == ""
     assert "the record of range 0 vanished" in out.message

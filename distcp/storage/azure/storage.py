@@ -161,7 +161,7 @@ class AzureStorage(Storage):
         return WrittenRange(*blocks.write_range(fs, staged, at, source))
 
     def copy_in(self, source_url: str, final_url: str, size: int,
-                part_size: int) -> StagedStream:
+                part_size: int, staging_url: str = "") -> StagedStream:
         fs, final = self._blob(final_url)
         return copies.copy_in(fs, source_url, final, size, part_size_for(size, part_size))
 

@@ -173,7 +173,7 @@ class ObjectStorage(Storage):
         return uploads.UploadWriter(fs, final, part_size, hold_small)
 
     def copy_in(self, source_url: str, final_url: str, size: int,
-                part_size: int) -> StagedStream:
+                part_size: int, staging_url: str = "") -> StagedStream:
         fs, final = self._final(final_url)
         return uploads.copy_in(fs, source_url, final, size, max(part_size, s3.MIN_PART))
 

@@ -1,0 +1,144 @@
+"""Google's SDK behind the backend: the client, object names, requests (driver and executor).
+
+gcsfs answers listings and reads; state documents, exclusive creates, rewrites and
+metadata go through ``google-cloud-storage``, built from the same options gcsfs takes
+(``token``, ``project``, ``endpoint_url``) or else Google's standard environment:
+``STORAGE_EMULATOR_HOST`` (an emulator, no credentials) and Application Default
+Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login). Tests set
+``NO_GCE_CHECK`` and point ``GCE_METADATA_HOST``/``GCE_METADATA_IP`` at loopback: with
+no credentials, Google's auth library otherwise asks a metadata server and waits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+from google.api_core import exceptions as gexc
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage as gcs
+
+#: Seconds to connect and to wait for an answer: a silent server must not hang a run.
+TIMEOUT = (20, 120)
+#: The metadata keys gsutil and ``gcloud storage`` keep a file's POSIX mtime and mode
+#: under (``-P``): their tools read back what we write.
+MTIME_KEY = "goog-reserved-file-mtime"
+MODE_KEY = "goog-reserved-posix-mode"
+
+_clients: dict[str, gcs.Client] = {}
+_lock = threading.Lock()
+
+
+def client(options: dict[str, Any]) -> gcs.Client:
+    """The SDK client of these storage options, built once per process and options."""
+    key = json.dumps([options, os.environ.get("STORAGE_EMULATOR_HOST"),
+                      os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")],
+                     sort_keys=True, default=repr)
+    known = _clients.get(key)
+    if known is None:
+        with _lock:
+            known = _clients[key] = build(options)
+    return known
+
+
+def build(options: dict[str, Any]) -> gcs.Client:
+    """A new client: gcsfs's ``token`` (``anon``, a key file's path, its JSON as a dict,
+    or credentials), else the emulator's anonymous access or Google's default chain
+    (which raises ``DefaultCredentialsError`` when it finds nothing)."""
+    token = options.get("token")
+    project = options.get("project") or "_"
+    extra: dict[str, Any] = {}
+    if options.get("endpoint_url"):
+        extra["client_options"] = {"api_endpoint": options["endpoint_url"]}
+    if token == "anon":
+        return gcs.Client(project=project, credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+                          **extra)
+    if isinstance(token, str) and token not in ("google_default", "cloud", "cache"):
+        return gcs.Client.from_service_account_json(token, project=project, **extra)
+    if isinstance(token, dict):
+        return gcs.Client.from_service_account_info(token, project=project, **extra)
+    if token is not None and hasattr(token, "refresh"):
+        return gcs.Client(project=project, credentials=token, **extra)
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        return gcs.Client(project=project, **extra)  # the SDK's anonymous emulator access
+    import google.auth
+
+    credentials, found = google.auth.default(
+        scopes=["https://www.googleapis.com/auth/devstorage.full_control"])
+    return gcs.Client(project=options.get("project") or found or "_",
+                      credentials=credentials, **extra)
+
+
+def split(path: str) -> tuple[str, str]:
+    """The bucket and object name of a gcsfs path (``bucket/name``)."""
+    bucket, _, name = path.partition("/")
+    return bucket, name
+
+
+def blob(options: dict[str, Any], path: str) -> gcs.Blob:
+    bucket, name = split(path)
+    return client(options).bucket(bucket).blob(name)
+
+
+def rewrite(options: dict[str, Any], src: str, dst: str) -> None:
+    """``dst`` made by the service from ``src``, whole or not at all, its metadata kept.
+
+    Within one location and storage class GCS rewrites in one call without copying
+    the bytes; otherwise it copies server-side, call by call (the token resumes)."""
+    source, target = blob(options, src), blob(options, dst)
+    token, _, _ = target.rewrite(source, timeout=TIMEOUT)
+    while token is not None:
+        token, _, _ = target.rewrite(source, token=token, timeout=TIMEOUT)
+
+
+def compose(options: dict[str, Any], parts: list[str], dst: str) -> None:
+    """``dst`` made by the service from ``parts`` in order (one bucket, at most 32)."""
+    target = blob(options, dst)
+    target.compose([blob(options, p) for p in parts], timeout=TIMEOUT)
+
+
+def size(options: dict[str, Any], path: str) -> int:
+    """The object's size (one GET of its metadata); FileNotFoundError when none."""
+    found = client(options).bucket(split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
+    if found is None:
+        raise FileNotFoundError(path)
+    return int(found.size or 0)
+
+
+#: The most sources one compose request takes.
+MAX_COMPOSE = 32
+
+
+def compose_all(options: dict[str, Any], parts: list[str], dst: str) -> None:
+    """``dst`` made by the service from any number of ``parts`` in order: 32 at a time,
+    each later request composing the object so far with the next 31."""
+    compose(options, parts[:MAX_COMPOSE], dst)
+    rest = parts[MAX_COMPOSE:]
+    while rest:
+        compose(options, [dst, *rest[:MAX_COMPOSE - 1]], dst)
+        rest = rest[MAX_COMPOSE - 1:]
+
+
+def delete(options: dict[str, Any], path: str) -> None:
+    """Delete the object; one gone already is fine."""
+    try:
+        blob(options, path).delete(timeout=TIMEOUT)
+    except gexc.NotFound:
+        pass
+
+
+def metadata(options: dict[str, Any], path: str) -> dict[str, str]:
+    """The object's custom metadata; FileNotFoundError when there is no object."""
+    found = client(options).bucket(split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
+    if found is None:
+        raise FileNotFoundError(path)
+    return dict(found.metadata or {})
+
+
+def set_metadata(options: dict[str, Any], path: str, values: dict[str, str]) -> None:
+    """Merge ``values`` into the object's custom metadata (one PATCH)."""
+    target = blob(options, path)
+    target.metadata = values
+    target.patch(timeout=TIMEOUT)

@@ -1,0 +1,234 @@
+"""Google Cloud Storage (``gs://``, ``gcs://``) as a backend (driver and executor).
+
+A file is staged as an object at its staging name (under the destination's state
+directory, where no reader of the destination looks), and published by having the
+service rewrite it to its final name, then deleting the staged object.
+
+Why not a resumable upload finalised at publish, nor a compose of parts on the final
+name: a resumable session takes chunks of multiples of 256 KiB and only the request
+that carries the last bytes can finalise it, so a file's tail would have to wait in
+the task until the driver publishes (the driver holds no bytes); its sessions cannot
+be listed, so a crashed run's could not be swept; and neither emulator installable
+here serves it as GCS does (fake-gcs-server shows the object after its first chunk
+and answers a status query with 200, gcp-storage-emulator ignores the precondition
+that makes the run lock exclusive). A rewrite within one location and storage class
+is done by GCS in one call without copying the bytes (metadata only), is atomic for
+readers (the object appears whole or not at all), keeps the staged object's metadata
+(the mtime), and every emulator serves it. A split file's ranges are part files
+composed by the service into the staging object (``distcp.storage.joins`` with
+``finish_split``: no second pass over the bytes). GCS -> GCS is a rewrite
+into the staging object (``copy_in``); ranges go through the tasks (no range rewrite).
+
+A state document is one upload (atomic); the run lock one upload with
+``ifGenerationMatch=0`` (exclusive). Listings, reads and staged streams go through
+gcsfs; everything else through Google's SDK, after which gcsfs's cached listings are
+dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.api_core import exceptions as gexc
+
+from distcp.errors import DestinationWriteError, IntegrityError
+from distcp.storage import filesystems as fsutil
+from distcp.storage.base import Capabilities, Storage
+from distcp.storage.errors import ServerSideCopyUnsupported
+from distcp.storage.gcs import objects
+from distcp.storage.gcs.probe import probe_problem
+from distcp.storage.joins import SplitParts, join_parts
+from distcp.storage.staged import Staged
+from distcp.storage.staging import Parts, RangeAt, StagedStream
+
+#: GCS's limit for an object name, in bytes of UTF-8.
+MAX_NAME = 1024
+
+
+class GcsStorage(Storage):
+    """Google Cloud Storage and its emulators (fake-gcs-server)."""
+
+    name = "gcs"
+    capabilities = Capabilities(server_side_copy=True, directories=False,
+                                exclusive_create=True)
+
+    def _path(self, url: str) -> tuple[Any, str]:
+        """The gcsfs filesystem of ``url`` and its ``bucket/name`` path."""
+        fs, path = self.fs(url)
+        return fs, path.rstrip("/")
+
+    def _written(self, fs: Any) -> None:
+        """Forget gcsfs's cached listings: an object was written or removed behind them."""
+        fs.invalidate_cache()
+
+    # -- reading ------------------------------------------------------------------
+    def read_bytes(self, url: str, what: str) -> bytes:
+        _, path = self._path(url)
+        try:
+            return bytes(objects.blob(self.options, path).download_as_bytes(
+                timeout=objects.TIMEOUT))
+        except gexc.NotFound as exc:
+            raise FileNotFoundError(f"no {what} at {fsutil.display(url)}") from exc
+
+    def probe(self, url: str, setting: str) -> None:
+        """The bucket's metadata, asked once without retries: credentials found and
+        accepted, endpoint reachable, bucket there (``probe`` words what went wrong)."""
+        bucket = ""
+        try:
+            _, path = self._path(url)
+            bucket = objects.split(path)[0]
+            objects.build(self.options).get_bucket(bucket, timeout=(5, 20), retry=None)
+        except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
+            raise probe_problem(exc, url, bucket, setting) from None
+
+    def name_problem(self, url: str) -> str | None:
+        """GCS takes names of up to 1,024 bytes, without carriage returns or line feeds."""
+        name = objects.split(self._path(url)[1])[1]
+        if len(name.encode()) > MAX_NAME:
+            return f"an object name is at most {MAX_NAME} bytes ({len(name.encode())} here)"
+        if "\r" in name or "\n" in name:
+            return "an object name cannot hold a carriage return or a line feed"
+        return None
+
+    # -- writing ------------------------------------------------------------------
+    def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
+        fs, path = self._path(url)  # one upload: readers see the old or the new object
+        objects.blob(self.options, path).upload_from_string(data, timeout=objects.TIMEOUT)
+        self._written(fs)
+
+    def create_new(self, url: str, data: bytes) -> bool:
+        """One upload with ``ifGenerationMatch=0``: a 412 means someone was first; of
+        writers racing for one name exactly one wins (``exclusive_create``)."""
+        fs, path = self._path(url)
+        try:
+            objects.blob(self.options, path).upload_from_string(
+                data, if_generation_match=0, timeout=objects.TIMEOUT)
+        except gexc.PreconditionFailed:
+            return False
+        finally:
+            self._written(fs)
+        return True
+
+    def prepare_folder(self, url: str) -> None:
+        """Nothing: object names need no folder."""
+
+    def makedirs(self, url: str) -> None:
+        """Nothing: object names need no folder."""
+
+    def remove(self, url: str) -> None:
+        super().remove(url)
+        self._written(self.fs(url)[0])
+
+    def remove_file(self, url: str) -> None:
+        fs, path = self._path(url)
+        objects.delete(self.options, path)
+        self._written(fs)
+
+    # -- staging and publishing -----------------------------------------------------
+    def stage(self, data: bytes, final_url: str, staging_url: str) -> tuple[Staged, Parts]:
+        """One upload of ``data`` to the staging object."""
+        self.write_atomic(staging_url, data)
+        return Staged.path(staging_url), ()
+
+    def move(self, src: str, dst: str) -> None:
+        """Publish: the service rewrites the staged object to ``dst``, then the staged
+        object is deleted. A staged object gone (published by an interrupted run, or
+        lost) raises FileNotFoundError, as a rename would."""
+        fs, source = self._path(src)
+        _, target = self._path(dst)
+        try:
+            objects.rewrite(self.options, source, target)
+        except gexc.NotFound as exc:
+            raise FileNotFoundError(f"staged {fsutil.display(src)} is gone") from exc
+        finally:
+            self._written(fs)
+        objects.delete(self.options, source)
+        self._written(fs)
+
+    def copy_in(self, source_url: str, final_url: str, size: int,
+                part_size: int, staging_url: str = "") -> StagedStream:
+        """The service rewrites the source object into the staging object (GCS -> GCS
+        with one set of credentials), published like any staged file; no byte comes
+        through the task. The staged object must then hold ``size`` bytes."""
+        if not staging_url:
+            raise ServerSideCopyUnsupported("GCS rewrites into a staging object; none given")
+        fs, target = self._path(staging_url)
+        _, source = self._path(source_url)
+        try:
+            objects.rewrite(self.options, source, target)
+            held = objects.size(self.options, target)
+        except (gexc.GoogleAPIError, OSError) as exc:
+            raise DestinationWriteError(f"cannot copy {fsutil.display(source_url)} to "
+                                        f"{fsutil.display(staging_url)} server-side: {exc}",
+                                        path=staging_url) from exc
+        finally:
+            self._written(fs)
+        if held != size:
+            objects.delete(self.options, target)
+            raise IntegrityError(f"size differs: src {size} vs staged {held} "
+                                 f"({fsutil.display(staging_url)})", path=staging_url)
+        return StagedStream(Staged.path(staging_url), size, "", (), size)
+
+    def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
+        """GCS rewrites whole objects only: a range's bytes come through the task."""
+        raise ServerSideCopyUnsupported("GCS copies whole objects, not ranges")
+
+    def finish_split(self, parts: SplitParts, buffer: bytearray, verify: str,
+                     attempt: str) -> None:
+        """Join a split file's part objects by compose: the service concatenates them,
+        no byte passes through the task (``--verify digest`` still reads the result)."""
+        join_parts(parts, self.options, buffer, verify, attempt, self._compose_parts)
+
+    def _compose_parts(self, job: SplitParts, records: list[dict[str, Any]], tmp: str,
+                       options: dict[str, Any], buffer: bytearray) -> None:
+        """The part objects, each first checked to hold its range's length, composed in
+        order into ``tmp`` (``bucket/name``, gcsfs's path, as the join names it)."""
+        fs, folder = self._path(job.folder)
+        fs.invalidate_cache()
+        names = []
+        for i, rec in enumerate(records):
+            name = fsutil.join(folder, str(rec.get("part", "")))
+            try:
+                held = objects.size(self.options, name)
+            except FileNotFoundError:
+                held = -1
+            if held != rec["length"]:
+                raise IntegrityError(f"{fsutil.display(job.origin)}: part of range {i} holds "
+                                     f"{held} bytes, its record {rec['length']}; the next "
+                                     "run copies that range again", path=name)
+            names.append(name)
+        objects.compose_all(self.options, names, tmp.rstrip("/"))
+        self._written(fs)
+
+    def is_published(self, staged: Staged, final: str, size: int) -> bool:
+        self._written(self.fs(final)[0])  # judged from what the store holds now
+        return super().is_published(staged, final, size)
+
+    def discard(self, staged: Staged) -> None:
+        if staged.needs_rename:
+            fs, path = self._path(staged.location)
+            objects.delete(self.options, path)
+            self._written(fs)
+
+    def set_staged_attributes(self, url: str, *, mode: int | None, mtime: float | None,
+                              owner: str | None, group: str | None) -> str | None:
+        """Keep the mtime (and mode) as the staged object's metadata, under the keys
+        gsutil and ``gcloud storage`` use (``-P``); the rewrite carries them to the
+        final object. Listings still give GCS's own time (``capabilities.mtimes`` is
+        False: a rerun skips what is not older than its source)."""
+        values = {}
+        if mtime is not None:
+            seconds = mtime / 1e9 if isinstance(mtime, int) else mtime
+            values[objects.MTIME_KEY] = str(int(seconds))
+        if mode is not None:
+            values[objects.MODE_KEY] = format(mode & 0o7777, "o")
+        if not values:
+            return None
+        fs, path = self._path(url)
+        objects.set_metadata(self.options, path, values)
+        self._written(fs)
+        return None
+
+    def set_mtime(self, url: str, mtime: float | None) -> str | None:
+        """Objects keep GCS's own time; the kept one is metadata (above)."""
+        return None
