@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tests.fixtures.azure_server import (  # noqa: F401 - fixtures
     azurite_server,
 )
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.stall_proxy import StallProxy
 
 pytestmark = pytest.mark.e2e
 
@@ -98,15 +100,22 @@ def test_s3_to_azure_is_byte_for_byte_and_azure_to_azure_falls_back_where_the_se
     assert azure.pending_uploads("src") == []
 
 
-@pytest.mark.parametrize("case", ["bad key", "no account", "unreachable", "no container"])
+@pytest.mark.parametrize("case", ["bad key", "no account", "unreachable", "no container",
+                                  "stalled"])
 def test_a_bad_account_or_endpoint_is_one_line_and_exit_3_before_spark(
         azure: AzureServer, tmp_path: Path, case: str,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cold runs: the point is that no engine starts."""
+    """Cold runs: the point is that no engine starts. A stalled endpoint (it takes the
+    connection and never answers) is given up within the request bound, not Azure's
+    two-minute read timeout."""
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "f").write_bytes(b"x")
     wrong_key = "A" * 86 + "=="
     endpoint = azure.endpoint
+    host, port = endpoint.removeprefix("http://").split("/")[0].split(":")
+    proxy = StallProxy((host, int(port)))
+    proxy.frozen.set()
+    stalled = f"{proxy.endpoint}/{ACCOUNT}" if "/" + ACCOUNT in endpoint else proxy.endpoint
     env = {
         "bad key": {"AZURE_STORAGE_CONNECTION_STRING": azure.connection_string.replace(
             KEY, wrong_key)},
@@ -114,16 +123,25 @@ def test_a_bad_account_or_endpoint_is_one_line_and_exit_3_before_spark(
         "unreachable": {"AZURE_STORAGE_CONNECTION_STRING": azure.connection_string.replace(
             endpoint, "http://127.0.0.1:9/" + ACCOUNT)},
         "no container": {},
+        "stalled": {"AZURE_STORAGE_CONNECTION_STRING": azure.connection_string.replace(
+            endpoint, stalled), "PYDISTCP_S3_TIMEOUT": "3"},
     }[case]
     if case == "no account":
         monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
     dst = "az://nowhere/t" if case == "no container" else "az://dst/t"
-    r = run_cli("copy", str(tmp_path / "src"), dst, "--no-progress", env=env, timeout=120)
+    started = time.monotonic()
+    try:
+        r = run_cli("copy", str(tmp_path / "src"), dst, "--no-progress", env=env, timeout=120)
+    finally:
+        proxy.close()
+    if case == "stalled":
+        assert time.monotonic() - started < 30, "the preflight waited on a silent endpoint"
     lines = r.stderr.strip().splitlines()
     assert r.returncode == (2 if case == "no container" else 3), r.stderr
     assert len(lines) == 1, r.stderr
     want = {"bad key": "Azure refused the credentials", "no account": "no Azure account",
-            "unreachable": "Azure endpoint unreachable", "no container":
+            "unreachable": "Azure endpoint unreachable",
+            "stalled": "Azure endpoint unreachable", "no container":
             "no such container: nowhere"}[case]
     assert want in lines[0] and dst in lines[0], lines[0]
     assert "SparkSession" not in r.stderr and KEY not in r.stderr + r.stdout

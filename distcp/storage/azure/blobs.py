@@ -16,6 +16,8 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobClient, BlobServiceClient
 
+from distcp.storage.watchdog import watchdog_seconds
+
 #: Seconds to connect and to wait for an answer: a silent server must not hang a run.
 CONNECT_TIMEOUT = 20
 READ_TIMEOUT = 120
@@ -46,7 +48,11 @@ def probe_service(fs: Any) -> BlobServiceClient:
 
 
 def _build(fs: Any, **extra: Any) -> BlobServiceClient:
-    settings = {"connection_timeout": CONNECT_TIMEOUT, "read_timeout": READ_TIMEOUT, **extra}
+    # a request waits at most the run's bound (PYDISTCP_S3_TIMEOUT, the name users know
+    # from S3): a server that takes the connection and never answers is given up then
+    bound = watchdog_seconds()
+    settings = {"connection_timeout": min(CONNECT_TIMEOUT, bound),
+                "read_timeout": min(READ_TIMEOUT, bound), **extra}
     if fs.connection_string:
         return BlobServiceClient.from_connection_string(fs.connection_string, **settings)
     if not fs.account_name:
