@@ -10,9 +10,7 @@ destination. The account comes from Azure's standard environment, as in test_azu
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 import textwrap
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.e2e.test_azure import copy, visible
+from tests.e2e.test_fork_cli import tgz
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.events_server import EventServer, event_server, validate  # noqa: F401
 from tests.fixtures.gpgkeys import ALICE, PASSPHRASE, Keyring, gpg, keyring
@@ -29,16 +28,6 @@ pytestmark = pytest.mark.e2e
 
 MEMBERS = {"docs/a.txt": b"alpha\n" * 1000, "docs/b/c.bin": bytes(range(256)) * 300,
            "docs/empty": b""}
-
-
-def tgz(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return out.getvalue()
 
 
 @pytest.fixture(scope="module")

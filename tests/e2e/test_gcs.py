@@ -16,12 +16,12 @@ import json
 import os
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from distcp.errors import IntegrityError
 from tests.conftest import run_cli
+from tests.e2e.test_azure import copy
 from tests.e2e.test_fork_cli import tgz
 from tests.e2e.test_s3 import local_files, make_tree
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
@@ -29,14 +29,6 @@ from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.e2e
-
-
-def copy(tmp_path: Path, src: str, dst: str, *flags: str,
-         env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
-    out = tmp_path / f"summary-{len(list(tmp_path.glob('summary-*')))}.json"
-    r = run_cli("copy", src, dst, "--no-progress", "--master", "local[2]",
-                "--summary-json", str(out), *flags, env=env)
-    return r, (json.loads(out.read_text()) if out.exists() else {})
 
 
 def visible(server: GcsServer, bucket: str, prefix: str) -> dict[str, bytes]:
