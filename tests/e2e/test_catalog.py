@@ -139,11 +139,17 @@ def test_the_step_verifies_against_the_catalog_and_round_trips(spark: Any,
         RegisterPartitions("h4_api.nope", step.partitions).verify(ctx)
 
 
+#: The driver JVM starts as a cold pydistcp run's does (C1 only, serial GC, the suite's
+#: class-data-sharing archive when it is built): about a third of the default start's
+#: time here, which two of these processes pay per test.
 HIVE = """
 import sys
 from pyspark.sql import SparkSession
+from distcp.spark import cds, jvm
 root = sys.argv[1]
 spark = (SparkSession.builder.master("local[1]").enableHiveSupport()
+         .config("spark.driver.extraJavaOptions",
+                 f"{jvm.LOCAL_DRIVER_JVM} {cds.archive_flags(jvm.check_java())}")
          .config("spark.sql.warehouse.dir", root + "/warehouse")
          .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                  "jdbc:derby:;databaseName=" + root + "/metastore;create=true")

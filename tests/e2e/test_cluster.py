@@ -170,7 +170,9 @@ def test_a_worker_killed_mid_copy_is_a_lost_node_and_the_job_finishes(
         (src / f"d{i % 4}" / f"f{i:02}.bin").write_bytes(os.urandom(64 << 10))
     props = tmp_path / "executor-log4j2.properties"
     props.write_text(EXECUTOR_LOG4J)
-    env = cli_env({"DISTCP_SLOW_AT": "after_stage=0.5"})  # 4 files a task: 2 s each
+    # 0.25 s after each staged file: a Spark task (16 files here) lasts 4 s, ample for the
+    # kill below (polled every 0.2 s) to land inside worker 1's task
+    env = cli_env({"DISTCP_SLOW_AT": "after_stage=0.25"})
     run = subprocess.Popen(
         [*PYDISTCP, "copy", str(src), str(dst), "--master", spark_two_workers, "--tasks", "8",
          "--listing", listing, "--no-progress", "--summary-json", str(sj), "--log-dir", str(tmp_path / "logs"),

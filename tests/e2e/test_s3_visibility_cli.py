@@ -101,7 +101,9 @@ def test_a_commit_whose_uploads_were_aborted_is_set_aside_by_the_first_rerun_whi
         s3: S3Server, tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:  # noqa: F811
     """The driver dies before publishing; a lifecycle rule then aborts the pending
     uploads its commit would complete. The next run sets the commit aside at once and
-    copies the files again: every object whole, nothing pending."""
+    copies the files again: every object whole, nothing pending. (moto answers the
+    complete of an aborted upload 500, which is retried as throttling: the S3 bound,
+    ``PYDISTCP_S3_TIMEOUT``, ends those retries in seconds instead of ~40 s.)"""
     make_tree(tmp_path / "src")
     crash, _ = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted",
                     env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
@@ -112,7 +114,7 @@ def test_a_commit_whose_uploads_were_aborted_is_set_aside_by_the_first_rerun_whi
         s3.client().abort_multipart_upload(Bucket="dst", Key=upload["Key"],
                                            UploadId=upload["UploadId"])
     r, summary = copy(s3, tmp_path, tmp_path / "src", "s3://dst/aborted",
-                      env=warm_engine_local2)
+                      env={**warm_engine_local2, "PYDISTCP_S3_TIMEOUT": "10"})
     assert r.returncode == 0, r.stderr
     assert "cannot finish: its staged copy of s3://dst/aborted/" in r.stdout + r.stderr
     assert visible(s3, "aborted/") == FILES and s3.pending_uploads() == []

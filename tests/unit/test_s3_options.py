@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -99,3 +100,15 @@ def test_throttling_that_never_ends_and_other_errors_are_raised(monkeypatch: pyt
     with pytest.raises(PermissionError):
         s3ops.sync_bounded(fs, "put_object s3://b/k", request)
     assert len(calls) == 1  # not a throttle: never sent again
+
+
+def test_throttle_retries_stop_within_the_s3_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYDISTCP_S3_TIMEOUT bounds a whole operation, its throttle pauses included: a
+    pause that would end past it is not taken, the throttle error is raised."""
+    monkeypatch.setenv("PYDISTCP_S3_TIMEOUT", "1")
+    fs = SimpleNamespace(loop=fsspec.asyn.get_loop())
+    request, calls = _flaky([OSError(errno.EBUSY, "SlowDown")] * 99)
+    t = time.monotonic()
+    with pytest.raises(OSError, match="SlowDown"):
+        s3ops.sync_bounded(fs, "put_object s3://b/k", request)
+    assert time.monotonic() - t < 1.0 and 1 <= len(calls) <= 3

@@ -192,8 +192,8 @@ class LeanGetter:
                 self.credentials(refresh=True)
                 refreshed = True
                 continue
-            if status in _RETRY_STATUS and attempt < settings.THROTTLE_RETRIES:
-                _throttle_pause(attempt)
+            if status in _RETRY_STATUS and attempt < settings.THROTTLE_RETRIES \
+                    and settings.throttle_pause(attempt, deadline):
                 continue
             raise _answer_error(status, code, where, what)
         raise AssertionError("unreachable")
@@ -240,12 +240,6 @@ def _outcome(response: Answer, method: str) -> tuple[int, str]:
     if status == 200 and code:
         status = 500 if code in _RETRY_CODES else 400
     return status, code
-
-
-def _throttle_pause(attempt: int) -> None:
-    """A growing, jittered pause before a throttled request goes again: a server
-    shedding load asks for seconds, not botocore's few hundred milliseconds."""
-    time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
 
 
 def _tls_context(verify: bool | str) -> ssl.SSLContext:

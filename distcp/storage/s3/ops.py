@@ -33,7 +33,6 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
-import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -93,20 +92,22 @@ def bounded_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def sync_bounded(fs: Any, what: str, coroutine: Any, *args: Any, **kwargs: Any) -> Any:
     """Run an async s3fs method; a TimeoutError naming ``what`` after watchdog_seconds().
+    A throttled method is sent again after growing pauses while they fit in that bound.
 
     The abandoned request is left to the event loop (fsspec cannot cancel it); its
     socket timeouts end it later.
     """
     limit = watchdog_seconds()
+    deadline = time.monotonic() + limit
     for attempt in range(settings.THROTTLE_RETRIES + 1):
         try:
             return fsspec.asyn.sync(fs.loop, coroutine, *args, timeout=limit, **kwargs)
         except FSTimeoutError as exc:
             raise TimeoutError(settings.no_answer(limit, what)) from exc
         except OSError as exc:
-            if exc.errno != errno.EBUSY or attempt == settings.THROTTLE_RETRIES:
+            if exc.errno != errno.EBUSY or attempt == settings.THROTTLE_RETRIES or \
+                    not settings.throttle_pause(attempt, deadline):
                 raise
-            time.sleep(random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt))
     raise AssertionError("unreachable")
 
 

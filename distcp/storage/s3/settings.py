@@ -7,6 +7,9 @@ time, so a test or a caller that changes one here changes it for both paths.
 
 from __future__ import annotations
 
+import random
+import time
+
 from distcp.storage.watchdog import TIMEOUT_ENV
 
 #: Per-attempt socket timeouts and attempts botocore gets unless the user chose them.
@@ -21,6 +24,18 @@ THROTTLE_RETRIES = 7
 #: Connections one client keeps open: a task reads up to SMALL_IN_FLIGHT small
 #: objects at once (botocore's default of 10 would queue them).
 POOL_CONNECTIONS = 64
+
+
+def throttle_pause(attempt: int, deadline: float) -> bool:
+    """Wait the growing, jittered pause before throttled attempt ``attempt + 1`` goes
+    again (a server shedding load asks for seconds, not botocore's few hundred
+    milliseconds); False, without waiting, when the pause would end past ``deadline``
+    (``time.monotonic()``): the operation's bound holds its retries too."""
+    pause = random.uniform(0.5, 1.0) * min(20.0, 0.5 * 2 ** attempt)
+    if time.monotonic() + pause >= deadline:
+        return False
+    time.sleep(pause)
+    return True
 
 
 def no_answer(limit: float, what: str) -> str:
