@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import distcp
+from distcp.commit.catalog_steps import RegisterPartitions
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.errors import CatalogError
-from distcp.commit.catalog_steps import RegisterPartitions
 from tests.conftest import cli_env, run_cli
 
 pytestmark = pytest.mark.e2e
