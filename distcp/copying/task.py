@@ -436,6 +436,8 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     writer = storage.open_stage(out.destination, staging_url, verify=spec.verify,
                                 size_hint=0 if file.converters else file.origin.size,
                                 buffer_size=len(buffer), hold_small=held is not None)
+    kept = writer.attributes_with_bytes and _keep_attributes(
+        storage, staging_url, file, spec, out, writer=writer)
     checks = spec.checks.start()
     tee = checks is not None and checks.reads_bytes and not storage.capabilities.local_paths
     staged = stage_stream(TeeStream(out.stream, checks) if tee and checks else out.stream,
@@ -444,7 +446,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
         _run_checks(checks, out.destination, staged, storage, read_back=not tee)
     if staged.body is not None and held is not None:
         held[out.destination] = staged.body
-    if staged.staged is not None and staged.staged.needs_rename:
+    if staged.staged is not None and staged.staged.needs_rename and not kept:
         _keep_attributes(storage, staging_url, file, spec, out)
     return _staged_result(key, out.destination, staged)
 
@@ -472,10 +474,11 @@ def _member_mode(spec: TaskSpec, mode: int | None, is_dir: bool) -> int | None:
 
 def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spec: TaskSpec,
                      out: FileAwareInputStream | None = None,
-                     writer: StageWriter | None = None) -> None:
+                     writer: StageWriter | None = None) -> bool:
     """Give a staged file the mode, mtime and owner the rename that publishes keeps
     (the output's own where a converter knows them, else the origin's); through the
-    ``writer`` still open where it can (no owner to set), else by the staged path."""
+    ``writer`` still open where it can (no owner to set: True), else by the staged path
+    (with a ``writer`` that carries them with its bytes, not at all: False)."""
     mtime: float | int | None = out.mtime if out is not None else None
     if mtime is None:
         mtime = file.origin.mtime_ns or file.origin.mtime
@@ -484,9 +487,11 @@ def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spe
     mtime = mtime if "t" in file.preserve else None
     if (writer is not None and file.owner is None and file.group is None
             and writer.keep_attributes(mode, mtime)):
-        return
-    storage.set_staged_attributes(staging_url, mode=mode, mtime=mtime, owner=file.owner,
-                                  group=file.group)
+        return True
+    if writer is None or not writer.attributes_with_bytes:
+        storage.set_staged_attributes(staging_url, mode=mode, mtime=mtime, owner=file.owner,
+                                      group=file.group)
+    return False
 
 
 def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskResult:

@@ -73,6 +73,10 @@ class StageWriter(ABC):
         ``fresh``: ``fd``'s status, when it was just opened and is read no further."""
         return None
 
+    #: ``keep_attributes`` is asked before the first ``write``: the attributes go up
+    #: with the bytes (an object's metadata, in its upload request).
+    attributes_with_bytes: ClassVar[bool] = False
+
     def keep_attributes(self, mode: int | None, mtime: float | None) -> bool:
         """Give the staged copy ``mode`` and ``mtime`` before ``commit``, where that is
         cheaper than the storage's ``set_staged_attributes`` after it; False: not done."""

@@ -137,6 +137,28 @@ def metadata(options: dict[str, Any], path: str) -> dict[str, str]:
     return dict(found.metadata or {})
 
 
+def kept_attributes(mode: int | None, mtime: float | None) -> dict[str, str]:
+    """A file's mtime (whole seconds) and mode as the metadata gsutil keeps them under."""
+    values = {}
+    if mtime is not None:
+        seconds = mtime / 1e9 if isinstance(mtime, int) else mtime
+        values[MTIME_KEY] = str(int(seconds))
+    if mode is not None:
+        values[MODE_KEY] = format(mode & 0o7777, "o")
+    return values
+
+
+def upload(options: dict[str, Any], path: str, body: bytes, metadata: dict[str, str]) -> int:
+    """``body`` as the object ``path`` with ``metadata``, in one request; the size the
+    service says it holds. The SDK checks the MD5 the service answers against the body's
+    (a mismatch deletes the object and raises ``DataCorruption``)."""
+    target = blob(options, path)
+    if metadata:
+        target.metadata = metadata
+    target.upload_from_string(body, checksum="md5", timeout=TIMEOUT)
+    return int(target.size if target.size is not None else -1)
+
+
 def set_metadata(options: dict[str, Any], path: str, values: dict[str, str]) -> None:
     """Merge ``values`` into the object's custom metadata (one PATCH)."""
     target = blob(options, path)

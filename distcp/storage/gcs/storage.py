@@ -37,9 +37,10 @@ from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import ServerSideCopyUnsupported
 from distcp.storage.gcs import objects
 from distcp.storage.gcs.probe import probe_problem
+from distcp.storage.gcs.writer import HeldWriter
 from distcp.storage.joins import SplitParts, join_parts
 from distcp.storage.staged import Staged
-from distcp.storage.staging import Parts, RangeAt, StagedStream
+from distcp.storage.staging import Parts, RangeAt, StagedStream, StageWriter
 
 #: GCS's limit for an object name, in bytes of UTF-8.
 MAX_NAME = 1024
@@ -130,6 +131,15 @@ class GcsStorage(Storage):
         self.write_atomic(staging_url, data)
         return Staged.path(staging_url), ()
 
+    def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
+                   size_hint: int = 0, buffer_size: int = 0,
+                   hold_small: bool = False) -> StageWriter:
+        """The staging object, a stream of up to one part sent in one checked upload
+        (``distcp.storage.gcs.writer``), a longer one through gcsfs."""
+        fs, path = self._path(staging_url)
+        return HeldWriter(self.options, fs, path, staging_url, verify,
+                          buffer_size or (8 << 20))
+
     def move(self, src: str, dst: str) -> None:
         """Publish: the service rewrites the staged object to ``dst``, then the staged
         object is deleted. A staged object gone (published by an interrupted run, or
@@ -216,12 +226,7 @@ class GcsStorage(Storage):
         gsutil and ``gcloud storage`` use (``-P``); the rewrite carries them to the
         final object. Listings still give GCS's own time (``capabilities.mtimes`` is
         False: a rerun skips what is not older than its source)."""
-        values = {}
-        if mtime is not None:
-            seconds = mtime / 1e9 if isinstance(mtime, int) else mtime
-            values[objects.MTIME_KEY] = str(int(seconds))
-        if mode is not None:
-            values[objects.MODE_KEY] = format(mode & 0o7777, "o")
+        values = objects.kept_attributes(mode, mtime)
         if not values:
             return None
         fs, path = self._path(url)

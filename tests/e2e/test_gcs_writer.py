@@ -1,0 +1,77 @@
+"""How a stream is staged on GCS, against fake-gcs-server: a stream up to one part in ONE
+upload that carries its metadata, a longer one through gcsfs with its metadata after,
+and a staging whose size the service contradicts removed and failed by name.
+
+These call the backend's writer as a task does (``open_stage``, ``keep_attributes``
+before the first byte, ``write``, ``commit``); a small file's staging is one upload
+request where it was eight through gcsfs (the SDK's uploads counted).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from distcp.checksum import Digest
+from distcp.errors import IntegrityError
+from distcp.storage.gcs import objects
+from distcp.storage.gcs.storage import GcsStorage
+from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.e2e
+
+PART = 1 << 20
+
+
+def stage(body: bytes, name: str, size: int | None = None) -> None:
+    """Stage ``body`` at gs://dst/<name> as a task would, mtime and mode kept."""
+    writer = GcsStorage({}).open_stage(f"gs://dst/{name}", f"gs://dst/{name}",
+                                       verify="digest", buffer_size=PART)
+    assert writer.attributes_with_bytes and writer.keep_attributes(0o640, 1_600_000_000.5)
+    digest = Digest()
+    for i in range(0, len(body), 64 << 10):
+        writer.write(memoryview(body[i:i + (64 << 10)]))
+        digest.update(body[i:i + (64 << 10)])
+    if size is not None:
+        digest.size = size  # what the task says it read
+    writer.commit(digest, bytearray(64 << 10))
+
+
+@pytest.mark.parametrize("size", [0, 1000, PART, PART + 1, 3 * PART + 5])
+def test_a_staged_stream_holds_its_bytes_and_metadata_whatever_its_size(
+        gcs: GcsServer, size: int) -> None:  # noqa: F811
+    body = os.urandom(size)
+    stage(body, f"s{size}")
+    assert gcs.objects("dst") == {f"s{size}": body}
+    assert gcs.metadata("dst", f"s{size}") == {objects.MTIME_KEY: "1600000000",
+                                               objects.MODE_KEY: "640"}
+
+
+def test_a_small_stream_is_one_upload_request(gcs: GcsServer) -> None:  # noqa: F811
+    client = gcs.client()
+    before = {b.name for b in client.list_blobs("dst")}
+    sent: list[str] = []
+    from google.cloud.storage import blob as sdk_blob
+
+    real = sdk_blob.Blob._do_multipart_upload
+
+    def counted(self: object, *args: object, **kwargs: object) -> object:
+        sent.append("upload")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    sdk_blob.Blob._do_multipart_upload = counted  # type: ignore[method-assign]
+    try:
+        stage(b"x" * 1000, "one")
+    finally:
+        sdk_blob.Blob._do_multipart_upload = real  # type: ignore[method-assign]
+    assert sent == ["upload"]
+    assert {b.name for b in client.list_blobs("dst")} - before == {"one"}
+
+
+def test_a_staging_whose_size_differs_from_what_was_read_is_removed_and_named(
+        gcs: GcsServer) -> None:  # noqa: F811
+    with pytest.raises(IntegrityError, match=r"size differs: read 999 bytes but staged 1000"
+                       r" \(gs://dst/bad\)"):
+        stage(b"x" * 1000, "bad", size=999)
+    assert gcs.objects("dst") == {}
