@@ -139,6 +139,8 @@ class Storage(ABC):
         #: sees it); the state directory's documents get none of it.
         self.writes = writeopts.of(options)
         self.options: dict[str, Any] = writeopts.without(options)
+        if self.writes.requester_pays and "requester_pays" in self.write_options:
+            self.options["requester_pays"] = True  # s3fs's and gcsfs's option so named
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

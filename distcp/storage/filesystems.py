@@ -70,7 +70,7 @@ def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[Abst
     On filesystems whose paths drop the server (``ftp://user@host:port/path``),
     host, port and user from the URL are storage options; ``options`` win.
     """
-    options = writes.without(options)  # ours, not the filesystem's (storage.writes)
+    options = writes.for_fsspec(url, options)  # ours, not the filesystem's (storage.writes)
     if url.split("://", 1)[0] in ("s3", "s3a"):
         options = s3.bounded_options(options)  # every request bounded: see s3.py
     typed = typed_options(url, options or {})

@@ -64,8 +64,23 @@ def of(options: Mapping[str, Any] | None) -> WriteOptions:
 
 
 def without(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Storage ``options`` as fsspec takes them: the write options left out."""
+    """Storage ``options`` without the write options (what a store's own are)."""
     return {k: v for k, v in (options or {}).items() if k != KEY}
+
+
+#: The schemes whose fsspec filesystem takes ``requester_pays=True`` (s3fs, gcsfs): what
+#: a storage with ``requester_pays`` among its ``write_options`` is given.
+REQUESTER_PAYS_SCHEMES = ("s3", "s3a", "gs", "gcs")
+
+
+def for_fsspec(url: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Storage ``options`` as the fsspec filesystem of ``url`` takes them: the write
+    options left out, ``requester_pays`` set where they ask for it (a listing task
+    builds its filesystem from the run's options, not through a ``Storage``)."""
+    out = without(options)
+    if of(options).requester_pays and url.split("://", 1)[0] in REQUESTER_PAYS_SCHEMES:
+        out["requester_pays"] = True
+    return out
 
 
 def carrying(options: Mapping[str, Any], writes: WriteOptions) -> dict[str, Any]:

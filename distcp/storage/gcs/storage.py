@@ -51,14 +51,11 @@ class GcsStorage(Storage):
     name = "gcs"
     capabilities = Capabilities(server_side_copy=True, directories=False,
                                 exclusive_create=True)
+    #: Requester pays is gcsfs's option, and the SDK's requests name the payer
+    #: (``objects.bucket``).
     write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata",
                                "requester_pays"})
     own_metadata_keys = frozenset({objects.MTIME_KEY, objects.MODE_KEY})
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        if self.writes.requester_pays:  # gcsfs's option; the SDK's calls name the payer
-            self.options["requester_pays"] = True
 
     def _path(self, url: str) -> tuple[Any, str]:
         """The gcsfs filesystem of ``url`` and its ``bucket/name`` path."""

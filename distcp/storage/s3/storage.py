@@ -45,9 +45,7 @@ class ObjectStorage(Storage):
                                "requester_pays"})
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        if self.writes.requester_pays:  # s3fs sends RequestPayer with every request
-            self.options["requester_pays"] = True
+        super().__init__(options)  # requester pays: s3fs sends RequestPayer every time
         #: What each data object is created with (CreateMultipartUpload, PutObject):
         #: with any, those requests go through botocore instead of the lean path.
         self._extra = s3.object_arguments(self.writes)
