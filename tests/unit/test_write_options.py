@@ -134,6 +134,10 @@ def test_azure_commits_with_tier_tags_scope_and_its_own_metadata_over_the_users(
     ("az://c/d", {"metadata": {"MTime": "1"}}, "--metadata MTime: az://c/d keeps pydistcp's"),
     ("gs://bkt/d", {"metadata": {"goog-reserved-file-mtime": "1"}},
      "--metadata goog-reserved-file-mtime: gs://bkt/d keeps pydistcp's"),
+    ("az://c/d", {"metadata": {"team-name": "x"}},
+     "--metadata team-name: az://c/d takes metadata names of letters, digits and '_'"),
+    ("s3://b/d", {"metadata": {"city": "Zürich"}},
+     "--metadata city: s3://b/d takes metadata of printable ASCII"),
     ("az://c/d", {"requester_pays": True},
      "--requester-pays: none of /tmp/src, az://c/d has requester-pays buckets"),
 ])

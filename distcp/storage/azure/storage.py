@@ -12,6 +12,7 @@ after which adlfs's cached listings are dropped.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from azure.core import MatchConditions
@@ -36,6 +37,9 @@ from distcp.storage.staging import (
     WrittenRange,
 )
 from distcp.storage.writes import WriteOptions
+
+#: What Azure takes as a metadata name: a C# identifier (ASCII here).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class AzureStorage(Storage):
@@ -94,10 +98,15 @@ class AzureStorage(Storage):
             raise probe_problem(exc, url, container, setting) from None
 
     def write_value_problem(self, writes: WriteOptions, shown: str) -> str | None:
-        """``--storage-class`` is an access tier of block blobs."""
+        """``--storage-class`` is an access tier of block blobs; a metadata name is a C#
+        identifier (letters, digits and '_', not first a digit)."""
         if writes.storage_class and blocks.tier(writes.storage_class) is None:
             return (f"--storage-class: {shown} has the access tiers "
                     f"{', '.join(blocks.TIERS)}, not {writes.storage_class!r}")
+        bad = next((k for k, _ in writes.metadata if not _IDENTIFIER.fullmatch(k)), None)
+        if bad is not None:
+            return (f"--metadata {bad}: {shown} takes metadata names of letters, digits and "
+                    "'_' (not first a digit)")
         return None
 
     def part_size(self, size: int, wanted: int) -> int:

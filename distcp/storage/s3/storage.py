@@ -30,6 +30,7 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
+from distcp.storage.writes import WriteOptions
 
 #: A single-part upload's ETag: the 32 hex digits of its MD5.
 _MD5 = re.compile(r"[0-9a-f]{32}")
@@ -51,6 +52,14 @@ class ObjectStorage(Storage):
         self._extra = s3.object_arguments(self.writes)
         #: ``s3://bucket/`` -> its filesystem (``_bucket_fs``).
         self._buckets: dict[str, Any] = {}
+
+    def write_value_problem(self, writes: WriteOptions, shown: str) -> str | None:
+        """Metadata goes in HTTP headers (``x-amz-meta-KEY``): printable ASCII only."""
+        for key, value in writes.metadata:
+            if not (key + value).isascii() or not (key + value).isprintable():
+                return (f"--metadata {key}: {shown} takes metadata of printable ASCII "
+                        "(sent as HTTP headers)")
+        return None
 
     def read_version(self, url: str, etag: str) -> bytes:
         """One GET If-Match (through the lean path where it serves): the bytes are the
