@@ -79,10 +79,11 @@ def split(path: str) -> tuple[str, str]:
     return bucket, name
 
 
-def bucket(options: dict[str, Any], name: str) -> gcs.Bucket:
-    """The bucket ``name``; with ``requester_pays`` (gcsfs's option) every request names
-    the project that pays (``userProject``: gcsfs's ``project``, else the client's)."""
-    found = client(options)
+def bucket(options: dict[str, Any], name: str, made: gcs.Client | None = None) -> gcs.Bucket:
+    """The bucket ``name`` (of ``made``, else this process's client of ``options``); with
+    ``requester_pays`` (gcsfs's option) every request names the project that pays
+    (``userProject``: gcsfs's ``project``, else the client's)."""
+    found = made or client(options)
     payer = (options.get("project") or found.project) if options.get("requester_pays") else None
     return found.bucket(name, user_project=payer)
 

@@ -82,7 +82,8 @@ class GcsStorage(Storage):
         try:
             _, path = self._path(url)
             bucket = objects.split(path)[0]
-            objects.build(self.options).get_bucket(bucket, timeout=(5, 20), retry=None)
+            objects.bucket(self.options, bucket, objects.build(self.options)).reload(
+                timeout=(5, 20), retry=None)
         except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
             raise probe_problem(exc, url, bucket, setting) from None
 
