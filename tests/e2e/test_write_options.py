@@ -9,7 +9,9 @@ the metadata a rewrite's request gives the new object, and accepts but does not 
 its storage class, ``destinationKmsKeyName`` and ``destinationPredefinedAcl`` (it shows
 STANDARD, no key, its default ACL): only the metadata is checked there. Azurite keeps
 the access tier, metadata and blob index tags, and accepts an encryption scope without
-keeping it. The state directory's documents get none of the options.
+keeping it. Requester pays is sent (RequestPayer, userProject) and accepted by moto and
+fake-gcs-server, which neither bill nor check a payer. The state directory's documents
+get none of the options.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def test_gcs_objects_carry_the_users_metadata_beside_the_kept_mtime(
     src = tree(tmp_path / "src")
     r, _ = copy(tmp_path, str(src), "gs://dst/out", "--storage-class", "NEARLINE",
                 "--kms-key-id", "projects/p/locations/us/keyRings/r/cryptoKeys/k",
-                "--acl", "projectPrivate", "--metadata", "team=data", env=warm_engine_local2)
+                "--acl", "projectPrivate", "--metadata", "team=data", "--requester-pays",
+                "--dst-option", "project=test", env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     for rel, data in FILES.items():
         blob = gcs.client().bucket("dst").get_blob(f"out/{rel}")
