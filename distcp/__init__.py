@@ -126,6 +126,13 @@ def copy(
     # storages
     src_options: Mapping[str, Any] | None = None,
     dst_options: Mapping[str, Any] | None = None,
+    # what every object written is created with (docs/guide/object-stores.md)
+    storage_class: str | None = None,
+    kms_key_id: str | None = None,
+    acl: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    requester_pays: bool = False,
     # state, commit and recovery
     state_dir: str | None = None,
     commit_policy: Literal["full", "successful", "partial"] = "successful",
@@ -154,7 +161,8 @@ def copy(
     Each parameter is the CLI flag of the same name (``pydistcp copy --help``), with
     underscores: ``checksum=True`` is ``--checksum``, ``convert=["decrypt", "gunzip"]``
     is ``--convert decrypt,gunzip``. Where the CLI repeats ``KEY=VALUE`` the API takes
-    a mapping (``conf``, ``src_options``, ``dst_options``); the CLI's ``--*-options-file``
+    a mapping (``conf``, ``src_options``, ``dst_options``, ``metadata``, ``tags``: the
+    CLI's ``--metadata`` and ``--tag``); the CLI's ``--*-options-file``
     and ``--gpg-passphrase-file`` are for keeping secrets out of argv, here the values
     are passed directly (``gpg_passphrase``); ``progress=False`` is ``--no-progress``.
     Sizes take bytes or ``"256M"``, durations seconds or ``"24h"``. ``None`` means

@@ -242,6 +242,29 @@ def main() -> None:
 @click.option("--dst-options-file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
               help="DST storage options, one key=value a line (keeps secrets out of argv); "
                    "--dst-option wins.")
+@click.option("--storage-class", metavar="CLASS",
+              help="Object stores: the storage class every object written gets (S3: "
+                   "STANDARD_IA, GLACIER_IR...; GCS: NEARLINE, COLDLINE...; Azure: the access "
+                   "tier Hot, Cool, Cold or Archive).")
+@click.option("--kms-key-id", "--kms-key", "kms_key_id", metavar="KEY",
+              help="Object stores: encrypt every object written with this managed key (S3: "
+                   "SSE-KMS, the key's id or ARN; GCS: CMEK, projects/.../cryptoKeys/NAME; "
+                   "Azure: the encryption scope's name).")
+@click.option("--acl", metavar="NAME",
+              help="Object stores: the canned ACL every object written gets (S3: private, "
+                   "bucket-owner-full-control...; GCS's predefined ACLs: projectPrivate, "
+                   "publicRead...). Azure has none: refused.")
+@click.option("--metadata", multiple=True, metavar="KEY=VALUE",
+              help="Object stores: user metadata every object written carries (repeatable; "
+                   "S3 x-amz-meta-KEY, GCS and Azure metadata). A key pydistcp keeps the "
+                   "source's mtime under is refused.")
+@click.option("--tag", "--tags", "tags", multiple=True, metavar="KEY=VALUE",
+              help="Object stores: a tag every object written carries (repeatable; S3 object "
+                   "tags, Azure blob index tags). GCS has no object tags: refused.")
+@click.option("--requester-pays", is_flag=True,
+              help="Object stores: this run pays for the requests to requester-pays buckets, "
+                   "sources and DST (S3 RequestPayer; GCS userProject: the storage option "
+                   "'project' or the credentials' project). Azure has none: refused.")
 @click.option("--state-dir", metavar="URL",
               help="Where commits, dataset state and recovery live [default: DST/.pydistcp].")
 @click.option("--commit-policy", type=click.Choice(["full", "successful", "partial"]),
@@ -484,6 +507,7 @@ def _options(flags: dict[str, Any]) -> dict[str, Any]:
     opts["conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
     opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
+    _write_tables(opts)
     if flags["gpg_passphrase_file"]:
         opts["gpg_passphrase"] = Path(flags["gpg_passphrase_file"]).read_text().rstrip("\r\n")
     opts["progress"] = not flags["no_progress"]
@@ -547,7 +571,20 @@ def _overrides(given: dict[str, Any]) -> dict[str, Any]:
     for names, parse in ((SIZES, parse_size), (DURATIONS, parse_duration)):
         for name in set(names) & set(out):
             out[name] = parse_flag(parse, out[name], name)
+    _write_tables(out)
     return out
+
+
+def _write_tables(opts: dict[str, Any]) -> None:
+    """``--metadata``/``--tag``'s ``KEY=VALUE`` strings as the mappings the API and the
+    job file take (an unset one left out); a bad pair is a usage error naming the flag."""
+    from distcp.storage.writes import pairs
+
+    for name, flag in (("metadata", "--metadata"), ("tags", "--tag")):
+        if name in opts:
+            value = opts.pop(name)
+            if value:
+                opts[name] = dict(pairs(value, flag))
 
 
 def _run(action: Any) -> None:
@@ -939,6 +976,7 @@ def _check(paths: tuple[str, ...], flags: dict[str, Any]) -> int:
     opts["conf"] = parse_key_values(flags["spark_conf"], "--conf")
     opts["src_options"] = _side_options(flags["src_option"], flags["src_options_file"], "src")
     opts["dst_options"] = _side_options(flags["dst_option"], flags["dst_options_file"], "dst")
+    _write_tables(opts)
     quiet = flags["quiet"]
     callback = Callback() if quiet or flags["no_progress"] else TextProgress()
     report = check(list(paths[:-1]), paths[-1], callback=callback, **opts)

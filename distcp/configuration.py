@@ -20,6 +20,7 @@ from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 from distcp.filters import FileFilter
 from distcp.quantities import parse_duration, parse_size
+from distcp.storage import writes as writeopts
 
 if TYPE_CHECKING:
     from distcp.chmod import Chmod
@@ -160,10 +161,23 @@ class CopyConfiguration:
     move: bool = False
     #: With ``move``: remove the source directories it left empty (rclone's flag).
     delete_empty_src_dirs: bool = False
+    #: What every object written to DST is created with (``distcp.storage.writes``):
+    #: the store's storage class (Azure: access tier), its managed key (S3 SSE-KMS,
+    #: GCS CMEK, Azure encryption scope), a canned ACL, user metadata and tags (pairs,
+    #: from a mapping or ``KEY=VALUE`` strings); requester pays on every bucket read
+    #: or written. A store that has one of them not is refused before Spark starts.
+    storage_class: str | None = None
+    kms_key_id: str | None = None
+    acl: str | None = None
+    metadata: tuple[tuple[str, str], ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
+    requester_pays: bool = False
 
     def __post_init__(self) -> None:
         """Refuse the first bad setting, in a fixed order (the user hears of one at a time,
-        and always the same one for the same flags), then the converter chain."""
+        and always the same one for the same flags), then the converter chain. The
+        write options then ride in the storage options (``distcp.storage.writes``)."""
+        self._take_writes()
         problem = next((p for p in _problems(self) if p), None)
         if problem:
             raise ConfigurationError(problem)
@@ -173,6 +187,22 @@ class CopyConfiguration:
             from distcp.quality import check_list
 
             check_list(self.check)
+
+    def _take_writes(self) -> None:
+        """--metadata/--tag as sorted pairs (a mapping or ``KEY=VALUE`` strings given),
+        then the write options put into DST's storage options, and requester pays into
+        the sources' (the buckets read are paid for by the requester too)."""
+        for name, flag in (("metadata", "--metadata"), ("tags", "--tag")):
+            object.__setattr__(self, name, writeopts.pairs(getattr(self, name), flag))
+        object.__setattr__(self, "dst_options", writeopts.carrying(self.dst_options, self.writes))
+        object.__setattr__(self, "src_options", writeopts.carrying(
+            self.src_options, writeopts.WriteOptions(requester_pays=self.requester_pays)))
+
+    @property
+    def writes(self) -> writeopts.WriteOptions:
+        """The write options as one value (what the destination's storage applies)."""
+        return writeopts.WriteOptions(self.storage_class, self.kms_key_id, self.acl,
+                                      self.metadata, self.tags, self.requester_pays)
 
     @classmethod
     def build(cls, sources: tuple[str, ...] | list[str], destination: str,
@@ -265,6 +295,7 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _list_problem(c)
     yield _stream_problem(c)
     yield _fork_problem(c)
+    yield writeopts.values_problem(c.writes)
 
 
 FINDER_NAMES = ("single", "glob", "stream")

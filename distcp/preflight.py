@@ -27,6 +27,7 @@ from distcp.errors import (
 from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage import writes as writeopts
 from distcp.storage.filesystems import os_path
 
 #: Seconds a TCP connect to a Spark master or an S3 request may take here.
@@ -160,9 +161,28 @@ def check_attributes(chmod: str | None, chown: str | None, destination: str,
             raise ConfigurationError(f"--chown {chown}: {problem}")
 
 
+def check_writes(cfg: Any) -> None:
+    """The write options (``--storage-class`` ...) are ones the destination's store has
+    (asked of its kind, no request sent); ``--requester-pays`` one that a source or the
+    destination has. One line naming the option and the store."""
+    writes = cfg.writes
+    if not writes:
+        return
+    dst = storage_for(cfg.destination, dict(cfg.dst_options))
+    shown = fsutil.display(cfg.destination)
+    problem = writeopts.write_problem(writes, cfg.destination, dst, shown)
+    if problem is None and writes.requester_pays:
+        stores = [(storage_for(s, dict(cfg.src_options)), fsutil.display(s))
+                  for s in cfg.sources]
+        problem = writeopts.requester_pays_problem([*stores, (dst, shown)])
+    if problem:
+        raise ConfigurationError(problem)
+
+
 def check_run(cfg: Any) -> None:
     """The checks a copy run needs before it lists anything, in the order a user would
     fix them; a dry run starts no Spark, so its master is not asked."""
+    check_writes(cfg)
     check_links(cfg.links, cfg.destination, cfg.dst_options)
     check_attributes(cfg.chmod, cfg.chown, cfg.destination, cfg.dst_options)
     if not cfg.dry_run:

@@ -27,7 +27,8 @@ DATASET_KEYS = ("dataset_glob", "finder", "partition_pattern", "lookback", "read
 BRANCH_KEYS = ("convert", "preserve", "chmod", "chown", "gpg_home", "gpg_recipient",
                "gpg_require_signature",
                "max_expansion_ratio", "max_expanded_bytes", "archive_links",
-               "expand_into_parent", "check")
+               "expand_into_parent", "check", "storage_class", "kms_key_id", "acl", "metadata",
+               "tags", "requester_pays")
 #: Copy flags with no job key, and what the file has instead: the storage tables
 #: (options and their secrets by reference), ``log_level``, and ``pydistcp run``'s flags.
 NOT_IN_FILE = {

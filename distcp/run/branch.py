@@ -40,7 +40,7 @@ from distcp.spark.publish import fan_out_with
 from distcp.state.bounds import Bounds, protected_roots, source_roots
 from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
-from distcp.storage import StorageSpec, spec_for, storage_for, watchdog_seconds
+from distcp.storage import StorageSpec, spec_for, storage_for, watchdog_seconds, writes
 from distcp.storage import filesystems as fsutil
 from distcp.summary import Summary, Tally
 
@@ -112,9 +112,10 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
 
 def _server_side(cfg: CopyConfiguration, dst: StorageSpec) -> bool:
     """One store copies itself (S3 -> S3, Azure -> Azure) where the options are the same
-    (one endpoint, one account), no URL names another account, and no converter runs."""
+    (one endpoint, one account), no URL names another account, and no converter runs.
+    The write options are not the store's options: the copy is created with them."""
     if cfg.converters or not dst.capabilities.server_side_copy \
-            or dict(cfg.src_options) != dict(cfg.dst_options):
+            or writes.without(cfg.src_options) != writes.without(cfg.dst_options):
         return False
     storage = dst.open()
     account = storage.account(cfg.destination)

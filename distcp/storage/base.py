@@ -27,6 +27,7 @@ from distcp import request_count
 from distcp.checksum import Digest, digest_of_stream
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
+from distcp.storage import writes as writeopts
 from distcp.storage.files import FileWriter, part_name, write_part_file
 from distcp.storage.joins import SplitParts, join_parts
 from distcp.storage.pathlimits import posix_problem
@@ -126,9 +127,20 @@ class Storage(ABC):
 
     name: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
+    #: The write options (``distcp.storage.writes``) this storage gives the objects it
+    #: creates, by name; any other is refused before Spark starts. None by default.
+    write_options: ClassVar[frozenset[str]] = frozenset()
+    #: Metadata keys (lower case) the storage keeps its own values under (the source's
+    #: mtime): a ``--metadata`` key among them is refused.
+    own_metadata_keys: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
-        self.options: dict[str, Any] = dict(options or {})
+        #: What the data objects it creates get (taken out of the options: fsspec never
+        #: sees it); the state directory's documents get none of it.
+        self.writes = writeopts.of(options)
+        self.options: dict[str, Any] = writeopts.without(options)
+        if self.writes.requester_pays and "requester_pays" in self.write_options:
+            self.options["requester_pays"] = True  # s3fs's and gcsfs's option so named
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -257,6 +269,12 @@ class Storage(ABC):
         one to make (object stores: HEAD of the bucket). A failure raises a DistcpError
         of one line naming ``url``, the cause and ``setting`` (where the user sets this
         storage's options) when that is the fix: the caller only passes it on."""
+
+    def write_value_problem(self, writes: writeopts.WriteOptions, shown: str) -> str | None:
+        """Why this store cannot take a value of the write options it has (a storage
+        class it does not name so), as one line naming the option and ``shown``; None.
+        Asked before Spark starts; no request is sent. The store judges the rest."""
+        return None
 
     def part_size(self, size: int, wanted: int) -> int:
         """The range size for splitting a file of ``size`` bytes into ``wanted``-byte

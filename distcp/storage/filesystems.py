@@ -26,6 +26,7 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from distcp.model import FileStatus
+from distcp.storage import writes
 from distcp.storage.s3 import ops as s3
 
 S = TypeVar("S")
@@ -69,8 +70,9 @@ def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[Abst
     On filesystems whose paths drop the server (``ftp://user@host:port/path``),
     host, port and user from the URL are storage options; ``options`` win.
     """
+    options = writes.for_fsspec(url, options)  # ours, not the filesystem's (storage.writes)
     if url.split("://", 1)[0] in ("s3", "s3a"):
-        options = s3.bounded_options(options or {})  # every request bounded: see s3.py
+        options = s3.bounded_options(options)  # every request bounded: see s3.py
     typed = typed_options(url, options or {})
     keys = _url_keys(_protocol(url))
     if keys:

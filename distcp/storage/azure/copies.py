@@ -52,14 +52,15 @@ def readable_url(fs: Any, url: str) -> str:
 
 
 def copy_block(fs: Any, final: str, upload_id: str, number: int, source: str,
-               offset: int, length: int) -> str:
+               offset: int, length: int, scope: str | None = None) -> str:
     """Block ``number`` of ``final`` made by the service from ``length`` bytes of the
     source at ``offset``; the block's id."""
     request_count.count("put")
     block = blobs.block_id(upload_id, number)
     try:
         blobs.blob(fs, final).stage_block_from_url(block, source, source_offset=offset,
-                                                   source_length=length)
+                                                   source_length=length,
+                                                   **blocks.scoped(scope))
     except HttpResponseError as exc:
         code = str(getattr(exc, "error_code", "") or "")
         if code in _UNSUPPORTED:
@@ -69,7 +70,8 @@ def copy_block(fs: Any, final: str, upload_id: str, number: int, source: str,
     return block
 
 
-def copy_in(fs: Any, source_url: str, final: str, size: int, part_size: int) -> StagedStream:
+def copy_in(fs: Any, source_url: str, final: str, size: int, part_size: int,
+            scope: str | None = None) -> StagedStream:
     """The whole source staged as blocks of ``final`` by the service; no byte comes here."""
     if size == 0:
         return StagedStream(Staged.empty(final), 0, Digest().hexdigest())
@@ -82,7 +84,7 @@ def copy_in(fs: Any, source_url: str, final: str, size: int, part_size: int) -> 
             length = min(size - offset, block_size)
             number = len(parts) + 1
             parts.append((number, copy_block(fs, final, upload_id, number, source, offset,
-                                             length), length))
+                                             length, scope), length))
         blocks.verify_blocks(fs, final, upload_id, parts, always=True)
     except BaseException as exc:
         blocks.discard(fs, final, upload_id)
@@ -95,12 +97,13 @@ def copy_in(fs: Any, source_url: str, final: str, size: int, part_size: int) -> 
     return StagedStream(Staged.upload(upload_id, final), size, "", tuple(parts), size)
 
 
-def copy_range(fs: Any, staged: Staged, at: RangeAt, source_url: str) -> str:
+def copy_range(fs: Any, staged: Staged, at: RangeAt, source_url: str,
+               scope: str | None = None) -> str:
     """One range of a split file staged by the service as its block; the block's id."""
     final = staged.location
     try:
         return copy_block(fs, final, staged.upload_id, at.index + 1,
-                          readable_url(fs, source_url), at.offset, at.length)
+                          readable_url(fs, source_url), at.offset, at.length, scope)
     except HttpResponseError as exc:
         raise DestinationWriteError(f"cannot copy block {at.index + 1} of "
                                     f"{fsutil.display(final)} server-side: {exc}",

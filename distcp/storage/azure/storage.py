@@ -12,6 +12,7 @@ after which adlfs's cached listings are dropped.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from azure.core import MatchConditions
@@ -35,6 +36,10 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
+from distcp.storage.writes import WriteOptions
+
+#: What Azure takes as a metadata name: a C# identifier (ASCII here).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class AzureStorage(Storage):
@@ -43,6 +48,11 @@ class AzureStorage(Storage):
     name = "azure"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
                                 conditional_reads=True, exclusive_create=True)
+    #: The access tier (``--storage-class``), the encryption scope (``--kms-key-id``),
+    #: metadata and blob index tags, given at the block list's commit (the scope to
+    #: every block too); Azure has no canned ACLs per blob and no requester pays.
+    write_options = frozenset({"storage_class", "kms_key_id", "metadata", "tags"})
+    own_metadata_keys = frozenset({"mtime"})
 
     def _blob(self, url: str) -> tuple[Any, str]:
         """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""
@@ -86,6 +96,18 @@ class AzureStorage(Storage):
             client.get_container_properties()
         except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
             raise probe_problem(exc, url, container, setting) from None
+
+    def write_value_problem(self, writes: WriteOptions, shown: str) -> str | None:
+        """``--storage-class`` is an access tier of block blobs; a metadata name is a C#
+        identifier (letters, digits and '_', not first a digit)."""
+        if writes.storage_class and blocks.tier(writes.storage_class) is None:
+            return (f"--storage-class: {shown} has the access tiers "
+                    f"{', '.join(blocks.TIERS)}, not {writes.storage_class!r}")
+        bad = next((k for k, _ in writes.metadata if not _IDENTIFIER.fullmatch(k)), None)
+        if bad is not None:
+            return (f"--metadata {bad}: {shown} takes metadata names of letters, digits and "
+                    "'_' (not first a digit)")
+        return None
 
     def part_size(self, size: int, wanted: int) -> int:
         return part_size_for(size, wanted)
@@ -139,7 +161,7 @@ class AzureStorage(Storage):
         if not data:
             return Staged.empty(final), ()
         upload_id = blocks.new_upload()
-        block = blocks.stage_block(fs, final, upload_id, 1, data)
+        block = blocks.stage_block(fs, final, upload_id, 1, data, self.writes.kms_key_id)
         return Staged.upload(upload_id, final), ((1, block, len(data)),)
 
     def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
@@ -148,7 +170,7 @@ class AzureStorage(Storage):
         """Blocks on the final blob (``staging_url`` is not used), sized as S3's parts."""
         fs, final = self._blob(final_url)
         block_size = part_size_for(size_hint, buffer_size)
-        return blocks.BlockWriter(fs, final, block_size, hold_small)
+        return blocks.BlockWriter(fs, final, block_size, hold_small, self.writes.kms_key_id)
 
     def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
         """A new upload id on the final blob: its blocks are the ranges."""
@@ -158,16 +180,17 @@ class AzureStorage(Storage):
                     buffer: bytearray, verify: str, folder_url: str,
                     attempt: str) -> WrittenRange:
         fs, _ = self.fs(staged.location)
-        return WrittenRange(*blocks.write_range(fs, staged, at, source))
+        return WrittenRange(*blocks.write_range(fs, staged, at, source, self.writes.kms_key_id))
 
     def copy_in(self, source_url: str, final_url: str, size: int,
                 part_size: int, staging_url: str = "") -> StagedStream:
         fs, final = self._blob(final_url)
-        return copies.copy_in(fs, source_url, final, size, part_size_for(size, part_size))
+        return copies.copy_in(fs, source_url, final, size, part_size_for(size, part_size),
+                              self.writes.kms_key_id)
 
     def copy_range(self, staged: Staged, at: RangeAt, source_url: str) -> str:
         fs, _ = self.fs(staged.location)
-        return copies.copy_range(fs, staged, at, source_url)
+        return copies.copy_range(fs, staged, at, source_url, self.writes.kms_key_id)
 
     def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
         if not staged.upload_id:
@@ -179,14 +202,14 @@ class AzureStorage(Storage):
         """Commit the block list (an empty file: an empty list); the blob appears whole."""
         fs, final = self._blob(staged.location or final_url)
         if staged.kind in (StagedKind.UPLOAD, StagedKind.EMPTY):
-            blocks.commit(fs, final, parts if staged.upload_id else ())
+            blocks.commit(fs, final, parts if staged.upload_id else (), writes=self.writes)
             self._written(fs, final)
         else:
             super().publish(staged, final_url, parts)
 
     def publish_whole(self, url: str, body: bytes) -> Staged:
         fs, final = self._blob(url)
-        published = blocks.put_whole(fs, final, body)
+        published = blocks.put_whole(fs, final, body, self.writes)
         self._written(fs, final)
         return published
 

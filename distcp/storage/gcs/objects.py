@@ -20,6 +20,8 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage as gcs
 
+from distcp.storage.writes import WriteOptions
+
 #: Seconds to connect and to wait for an answer: a silent server must not hang a run.
 TIMEOUT = (20, 120)
 #: The metadata keys gsutil and ``gcloud storage`` keep a file's POSIX mtime and mode
@@ -77,20 +79,72 @@ def split(path: str) -> tuple[str, str]:
     return bucket, name
 
 
+def bucket(options: dict[str, Any], name: str, made: gcs.Client | None = None) -> gcs.Bucket:
+    """The bucket ``name`` (of ``made``, else this process's client of ``options``); with
+    ``requester_pays`` (gcsfs's option) every request names the project that pays
+    (``userProject``: gcsfs's ``project``, else the client's)."""
+    found = made or client(options)
+    payer = (options.get("project") or found.project) if options.get("requester_pays") else None
+    return found.bucket(name, user_project=payer)
+
+
 def blob(options: dict[str, Any], path: str) -> gcs.Blob:
-    bucket, name = split(path)
-    return client(options).bucket(bucket).blob(name)
+    name, key = split(path)
+    return bucket(options, name).blob(key)
 
 
-def rewrite(options: dict[str, Any], src: str, dst: str) -> None:
+def rewrite(options: dict[str, Any], src: str, dst: str,
+            writes: WriteOptions | None = None) -> None:
     """``dst`` made by the service from ``src``, whole or not at all, its metadata kept.
 
     Within one location and storage class GCS rewrites in one call without copying
-    the bytes; otherwise it copies server-side, call by call (the token resumes)."""
+    the bytes; otherwise it copies server-side, call by call (the token resumes).
+    With ``writes`` the new object is created with them (``rewrite_with``)."""
+    if writes is not None and writes.for_objects:
+        rewrite_with(options, src, dst, writes)
+        return
     source, target = blob(options, src), blob(options, dst)
     token, _, _ = target.rewrite(source, timeout=TIMEOUT)
     while token is not None:
         token, _, _ = target.rewrite(source, token=token, timeout=TIMEOUT)
+
+
+#: The object's properties a rewrite whose request names the new object's must carry
+#: over itself (the request's resource replaces the source's).
+_KEPT = ("contentType", "contentEncoding", "contentDisposition", "contentLanguage",
+         "cacheControl")
+
+
+def rewrite_with(options: dict[str, Any], src: str, dst: str, writes: WriteOptions) -> None:
+    """The rewrite of ``src`` to ``dst`` whose new object has the write options: its
+    storage class and metadata in the request's resource (the source's metadata, the
+    mtime pydistcp kept there, merged over the user's), its key as
+    ``destinationKmsKeyName`` (CMEK) and its ACL as ``destinationPredefinedAcl``, all in
+    the one request that makes it appear: no reader sees it without them. The SDK's
+    ``Blob.rewrite`` takes no predefined ACL, so the request is sent as it would send it.
+    """
+    source, target = blob(options, src), blob(options, dst)
+    held = source.bucket.get_blob(source.name, timeout=TIMEOUT)
+    if held is None:
+        raise gexc.NotFound(f"no object {src}")  # type: ignore[no-untyped-call]
+    resource: dict[str, Any] = {k: held._properties[k] for k in _KEPT if k in held._properties}
+    metadata = {**dict(writes.metadata), **dict(held.metadata or {})}
+    if metadata:
+        resource["metadata"] = metadata
+    if writes.storage_class:
+        resource["storageClass"] = writes.storage_class
+    query: dict[str, Any] = dict(target._query_params)
+    if writes.kms_key_id:
+        query["destinationKmsKeyName"] = writes.kms_key_id
+    if writes.acl:
+        query["destinationPredefinedAcl"] = writes.acl
+    path = f"{source.path}/rewriteTo{target.path}"
+    while True:
+        answer = client(options)._post_resource(path, resource, query_params=query,
+                                                timeout=TIMEOUT)
+        if answer.get("done"):
+            return
+        query["rewriteToken"] = answer["rewriteToken"]
 
 
 def compose(options: dict[str, Any], parts: list[str], dst: str) -> None:
@@ -101,7 +155,7 @@ def compose(options: dict[str, Any], parts: list[str], dst: str) -> None:
 
 def size(options: dict[str, Any], path: str) -> int:
     """The object's size (one GET of its metadata); FileNotFoundError when none."""
-    found = client(options).bucket(split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
+    found = bucket(options, split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
     if found is None:
         raise FileNotFoundError(path)
     return int(found.size or 0)
@@ -131,7 +185,7 @@ def delete(options: dict[str, Any], path: str) -> None:
 
 def metadata(options: dict[str, Any], path: str) -> dict[str, str]:
     """The object's custom metadata; FileNotFoundError when there is no object."""
-    found = client(options).bucket(split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
+    found = bucket(options, split(path)[0]).get_blob(split(path)[1], timeout=TIMEOUT)
     if found is None:
         raise FileNotFoundError(path)
     return dict(found.metadata or {})

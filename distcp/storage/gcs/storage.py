@@ -52,6 +52,11 @@ class GcsStorage(Storage):
     name = "gcs"
     capabilities = Capabilities(server_side_copy=True, directories=False,
                                 exclusive_create=True)
+    #: Requester pays is gcsfs's option, and the SDK's requests name the payer
+    #: (``objects.bucket``).
+    write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata",
+                               "requester_pays"})
+    own_metadata_keys = frozenset({objects.MTIME_KEY, objects.MODE_KEY})
 
     def _path(self, url: str) -> tuple[Any, str]:
         """The gcsfs filesystem of ``url`` and its ``bucket/name`` path."""
@@ -78,7 +83,8 @@ class GcsStorage(Storage):
         try:
             _, path = self._path(url)
             bucket = objects.split(path)[0]
-            objects.build(self.options).get_bucket(bucket, timeout=(5, 20), retry=None)
+            objects.bucket(self.options, bucket, objects.build(self.options)).reload(
+                timeout=(5, 20), retry=None)
         except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
             raise probe_problem(exc, url, bucket, setting) from None
 
@@ -147,7 +153,7 @@ class GcsStorage(Storage):
         fs, source = self._path(src)
         _, target = self._path(dst)
         try:
-            objects.rewrite(self.options, source, target)
+            objects.rewrite(self.options, source, target, self.writes)
         except gexc.NotFound as exc:
             raise FileNotFoundError(f"staged {fsutil.display(src)} is gone") from exc
         finally:

@@ -36,6 +36,7 @@ import hashlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 from xml.sax.saxutils import escape
 
 import fsspec.asyn
@@ -46,6 +47,7 @@ from distcp.names import utf8_problem
 from distcp.storage.errors import ServerSideCopyUnsupported
 from distcp.storage.s3 import lean, settings
 from distcp.storage.watchdog import watchdog_seconds
+from distcp.storage.writes import WriteOptions
 
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
@@ -162,8 +164,9 @@ REFUSAL_MEMORY_S = 60.0
 _refused: dict[str, tuple[float, str]] = {}
 
 
-def create(fs: Any, url: str) -> str:
-    """Start the upload that stages ``url``.
+def create(fs: Any, url: str, extra: Mapping[str, Any] | None = None) -> str:
+    """Start the upload that stages ``url`` (``extra``: the arguments the object is
+    created with, ``object_arguments``; they go through botocore, not the lean path).
 
     A server that keeps answering SlowDown here may be capping pending uploads
     (``rclone serve s3`` refuses a 1,001st): every file of a file set stays a pending
@@ -174,10 +177,12 @@ def create(fs: Any, url: str) -> str:
     if refused and time.monotonic() - refused[0] < REFUSAL_MEMORY_S:
         raise OSError(errno.EBUSY, refused[1])
     try:
-        answer = _lean_post(fs, "create_multipart_upload", bucket, key, {"uploads": ""})
+        answer = None if extra else _lean_post(fs, "create_multipart_upload", bucket, key,
+                                               {"uploads": ""})
         if answer is not None:
             return str(lean.xml_text(answer, "UploadId"))
-        return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key)["UploadId"])
+        return str(call(fs, "create_multipart_upload", Bucket=bucket, Key=key,
+                        **(extra or {}))["UploadId"])
     except OSError as exc:
         if exc.errno != errno.EBUSY:
             raise
@@ -247,16 +252,39 @@ def abort(fs: Any, url: str, upload_id: str) -> None:
         pass
 
 
-def put(fs: Any, url: str, data: bytes) -> str:
+def put(fs: Any, url: str, data: bytes, extra: Mapping[str, Any] | None = None) -> str:
     """One PutObject with the body's Content-MD5: a server that received other bytes
-    refuses the request (BadDigest) instead of storing them. Returns the ETag."""
+    refuses the request (BadDigest) instead of storing them. Returns the ETag.
+    ``extra`` as ``create``'s."""
     bucket, key = bucket_key(fs, url)
     md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
-    etag = _lean_put(fs, "put_object", bucket, key, data, {}, {"Content-MD5": md5})
+    etag = None if extra else _lean_put(fs, "put_object", bucket, key, data, {},
+                                        {"Content-MD5": md5})
     if etag is None:
         etag = str(call(fs, "put_object", Bucket=bucket, Key=key, Body=data,
-                        ContentMD5=md5).get("ETag", ""))
+                        ContentMD5=md5, **(extra or {})).get("ETag", ""))
     return etag
+
+
+def object_arguments(writes: WriteOptions) -> dict[str, Any]:
+    """The arguments of CreateMultipartUpload and PutObject that give an object the
+    write options: StorageClass, SSE-KMS (ServerSideEncryption ``aws:kms`` and
+    SSEKMSKeyId), a canned ACL, user metadata (``x-amz-meta-*``) and tags (the
+    ``x-amz-tagging`` query string). Requester pays is s3fs's own option (every
+    request it sends then carries RequestPayer)."""
+    out: dict[str, Any] = {}
+    if writes.storage_class:
+        out["StorageClass"] = writes.storage_class
+    if writes.kms_key_id:
+        out["ServerSideEncryption"] = "aws:kms"
+        out["SSEKMSKeyId"] = writes.kms_key_id
+    if writes.acl:
+        out["ACL"] = writes.acl
+    if writes.metadata:
+        out["Metadata"] = dict(writes.metadata)
+    if writes.tags:
+        out["Tagging"] = urlencode(writes.tags)
+    return out
 
 
 def _lean_put(fs: Any, method: str, bucket: str, key: str, data: bytes | memoryview,

@@ -30,6 +30,7 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
+from distcp.storage.writes import WriteOptions
 
 #: A single-part upload's ETag: the 32 hex digits of its MD5.
 _MD5 = re.compile(r"[0-9a-f]{32}")
@@ -41,11 +42,24 @@ class ObjectStorage(Storage):
     name = "object"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
                                 conditional_reads=True)
+    write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata", "tags",
+                               "requester_pays"})
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
+        super().__init__(options)  # requester pays: s3fs sends RequestPayer every time
+        #: What each data object is created with (CreateMultipartUpload, PutObject):
+        #: with any, those requests go through botocore instead of the lean path.
+        self._extra = s3.object_arguments(self.writes)
         #: ``s3://bucket/`` -> its filesystem (``_bucket_fs``).
         self._buckets: dict[str, Any] = {}
+
+    def write_value_problem(self, writes: WriteOptions, shown: str) -> str | None:
+        """Metadata goes in HTTP headers (``x-amz-meta-KEY``): printable ASCII only."""
+        for key, value in writes.metadata:
+            if not (key + value).isascii() or not (key + value).isprintable():
+                return (f"--metadata {key}: {shown} takes metadata of printable ASCII "
+                        "(sent as HTTP headers)")
+        return None
 
     def read_version(self, url: str, etag: str) -> bytes:
         """One GET If-Match (through the lean path where it serves): the bytes are the
@@ -139,7 +153,7 @@ class ObjectStorage(Storage):
         """A new, empty multipart upload on the final key: its parts are the ranges."""
         fs, path = self.fs(final_url)
         final = fsutil.to_url(fs, path)
-        return Staged.upload(s3.create(fs, final), final)
+        return Staged.upload(s3.create(fs, final, self._extra), final)
 
     def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
         if not staged.upload_id:
@@ -153,7 +167,7 @@ class ObjectStorage(Storage):
         final = fsutil.to_url(fs, path)
         if not data:
             return Staged.empty(final), ()
-        upload_id = s3.create(fs, final)
+        upload_id = s3.create(fs, final, self._extra)
         etag = s3.upload_part(fs, final, upload_id, 1, data)
         return Staged.upload(upload_id, final), ((1, etag, len(data)),)
 
@@ -170,12 +184,13 @@ class ObjectStorage(Storage):
         instead of re-reading (``verify`` is not used)."""
         fs, final = self._final(final_url)
         part_size = s3.part_size_for(size_hint, max(buffer_size, s3.MIN_PART))
-        return uploads.UploadWriter(fs, final, part_size, hold_small)
+        return uploads.UploadWriter(fs, final, part_size, hold_small, self._extra)
 
     def copy_in(self, source_url: str, final_url: str, size: int,
                 part_size: int, staging_url: str = "") -> StagedStream:
         fs, final = self._final(final_url)
-        return uploads.copy_in(fs, source_url, final, size, max(part_size, s3.MIN_PART))
+        return uploads.copy_in(fs, source_url, final, size, max(part_size, s3.MIN_PART),
+                               self._extra)
 
     def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
                     buffer: bytearray, verify: str, folder_url: str,
@@ -190,11 +205,11 @@ class ObjectStorage(Storage):
 
     def publish_whole(self, url: str, body: bytes) -> Staged:
         fs, final = self._final(url)
-        return uploads.put_whole(fs, final, body)
+        return uploads.put_whole(fs, final, body, self._extra)
 
     def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
         fs, _ = self.fs(staged.location)
-        return uploads.complete_now(fs, staged, size, parts)
+        return uploads.complete_now(fs, staged, size, parts, self._extra)
 
     def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
         """Complete the upload (an empty file: one PUT); the object appears whole."""
@@ -202,7 +217,7 @@ class ObjectStorage(Storage):
         if staged.kind is StagedKind.UPLOAD:
             s3.complete(fs, staged.location, staged.upload_id, parts)
         elif staged.kind is StagedKind.EMPTY:
-            s3.put(fs, staged.location, b"")
+            s3.put(fs, staged.location, b"", self._extra)
         else:
             super().publish(staged, final_url, parts)
 
@@ -226,7 +241,7 @@ class ObjectStorage(Storage):
         if not files:
             return
         fs, _ = self.fs(files[0].final)
-        uploads.publish_all(fs, files, after_each, self.capabilities.parallel_ops)
+        uploads.publish_all(fs, files, after_each, self.capabilities.parallel_ops, self._extra)
 
     def discard(self, staged: Staged) -> None:
         if staged.upload_id:

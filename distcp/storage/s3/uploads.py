@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -57,15 +57,17 @@ class UploadWriter(PartWriter):
     """A stream staged as a new upload on ``final_url``, created with the first bytes
     (with ``hold_small``: once they fill a part; a shorter stream stays in memory)."""
 
-    def __init__(self, fs: Any, final_url: str, part_size: int, hold_small: bool) -> None:
+    def __init__(self, fs: Any, final_url: str, part_size: int, hold_small: bool,
+                 extra: Mapping[str, Any] | None = None) -> None:
         super().__init__(fs, final_url, part_size, hold_small, PARTS_IN_FLIGHT)
+        self.extra = extra  # what the object is created with (``s3.object_arguments``)
 
     @property
     def touched(self) -> bool:
         return bool(self.upload_id)  # the upload itself exists from its creation
 
     def start(self) -> str:
-        return s3.create(self.fs, self.url)
+        return s3.create(self.fs, self.url, self.extra)
 
     def send_part(self, fs: Any, url: str, upload_id: str, number: int, body: bytes) -> str:
         return s3.upload_part(fs, url, upload_id, number, body)
@@ -96,7 +98,7 @@ def verify_parts(fs: Any, url: str, upload_id: str, sent: list[tuple[int, str, i
                              f"{sorted(held)} but {sorted(want)} were sent", path=url)
 
 
-def put_whole(fs: Any, url: str, body: bytes) -> Staged:
+def put_whole(fs: Any, url: str, body: bytes, extra: Mapping[str, Any] | None = None) -> Staged:
     """Publish a small file with ONE PutObject.
 
     The request carries the body's Content-MD5 (S3 refuses other bytes) and the
@@ -104,7 +106,7 @@ def put_whole(fs: Any, url: str, body: bytes) -> Staged:
     a HEAD for the size. An object found wrong is deleted before the error goes up.
     """
     try:
-        etag = s3.put(fs, url, body)
+        etag = s3.put(fs, url, body, extra)
         if etag.strip('"') != hashlib.md5(body).hexdigest() and not s3.holds(fs, url, len(body)):
             _remove(fs, url)
             raise IntegrityError(f"{fsutil.display(url)}: the server holds other bytes than "
@@ -115,7 +117,8 @@ def put_whole(fs: Any, url: str, body: bytes) -> Staged:
     return Staged.published(url)
 
 
-def complete_now(fs: Any, staged: Staged, size: int, parts: Parts) -> Staged:
+def complete_now(fs: Any, staged: Staged, size: int, parts: Parts,
+                 extra: Mapping[str, Any] | None = None) -> Staged:
     """Publish a staged upload (or an empty file) at once.
 
     The object must have the multipart ETag of exactly our parts (or, on a server
@@ -124,7 +127,7 @@ def complete_now(fs: Any, staged: Staged, size: int, parts: Parts) -> Staged:
     upload_id, url = staged.upload_id, staged.location
     try:
         if not upload_id:
-            return put_whole(fs, url, b"")
+            return put_whole(fs, url, b"", extra)
         etag = s3.complete(fs, url, upload_id, parts)
         if etag != s3.multipart_etag([e for _, e, _ in sorted(parts)]) \
                 and not s3.holds(fs, url, size, parts):
@@ -147,12 +150,12 @@ def _remove(fs: Any, url: str) -> None:
 
 
 def copy_in(fs: Any, source_url: str, final_url: str, size: int,
-            part_size: int) -> StagedStream:
+            part_size: int, extra: Mapping[str, Any] | None = None) -> StagedStream:
     """S3 -> S3 on one endpoint: UploadPartCopy every range; no byte comes here."""
     if size == 0:
         return StagedStream(Staged.empty(final_url), 0, Digest().hexdigest())
     part_size = s3.part_size_for(size, part_size)
-    upload_id = s3.create(fs, final_url)
+    upload_id = s3.create(fs, final_url, extra)
     parts: list[tuple[int, str, int]] = []
     try:
         for offset in range(0, size, part_size):
@@ -231,7 +234,7 @@ def all_published(fs: Any, files: Sequence[StagedFile], pool_size: int) -> bool:
 
 
 def publish_all(fs: Any, files: Sequence[StagedFile], after_each: Callable[[StagedFile], None],
-                pool_size: int) -> None:
+                pool_size: int, extra: Mapping[str, Any] | None = None) -> None:
     """Complete each staged upload (PUT each empty file); one no longer pending whose
     object is there whole is done already. The object must then be built from exactly
     our parts (the multipart ETag), or hold them by a HEAD's account."""
@@ -246,7 +249,7 @@ def publish_all(fs: Any, files: Sequence[StagedFile], after_each: Callable[[Stag
             if upload_id:
                 etag = s3.complete(fs, f.final, upload_id, f.parts)
             else:
-                s3.put(fs, f.final, b"")
+                s3.put(fs, f.final, b"", extra)
         except FileNotFoundError:
             if not holds(fs, f):  # completed by an interrupted run?
                 raise
