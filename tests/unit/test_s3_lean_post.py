@@ -67,3 +67,22 @@ def test_an_answer_without_what_it_must_hold_is_an_error_not_a_guess(
     scripted.append(server)
     with pytest.raises(OSError, match="without <UploadId>"):
         s3.create(_fs(server), "s3://b/k")
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 301 Moved Permanently\r\nLocation: http://elsewhere/b/k\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://elsewhere/b/k\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 54\r\n\r\n"
+    b"<Error><Code>AuthorizationHeaderMalformed</Code></Error>",
+])
+def test_a_redirect_hands_the_filesystem_to_s3fs_and_the_lean_path_sends_no_more(
+        scripted: list[Scripted], answer: bytes) -> None:  # noqa: F811
+    """A bucket in another region (or a moved endpoint) is botocore's to follow: the
+    hand-written path never follows a Location, it gives the filesystem to s3fs for the
+    rest of the process (as the SDK's region redirector then does it right)."""
+    server = Scripted([answer])
+    scripted.append(server)
+    fs = _fs(server)
+    assert s3get.get(fs, "b", "k", '"e"') is None
+    assert s3get.get(fs, "b", "k", '"e"') is None  # not asked again: s3fs's from now on
+    assert [r.decode().split("\r\n")[0] for r in server.requests] == ["GET /b/k HTTP/1.1"]
