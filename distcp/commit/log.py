@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 # every step kind is registered for from_dict: a replay runs in a process that
@@ -27,6 +27,7 @@ from distcp.state.layout import StateLayout
 from distcp.state.store import read_json
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage import writes as writeopts
 from distcp.storage.atomic import write_atomic_pieces
 
 
@@ -50,6 +51,10 @@ class CommitStepStore:
         return self.layout.commit(sequence_id, aside)
 
     def persist(self, sequence: CommitSequence, job_id: str, replays: int = 0) -> None:
+        """Write ``sequence``'s entry; one that has no write options recorded yet gets
+        this run's (``CommitSequence.writes``): a replay keeps the planning run's."""
+        if sequence.writes is None:
+            sequence = replace(sequence, writes=writeopts.of(self.options))
         crash_point("before_persist")
         write_atomic_pieces(self.url_of(sequence.id), _document(sequence, job_id, replays),
                             self.options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from distcp.errors import PublishError, StateError
@@ -20,7 +20,9 @@ from distcp.faults import crash_point
 from distcp.state.bounds import DESTINATION, NAME, STATE, Bounds
 from distcp.storage import Staged, Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
+from distcp.storage import writes as writeopts
 from distcp.storage.staging import StagedFile
+from distcp.storage.writes import WriteOptions
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,12 @@ class CommitSequence:
     file_set: str
     steps: tuple[CommitStep, ...]
     id: str = ""
+    #: What the data objects are created with (``--storage-class``...), as the run that
+    #: planned the set gave them; recorded with it (``CommitStepStore.persist``), so a
+    #: replay by another run or by ``recover``, which has no such flags, publishes the
+    #: objects as they were meant to be. None: not recorded yet (the planning run's own
+    #: options apply).
+    writes: WriteOptions | None = field(default=None, compare=False)
 
     def run(self, ctx: CommitContext) -> None:
         """Run every step not yet verified done; a failing step raises PublishError.
@@ -147,6 +155,10 @@ class CommitSequence:
         each step so the tests can kill the process at every commit boundary. A
         per-file step may be carried out by the executors (``ctx.fan_out``).
         """
+        if self.writes is not None:  # requester pays stays this run's (it reads and pays)
+            kept = replace(self.writes,
+                           requester_pays=writeopts.of(ctx.dst_options).requester_pays)
+            ctx = replace(ctx, dst_options=writeopts.carrying(ctx.dst_options, kept))
         for step in self.steps:
             crash_point("before_step")
             try:
@@ -170,13 +182,16 @@ class CommitSequence:
             yield from step.targets(options)
 
     def to_dict(self) -> dict[str, Any]:
+        written = writeopts.to_record(self.writes) if self.writes is not None else {}
         return {"id": self.id, "dataset_urn": self.dataset_urn, "file_set": self.file_set,
+                **({"writes": written} if written else {}),
                 "steps": [s.to_dict() for s in self.steps]}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> CommitSequence:
         return CommitSequence(data["dataset_urn"], data["file_set"],
-                              tuple(CommitStep.from_dict(s) for s in data["steps"]), data["id"])
+                              tuple(CommitStep.from_dict(s) for s in data["steps"]), data["id"],
+                              writeopts.from_record(data.get("writes")))
 
 
 @dataclass(frozen=True)

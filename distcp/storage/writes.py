@@ -91,6 +91,25 @@ def carrying(options: Mapping[str, Any], writes: WriteOptions) -> dict[str, Any]
     return out
 
 
+def to_record(writes: WriteOptions) -> dict[str, Any]:
+    """What objects are created with, as a commit log entry keeps it (JSON; no secret:
+    a managed key is named by its id). Requester pays is the reading run's own."""
+    return {name: (list(map(list, value)) if isinstance(value, tuple) else value)
+            for name in writes.given() if name != "requester_pays"
+            for value in (getattr(writes, name),)}
+
+
+def from_record(record: Mapping[str, Any] | None) -> WriteOptions:
+    """``to_record``'s value back; a record without one: no options."""
+    if not record:
+        return WriteOptions()
+    return WriteOptions(
+        storage_class=record.get("storage_class"), kms_key_id=record.get("kms_key_id"),
+        acl=record.get("acl"),
+        metadata=tuple((str(k), str(v)) for k, v in record.get("metadata", ())),
+        tags=tuple((str(k), str(v)) for k, v in record.get("tags", ())))
+
+
 def pairs(value: Mapping[str, Any] | Iterable[str] | None, flag: str) -> Pairs:
     """``--metadata``/``--tag``'s values, a mapping or ``KEY=VALUE`` strings, as sorted
     pairs; ConfigurationError naming ``flag`` and the bad entry (no ``=``, an empty key, a key

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.e2e.test_azure import copy
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
@@ -116,6 +117,37 @@ def test_azure_blobs_carry_tier_metadata_and_tags_committed_or_put_whole(
             assert properties.metadata.get("team") == "data", properties.metadata
             assert blob.get_blob_tags() == {"project": "x"}, rel
     assert azure.pending_uploads() == []
+
+
+def test_a_publish_finished_by_recover_or_by_another_run_gives_the_options_of_the_run_that_planned_it(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """Azure applies the options at the publish (the block list's commit): a commit left
+    pending by a kill carries them in its log entry, so ``recover`` (which has no such
+    flags) and a rerun with other flags both publish the blobs as first planned."""
+    src = tree(tmp_path / "src")
+    flags = ("--storage-class", "cool", "--metadata", "team=data", "--tag", "project=x")
+    for dst, finish in (("az://dst/recovered", ("recover",)),
+                        ("az://dst/rerun", ("copy", "--storage-class", "hot"))):
+        crash, _ = copy(tmp_path, str(src), dst, *flags,
+                        env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
+        assert crash.returncode == 137, crash.stderr
+        entries = [b for b in azure.objects("dst", dst.removeprefix("az://dst/") + "/")
+                   if "/.pydistcp/commits/" in b]
+        assert entries, "the kill left no pending commit"
+        if finish[0] == "recover":
+            done = run_cli("recover", dst, env=warm_engine_local2)
+        else:
+            done, _ = copy(tmp_path, str(src), dst, *finish[1:], env=warm_engine_local2)
+        assert done.returncode == 0, done.stderr
+        container = azure.client().get_container_client("dst")
+        for rel, data in FILES.items():
+            blob = container.get_blob_client(f"{dst.removeprefix('az://dst/')}/{rel}")
+            assert blob.download_blob().readall() == data, rel
+            properties = blob.get_blob_properties()
+            assert properties.blob_tier == "Cool", (finish, rel, properties.blob_tier)
+            assert properties.metadata.get("team") == "data", (finish, properties.metadata)
+            assert blob.get_blob_tags() == {"project": "x"}, (finish, rel)
 
 
 def test_an_option_the_store_has_not_is_refused_before_spark_and_nothing_is_written(

@@ -31,6 +31,7 @@ from distcp.state.store import (
     write_atomic,
 )
 from distcp.storage.atomic import write_atomic_pieces
+from distcp.storage.writes import WriteOptions, carrying
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
 
@@ -57,6 +58,25 @@ def test_persisted_sequence_comes_back_equal(tmp_path: Path) -> None:
     assert (pending.job_id, pending.replays) == ("job7", 0)
     assert pending.url == str(tmp_path / "commits" / "job7-aaaa-bbbb.json")
     assert _files(tmp_path) == ["commits/job7-aaaa-bbbb.json"]  # one document, no temp
+
+
+def test_an_entry_keeps_the_write_options_of_the_run_that_planned_it(tmp_path: Path) -> None:
+    """The planning run's options go into the entry; a replay by a run with others (or
+    none: ``recover``) persists it again unchanged; requester pays is not recorded."""
+    planned = WriteOptions(storage_class="COLD", kms_key_id="k1", metadata=(("a", "1"),),
+                           tags=(("t", "x"),), requester_pays=True)
+    CommitStepStore(str(tmp_path), carrying({}, planned)).persist(_sequence("j-a-b"), "j")
+    [pending] = CommitStepStore(str(tmp_path), {}).pending()
+    want = WriteOptions(storage_class="COLD", kms_key_id="k1", metadata=(("a", "1"),),
+                        tags=(("t", "x"),))
+    assert pending.sequence.writes == want
+    other = CommitStepStore(str(tmp_path), carrying({}, WriteOptions(storage_class="HOT")))
+    other.persist(pending.sequence, "j", replays=1)
+    [again] = other.pending()
+    assert again.sequence.writes == want and again.replays == 1
+    entry = json.loads((tmp_path / "commits" / "j-a-b.json").read_text())
+    assert entry["writes"] == {"storage_class": "COLD", "kms_key_id": "k1",
+                               "metadata": [["a", "1"]], "tags": [["t", "x"]]}
 
 
 def test_a_file_set_longer_than_a_slice_is_written_in_pieces_and_read_back_equal(
