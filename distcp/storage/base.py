@@ -409,6 +409,13 @@ class Storage(ABC):
         when the filesystem refused (the copy stands), else None."""
         return self.set_mtime(url, mtime)
 
+    def keep_mtime(self, staged: Staged, mtime: float | None) -> Staged:
+        """``staged`` as it publishes with ``mtime`` (an int: nanoseconds) kept, where
+        this storage writes a kept mtime with the object at the publish (Azure: the
+        blob's metadata, at the commit of its blocks); here ``staged`` unchanged (files
+        get theirs from ``set_staged_attributes``; S3 keeps none)."""
+        return staged
+
     def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
                     buffer: bytearray, verify: str, folder_url: str,
                     attempt: str) -> WrittenRange:
@@ -434,9 +441,11 @@ class Storage(ABC):
         the final name and need none)."""
         raise NotImplementedError(f"{self.name} storage copies nothing server-side")
 
-    def publish_whole(self, url: str, body: bytes) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
         """Per-file visibility: write a small file held in memory straight to its final
-        ``url``, whole or not at all, and check it; ``Staged.published(url)``."""
+        ``url``, whole or not at all, and check it; ``Staged.published(url)``. ``mtime``
+        (an int: nanoseconds): the file's, kept where the store writes it with the
+        object (``keep_mtime``)."""
         raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
 
     def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:

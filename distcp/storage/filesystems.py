@@ -26,6 +26,7 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from distcp.model import FileStatus
+from distcp.storage.keptmtimes import kept_mtime
 from distcp.storage.s3 import ops as s3
 
 S = TypeVar("S")
@@ -293,17 +294,19 @@ def info_status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
         mtime = _mlsd_time(info["modify"])  # FTP's MLSD fact
     if not isinstance(mtime, (int, float)):
         mtime = mtime.timestamp()
+    kept = kept_mtime(info.get("metadata"))  # an object's kept mtime wins over its own
     mode = info.get("mode")
     etag = info.get("ETag") or info.get("etag")  # s3fs spells it one way, adlfs the other
     return FileStatus(
         url=to_url(fs, info["name"]),
         size=int(info.get("size") or 0),
-        mtime=float(mtime),
+        mtime=float(mtime) if kept is None else kept / 1e9,
         mode=int(mode) & 0o7777 if mode is not None else None,
         owner=_name_of(info.get("uid"), "pwd"),
         group=_name_of(info.get("gid"), "grp"),
         is_dir=info.get("type") == "directory",
         etag=etag if isinstance(etag, str) and etag else None,
+        mtime_ns=kept,
     )
 
 

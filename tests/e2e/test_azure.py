@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -190,3 +192,55 @@ def test_a_split_file_azure_to_azure_falls_back_to_the_tasks_range_by_range(
     assert any("server-side copy not used for 1 file(s)" in n and "APINotImplemented" in n
                for n in summary["notes"]), summary["notes"]
     assert azure.pending_uploads("dst") == []
+
+
+RCLONE = Path(sys.executable).with_name("rclone")
+
+
+def test_mtimes_are_kept_as_the_metadata_rclone_reads_and_come_back(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """Each blob keeps its source's mtime as rclone's azureblob backend does (metadata
+    ``mtime``, RFC 3339 with nanoseconds), written by the commit (a small file, an
+    empty one, a split file's blocks): Azure -> local gives the files their mtimes to
+    the nanosecond, a rerun copies nothing, and rclone lists the same times."""
+    src = tmp_path / "src"
+    src.mkdir()
+    bodies = {"small.txt": b"kept", "empty": b"", "big.bin": os.urandom(11 << 20)}
+    mtimes = {"small.txt": 1_600_000_000_123_456_789, "empty": 1_500_000_000_000_000_001,
+              "big.bin": 1_700_000_000_987_654_321}
+    for name, body in bodies.items():
+        (src / name).write_bytes(body)
+        os.utime(src / name, ns=(mtimes[name], mtimes[name]))
+    r, _ = copy(tmp_path, str(src), "az://dst/m", "--split-size", "5M",
+                env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    container = azure.client().get_container_client("dst")
+    kept = {b.name.removeprefix("m/"): b.metadata.get("mtime")
+            for b in container.list_blobs(name_starts_with="m/", include=["metadata"])
+            if "/.pydistcp/" not in b.name}
+    assert kept == {"small.txt": "2020-09-13T12:26:40.123456789Z",
+                    "empty": "2017-07-14T02:40:00.000000001Z",
+                    "big.bin": "2023-11-14T22:13:20.987654321Z"}, kept
+    again, summary = copy(tmp_path, str(src), "az://dst/m", "--split-size", "5M",
+                          env=warm_engine_local2)
+    assert again.returncode == 0, again.stderr
+    assert summary["files_copied"] == 0 and summary["bytes_read"] == 0, summary
+    back, _ = copy(tmp_path, "az://dst/m", str(tmp_path / "back"), env=warm_engine_local2)
+    assert back.returncode == 0, back.stderr
+    assert local_files(tmp_path / "back") == bodies
+    assert {n: (tmp_path / "back" / n).stat().st_mtime_ns for n in bodies} == mtimes
+    if not RCLONE.exists():
+        return
+    host = azure.endpoint
+    env = {**os.environ, "TZ": "UTC", "RCLONE_CONFIG_AZ_TYPE": "azureblob",
+           "RCLONE_CONFIG_AZ_ACCOUNT": ACCOUNT, "RCLONE_CONFIG_AZ_KEY": KEY,
+           "RCLONE_CONFIG_AZ_ENDPOINT": host}
+    listed = subprocess.run([str(RCLONE), "lsl", "az:dst/m", "--exclude", ".pydistcp/**"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    times = {line.split()[-1]: " ".join(line.split()[1:3])
+             for line in listed.stdout.splitlines()}
+    assert times == {"small.txt": "2020-09-13 12:26:40.123456789",
+                     "empty": "2017-07-14 02:40:00.000000001",
+                     "big.bin": "2023-11-14 22:13:20.987654321"}, listed.stdout

@@ -124,7 +124,7 @@ def test_a_split_file_is_joined_and_published_whole_and_its_ranges_come_through_
     assert summary["bytes_read"] == len(body), summary
 
 
-def test_mtimes_are_kept_as_the_metadata_gsutil_reads(
+def test_mtimes_are_kept_as_the_metadata_gsutil_reads_and_read_back(
         gcs: GcsServer, tmp_path: Path,  # noqa: F811
         warm_engine_local2: dict[str, str]) -> None:
     src = tmp_path / "src"
@@ -134,6 +134,9 @@ def test_mtimes_are_kept_as_the_metadata_gsutil_reads(
     r, _ = copy(tmp_path, str(src), "gs://dst/m", "--preserve", "t", env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert gcs.metadata("dst", "m/f.txt").get("goog-reserved-file-mtime") == "1600000000"
+    back, _ = copy(tmp_path, "gs://dst/m", str(tmp_path / "back"), env=warm_engine_local2)
+    assert back.returncode == 0, back.stderr  # the listing reads the kept mtime back
+    assert (tmp_path / "back" / "f.txt").stat().st_mtime == 1_600_000_000
 
 
 @pytest.mark.parametrize("case", ["unreachable", "missing key file", "bad key file",

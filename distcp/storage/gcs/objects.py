@@ -20,12 +20,14 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage as gcs
 
+from distcp.storage.keptmtimes import GCS_MODE_KEY, GCS_MTIME_KEY
+
 #: Seconds to connect and to wait for an answer: a silent server must not hang a run.
 TIMEOUT = (20, 120)
 #: The metadata keys gsutil and ``gcloud storage`` keep a file's POSIX mtime and mode
-#: under (``-P``): their tools read back what we write.
-MTIME_KEY = "goog-reserved-file-mtime"
-MODE_KEY = "goog-reserved-posix-mode"
+#: under (``-P``): their tools read back what we write (``distcp.storage.keptmtimes``).
+MTIME_KEY = GCS_MTIME_KEY
+MODE_KEY = GCS_MODE_KEY
 
 _clients: dict[str, gcs.Client] = {}
 _lock = threading.Lock()

@@ -214,8 +214,9 @@ class GcsStorage(Storage):
                               owner: str | None, group: str | None) -> str | None:
         """Keep the mtime (and mode) as the staged object's metadata, under the keys
         gsutil and ``gcloud storage`` use (``-P``); the rewrite carries them to the
-        final object. Listings still give GCS's own time (``capabilities.mtimes`` is
-        False: a rerun skips what is not older than its source)."""
+        final object, and listings read the mtime back (``distcp.storage.keptmtimes``;
+        ``capabilities.mtimes`` stays False: modes are not read back, and a rerun skips
+        what is not older than its source)."""
         values = {}
         if mtime is not None:
             seconds = mtime / 1e9 if isinstance(mtime, int) else mtime
