@@ -296,7 +296,9 @@ def info_status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
         mtime = mtime.timestamp()
     kept = kept_mtime(info.get("metadata"))  # an object's kept mtime wins over its own
     mode = info.get("mode")
-    etag = info.get("ETag") or info.get("etag")  # s3fs spells it one way, adlfs the other
+    # the version a read can be pinned to: the ETag (s3fs spells it one way, adlfs the
+    # other), on GCS the generation (``ifGenerationMatch``; gcsfs gives both)
+    etag = info.get("generation") or info.get("ETag") or info.get("etag")
     return FileStatus(
         url=to_url(fs, info["name"]),
         size=int(info.get("size") or 0),
@@ -305,7 +307,7 @@ def info_status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
         owner=_name_of(info.get("uid"), "pwd"),
         group=_name_of(info.get("gid"), "grp"),
         is_dir=info.get("type") == "directory",
-        etag=etag if isinstance(etag, str) and etag else None,
+        etag=str(etag) if isinstance(etag, (str, int)) and etag else None,
         mtime_ns=kept,
     )
 

@@ -79,9 +79,15 @@ def split(path: str) -> tuple[str, str]:
     return bucket, name
 
 
-def blob(options: dict[str, Any], path: str) -> gcs.Blob:
+def blob(options: dict[str, Any], path: str, generation: int | None = None) -> gcs.Blob:
+    """The object at ``path`` (``generation``: that version of it, pinned)."""
     bucket, name = split(path)
-    return client(options).bucket(bucket).blob(name)
+    return client(options).bucket(bucket).blob(name, generation=generation)
+
+
+def exists(options: dict[str, Any], path: str) -> bool:
+    """Whether an object (any generation) is at ``path`` now (one GET of its metadata)."""
+    return bool(blob(options, path).exists(timeout=TIMEOUT))
 
 
 def rewrite(options: dict[str, Any], src: str, dst: str) -> None:

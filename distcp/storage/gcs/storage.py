@@ -34,7 +34,7 @@ from google.api_core import exceptions as gexc
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
-from distcp.storage.errors import ServerSideCopyUnsupported
+from distcp.storage.errors import ServerSideCopyUnsupported, VersionChanged
 from distcp.storage.gcs import objects
 from distcp.storage.gcs.probe import probe_problem
 from distcp.storage.joins import SplitParts, join_parts
@@ -50,7 +50,7 @@ class GcsStorage(Storage):
 
     name = "gcs"
     capabilities = Capabilities(server_side_copy=True, directories=False,
-                                exclusive_create=True)
+                                conditional_reads=True, exclusive_create=True)
 
     def _path(self, url: str) -> tuple[Any, str]:
         """The gcsfs filesystem of ``url`` and its ``bucket/name`` path."""
@@ -69,6 +69,26 @@ class GcsStorage(Storage):
                 timeout=objects.TIMEOUT))
         except gexc.NotFound as exc:
             raise FileNotFoundError(f"no {what} at {fsutil.display(url)}") from exc
+
+    def read_version(self, url: str, etag: str) -> bytes:
+        """One GET of the listed generation (what a GCS listing gives as a FileStatus's
+        ``etag``): the bytes are that version's by construction. An object replaced
+        since the listing has lost that generation (404 where the bucket keeps no
+        versions; a bucket with versioning still serves the listed bytes): then one
+        more request tells VersionChanged from a deleted object."""
+        _, path = self._path(url)
+        pinned = etag.isdigit()  # else an ETag (a manifest's): GET If-Match it
+        try:
+            return bytes(objects.blob(self.options, path, int(etag) if pinned else None)
+                         .download_as_bytes(if_etag_match=None if pinned else etag,
+                                            timeout=objects.TIMEOUT))
+        except gexc.PreconditionFailed as exc:
+            raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
+        except gexc.NotFound as exc:
+            if objects.exists(self.options, path):
+                raise VersionChanged(f"{fsutil.display(url)} is no longer generation "
+                                     f"{etag}") from exc
+            raise FileNotFoundError(fsutil.display(url)) from exc
 
     def probe(self, url: str, setting: str) -> None:
         """The bucket's metadata, asked once without retries: credentials found and
