@@ -229,7 +229,7 @@ def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: s
     """``copy_file``'s results, spilled to local disk when there are many (an archive)."""
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
-                             publish_now and spec.dst.capabilities.multipart, folders)
+                             publish_now and spec.dst.capabilities.file_visibility, folders)
     requests = tally.items()
     if requests:  # amending costs a copy of the result: most files send none
         results.amend_first(requests=requests)
@@ -518,8 +518,9 @@ def _publish_one(r: TaskResult, held: HeldBodies, storage: Storage) -> TaskResul
     if r.destination in held:
         staged = storage.publish_whole(r.destination, held.pop(r.destination),
                                        held.mtimes.pop(r.destination, None))
-    elif r.staging and parse_staged(r.staging).needs_complete:
-        staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts)
+    elif r.staging and not parse_staged(r.staging).is_published:
+        staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts,
+                                         r.destination)
     else:
         return r  # a directory an archive holds: nothing to publish
     return replace(r, staging=staged.text, parts=())

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 from distcp import request_count
 from distcp.checksum import Digest, digest_of_stream
+from distcp.errors import IntegrityError
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage.files import FileWriter, part_name, write_part_file
@@ -65,6 +66,9 @@ class Capabilities:
     atomic_rename: bool = False
     #: One GET If-Match (the listed ETag) reads an object and vouches for its version.
     conditional_reads: bool = False
+    #: A task can publish a file alone, whole, as soon as it copied it
+    #: (``--visibility file``: ``publish_whole``, ``publish_checked``).
+    file_visibility: bool = False
     #: Creating a file only where none exists is one atomic step (no read-back needed).
     exclusive_create: bool = False
     #: Remote operations of one commit step worth running concurrently.
@@ -448,10 +452,19 @@ class Storage(ABC):
         object (``keep_mtime``)."""
         raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
 
-    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
-        """Per-file visibility: publish a staged upload (or empty file) at once and check
-        the object holds exactly ``parts`` (or ``size``); ``Staged.published(final)``."""
-        raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
+    def publish_checked(self, staged: Staged, size: int, parts: Parts,
+                        final_url: str = "") -> Staged:
+        """Per-file visibility: publish a staged upload (or empty file, or a staged file
+        to ``final_url``) at once and check the result holds exactly ``parts`` (or
+        ``size``); ``Staged.published(final)``. Here: ``publish``, then ``is_published``."""
+        if not self.capabilities.file_visibility:
+            raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
+        final = staged.final or final_url
+        self.publish(staged, final, parts)
+        if not self.is_published(staged, final, size):
+            raise IntegrityError(f"{fsutil.display(final)} does not hold the {size} bytes "
+                                 "staged for it after its publish", path=final)
+        return Staged.published(final)
 
     def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
         """Make a staged file visible at ``final_url`` (a file: moved there)."""

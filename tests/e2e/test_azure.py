@@ -244,3 +244,29 @@ def test_mtimes_are_kept_as_the_metadata_rclone_reads_and_come_back(
     assert times == {"small.txt": "2020-09-13 12:26:40.123456789",
                      "empty": "2017-07-14 02:40:00.000000001",
                      "big.bin": "2023-11-14 22:13:20.987654321"}, listed.stdout
+
+
+def test_visibility_file_commits_each_blob_as_its_task_copies_it(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """``--visibility file``: each blob appears whole as soon as its task copied it (one
+    Put Blob for a small file, a commit at once for one of several blocks), its mtime
+    kept: the driver dies before the publish step and every blob is already there,
+    none pending; the rerun finishes and copies nothing."""
+    files = make_tree(tmp_path / "src")
+    os.utime(tmp_path / "src" / "d/big.bin", ns=(1_600_000_000_000_000_007,) * 2)
+    os.utime(tmp_path / "src" / "a.bin", ns=(1_600_000_000_000_000_009,) * 2)
+    crash, _ = copy(tmp_path, str(tmp_path / "src"), "az://dst/vis", "--visibility", "file",
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
+    assert crash.returncode == 137, crash.stderr
+    assert visible(azure, "dst", "vis/") == files
+    assert azure.pending_uploads() == []
+    blob = azure.client().get_container_client("dst").get_blob_client
+    kept = [blob(f"vis/{n}").get_blob_properties().metadata for n in ("d/big.bin", "a.bin")]
+    assert [k.get("mtime") for k in kept] == ["2020-09-13T12:26:40.000000007Z",
+                                              "2020-09-13T12:26:40.000000009Z"], kept
+    r, summary = copy(tmp_path, str(tmp_path / "src"), "az://dst/vis", "--visibility", "file",
+                      env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "dst", "vis/") == files and azure.pending_uploads() == []
+    assert summary["files_copied"] == 0, summary

@@ -309,3 +309,28 @@ def test_a_split_file_killed_half_way_resumes_from_its_staged_parts(
     assert summary["ranges_resumed"] == len(records), summary
     assert visible(gcs, "dst", "big/") == {"big.bin": body, "small.txt": b"small\n"}
     assert staged(gcs, "dst", "big/") == []
+
+
+def test_visibility_file_publishes_each_object_as_its_task_copies_it(
+        gcs: GcsServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """``--visibility file``: each object appears whole as soon as its task copied it
+    and checked its source (one upload to its final name for a small file; a bigger
+    one's staged object rewritten there at once), its mtime kept: the driver dies
+    before the publish step and every object is already there, nothing left staged;
+    the rerun finishes and copies nothing."""
+    files = make_tree(tmp_path / "src")
+    for name in ("d/big.bin", "a.bin"):
+        os.utime(tmp_path / "src" / name, (1_600_000_000, 1_600_000_000))
+    crash, _ = copy(tmp_path, str(tmp_path / "src"), "gs://dst/vis", "--visibility", "file",
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
+    assert crash.returncode == 137, crash.stderr
+    assert visible(gcs, "dst", "vis/") == files
+    assert staged(gcs, "dst", "vis/") == []
+    assert [gcs.metadata("dst", f"vis/{n}").get("goog-reserved-file-mtime")
+            for n in ("d/big.bin", "a.bin")] == ["1600000000"] * 2
+    r, summary = copy(tmp_path, str(tmp_path / "src"), "gs://dst/vis", "--visibility", "file",
+                      env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(gcs, "dst", "vis/") == files and staged(gcs, "dst", "vis/") == []
+    assert summary["files_copied"] == 0, summary

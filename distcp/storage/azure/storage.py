@@ -45,7 +45,8 @@ class AzureStorage(Storage):
 
     name = "azure"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True, exclusive_create=True)
+                                conditional_reads=True, exclusive_create=True,
+                                file_visibility=True)
 
     def _blob(self, url: str) -> tuple[Any, str]:
         """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""
@@ -209,7 +210,8 @@ class AzureStorage(Storage):
         self._written(fs, final)
         return published
 
-    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+    def publish_checked(self, staged: Staged, size: int, parts: Parts,
+                        final_url: str = "") -> Staged:
         """Commit at once, then the blob must hold ``size`` bytes (one HEAD)."""
         fs, final = self._blob(staged.location)
         self.publish(staged, final, parts)

@@ -50,7 +50,8 @@ class GcsStorage(Storage):
 
     name = "gcs"
     capabilities = Capabilities(server_side_copy=True, directories=False,
-                                conditional_reads=True, exclusive_create=True)
+                                conditional_reads=True, exclusive_create=True,
+                                file_visibility=True)
 
     def _path(self, url: str) -> tuple[Any, str]:
         """The gcsfs filesystem of ``url`` and its ``bucket/name`` path."""

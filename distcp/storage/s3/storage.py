@@ -40,7 +40,7 @@ class ObjectStorage(Storage):
 
     name = "object"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True)
+                                conditional_reads=True, file_visibility=True)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -192,7 +192,8 @@ class ObjectStorage(Storage):
         fs, final = self._final(url)
         return uploads.put_whole(fs, final, body)
 
-    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+    def publish_checked(self, staged: Staged, size: int, parts: Parts,
+                        final_url: str = "") -> Staged:
         fs, _ = self.fs(staged.location)
         return uploads.complete_now(fs, staged, size, parts)
 
