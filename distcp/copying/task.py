@@ -197,8 +197,8 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> TaskResult:
     assert split is not None
     key = ResultKey.of(file, unit.unit_id, attempt)
     buffer = bytearray(spec.buffer_size)
-    return copy_range(file, split, replace(spec, server_side=server_side(file, spec)), key,
-                      buffer)
+    by_store = server_side(file, spec) and spec.server_side_ranges
+    return copy_range(file, split, replace(spec, server_side=by_store), key, buffer)
 
 
 def server_side(file: CopyableFile, spec: TaskSpec) -> bool:

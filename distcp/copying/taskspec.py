@@ -35,6 +35,9 @@ class TaskSpec:
     dst: StorageSpec = field(default_factory=StorageSpec)
     #: Sources and destination are on one store and endpoint: copy sources server-side.
     server_side: bool = False
+    #: ... and ranges of split files too (the store's ``server_side_ranges``, asked once
+    #: on the driver: a task never sends a range copy the store cannot make).
+    server_side_ranges: bool = False
     #: The part size a server-side copy asks for (the store rounds it up to its rules).
     part_size: int = 8 << 20
     #: The client's variables tasks read (AWS credentials, S3 bound, crash points):

@@ -56,6 +56,10 @@ class Capabilities:
     multipart: bool = False
     #: Copies between two of its URLs without the bytes passing through the task.
     server_side_copy: bool = False
+    #: Copies a byte range of one of its objects into a staged upload the same way
+    #: (``copy_range``: S3 UploadPartCopy, Azure Put Block From URL; GCS rewrites whole
+    #: objects only). Asked once on the driver (``TaskSpec.server_side_ranges``).
+    server_side_ranges: bool = False
     #: Holds (empty) directories of its own.
     directories: bool = True
     #: Modes and mtimes of published entries can be set.

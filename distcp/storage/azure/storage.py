@@ -45,8 +45,8 @@ class AzureStorage(Storage):
 
     name = "azure"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True, exclusive_create=True,
-                                file_visibility=True)
+                                server_side_ranges=True, conditional_reads=True,
+                                exclusive_create=True, file_visibility=True)
 
     def _blob(self, url: str) -> tuple[Any, str]:
         """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""

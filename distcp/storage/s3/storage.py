@@ -40,7 +40,8 @@ class ObjectStorage(Storage):
 
     name = "object"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True, file_visibility=True)
+                                server_side_ranges=True, conditional_reads=True,
+                                file_visibility=True)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
