@@ -21,20 +21,15 @@ import pytest
 
 from distcp.errors import IntegrityError
 from tests.conftest import run_cli
-from tests.e2e.test_azure import copy
+from tests.e2e.test_azure import copy, rerun_then_back
 from tests.e2e.test_fork_cli import tgz
 from tests.e2e.test_s3 import local_files, make_tree
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.stores import put_tree, visible
 
 pytestmark = pytest.mark.e2e
-
-
-def visible(server: GcsServer, bucket: str, prefix: str) -> dict[str, bytes]:
-    """Objects under ``prefix`` (state directory left out), read with Google's SDK."""
-    return {k.removeprefix(prefix): v for k, v in server.objects(bucket, prefix).items()
-            if "/.pydistcp/" not in k}
 
 
 def staged(server: GcsServer, bucket: str, prefix: str) -> list[str]:
@@ -55,13 +50,9 @@ def test_local_to_gcs_is_invisible_until_published_then_whole_and_back_identical
     assert r.returncode == 0, r.stderr
     assert visible(gcs, "dst", "tree/") == files
     assert staged(gcs, "dst", "tree/") == []
-    again, summary = copy(tmp_path, str(tmp_path / "src"), "gs://dst/tree",
-                          env=warm_engine_local2)
-    assert again.returncode == 0, again.stderr
-    assert summary["files_copied"] == 0 and summary["bytes_read"] == 0, summary
-    back, _ = copy(tmp_path, "gs://dst/tree", str(tmp_path / "back"), env=warm_engine_local2)
-    assert back.returncode == 0, back.stderr
-    assert local_files(tmp_path / "back") == files
+    back = rerun_then_back(tmp_path, str(tmp_path / "src"), "gs://dst/tree",
+                           env=warm_engine_local2)
+    assert local_files(back) == files
 
 
 def test_a_run_killed_in_the_middle_of_its_publish_shows_only_whole_objects_and_finishes(
@@ -87,9 +78,7 @@ def test_s3_to_gcs_is_byte_for_byte_and_gcs_to_gcs_is_rewritten_by_the_service(
         gcs: GcsServer, s3: S3Server, tmp_path: Path,  # noqa: F811
         warm_engine_local2: dict[str, str]) -> None:
     files = make_tree(tmp_path / "src")
-    client = s3.client()
-    for rel, data in files.items():
-        client.put_object(Bucket="src", Key=f"tree/{rel}", Body=data)
+    put_tree(s3, "src", "tree/", files)
     r, summary = copy(tmp_path, "s3://src/tree", "gs://dst/from-s3",
                       env={**s3.env, **warm_engine_local2})
     assert r.returncode == 0, r.stderr
@@ -240,9 +229,7 @@ def test_a_fork_from_gcs_with_one_branch_per_provider_reads_each_object_once(
     slash: left to the Azure backend.)"""
     drops = {"a.tar.gz": tgz({"a/one.txt": b"one\n", "a/two.bin": bytes(range(256)) * 900}),
              "b.tar.gz": tgz({"b/three.txt": b"three\n" * 5000})}
-    bucket = gcs.client().bucket("src")
-    for name, data in drops.items():
-        bucket.blob(f"drop/{name}").upload_from_string(data)
+    put_tree(gcs, "src", "drop/", drops)
     job = tmp_path / "fork.toml"
     job.write_text(textwrap.dedent(f"""\
         master = "local[2]"
