@@ -197,8 +197,8 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> TaskResult:
     assert split is not None
     key = ResultKey.of(file, unit.unit_id, attempt)
     buffer = bytearray(spec.buffer_size)
-    return copy_range(file, split, replace(spec, server_side=server_side(file, spec)), key,
-                      buffer)
+    by_store = server_side(file, spec) and spec.server_side_ranges
+    return copy_range(file, split, replace(spec, server_side=by_store), key, buffer)
 
 
 def server_side(file: CopyableFile, spec: TaskSpec) -> bool:
@@ -229,7 +229,7 @@ def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: s
     """``copy_file``'s results, spilled to local disk when there are many (an archive)."""
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
-                             publish_now and spec.dst.capabilities.multipart, folders)
+                             publish_now and spec.dst.capabilities.file_visibility, folders)
     requests = tally.items()
     if requests:  # amending costs a copy of the result: most files send none
         results.amend_first(requests=requests)
@@ -394,6 +394,8 @@ class HeldBodies(dict[str, bytes]):
     def __init__(self) -> None:
         super().__init__()
         self.total = 0
+        #: Each held output's kept mtime (``Storage.publish_whole`` writes it).
+        self.mtimes: dict[str, float | int | None] = {}
 
     def __setitem__(self, key: str, body: bytes) -> None:
         super().__setitem__(key, body)
@@ -426,7 +428,7 @@ def _converter_options(spec: TaskSpec, staging_dir: str) -> ConverterOptions:
 
 def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
                   staging_url: str, spec: TaskSpec, buffer: bytearray,
-                  held: dict[str, bytes] | None = None) -> TaskResult:
+                  held: HeldBodies | None = None) -> TaskResult:
     """Stage one output; with ``held`` (per-file visibility) a small output's bytes
     are kept there instead, for one PutObject once the source is checked."""
     if out.destination.endswith("/"):  # a directory an archive holds; nothing to stage
@@ -446,8 +448,12 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
         _run_checks(checks, out.destination, staged, storage, read_back=not tee)
     if staged.body is not None and held is not None:
         held[out.destination] = staged.body
+        held.mtimes[out.destination] = _kept_mtime(file, out)
     if staged.staged is not None and staged.staged.needs_rename and not kept:
         _keep_attributes(storage, staging_url, file, spec, out)
+    elif staged.staged is not None:
+        staged = replace(staged, staged=storage.keep_mtime(staged.staged,
+                                                            _kept_mtime(file, out)))
     return _staged_result(key, out.destination, staged)
 
 
@@ -479,12 +485,9 @@ def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spe
     (the output's own where a converter knows them, else the origin's); through the
     ``writer`` still open where it can (no owner to set: True), else by the staged path
     (with a ``writer`` that carries them with its bytes, not at all: False)."""
-    mtime: float | int | None = out.mtime if out is not None else None
-    if mtime is None:
-        mtime = file.origin.mtime_ns or file.origin.mtime
+    mtime = _kept_mtime(file, out)
     mode = file.mode if out is None or out.mode is None else _member_mode(spec, out.mode,
                                                                           is_dir=False)
-    mtime = mtime if "t" in file.preserve else None
     if (writer is not None and file.owner is None and file.group is None
             and writer.keep_attributes(mode, mtime)):
         return True
@@ -494,23 +497,35 @@ def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spe
     return False
 
 
+def _kept_mtime(file: CopyableFile, out: FileAwareInputStream | None = None
+                ) -> float | int | None:
+    """The mtime a copy keeps (an int: nanoseconds): the output's own where a converter
+    knows it, else the origin's; None unless ``--preserve`` has ``t``."""
+    if "t" not in file.preserve:
+        return None
+    mtime = out.mtime if out is not None else None
+    return (file.origin.mtime_ns or file.origin.mtime) if mtime is None else mtime
+
+
 def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskResult:
     return key.result(destination, staging=up.text, bytes_written=up.size,
                       checksum=up.checksum, parts=up.parts, bytes_server_side=up.server_side)
 
 
-def _publish_now(results: Outputs, held: dict[str, bytes], spec: TaskSpec) -> Outputs:
+def _publish_now(results: Outputs, held: HeldBodies, spec: TaskSpec) -> Outputs:
     """Per-file visibility: publish each output of a checked source, each whole (one
     PutObject for a held small output, else the upload's complete)."""
     storage = spec.dst.open()
     return results.rewritten(lambda r: _publish_one(r, held, storage))
 
 
-def _publish_one(r: TaskResult, held: dict[str, bytes], storage: Storage) -> TaskResult:
+def _publish_one(r: TaskResult, held: HeldBodies, storage: Storage) -> TaskResult:
     if r.destination in held:
-        staged = storage.publish_whole(r.destination, held.pop(r.destination))
-    elif r.staging and parse_staged(r.staging).needs_complete:
-        staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts)
+        staged = storage.publish_whole(r.destination, held.pop(r.destination),
+                                       held.mtimes.pop(r.destination, None))
+    elif r.staging and not parse_staged(r.staging).is_published:
+        staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts,
+                                         r.destination)
     else:
         return r  # a directory an archive holds: nothing to publish
     return replace(r, staging=staged.text, parts=())
@@ -521,13 +536,16 @@ def _copy_server_side(file: CopyableFile, key: ResultKey, spec: TaskSpec,
     """The store copies the file into its staging (UploadPartCopy into a staged upload,
     a rewrite into a staging object): the task's byte counters stay at zero."""
     try:
-        up = spec.dst.open().copy_in(file.origin.url, file.destination, file.origin.size,
-                                     spec.part_size, staging_url)
+        storage = spec.dst.open()
+        up = storage.copy_in(file.origin.url, file.destination, file.origin.size,
+                             spec.part_size, staging_url)
+        if up.staged is not None:
+            up = replace(up, staged=storage.keep_mtime(up.staged, _kept_mtime(file)))
         try:
             recheck_source(file, spec)
             if publish_now:
                 result = _staged_result(key, file.destination, up)
-                return _publish_one(result, {}, spec.dst.open())
+                return _publish_one(result, HeldBodies(), storage)
         except CopyError:
             _discard_results([_staged_result(key, file.destination, up)], spec)
             raise

@@ -8,6 +8,7 @@ comes from Spark, so it is computed in ``distcp.spark.arrow`` and handed down.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from distcp.chmod import Chmod
@@ -15,7 +16,7 @@ from distcp.converters.base import ConverterOptions
 from distcp.errors import DestinationNameError, StateCollisionError
 from distcp.quality.checklist import CheckList
 from distcp.state.bounds import landing_in
-from distcp.storage import StorageSpec
+from distcp.storage import Storage, StorageSpec
 from distcp.storage.filesystems import display
 
 
@@ -35,6 +36,9 @@ class TaskSpec:
     dst: StorageSpec = field(default_factory=StorageSpec)
     #: Sources and destination are on one store and endpoint: copy sources server-side.
     server_side: bool = False
+    #: ... and ranges of split files too (the store's ``server_side_ranges``, asked once
+    #: on the driver: a task never sends a range copy the store cannot make).
+    server_side_ranges: bool = False
     #: The part size a server-side copy asks for (the store rounds it up to its rules).
     part_size: int = 8 << 20
     #: The client's variables tasks read (AWS credentials, S3 bound, crash points):
@@ -57,6 +61,18 @@ class TaskSpec:
     #: The run's state root (``distcp.state.layout``): split files' records live there.
     state_root: str = ""
 
+    @cached_property
+    def dst_storage(self) -> Storage:
+        """The destination's storage, resolved once where this spec landed (a task):
+        ``dst.open()`` looks its options up in the process's table on every call."""
+        return self.dst.open()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Fields only: a storage resolved here is resolved again where the spec lands."""
+        state = dict(self.__dict__)
+        state.pop("dst_storage", None)
+        return state
+
     def refuse_protected(self, origin: str, destination: str) -> None:
         """Raise StateCollisionError when ``destination`` lies in a protected folder, and
         DestinationNameError when the destination cannot hold its name (an object key
@@ -71,7 +87,7 @@ class TaskSpec:
                 f"the state directory {display(root)}, where no data may land; rename it "
                 "at the source or exclude it", path=origin)
         problem = None if destination.endswith("/") else \
-            self.dst.open().name_problem(destination)
+            self.dst_storage.name_problem(destination)
         if problem:
             raise DestinationNameError(
                 f"cannot copy {display(origin)} to {display(destination)}: {problem}; "

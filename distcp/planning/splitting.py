@@ -121,7 +121,9 @@ class SplitStore:
         return sf
 
     def _new_staging(self, file: CopyableFile, folder: str) -> str:
-        return self.storage.stage_split(file.destination, folder, JOINED).text
+        staged = self.storage.stage_split(file.destination, folder, JOINED)
+        mtime = (file.origin.mtime_ns or file.origin.mtime) if "t" in file.preserve else None
+        return self.storage.keep_mtime(staged, mtime).text
 
     def _done(self, sf: SplitFile) -> dict[int, dict[str, Any]] | None:
         """Ranges whose record and staged bytes are both still there; None: start again."""

@@ -89,6 +89,7 @@ def event_sink(cfg: CopyConfiguration, root: str) -> EventSink:
 def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
                dst: StorageSpec | None = None) -> TaskSpec:
     dst = dst or spec_for(cfg.destination, dict(cfg.dst_options))
+    server_side = _server_side(cfg, dst)
     return TaskSpec(
         job_id=job_id,
         staging_root=StateLayout(root).staging(job_id),
@@ -100,7 +101,8 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         dst_options=dict(cfg.dst_options),
         converter_options=cfg.converter_options,
         dst=dst,
-        server_side=_server_side(cfg, dst),
+        server_side=server_side,
+        server_side_ranges=server_side and dst.capabilities.server_side_ranges,
         part_size=cfg.buffer_size,
         env=task_environment(),
         request_timeout=watchdog_seconds(),
@@ -270,7 +272,8 @@ def prepared(run: BranchRun, dst: StorageSpec | None = None, server_side: bool =
     hold a file's name fails that file in its task (``TaskSpec.refuse_protected``)."""
     cfg, pub = run.cfg, run.publishing
     spec = task_spec(cfg, pub.job_id, run.root, dst)
-    run.spec = spec if server_side else replace(spec, server_side=False)
+    run.spec = spec if server_side else replace(spec, server_side=False,
+                                                     server_side_ranges=False)
     run.kept, run.rest = split_kept(run.plan)  # kept: files that stayed on the executors
     prepare_state_dirs(run.root, run.task)
     recovered, run.files = split_recovered(run.rest.files_to_copy, pub.recovery)

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 from distcp import request_count
 from distcp.checksum import Digest, digest_of_stream
+from distcp.errors import IntegrityError
 from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import writes as writeopts
@@ -56,6 +57,10 @@ class Capabilities:
     multipart: bool = False
     #: Copies between two of its URLs without the bytes passing through the task.
     server_side_copy: bool = False
+    #: Copies a byte range of one of its objects into a staged upload the same way
+    #: (``copy_range``: S3 UploadPartCopy, Azure Put Block From URL; GCS rewrites whole
+    #: objects only). Asked once on the driver (``TaskSpec.server_side_ranges``).
+    server_side_ranges: bool = False
     #: Holds (empty) directories of its own.
     directories: bool = True
     #: Modes and mtimes of published entries can be set.
@@ -66,6 +71,9 @@ class Capabilities:
     atomic_rename: bool = False
     #: One GET If-Match (the listed ETag) reads an object and vouches for its version.
     conditional_reads: bool = False
+    #: A task can publish a file alone, whole, as soon as it copied it
+    #: (``--visibility file``: ``publish_whole``, ``publish_checked``).
+    file_visibility: bool = False
     #: Creating a file only where none exists is one atomic step (no read-back needed).
     exclusive_create: bool = False
     #: Remote operations of one commit step worth running concurrently.
@@ -427,6 +435,13 @@ class Storage(ABC):
         when the filesystem refused (the copy stands), else None."""
         return self.set_mtime(url, mtime)
 
+    def keep_mtime(self, staged: Staged, mtime: float | None) -> Staged:
+        """``staged`` as it publishes with ``mtime`` (an int: nanoseconds) kept, where
+        this storage writes a kept mtime with the object at the publish (Azure: the
+        blob's metadata, at the commit of its blocks); here ``staged`` unchanged (files
+        get theirs from ``set_staged_attributes``; S3 keeps none)."""
+        return staged
+
     def write_range(self, staged: Staged, at: RangeAt, source: RangeSource,
                     buffer: bytearray, verify: str, folder_url: str,
                     attempt: str) -> WrittenRange:
@@ -452,15 +467,26 @@ class Storage(ABC):
         the final name and need none)."""
         raise NotImplementedError(f"{self.name} storage copies nothing server-side")
 
-    def publish_whole(self, url: str, body: bytes) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
         """Per-file visibility: write a small file held in memory straight to its final
-        ``url``, whole or not at all, and check it; ``Staged.published(url)``."""
+        ``url``, whole or not at all, and check it; ``Staged.published(url)``. ``mtime``
+        (an int: nanoseconds): the file's, kept where the store writes it with the
+        object (``keep_mtime``)."""
         raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
 
-    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
-        """Per-file visibility: publish a staged upload (or empty file) at once and check
-        the object holds exactly ``parts`` (or ``size``); ``Staged.published(final)``."""
-        raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
+    def publish_checked(self, staged: Staged, size: int, parts: Parts,
+                        final_url: str = "") -> Staged:
+        """Per-file visibility: publish a staged upload (or empty file, or a staged file
+        to ``final_url``) at once and check the result holds exactly ``parts`` (or
+        ``size``); ``Staged.published(final)``. Here: ``publish``, then ``is_published``."""
+        if not self.capabilities.file_visibility:
+            raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
+        final = staged.final or final_url
+        self.publish(staged, final, parts)
+        if not self.is_published(staged, final, size):
+            raise IntegrityError(f"{fsutil.display(final)} does not hold the {size} bytes "
+                                 "staged for it after its publish", path=final)
+        return Staged.published(final)
 
     def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
         """Make a staged file visible at ``final_url`` (a file: moved there)."""

@@ -27,6 +27,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from distcp.model import FileStatus
 from distcp.storage import writes
+from distcp.storage.keptmtimes import kept_mtime
 from distcp.storage.s3 import ops as s3
 
 S = TypeVar("S")
@@ -295,17 +296,21 @@ def info_status(fs: AbstractFileSystem, info: Mapping[str, Any]) -> FileStatus:
         mtime = _mlsd_time(info["modify"])  # FTP's MLSD fact
     if not isinstance(mtime, (int, float)):
         mtime = mtime.timestamp()
+    kept = kept_mtime(info.get("metadata"))  # an object's kept mtime wins over its own
     mode = info.get("mode")
-    etag = info.get("ETag") or info.get("etag")  # s3fs spells it one way, adlfs the other
+    # the version a read can be pinned to: the ETag (s3fs spells it one way, adlfs the
+    # other), on GCS the generation (``ifGenerationMatch``; gcsfs gives both)
+    etag = info.get("generation") or info.get("ETag") or info.get("etag")
     return FileStatus(
         url=to_url(fs, info["name"]),
         size=int(info.get("size") or 0),
-        mtime=float(mtime),
+        mtime=float(mtime) if kept is None else kept / 1e9,
         mode=int(mode) & 0o7777 if mode is not None else None,
         owner=_name_of(info.get("uid"), "pwd"),
         group=_name_of(info.get("gid"), "grp"),
         is_dir=info.get("type") == "directory",
-        etag=etag if isinstance(etag, str) and etag else None,
+        etag=str(etag) if isinstance(etag, (str, int)) and etag else None,
+        mtime_ns=kept,
     )
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from tests.fixtures.azure_server import (  # noqa: F401 - fixtures
 )
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 from tests.fixtures.stall_proxy import StallProxy
+from tests.fixtures.stores import put_tree, visible
 
 pytestmark = pytest.mark.e2e
 
@@ -43,10 +46,16 @@ def copy(tmp_path: Path, src: str, dst: str, *flags: str,
     return r, (json.loads(out.read_text()) if out.exists() else {})
 
 
-def visible(server: AzureServer, container: str, prefix: str) -> dict[str, bytes]:
-    """Committed blobs under ``prefix`` (state directory left out), read with the SDK."""
-    return {k.removeprefix(prefix): v for k, v in server.objects(container, prefix).items()
-            if "/.pydistcp/" not in k}
+def rerun_then_back(tmp_path: Path, src: str, dst: str, *flags: str,
+                    env: dict[str, str]) -> Path:
+    """A rerun of ``src -> dst`` copies nothing; then ``dst`` is copied back to the
+    local folder returned."""
+    again, summary = copy(tmp_path, src, dst, *flags, env=env)
+    assert again.returncode == 0, again.stderr
+    assert summary["files_copied"] == 0 and summary["bytes_read"] == 0, summary
+    back, _ = copy(tmp_path, dst, str(tmp_path / "back"), env=env)
+    assert back.returncode == 0, back.stderr
+    return tmp_path / "back"
 
 
 def test_local_to_azure_is_invisible_until_published_then_whole_and_back_identical(
@@ -81,9 +90,7 @@ def test_s3_to_azure_is_byte_for_byte_and_azure_to_azure_falls_back_where_the_se
     Azurite has no such request (APINotImplemented), so there the bytes come through the
     tasks, and the summary says so and why."""
     files = make_tree(tmp_path / "src")
-    client = s3.client()
-    for rel, data in files.items():
-        client.put_object(Bucket="src", Key=f"tree/{rel}", Body=data)
+    put_tree(s3, "src", "tree/", files)
     r, summary = copy(tmp_path, "s3://src/tree", "az://dst/from-s3",
                       env={**s3.env, **warm_engine_local2})
     assert r.returncode == 0, r.stderr
@@ -181,7 +188,7 @@ def test_a_split_file_azure_to_azure_falls_back_to_the_tasks_range_by_range(
     range's bytes come through its task instead, and the file is committed whole, the
     summary naming the fallback once for the file (it used to fail the run)."""
     body = os.urandom(12 << 20)
-    azure.client().get_blob_client("src", "big/big.bin").upload_blob(body)
+    put_tree(azure, "src", "big/", {"big.bin": body})
     r, summary = copy(tmp_path, "az://src/big", "az://dst/big", "--split-size", "5M",
                       env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
@@ -190,3 +197,77 @@ def test_a_split_file_azure_to_azure_falls_back_to_the_tasks_range_by_range(
     assert any("server-side copy not used for 1 file(s)" in n and "APINotImplemented" in n
                for n in summary["notes"]), summary["notes"]
     assert azure.pending_uploads("dst") == []
+
+
+RCLONE = Path(sys.executable).with_name("rclone")
+
+
+def test_mtimes_are_kept_as_the_metadata_rclone_reads_and_come_back(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """Each blob keeps its source's mtime as rclone's azureblob backend does (metadata
+    ``mtime``, RFC 3339 with nanoseconds), written by the commit (a small file, an
+    empty one, a split file's blocks): Azure -> local gives the files their mtimes to
+    the nanosecond, a rerun copies nothing, and rclone lists the same times."""
+    src = tmp_path / "src"
+    src.mkdir()
+    bodies = {"small.txt": b"kept", "empty": b"", "big.bin": os.urandom(11 << 20)}
+    mtimes = {"small.txt": 1_600_000_000_123_456_789, "empty": 1_500_000_000_000_000_001,
+              "big.bin": 1_700_000_000_987_654_321}
+    for name, body in bodies.items():
+        (src / name).write_bytes(body)
+        os.utime(src / name, ns=(mtimes[name], mtimes[name]))
+    r, _ = copy(tmp_path, str(src), "az://dst/m", "--split-size", "5M",
+                env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    container = azure.client().get_container_client("dst")
+    kept = {b.name.removeprefix("m/"): b.metadata.get("mtime")
+            for b in container.list_blobs(name_starts_with="m/", include=["metadata"])
+            if "/.pydistcp/" not in b.name}
+    assert kept == {"small.txt": "2020-09-13T12:26:40.123456789Z",
+                    "empty": "2017-07-14T02:40:00.000000001Z",
+                    "big.bin": "2023-11-14T22:13:20.987654321Z"}, kept
+    back = rerun_then_back(tmp_path, str(src), "az://dst/m", "--split-size", "5M",
+                           env=warm_engine_local2)
+    assert local_files(back) == bodies
+    assert {n: (back / n).stat().st_mtime_ns for n in bodies} == mtimes
+    if not RCLONE.exists():
+        return
+    host = azure.endpoint
+    env = {**os.environ, "TZ": "UTC", "RCLONE_CONFIG_AZ_TYPE": "azureblob",
+           "RCLONE_CONFIG_AZ_ACCOUNT": ACCOUNT, "RCLONE_CONFIG_AZ_KEY": KEY,
+           "RCLONE_CONFIG_AZ_ENDPOINT": host}
+    listed = subprocess.run([str(RCLONE), "lsl", "az:dst/m", "--exclude", ".pydistcp/**"],
+                            env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert listed.returncode == 0, listed.stderr
+    times = {line.split()[-1]: " ".join(line.split()[1:3])
+             for line in listed.stdout.splitlines()}
+    assert times == {"small.txt": "2020-09-13 12:26:40.123456789",
+                     "empty": "2017-07-14 02:40:00.000000001",
+                     "big.bin": "2023-11-14 22:13:20.987654321"}, listed.stdout
+
+
+def test_visibility_file_commits_each_blob_as_its_task_copies_it(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """``--visibility file``: each blob appears whole as soon as its task copied it (one
+    Put Blob for a small file, a commit at once for one of several blocks), its mtime
+    kept: the driver dies before the publish step and every blob is already there,
+    none pending; the rerun finishes and copies nothing."""
+    files = make_tree(tmp_path / "src")
+    os.utime(tmp_path / "src" / "d/big.bin", ns=(1_600_000_000_000_000_007,) * 2)
+    os.utime(tmp_path / "src" / "a.bin", ns=(1_600_000_000_000_000_009,) * 2)
+    crash, _ = copy(tmp_path, str(tmp_path / "src"), "az://dst/vis", "--visibility", "file",
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
+    assert crash.returncode == 137, crash.stderr
+    assert visible(azure, "dst", "vis/") == files
+    assert azure.pending_uploads() == []
+    blob = azure.client().get_container_client("dst").get_blob_client
+    kept = [blob(f"vis/{n}").get_blob_properties().metadata for n in ("d/big.bin", "a.bin")]
+    assert [k.get("mtime") for k in kept] == ["2020-09-13T12:26:40.000000007Z",
+                                              "2020-09-13T12:26:40.000000009Z"], kept
+    r, summary = copy(tmp_path, str(tmp_path / "src"), "az://dst/vis", "--visibility", "file",
+                      env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "dst", "vis/") == files and azure.pending_uploads() == []
+    assert summary["files_copied"] == 0, summary

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.e2e.test_azure import copy, visible
+from tests.e2e.test_azure import copy
 from tests.e2e.test_fork_cli import tgz
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.events_server import EventServer, event_server, validate  # noqa: F401
 from tests.fixtures.gpgkeys import ALICE, PASSPHRASE, Keyring, gpg, keyring
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.stores import put_tree, visible
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +49,7 @@ def test_an_encrypted_archive_on_s3_is_expanded_into_azure(
         warm_engine_local2: dict[str, str]) -> None:
     sealed = gpg(ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
                  data=tgz(MEMBERS)).stdout
-    s3.client().put_object(Bucket="src", Key="drop/docs.tar.gz.gpg", Body=sealed)
+    put_tree(s3, "src", "drop/", {"docs.tar.gz.gpg": sealed})
     (tmp_path / "pass").write_text(PASSPHRASE + "\n")
     r, summary = copy(tmp_path, "s3://src/drop", "az://dst/landed", "--convert",
                       "decrypt,gunzip,untar", "--gpg-home", ring.home,
@@ -154,12 +155,10 @@ def test_the_warm_engine_sees_blobs_added_and_replaced_since_its_last_run(
         warm_engine_local2: dict[str, str]) -> None:
     """The engine's Python workers outlive a run, and adlfs caches the listings they
     made: a rerun must list and read what is there now, as a cold run would."""
-    container = azure.client().get_container_client("src")
-    container.upload_blob("grow/a.txt", b"first")
+    put_tree(azure, "src", "grow/", {"a.txt": b"first"})
     r, _ = copy(tmp_path, "az://src/grow", str(tmp_path / "dst"), env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
-    container.upload_blob("grow/b.txt", b"added later")
-    container.upload_blob("grow/a.txt", b"replaced, longer", overwrite=True)
+    put_tree(azure, "src", "grow/", {"b.txt": b"added later", "a.txt": b"replaced, longer"})
     r, summary = copy(tmp_path, "az://src/grow", str(tmp_path / "dst"), env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert summary["files_copied"] == 2, summary

@@ -21,20 +21,15 @@ import pytest
 
 from distcp.errors import IntegrityError
 from tests.conftest import run_cli
-from tests.e2e.test_azure import copy
+from tests.e2e.test_azure import copy, rerun_then_back
 from tests.e2e.test_fork_cli import tgz
 from tests.e2e.test_s3 import local_files, make_tree
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.stores import put_tree, visible
 
 pytestmark = pytest.mark.e2e
-
-
-def visible(server: GcsServer, bucket: str, prefix: str) -> dict[str, bytes]:
-    """Objects under ``prefix`` (state directory left out), read with Google's SDK."""
-    return {k.removeprefix(prefix): v for k, v in server.objects(bucket, prefix).items()
-            if "/.pydistcp/" not in k}
 
 
 def staged(server: GcsServer, bucket: str, prefix: str) -> list[str]:
@@ -55,13 +50,9 @@ def test_local_to_gcs_is_invisible_until_published_then_whole_and_back_identical
     assert r.returncode == 0, r.stderr
     assert visible(gcs, "dst", "tree/") == files
     assert staged(gcs, "dst", "tree/") == []
-    again, summary = copy(tmp_path, str(tmp_path / "src"), "gs://dst/tree",
-                          env=warm_engine_local2)
-    assert again.returncode == 0, again.stderr
-    assert summary["files_copied"] == 0 and summary["bytes_read"] == 0, summary
-    back, _ = copy(tmp_path, "gs://dst/tree", str(tmp_path / "back"), env=warm_engine_local2)
-    assert back.returncode == 0, back.stderr
-    assert local_files(tmp_path / "back") == files
+    back = rerun_then_back(tmp_path, str(tmp_path / "src"), "gs://dst/tree",
+                           env=warm_engine_local2)
+    assert local_files(back) == files
 
 
 def test_a_run_killed_in_the_middle_of_its_publish_shows_only_whole_objects_and_finishes(
@@ -87,9 +78,7 @@ def test_s3_to_gcs_is_byte_for_byte_and_gcs_to_gcs_is_rewritten_by_the_service(
         gcs: GcsServer, s3: S3Server, tmp_path: Path,  # noqa: F811
         warm_engine_local2: dict[str, str]) -> None:
     files = make_tree(tmp_path / "src")
-    client = s3.client()
-    for rel, data in files.items():
-        client.put_object(Bucket="src", Key=f"tree/{rel}", Body=data)
+    put_tree(s3, "src", "tree/", files)
     r, summary = copy(tmp_path, "s3://src/tree", "gs://dst/from-s3",
                       env={**s3.env, **warm_engine_local2})
     assert r.returncode == 0, r.stderr
@@ -124,7 +113,7 @@ def test_a_split_file_is_joined_and_published_whole_and_its_ranges_come_through_
     assert summary["bytes_read"] == len(body), summary
 
 
-def test_mtimes_are_kept_as_the_metadata_gsutil_reads(
+def test_mtimes_are_kept_as_the_metadata_gsutil_reads_and_read_back(
         gcs: GcsServer, tmp_path: Path,  # noqa: F811
         warm_engine_local2: dict[str, str]) -> None:
     src = tmp_path / "src"
@@ -134,6 +123,9 @@ def test_mtimes_are_kept_as_the_metadata_gsutil_reads(
     r, _ = copy(tmp_path, str(src), "gs://dst/m", "--preserve", "t", env=warm_engine_local2)
     assert r.returncode == 0, r.stderr
     assert gcs.metadata("dst", "m/f.txt").get("goog-reserved-file-mtime") == "1600000000"
+    back, _ = copy(tmp_path, "gs://dst/m", str(tmp_path / "back"), env=warm_engine_local2)
+    assert back.returncode == 0, back.stderr  # the listing reads the kept mtime back
+    assert (tmp_path / "back" / "f.txt").stat().st_mtime == 1_600_000_000
 
 
 @pytest.mark.parametrize("case", ["unreachable", "missing key file", "bad key file",
@@ -237,9 +229,7 @@ def test_a_fork_from_gcs_with_one_branch_per_provider_reads_each_object_once(
     slash: left to the Azure backend.)"""
     drops = {"a.tar.gz": tgz({"a/one.txt": b"one\n", "a/two.bin": bytes(range(256)) * 900}),
              "b.tar.gz": tgz({"b/three.txt": b"three\n" * 5000})}
-    bucket = gcs.client().bucket("src")
-    for name, data in drops.items():
-        bucket.blob(f"drop/{name}").upload_from_string(data)
+    put_tree(gcs, "src", "drop/", drops)
     job = tmp_path / "fork.toml"
     job.write_text(textwrap.dedent(f"""\
         master = "local[2]"
@@ -306,3 +296,28 @@ def test_a_split_file_killed_half_way_resumes_from_its_staged_parts(
     assert summary["ranges_resumed"] == len(records), summary
     assert visible(gcs, "dst", "big/") == {"big.bin": body, "small.txt": b"small\n"}
     assert staged(gcs, "dst", "big/") == []
+
+
+def test_visibility_file_publishes_each_object_as_its_task_copies_it(
+        gcs: GcsServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """``--visibility file``: each object appears whole as soon as its task copied it
+    and checked its source (one upload to its final name for a small file; a bigger
+    one's staged object rewritten there at once), its mtime kept: the driver dies
+    before the publish step and every object is already there, nothing left staged;
+    the rerun finishes and copies nothing."""
+    files = make_tree(tmp_path / "src")
+    for name in ("d/big.bin", "a.bin"):
+        os.utime(tmp_path / "src" / name, (1_600_000_000, 1_600_000_000))
+    crash, _ = copy(tmp_path, str(tmp_path / "src"), "gs://dst/vis", "--visibility", "file",
+                    env={**warm_engine_local2, "DISTCP_CRASH_AT": "before_step:1"})
+    assert crash.returncode == 137, crash.stderr
+    assert visible(gcs, "dst", "vis/") == files
+    assert staged(gcs, "dst", "vis/") == []
+    assert [gcs.metadata("dst", f"vis/{n}").get("goog-reserved-file-mtime")
+            for n in ("d/big.bin", "a.bin")] == ["1600000000"] * 2
+    r, summary = copy(tmp_path, str(tmp_path / "src"), "gs://dst/vis", "--visibility", "file",
+                      env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(gcs, "dst", "vis/") == files and staged(gcs, "dst", "vis/") == []
+    assert summary["files_copied"] == 0, summary

@@ -8,10 +8,12 @@ be refused by the service, or read with the wrong key).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from distcp.configuration import CopyConfiguration
-from distcp.run.branch import _server_side
+from distcp.run.branch import _server_side, task_spec
 from distcp.storage.azure.blobs import account_in
 from distcp.storage.spec import StorageSpec
 
@@ -48,3 +50,19 @@ def test_other_options_or_a_converter_never_copy_server_side() -> None:
     converted = CopyConfiguration(("az://a/x",), "az://b/y", src_options=options,
                                   dst_options=options, converters=("gunzip",))
     assert _server_side(converted, spec) is False
+
+
+@pytest.mark.parametrize(("url", "ranges"), [("gs://b/y", False), ("s3://b/y", True),
+                                             ("az://b/y", True)])
+def test_whether_ranges_are_copied_by_the_store_is_asked_once_on_the_driver(
+        url: str, ranges: bool, tmp_path: Path) -> None:
+    """GCS rewrites whole objects only: a split file's ranges are sent through the
+    tasks from the start, no range asks the store first (a failed call each)."""
+    pytest.importorskip("gcsfs")
+    options = {"az": {"account_name": "one", "account_key": "a2V5"}, "gs": {"token": "anon"},
+               "s3": {}}[url[:2]]  # no credentials to look for: nothing is sent
+    cfg = CopyConfiguration((url.replace("/y", "/x"),), url, src_options=options,
+                            dst_options=options)
+    backend = {"gs": "gcs", "s3": "object", "az": "azure"}[url[:2]]
+    spec = task_spec(cfg, "job", str(tmp_path / "state"), StorageSpec(url, backend, options))
+    assert spec.server_side and spec.server_side_ranges is ranges

@@ -89,10 +89,32 @@ def blob(fs: Any, url: str) -> BlobClient:
     return service(fs).get_blob_client(container, name)
 
 
+#: The upload id of an empty file staged to keep its mtime: it has no blocks.
+EMPTY_UPLOAD = "0" * 32
+
+
+def blocks_key(upload_id: str) -> str:
+    """What of a staging's upload id its block ids carry: an id may end in
+    ``.<nanoseconds>``, the mtime its commit keeps (``with_mtime``), never in a block."""
+    return upload_id.partition(".")[0]
+
+
+def with_mtime(upload_id: str, mtime_ns: int) -> str:
+    """``upload_id`` carrying the mtime its commit writes as the blob's metadata: the
+    staging's text (task result, commit log) takes it to the driver's publish."""
+    return f"{blocks_key(upload_id)}.{mtime_ns}"
+
+
+def mtime_in(upload_id: str) -> int | None:
+    """The mtime (nanoseconds) ``upload_id`` carries, or None."""
+    kept = upload_id.partition(".")[2]
+    return int(kept) if kept.lstrip("-").isdigit() else None
+
+
 def block_id(upload_id: str, number: int) -> str:
     """The id of block ``number`` of one staging: every id of a blob has one length, and
     the upload id in it tells one staging's blocks from another's on the same blob."""
-    return base64.b64encode(f"{upload_id}-{number:06d}".encode()).decode()
+    return base64.b64encode(f"{blocks_key(upload_id)}-{number:06d}".encode()).decode()
 
 
 def block_number(upload_id: str, block: str) -> int | None:
@@ -102,7 +124,7 @@ def block_number(upload_id: str, block: str) -> int | None:
     except (ValueError, UnicodeDecodeError):
         return None
     head, _, number = text.rpartition("-")
-    return int(number) if head == upload_id and number.isdigit() else None
+    return int(number) if head == blocks_key(upload_id) and number.isdigit() else None
 
 
 def upload_of(block: str) -> str | None:

@@ -138,18 +138,19 @@ def discard(fs: Any, url: str, upload_id: str) -> None:
     client = blobs.blob(fs, url)
     try:
         found = {blobs.upload_of(b.id) for b in blobs.uncommitted(client)}
-        if found == {upload_id} and not blobs.committed_exists(client):
+        if found == {blobs.blocks_key(upload_id)} and not blobs.committed_exists(client):
             client.delete_blob()
     except (ResourceNotFoundError, OSError):
         pass
 
 
-def put_whole(fs: Any, url: str, body: bytes, writes: WriteOptions | None = None) -> Staged:
+def put_whole(fs: Any, url: str, body: bytes, writes: WriteOptions | None = None,
+              metadata: dict[str, str] | None = None) -> Staged:
     """Publish a small file with ONE Put Blob, its MD5 checked by the server."""
     request_count.count("put")
     try:
         blobs.blob(fs, url).upload_blob(body, overwrite=True, validate_content=True,
-                                        **blob_arguments(writes))
+                                        **blob_arguments(writes, metadata))
     except (HttpResponseError, OSError) as exc:
         raise DestinationWriteError(f"cannot write {fsutil.display(url)}: {exc}",
                                     path=url) from exc

@@ -7,7 +7,9 @@ A staged file is a list of uncommitted blocks on its final blob (invisible to
 readers); Put Block List publishes it whole; deleting a blob that holds only our
 blocks discards them. A state document is one Put Blob (atomic). Listings, reads and
 the questions every filesystem answers go through adlfs; writes through Azure's SDK,
-after which adlfs's cached listings are dropped.
+after which adlfs's cached listings are dropped. A file's mtime is kept as the blob's
+``mtime`` metadata, as rclone keeps it, written by the commit (``keep_mtime``) and read
+back by listings (``distcp.storage.keptmtimes``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from distcp.storage.azure import blobs, blocks, copies
 from distcp.storage.azure.probe import probe_problem
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import VersionChanged
+from distcp.storage.keptmtimes import AZURE_MTIME_KEY, nanoseconds, rfc3339
 from distcp.storage.s3.ops import part_size_for
 from distcp.storage.staged import Staged, StagedKind
 from distcp.storage.staging import (
@@ -47,12 +50,13 @@ class AzureStorage(Storage):
 
     name = "azure"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True, exclusive_create=True)
+                                server_side_ranges=True, conditional_reads=True,
+                                exclusive_create=True, file_visibility=True)
     #: The access tier (``--storage-class``), the encryption scope (``--kms-key-id``),
     #: metadata and blob index tags, given at the block list's commit (the scope to
     #: every block too); Azure has no canned ACLs per blob and no requester pays.
     write_options = frozenset({"storage_class", "kms_key_id", "metadata", "tags"})
-    own_metadata_keys = frozenset({"mtime"})
+    own_metadata_keys = frozenset({AZURE_MTIME_KEY})
 
     def _blob(self, url: str) -> tuple[Any, str]:
         """The adlfs filesystem of ``url`` and its canonical URL (``abfs://c/p``)."""
@@ -193,27 +197,45 @@ class AzureStorage(Storage):
         return copies.copy_range(fs, staged, at, source_url, self.writes.kms_key_id)
 
     def uploaded_parts(self, staged: Staged) -> dict[int, tuple[str, int]] | None:
-        if not staged.upload_id:
+        if not staged.upload_id or _blockless(staged):
             return None
         fs, final = self._blob(staged.location)
         return blocks.staged_blocks(fs, final, staged.upload_id)
 
+    def holds_staged(self, staged: Staged) -> bool:
+        """An empty file staged to keep its mtime has no blocks to lose."""
+        return _blockless(staged) or super().holds_staged(staged)
+
+    def keep_mtime(self, staged: Staged, mtime: float | None) -> Staged:
+        """The mtime rides in the staging's upload id (``blobs.with_mtime``) to the
+        commit, which writes it as the blob's ``mtime`` metadata, as rclone does; an
+        empty file becomes a staging without blocks, committed with the same metadata."""
+        if mtime is None or not staged.needs_complete:
+            return staged
+        upload_id = staged.upload_id or blobs.EMPTY_UPLOAD
+        return Staged.upload(blobs.with_mtime(upload_id, nanoseconds(mtime)), staged.location)
+
     def publish(self, staged: Staged, final_url: str, parts: Parts = ()) -> None:
-        """Commit the block list (an empty file: an empty list); the blob appears whole."""
+        """Commit the block list (an empty file: an empty list) with the kept mtime as
+        metadata; the blob appears whole."""
         fs, final = self._blob(staged.location or final_url)
         if staged.kind in (StagedKind.UPLOAD, StagedKind.EMPTY):
-            blocks.commit(fs, final, parts if staged.upload_id else (), writes=self.writes)
+            blocks.commit(fs, final, parts if staged.upload_id else (),
+                          metadata=_metadata(blobs.mtime_in(staged.upload_id)),
+                          writes=self.writes)
             self._written(fs, final)
         else:
             super().publish(staged, final_url, parts)
 
-    def publish_whole(self, url: str, body: bytes) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
         fs, final = self._blob(url)
-        published = blocks.put_whole(fs, final, body, self.writes)
+        kept = None if mtime is None else nanoseconds(mtime)
+        published = blocks.put_whole(fs, final, body, self.writes, _metadata(kept))
         self._written(fs, final)
         return published
 
-    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+    def publish_checked(self, staged: Staged, size: int, parts: Parts,
+                        final_url: str = "") -> Staged:
         """Commit at once, then the blob must hold ``size`` bytes (one HEAD)."""
         fs, final = self._blob(staged.location)
         self.publish(staged, final, parts)
@@ -231,7 +253,7 @@ class AzureStorage(Storage):
         return blocks.holds(fs, url, size)
 
     def discard(self, staged: Staged) -> None:
-        if staged.upload_id:
+        if staged.upload_id and not _blockless(staged):
             fs, final = self._blob(staged.location)
             blocks.discard(fs, final, staged.upload_id)
         elif staged.needs_rename:
@@ -241,7 +263,7 @@ class AzureStorage(Storage):
         return blobs.account_in(url)
 
     def set_mtime(self, url: str, mtime: float | None) -> str | None:
-        """Blobs keep their own mtime (the time of the commit)."""
+        """Nothing after the staging: the commit writes the kept mtime (``keep_mtime``)."""
         return None
 
     def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
@@ -251,6 +273,7 @@ class AzureStorage(Storage):
         fs, path = self.fs(prefix_url)
         container, _, prefix = path.partition("/")
         client = blobs.service(fs).get_container_client(container)
+        keep = {blobs.blocks_key(k) for k in keep}
         committed = {b.name for b in client.list_blobs(name_starts_with=prefix)}
         swept = 0
         for found in client.list_blobs(name_starts_with=prefix, include=["uncommittedblobs"]):
@@ -264,3 +287,13 @@ class AzureStorage(Storage):
                 blob.delete_blob()
             swept += len(uploads)
         return swept
+
+
+def _blockless(staged: Staged) -> bool:
+    """An empty file staged to keep its mtime (``keep_mtime``): no blocks anywhere."""
+    return blobs.blocks_key(staged.upload_id) == blobs.EMPTY_UPLOAD
+
+
+def _metadata(mtime_ns: int | None) -> dict[str, str] | None:
+    """The blob's metadata keeping ``mtime_ns`` under rclone's key, or None."""
+    return None if mtime_ns is None else {AZURE_MTIME_KEY: rfc3339(mtime_ns)}

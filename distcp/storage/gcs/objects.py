@@ -20,14 +20,15 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage as gcs
 
+from distcp.storage.keptmtimes import GCS_MODE_KEY, GCS_MTIME_KEY
 from distcp.storage.writes import WriteOptions
 
 #: Seconds to connect and to wait for an answer: a silent server must not hang a run.
 TIMEOUT = (20, 120)
 #: The metadata keys gsutil and ``gcloud storage`` keep a file's POSIX mtime and mode
-#: under (``-P``): their tools read back what we write.
-MTIME_KEY = "goog-reserved-file-mtime"
-MODE_KEY = "goog-reserved-posix-mode"
+#: under (``-P``): their tools read back what we write (``distcp.storage.keptmtimes``).
+MTIME_KEY = GCS_MTIME_KEY
+MODE_KEY = GCS_MODE_KEY
 
 _clients: dict[str, gcs.Client] = {}
 _lock = threading.Lock()
@@ -88,9 +89,15 @@ def bucket(options: dict[str, Any], name: str, made: gcs.Client | None = None) -
     return found.bucket(name, user_project=payer)
 
 
-def blob(options: dict[str, Any], path: str) -> gcs.Blob:
+def blob(options: dict[str, Any], path: str, generation: int | None = None) -> gcs.Blob:
+    """The object at ``path`` (``generation``: that version of it, pinned)."""
     name, key = split(path)
-    return bucket(options, name).blob(key)
+    return bucket(options, name).blob(key, generation=generation)
+
+
+def exists(options: dict[str, Any], path: str) -> bool:
+    """Whether an object (any generation) is at ``path`` now (one GET of its metadata)."""
+    return bool(blob(options, path).exists(timeout=TIMEOUT))
 
 
 def rewrite(options: dict[str, Any], src: str, dst: str,

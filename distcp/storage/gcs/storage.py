@@ -34,7 +34,7 @@ from google.api_core import exceptions as gexc
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
-from distcp.storage.errors import ServerSideCopyUnsupported
+from distcp.storage.errors import ServerSideCopyUnsupported, VersionChanged
 from distcp.storage.gcs import objects
 from distcp.storage.gcs.probe import probe_problem
 from distcp.storage.gcs.writer import HeldWriter
@@ -51,7 +51,8 @@ class GcsStorage(Storage):
 
     name = "gcs"
     capabilities = Capabilities(server_side_copy=True, directories=False,
-                                exclusive_create=True)
+                                conditional_reads=True, exclusive_create=True,
+                                file_visibility=True)
     #: Requester pays is gcsfs's option, and the SDK's requests name the payer
     #: (``objects.bucket``).
     write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata",
@@ -75,6 +76,26 @@ class GcsStorage(Storage):
                 timeout=objects.TIMEOUT))
         except gexc.NotFound as exc:
             raise FileNotFoundError(f"no {what} at {fsutil.display(url)}") from exc
+
+    def read_version(self, url: str, etag: str) -> bytes:
+        """One GET of the listed generation (what a GCS listing gives as a FileStatus's
+        ``etag``): the bytes are that version's by construction. An object replaced
+        since the listing has lost that generation (404 where the bucket keeps no
+        versions; a bucket with versioning still serves the listed bytes): then one
+        more request tells VersionChanged from a deleted object."""
+        _, path = self._path(url)
+        pinned = etag.isdigit()  # else an ETag (a manifest's): GET If-Match it
+        try:
+            return bytes(objects.blob(self.options, path, int(etag) if pinned else None)
+                         .download_as_bytes(if_etag_match=None if pinned else etag,
+                                            timeout=objects.TIMEOUT))
+        except gexc.PreconditionFailed as exc:
+            raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
+        except gexc.NotFound as exc:
+            if objects.exists(self.options, path):
+                raise VersionChanged(f"{fsutil.display(url)} is no longer generation "
+                                     f"{etag}") from exc
+            raise FileNotFoundError(fsutil.display(url)) from exc
 
     def probe(self, url: str, setting: str) -> None:
         """The bucket's metadata, asked once without retries: credentials found and
@@ -230,8 +251,9 @@ class GcsStorage(Storage):
                               owner: str | None, group: str | None) -> str | None:
         """Keep the mtime (and mode) as the staged object's metadata, under the keys
         gsutil and ``gcloud storage`` use (``-P``); the rewrite carries them to the
-        final object. Listings still give GCS's own time (``capabilities.mtimes`` is
-        False: a rerun skips what is not older than its source)."""
+        final object, and listings read the mtime back (``distcp.storage.keptmtimes``;
+        ``capabilities.mtimes`` stays False: modes are not read back, and a rerun skips
+        what is not older than its source)."""
         values = objects.kept_attributes(mode, mtime)
         if not values:
             return None

@@ -41,7 +41,8 @@ class ObjectStorage(Storage):
 
     name = "object"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
-                                conditional_reads=True)
+                                server_side_ranges=True, conditional_reads=True,
+                                file_visibility=True)
     write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata", "tags",
                                "requester_pays"})
 
@@ -203,11 +204,12 @@ class ObjectStorage(Storage):
         fs, _ = self.fs(staged.location)
         return uploads.copy_range(fs, staged, at, source_url)
 
-    def publish_whole(self, url: str, body: bytes) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
         fs, final = self._final(url)
         return uploads.put_whole(fs, final, body, self._extra)
 
-    def publish_checked(self, staged: Staged, size: int, parts: Parts) -> Staged:
+    def publish_checked(self, staged: Staged, size: int, parts: Parts,
+                        final_url: str = "") -> Staged:
         fs, _ = self.fs(staged.location)
         return uploads.complete_now(fs, staged, size, parts, self._extra)
 
