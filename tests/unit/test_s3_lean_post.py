@@ -86,3 +86,32 @@ def test_a_redirect_hands_the_filesystem_to_s3fs_and_the_lean_path_sends_no_more
     assert s3get.get(fs, "b", "k", '"e"') is None
     assert s3get.get(fs, "b", "k", '"e"') is None  # not asked again: s3fs's from now on
     assert [r.decode().split("\r\n")[0] for r in server.requests] == ["GET /b/k HTTP/1.1"]
+
+
+def test_an_expired_token_is_refreshed_once_and_throttling_is_waited_out(
+        scripted: list[Scripted], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """As botocore does: a 403 ExpiredToken gets the credentials again and the request
+    once more (a second one is the error), a 503 SlowDown is retried after a pause."""
+    expired = (b"HTTP/1.1 403 Forbidden\r\nContent-Length: 40\r\n\r\n"
+               b"<Error><Code>ExpiredToken</Code></Error>")
+    slow = (b"HTTP/1.1 503 Slow Down\r\nContent-Length: 36\r\n\r\n"
+            b"<Error><Code>SlowDown</Code></Error>")
+    server = Scripted([expired, slow, ok(b"body", 'ETag: "e"\r\n'), expired, expired])
+    scripted.append(server)
+    monkeypatch.setattr(s3get.time, "sleep", lambda _: None)
+    fs = _fs(server)
+    refreshed: list[bool] = []
+    getter = s3get._getter(fs)
+    assert getter is not None
+    real = getter.credentials
+
+    def counting(refresh: bool = False) -> object:
+        refreshed.append(refresh)
+        return real(refresh)
+
+    monkeypatch.setattr(getter, "credentials", counting)
+    assert s3get.get(fs, "b", "k", '"e"') == b"body"
+    assert refreshed.count(True) == 1
+    with pytest.raises(OSError, match="ExpiredToken"):
+        s3get.get(fs, "b", "k", '"e"')
+    assert len(server.requests) == 5
