@@ -1,7 +1,8 @@
 """Everything a run does, with Azure Blob Storage on one side (issue 39 point 3), against
 Azurite on 127.0.0.1 and moto: the real CLI on the suite's warm engine (local[2]).
 
-An encrypted archive on S3 decrypted, un-gzipped and expanded into Azure; a job file
+An encrypted archive on S3, and one on GCS, decrypted, un-gzipped and expanded into
+Azure, then Azure -> S3 with every digest verified; a job file
 forking one read into a local, an S3 and an Azure branch; ``check`` of a local tree
 against its Azure copy finding a blob changed behind the tool's back; ``move`` into
 Azure deleting each source only once its blob is committed; events naming the Azure
@@ -21,6 +22,7 @@ from tests.e2e.test_azure import copy
 from tests.e2e.test_fork_cli import tgz
 from tests.fixtures.azure_server import AzureServer, azure, azurite_server  # noqa: F401
 from tests.fixtures.events_server import EventServer, event_server, validate  # noqa: F401
+from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401
 from tests.fixtures.gpgkeys import ALICE, PASSPHRASE, Keyring, gpg, keyring
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 from tests.fixtures.stores import put_tree, visible
@@ -59,6 +61,29 @@ def test_an_encrypted_archive_on_s3_is_expanded_into_azure(
     # an archive expands into a folder named after it, less its suffixes
     assert visible(azure, "dst", "landed/") == {f"docs/{k}": v for k, v in MEMBERS.items()}
     assert summary["files_copied"] == len(MEMBERS) and summary["bytes_read"] == len(sealed)
+    assert azure.pending_uploads() == []
+
+
+def test_an_encrypted_archive_on_gcs_is_expanded_into_azure_and_azure_copies_to_s3(
+        azure: AzureServer, gcs: GcsServer, s3: S3Server, ring: Keyring,  # noqa: F811
+        tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:
+    """The issue's own cases across providers: a ``.tar.gz.gpg`` landed on GCS decrypted
+    and expanded into Azure, then Azure -> S3 with every file's digest verified."""
+    sealed = gpg(ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
+                 data=tgz(MEMBERS)).stdout
+    put_tree(gcs, "src", "drop/", {"docs.tar.gz.gpg": sealed})
+    (tmp_path / "pass").write_text(PASSPHRASE + "\n")
+    r, summary = copy(tmp_path, "gs://src/drop", "az://dst/landed", "--convert",
+                      "decrypt,gunzip,untar", "--gpg-home", ring.home,
+                      "--gpg-passphrase-file", str(tmp_path / "pass"), env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "dst", "landed/") == {f"docs/{k}": v for k, v in MEMBERS.items()}
+    assert summary["files_copied"] == len(MEMBERS) and summary["bytes_read"] == len(sealed)
+    r, summary = copy(tmp_path, "az://dst/landed", "s3://dst/from-azure", "--verify", "digest",
+                      env={**s3.env, **warm_engine_local2})
+    assert r.returncode == 0, r.stderr
+    assert visible(s3, "dst", "from-azure/") == {f"docs/{k}": v for k, v in MEMBERS.items()}
+    assert summary["files_copied"] == len(MEMBERS)
     assert azure.pending_uploads() == []
 
 
