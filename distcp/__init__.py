@@ -108,6 +108,7 @@ def copy(
     engine: Literal["auto", "warm", "cold"] | None = None,
     listing: Literal["auto", "driver", "spark"] = "auto",
     publishing: Literal["auto", "driver", "spark"] = "auto",
+    copying: Literal["auto", "driver", "spark"] = "auto",
     parallelism: int | None = None,
     tasks: int | None = None,
     conf: Mapping[str, str] | None = None,

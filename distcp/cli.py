@@ -208,6 +208,13 @@ def main() -> None:
                    "auto (spark on a cluster master for a step of 2,000 objects or 200,000 "
                    "local files, or on a local master for 500,000 local files; else driver: "
                    "local executors share the driver's cores).")
+@click.option("--copying", type=click.Choice(["auto", "driver", "spark"]), default="auto",
+              show_default=True,
+              help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
+                   "same tasks in threads, one per core) or auto (driver for a plan of at "
+                   "most 1,000 files and 256 MiB on a local master, where a Spark job's "
+                   "start costs more than the copy; spark for more, a cluster, a fork, "
+                   "kept or split files).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
                                 "share is under 1.5 GiB (default: Spark's cores); "

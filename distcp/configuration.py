@@ -89,6 +89,10 @@ class CopyConfiguration:
     #: "driver", "spark" (executors, in pieces) or "auto" (spark for a large step on a
     #: cluster whose session already runs). distcp.commit.fanout.
     publishing: str = "auto"
+    #: Who runs the copy tasks: "spark" (a Spark job), "driver" (this process, the same
+    #: task code in threads) or "auto" (the driver for a small plan on a local master,
+    #: where a Spark job's start costs more than the copy). distcp.run.choice.
+    copying: str = "auto"
     #: Symbolic links in a local source tree: skipped and reported, followed, or copied
     #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
@@ -282,6 +286,9 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
                       "--listing must be auto, driver or spark, not {!r}")
     yield _not_one_of(c.publishing, LISTING_MODES,
                       "--publishing must be auto, driver or spark, not {!r}")
+    yield _not_one_of(c.copying, LISTING_MODES,
+                      "--copying must be auto, driver or spark, not {!r}")
+    yield _copying_problem(c)
     yield from (_below(getattr(c, name), 0, f"--{name.replace('_', '-')} must not be negative")
                 for name in _FILTER_BOUNDS)
     yield _empty_range(c.min_size, c.max_size,
@@ -322,6 +329,19 @@ def _stream_problem(c: CopyConfiguration) -> str | None:
     if c.ready_marker is not None and (not c.ready_marker.strip() or "/" in c.ready_marker):
         return f"--ready-marker {c.ready_marker!r}: give a file name (_SUCCESS or {{file}}.ready)"
     return None  # the pattern is read by the finder (distcp.datasets.partitions)
+
+
+def _copying_problem(c: CopyConfiguration) -> str | None:
+    """What ``--copying driver`` cannot do: the work that only Spark tasks share."""
+    if c.copying != "driver":
+        return None
+    if c.fork:
+        return ("--copying driver cannot run a fork (--fork): its branches share one read "
+                "in Spark tasks; use --copying auto or spark")
+    if c.split_size:
+        return ("--copying driver cannot split files (--split-size): ranges are Spark "
+                "tasks; use --copying auto or spark")
+    return None
 
 
 def _fork_problem(c: CopyConfiguration) -> str | None:

@@ -44,6 +44,14 @@ def unit_count(n_files: int, cores: int, per_core: int = 2,
     return max(0, min(n_files, wanted))
 
 
+def units_of(files: Sequence[CopyableFile], cores: int, tasks: int | None, file_cost: int
+             ) -> list[WorkUnit]:
+    """``files`` packed for ``cores`` (``--tasks N``: exactly N units), one or two units a
+    core by the work's cost (``per_core``)."""
+    cost = sum(f.origin.size for f in files) + len(files) * file_cost
+    return pack(files, unit_count(len(files), cores, per_core(tasks, cost, cores)), file_cost)
+
+
 def pack(files: Sequence[CopyableFile], units: int, file_cost: int) -> list[WorkUnit]:
     """Distribute ``files`` over at most ``units`` WorkUnits of similar cost."""
     if not files:

@@ -21,6 +21,7 @@ SPARK_JOIN = "spark-join"                # both listings joined on Spark
 NOTHING = "nothing"                      # nothing to copy: no Spark job
 COLLECTED = "collected"                  # work units on Spark, results to the driver
 KEPT = "kept"                            # files and results stay on the executors
+HERE = "here"                            # work units run in this process, no Spark job
 FORK = "fork"                            # one read into several destinations
 
 

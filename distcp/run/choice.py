@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration
-from distcp.planning.strategy import COLLECTED, KEPT, NOTHING, Strategy
+from distcp.model import CopyableFile
+from distcp.planning.strategy import COLLECTED, HERE, KEPT, NOTHING, Strategy
+from distcp.spark.jvm import is_local_master
 from distcp.spark.session import (
     opens_cheaply,
 )
@@ -50,7 +52,8 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
     executors): every decision shown or logged, or what needs each file on the driver
     (``move``, the catalog, split files, ``--visibility file``, ``--commit-policy full``,
     quality checks, copies an earlier run kept for recovery)."""
-    reasons = ((every_decision(cfg), "every decision is shown or logged"),
+    reasons = ((cfg.copying == "driver", "--copying driver: this process copies every file"),
+               (every_decision(cfg), "every decision is shown or logged"),
                (cfg.move, "a move deletes each source on the driver's word"),
                (bool(cfg.catalog_table), "--catalog-table registers each file's partition"),
                (bool(cfg.split_size), "--split-size splits files into ranges"),
@@ -64,9 +67,41 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
     return why
 
 
-def copy_strategies(collected: int, kept: int, collects: str | None) -> tuple[Strategy, ...]:
+#: The most files and bytes ``--copying auto`` copies in this process on a local master.
+#: A Spark job's start is 3-4 s cold (JVM, session, first worker) and ~0.2 s warm
+#: before its first file, where this process copies 1,000 small files in ~0.2 s
+#: (benchmarks/RESULTS.md, 2026-11-29); past these the tasks' second core and
+#: the executors' kept results (``keeps_copies``) pay for the job.
+HERE_FILES = 1_000
+HERE_BYTES = 256 << 20
+
+
+def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
+                catalog: bool) -> str | None:
+    """Why this process copies the plain branch's ``files`` (None: a Spark job does):
+    ``--copying driver``, or ``auto`` with a small plan on a local master, nothing kept
+    on the executors, no file to split and no catalog (whose registrations start the
+    session anyway)."""
+    if cfg.copying == "driver":
+        return "--copying driver"
+    size = sum(f.origin.size for f in files)
+    if (cfg.copying == "spark" or kept or catalog or cfg.split_size
+            or not is_local_master(cfg.master)
+            or len(files) > HERE_FILES or size > HERE_BYTES):
+        return None
+    return (f"--copying auto: {len(files):,} files of {size:,} bytes on a local master, "
+            f"at most {HERE_FILES:,} and {HERE_BYTES >> 20} MiB: a Spark job's start "
+            "would cost more than the copy")
+
+
+def copy_strategies(collected: int, kept: int, collects: str | None,
+                    here: str | None = None) -> tuple[Strategy, ...]:
     """How the run copied: ``collected`` files whose results came to the driver, ``kept``
-    files whose results stayed on the executors; ``collects``: ``collects_because``."""
+    files whose results stayed on the executors; ``collects``: ``collects_because``;
+    ``here``: why this process copied the collected ones (``copies_here``)."""
+    if here is not None and collected:
+        return (Strategy(HERE, f"{collected:,} files copied in this process, no Spark job: "
+                               f"{here}"),)
     out = []
     if kept:
         out.append(Strategy(KEPT, f"{kept:,} files: each dataset's files to copy and their "

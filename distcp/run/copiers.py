@@ -13,7 +13,8 @@ from __future__ import annotations
 from distcp.callbacks import Callback
 from distcp.planning import visibility
 from distcp.run.branch import BranchRun
-from distcp.run.choice import copy_strategies
+from distcp.run.choice import copies_here, copy_strategies
+from distcp.run.here import copy_here
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
 from distcp.spark.job import Sessions, copy_kept, copy_on_spark
@@ -28,16 +29,20 @@ def copy_branch(run: BranchRun, sessions: Sessions, session: LazySession, callba
     the executors (``kept``)."""
     cfg, spec = run.cfg, run.task
     tally = CopyTally()
+    here = copies_here(cfg, run.files, len(run.kept), run.publishing.catalog is not None)
     if run.files:
         now = visibility.per_file(run.rest.files_to_copy, cfg.visibility)
-        if run.publishing.catalog is not None:
-            session()  # the copy's session stays open for the registrations at publish
-        results, tally = copy_on_spark(cfg, spec, run.files, sessions, callback, now)
+        if here is not None:
+            results, tally = copy_here(cfg, spec, run.files, callback, now)
+        else:
+            if run.publishing.catalog is not None:
+                session()  # the copy's session stays open for the registrations at publish
+            results, tally = copy_on_spark(cfg, spec, run.files, sessions, callback, now)
         run.results += results
     if run.kept:
         run.copies, more = copy_kept(cfg, spec, run.kept, sessions, callback)
         tally = tally + more
     kept = sum(d.files_kept for d in run.kept)
+    ways = copy_strategies(len(run.files), kept, run.collects, here)
     return len(run.files) + kept, tally + CopyTally(strategy=tuple(record_strategies(
-        log, "copy", tuple(("", s) for s in copy_strategies(len(run.files), kept, run.collects)),
-        cfg.destination)))
+        log, "copy", tuple(("", s) for s in ways), cfg.destination)))

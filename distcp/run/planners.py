@@ -35,6 +35,11 @@ from distcp.spark.session import client_modules
 from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 
+#: What every copy imports when it publishes (the manifest's Parquet segments, the
+#: events' OpenLineage client), imported first while a run plans beside: a small plan,
+#: copied in this process (``copying.here``), never imports the Spark client after them.
+PUBLISH_MODULES = ("pyarrow.parquet", "distcp.events.model")
+
 
 def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
             ) -> Planned:
@@ -61,7 +66,7 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
     done = None
     if plans_beside(cfg) and not session.started:
         done = plan_beside(partial(planned_with, refused_session),
-                           client_modules(cfg.master, cfg.engine))
+                           PUBLISH_MODULES + client_modules(cfg.master, cfg.engine))
         if done is not None:
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))

@@ -29,7 +29,7 @@ from distcp.copying.throttle import per_task
 from distcp.events.run import import_ahead
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
-from distcp.planning.packing import pack, per_core, unit_count
+from distcp.planning.packing import units_of
 from distcp.planning.plan import DatasetPlan
 from distcp.planning.splitting import (
     SplitFile,
@@ -68,10 +68,8 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
         cores = cfg.parallelism or default_parallelism(spark)
         splits, resumed = _prepare_splits(cfg, spec, files, cores)
         whole = [f for f in files if f.guid not in splits] if splits else files
-        cost = sum(f.origin.size for f in whole) + len(whole) * cfg.file_cost
-        units = pack(whole, unit_count(len(whole), cfg.tasks or cores,
-                                       per_core(cfg.tasks, cost, cores)), cfg.file_cost)
-        units = visibility.mark(units, publish_now)
+        units = visibility.mark(units_of(whole, cfg.tasks or cores, cfg.tasks, cfg.file_cost),
+                                publish_now)
         for sf in splits.values():
             units += units_for(sf, len(units))
         callback.set_size(len(files), sum(f.origin.size for f in files))
