@@ -80,6 +80,12 @@ def process_created(name: str, pid: int) -> None:
         mark(name, started)
 
 
+def tasks_here() -> None:
+    """This process runs the copy tasks itself (``run.here``): no worker's marks, whose
+    names would time this process's start as a worker's."""
+    _once.update(("task", "worker's first file done"))
+
+
 def worker_task() -> None:
     """Mark a Python worker's creation and its first task (its imports lie between)."""
     if _path and "task" not in _once:

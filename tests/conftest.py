@@ -98,6 +98,15 @@ def _warm(master: str) -> dict[str, str]:
     return env
 
 
+def one_error_line(stderr: str) -> str:
+    """The only non-blank stderr line, checked to be one of ours."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
+    assert lines[0].startswith("pydistcp: error: "), stderr
+    return lines[0]
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run ``pydistcp ARGS`` in a fresh process, as a user would."""

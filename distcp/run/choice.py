@@ -10,9 +10,9 @@ from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration
 from distcp.model import CopyableFile
 from distcp.planning.strategy import COLLECTED, HERE, KEPT, NOTHING, Strategy
-from distcp.spark.jvm import is_local_master
 from distcp.spark.session import (
     opens_cheaply,
+    tasks_run_here,
 )
 from distcp.storage import storage_for
 
@@ -86,7 +86,7 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
         return "--copying driver"
     size = sum(f.origin.size for f in files)
     if (cfg.copying == "spark" or kept or catalog or cfg.split_size
-            or not is_local_master(cfg.master)
+            or not tasks_run_here(cfg.master)
             or len(files) > HERE_FILES or size > HERE_BYTES):
         return None
     return (f"--copying auto: {len(files):,} files of {size:,} bytes on a local master, "

@@ -15,16 +15,17 @@ What differs from a Spark job, on purpose:
 - **The process's own environment.** The units run with this process's variables:
   ``TaskSpec.env`` exists to carry them to a server's workers, and swapping
   ``os.environ`` under other threads would race.
-- **Ctrl-C.** The interrupt stops each thread after the file it is copying; the run
-  then ends as an interrupted Spark job does, with nothing published.
+- **Ctrl-C.** The interrupt ends the run at once, as an interrupted Spark job does,
+  with nothing published; each thread stops after the file it is copying, and the
+  command does not wait for them.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 
 from distcp import collection, request_count
@@ -39,7 +40,7 @@ from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
 from distcp.storage.watchdog import bounded_by
 from distcp.summary import CopyTally
-from distcp.timeline import mark
+from distcp.timeline import mark, tasks_here
 
 
 def cores_here(cfg: CopyConfiguration) -> int:
@@ -65,6 +66,7 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     callback.set_size(len(files), sum(f.origin.size for f in files))
     t = time.monotonic()
     mark("copying in this process")
+    tasks_here()
     results = run_here(units, replace(spec, env=None), callback, cores) if units else []
     mark("copied in this process")
     callback.close()
@@ -77,38 +79,52 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
 
 def run_here(units: list[WorkUnit], spec: TaskSpec, callback: Callback, threads: int
              ) -> list[TaskResult]:
-    """Each unit in a thread of a pool of ``threads``; the results of all, unit by unit.
-    A unit whose code raised fails its files (``failed_unit``)."""
+    """Each unit in one of ``threads`` threads; the results of all, unit by unit. A unit
+    whose code raised fails its files (``failed_unit``). Daemon threads, not a
+    ``ThreadPoolExecutor``, whose threads the interpreter's exit waits for: after Ctrl-C
+    the command ends at once, not after each thread's file."""
     stop = threading.Event()
     attempt = f"here{os.getpid()}"
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for n in range(len(units)):
+        todo.put(n)
+    out: list[list[TaskResult]] = [[] for _ in units]
     done: list[tuple[int, int]] = []
 
     def one(unit: WorkUnit) -> list[TaskResult]:
-        out: list[TaskResult] = []
+        results: list[TaskResult] = []
         with bounded_by(spec.request_timeout):
             for result in stream_work_unit(unit, spec, attempt):
-                out.append(result)
+                results.append(result)
                 if stop.is_set():
                     break
-        done.append((len({r.guid for r in out}), sum(r.bytes_read for r in out)))
-        callback.update(sum(n for n, _ in done), sum(b for _, b in done))
-        return out
+        return results
 
-    with collection.paused(), ThreadPoolExecutor(max(1, threads), "pydistcp-copy") as pool:
-        futures = [pool.submit(one, unit) for unit in units]
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                n = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                out[n] = one(units[n])
+            except Exception as exc:  # noqa: BLE001 - any failure of a unit is its files'
+                out[n] = failed_unit(units[n], exc)
+            done.append((len({r.guid for r in out[n]}), sum(r.bytes_read for r in out[n])))
+            callback.update(sum(f for f, _ in done), sum(b for _, b in done))
+
+    workers = [threading.Thread(target=work, name=f"pydistcp-copy-{n}", daemon=True)
+               for n in range(max(1, min(threads, len(units))))]
+    with collection.paused():
+        for w in workers:
+            w.start()
         try:
-            wait(futures)
+            for w in workers:
+                w.join()
         except KeyboardInterrupt:
-            stop.set()
-            for f in futures:
-                f.cancel()
+            stop.set()  # each thread stops after its file; the command does not wait
             raise
-    return [r for unit, f in zip(units, futures, strict=True) for r in _results(unit, f)]
-
-
-def _results(unit: WorkUnit, future: Future[list[TaskResult]]) -> list[TaskResult]:
-    exc = future.exception()
-    return failed_unit(unit, exc) if exc is not None else future.result()
+    return [r for results in out for r in results]
 
 
 def failed_unit(unit: WorkUnit, exc: BaseException) -> list[TaskResult]:

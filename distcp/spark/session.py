@@ -223,6 +223,22 @@ def _close_accumulator_server(spark: Any) -> None:
                      daemon=True).start()
 
 
+def tasks_run_here(master: str) -> bool:
+    """Whether this run's Spark tasks would run on this machine: a local master, and no
+    session of the caller's active on another (an API caller's cluster session is used
+    as it is, so its tasks run on its cluster)."""
+    if "pyspark.sql" in sys.modules:  # else no session can be active here
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            try:
+                master = str(active.conf.get("spark.master", ""))
+            except Exception:  # noqa: BLE001 - a session whose conf cannot be read
+                return False
+    return is_local_master(master)
+
+
 def opens_cheaply(master: str, conf: Mapping[str, str], engine: str) -> bool:
     """Whether this run's Spark session costs little to open: one is active in this
     process, the master is not local (a cluster's session is opened for the copy in any

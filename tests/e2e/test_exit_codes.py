@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYDISTCP, cli_env, run_cli, tree
+from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     moto_auth_server,
@@ -25,15 +25,6 @@ from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
 )
 
 pytestmark = pytest.mark.e2e
-
-
-def one_error_line(stderr: str) -> str:
-    """The only non-blank stderr line, checked to be one of ours."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
-    assert lines[0].startswith("pydistcp: error: "), stderr
-    return lines[0]
 
 
 def closed_port() -> int:

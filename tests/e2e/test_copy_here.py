@@ -1,0 +1,156 @@
+"""A small plan is copied in the run's own process, with no Spark job (``run.here``,
+issue "Faster than the peers on every path", point 1): the same outputs, state and
+failures as a Spark job's, a crash or a Ctrl-C leaving nothing published, and the
+bounds past which a run copies on Spark again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import distcp
+from distcp.run.choice import HERE_FILES
+from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
+from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
+    S3Server,
+    moto_server,
+    s3,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def _source(root: Path, n: int = 5) -> Path:
+    (root / "sub").mkdir(parents=True)
+    for i in range(n):
+        path = root / ("sub" if i % 2 else ".") / f"f{i:04d}.txt"
+        path.write_bytes(f"file {i}\n".encode() * (i + 1))
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    (root / "f0000.txt").chmod(0o600)
+    return root
+
+
+def _copy_ways(summary: dict[str, Any]) -> list[str]:
+    return [row["strategy"] for row in summary["strategy"]["copy"]]
+
+
+def test_a_small_plan_is_copied_here_with_no_spark_at_all(tmp_path: Path) -> None:
+    src, dst, logs = _source(tmp_path / "src"), tmp_path / "dst", tmp_path / "logs"
+    out = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress", "-v",
+                  "--log-dir", str(logs), "--summary-json", str(tmp_path / "s.json"))
+    assert out.returncode == 0, out.stderr
+    assert tree(dst) == tree(src)  # bytes, modes (0600 kept) and mtimes
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["strategy"]["copy"] == [{
+        "strategy": "here",
+        "why": "5 files copied in this process, no Spark job: --copying auto: 5 files of "
+               f"{sum(p.stat().st_size for p in src.rglob('*.txt')):,} bytes on a local "
+               f"master, at most {HERE_FILES:,} and 256 MiB: a Spark job's start would "
+               "cost more than the copy"}]
+    assert summary["files_copied"] == 5 and summary["log_file"] == ""
+    assert "starting Spark" not in out.stderr and not list(logs.glob("spark-*.log"))
+    again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
+                    "--summary-json", str(tmp_path / "s2.json"))
+    assert again.returncode == 0, again.stderr
+    assert _copy_ways(json.loads((tmp_path / "s2.json").read_text())) == ["nothing"]
+
+
+@pytest.mark.parametrize("copying", ["driver", "spark"])
+def test_here_and_on_spark_give_the_same_outputs_and_state(
+        spark: Any, tmp_path: Path, copying: str) -> None:
+    """``--copying driver`` past the auto bound (files the thin path would keep on the
+    executors come to the driver instead), against a Spark job: the same destination,
+    the same published record (a rerun has nothing to copy)."""
+    src = _source(tmp_path / "src", HERE_FILES + 20)
+    dst = tmp_path / copying
+    s = distcp.copy(str(src), str(dst), copying=copying, listing="driver")
+    assert s.ok and s.files_copied == HERE_FILES + 20
+    assert [row["strategy"] for row in s.strategy["copy"]] == (
+        ["here"] if copying == "driver" else ["kept"])
+    assert tree(dst) == tree(src)
+    again = distcp.copy(str(src), str(dst), listing="driver")
+    assert again.files_copied == 0 and again.files_skipped == HERE_FILES + 20
+
+
+def test_auto_copies_on_spark_past_its_bound(spark: Any, tmp_path: Path) -> None:
+    src = _source(tmp_path / "src", HERE_FILES + 1)
+    s = distcp.copy(str(src), str(tmp_path / "dst"), listing="driver", check=["not-empty"])
+    assert [row["strategy"] for row in s.strategy["copy"]] == ["collected"]
+    small = distcp.copy(str(_source(tmp_path / "small", 3)), str(tmp_path / "d2"),
+                        check=["not-empty"])
+    assert [row["strategy"] for row in small.strategy["copy"]] == ["here"]
+
+
+def test_a_small_upload_to_s3_is_copied_here(s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
+    src = _source(tmp_path / "src")
+    out = run_cli("copy", str(src), "s3://dst/here", "--engine", "cold", "--no-progress",
+                  "--summary-json", str(tmp_path / "s.json"), env=s3.env)
+    assert out.returncode == 0, out.stderr
+    assert _copy_ways(json.loads((tmp_path / "s.json").read_text())) == ["here"]
+    got = {k.removeprefix("here/"): v for k, v in s3.objects("dst", "here/").items()
+           if "/.pydistcp/" not in k}
+    assert got == {p.relative_to(src).as_posix(): p.read_bytes() for p in src.rglob("*.txt")}
+    assert s3.pending_uploads() == []
+
+
+@pytest.mark.parametrize(("flags", "line"), [
+    (["--fork", "{tmp}/f1"], ("pydistcp: error: --copying driver cannot run a fork (--fork): "
+                             "its branches share one read in Spark tasks; use --copying auto "
+                             "or spark")),
+    (["--split-size", "8M"], ("pydistcp: error: --copying driver cannot split files "
+                             "(--split-size): ranges are Spark tasks; use --copying auto or "
+                             "spark")),
+])
+def test_what_copying_here_cannot_do_is_refused_before_anything(
+        tmp_path: Path, flags: list[str], line: str) -> None:
+    src = _source(tmp_path / "src")
+    out = run_cli("copy", str(src), str(tmp_path / "dst"), "--copying", "driver",
+                  *[f.format(tmp=tmp_path) for f in flags])
+    assert out.returncode == 2, out.stderr
+    assert one_error_line(out.stderr) == line
+    assert not (tmp_path / "dst").exists()
+
+
+def test_a_crash_while_copying_here_publishes_nothing_and_the_rerun_finishes(
+        tmp_path: Path) -> None:
+    src, dst = _source(tmp_path / "src", 8), tmp_path / "dst"
+    crash = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
+                    env={"DISTCP_CRASH_AT": "after_stage:3"})
+    assert crash.returncode == 137, crash.stderr
+    assert tree(dst) == {}
+    again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert tree(dst) == tree(src)
+
+
+def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path: Path
+                                                                         ) -> None:
+    src, dst = _source(tmp_path / "src", 4), tmp_path / "dst"
+    proc = subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--engine", "cold",
+                             "--no-progress"],
+                            env=cli_env({"DISTCP_SLOW_AT": "after_stage=60"}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    staging = dst / ".pydistcp" / "staging"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.is_file() for p in staging.rglob("*")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    pressed = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+    _out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - pressed < 10  # not after the paused file's 60 s
+    assert proc.returncode == 130, err
+    assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
+                                   "published, rerun to finish")
+    assert tree(dst) == {}
+    again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert tree(dst) == tree(src)
