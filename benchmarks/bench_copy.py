@@ -68,11 +68,12 @@ STATE_DIR = ".pydistcp"  # pydistcp's state directory under a destination
 GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 
 TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm",
-         "pydistcp-warm-spark", "empty-spark", "empty-spark-cds", "pydistcp-warm-idle"]
+         "pydistcp-warm-spark", "empty-spark", "empty-spark-cds", "pydistcp-warm-idle",
+         "pydistcp-cds-on-spark", "pydistcp-driver"]
 #: Untimed seconds between a run's cleanup and the next run (module docstring).
 SETTLE_S = 0.0
-#: Not run unless named in --tools: each of its runs first waits IDLE_S, untimed.
-OPT_IN = ("pydistcp-warm-idle",)
+#: Not run unless named in --tools (pydistcp-warm-idle's runs first wait IDLE_S, untimed).
+OPT_IN = ("pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver")
 #: A warm engine stops its idle Python workers after a minute (PySpark's
 #: PythonWorkerFactory checks every 10 s): a run this long after the last one starts
 #: new workers, as an hourly cron job's run always does.
@@ -86,11 +87,13 @@ TOOL_LABEL = {
     "pydistcp-warm": "`pydistcp copy`, warm engine",
     "pydistcp-warm-spark": "`pydistcp copy --listing spark`, warm engine (thin coordinator)",
     "pydistcp-warm-idle": f"`pydistcp copy`, warm engine idle {IDLE_S} s before (new workers)",
+    "pydistcp-cds-on-spark": "`pydistcp copy --copying spark`, cold, with the archive",
+    "pydistcp-driver": "`pydistcp copy --copying driver` (no Spark job)",
     "empty-spark": "empty Spark job (fresh process), no archive",
     "empty-spark-cds": "empty Spark job (fresh process), with the archive",
 }
 PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
-                  "pydistcp-warm-idle")
+                  "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver")
 EMPTY_TOOLS = ("empty-spark", "empty-spark-cds")
 #: How each variant runs: extra copy flags and environment.
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -99,6 +102,8 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "pydistcp-warm": (["--engine", "warm"], {}),
     "pydistcp-warm-spark": (["--engine", "warm", "--listing", "spark"], {}),
     "pydistcp-warm-idle": (["--engine", "warm"], {}),
+    "pydistcp-cds-on-spark": (["--engine", "cold", "--copying", "spark"], {}),
+    "pydistcp-driver": (["--engine", "cold", "--copying", "driver"], {}),
     "empty-spark": ([], {"PYDISTCP_CDS": "0"}),
     "empty-spark-cds": ([], {}),
 }
@@ -307,7 +312,8 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
     columns show the steady state of repeated runs; returns what each step printed."""
     done: dict[str, str] = {}
     if any(t in tools for t in ("pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
-                                "pydistcp-warm-idle", "empty-spark-cds")):
+                                "pydistcp-warm-idle", "empty-spark-cds",
+                                "pydistcp-cds-on-spark")):
         r = subprocess.run(pydistcp_cmd() + ["engine", "start"], capture_output=True,
                            text=True, timeout=900, stdin=subprocess.DEVNULL)
         # no machine paths in the committed results: the home directory is "~"
@@ -351,7 +357,7 @@ def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
     cwd = None
     if tool.endswith(BASE):
         env, cwd = baseline_env(env), BASELINE
-    if tool in OPT_IN:
+    if tool == "pydistcp-warm-idle":
         time.sleep(IDLE_S)
     t = time.perf_counter()
     try:

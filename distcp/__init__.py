@@ -108,7 +108,7 @@ def copy(
     engine: Literal["auto", "warm", "cold"] | None = None,
     listing: Literal["auto", "driver", "spark"] = "auto",
     publishing: Literal["auto", "driver", "spark"] = "auto",
-    copying: Literal["auto", "driver", "spark"] = "auto",
+    copying: Literal["auto", "driver", "spark"] | None = None,
     parallelism: int | None = None,
     tasks: int | None = None,
     conf: Mapping[str, str] | None = None,
@@ -168,7 +168,7 @@ def copy(
     are passed directly (``gpg_passphrase``); ``progress=False`` is ``--no-progress``.
     Sizes take bytes or ``"256M"``, durations seconds or ``"24h"``. ``None`` means
     unset: the ``PYDISTCP_*`` variable (``master``, ``engine``, ``parallelism``,
-    ``buffer_size``, ``verify``, ``preserve``) or the CLI's default applies.
+    ``buffer_size``, ``verify``, ``preserve``, ``copying``) or the CLI's default applies.
     ``summary_json`` writes the Summary as JSON to that file (``"-"``: stdout);
     ``metrics_file`` writes Prometheus text-format metrics there, on ticks and at the end;
     ``events`` sends OpenLineage events there (a path, an http(s) URL, ``"-"``).

@@ -209,7 +209,7 @@ def main() -> None:
                    "local files, or on a local master for 500,000 local files; else driver: "
                    "local executors share the driver's cores).")
 @click.option("--copying", type=click.Choice(["auto", "driver", "spark"]), default="auto",
-              show_default=True,
+              show_default=True, envvar="PYDISTCP_COPYING",
               help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
                    "same tasks in threads, one per core) or auto (driver for a plan of at "
                    "most 1,000 files and 256 MiB on a local master, where a Spark job's "

@@ -443,7 +443,8 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
 
 
 #: Run settings an unset keyword takes from ``PYDISTCP_<NAME>``.
-_ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine")
+_ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine",
+                 "copying")
 _SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
 _AGE_SETTINGS = ("min_age", "max_age", "lookback")
 _SEQUENCE_SETTINGS = ("include", "exclude", "converters", "check", "fork", "fork_convert")

@@ -33,6 +33,7 @@ from distcp.callbacks import Callback
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import stream_work_unit
 from distcp.copying.taskspec import TaskSpec
+from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.packing import units_of
@@ -44,14 +45,14 @@ from distcp.timeline import mark, tasks_here
 
 
 def cores_here(cfg: CopyConfiguration) -> int:
-    """Threads for the units: ``--cores``, else the local master's (``local[N]``; ``*``
-    and anything else: this machine's)."""
+    """Threads for the units: ``--cores``, else the local master's (``local[N]`` and
+    ``local[N,F]``; ``*`` and anything else: this machine's)."""
     if cfg.parallelism:
         return cfg.parallelism
     master = cfg.master
     if master == "local":
         return 1
-    inside = master[len("local["):-1] if is_local_master(master) else ""
+    inside = master[len("local["):-1].split(",")[0].strip() if is_local_master(master) else ""
     return int(inside) if inside.isdigit() and int(inside) > 0 else os.cpu_count() or 2
 
 
@@ -63,11 +64,13 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     cores = cores_here(cfg)
     units = visibility.mark(units_of(files, cfg.tasks or cores, cfg.tasks, cfg.file_cost),
                             publish_now)
+    callback.message(f"copying {len(files):,} file(s) in this process, no Spark job")
     callback.set_size(len(files), sum(f.origin.size for f in files))
     t = time.monotonic()
     mark("copying in this process")
     tasks_here()
-    results = run_here(units, replace(spec, env=None), callback, cores) if units else []
+    spec = replace(spec, env=None, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
+    results = run_here(units, spec, callback, cores) if units else []
     mark("copied in this process")
     callback.close()
     return results, CopyTally(

@@ -33,9 +33,10 @@ def copy(tmp: Path, cds_dir: Path, **env: str) -> tuple[subprocess.CompletedProc
         for i in range(5):
             (src / f"f{i}.txt").write_text(f"file {i}\n")
     with CmdlineWatcher() as watcher:
-        run = run_cli("copy", str(src), str(dst), env={"PYDISTCP_CDS_DIR": str(cds_dir),
-                                                        "PYDISTCP_LOG_DIR": str(tmp / "logs"),
-                                                        **env})
+        # --copying spark: a plan this small is otherwise copied with no JVM at all
+        run = run_cli("copy", str(src), str(dst), "--copying", "spark",
+                      env={"PYDISTCP_CDS_DIR": str(cds_dir),
+                           "PYDISTCP_LOG_DIR": str(tmp / "logs"), **env})
     assert run.returncode == 0, run.stderr
     assert tree(dst) == tree(src)
     # This run's driver JVM only (its log4j file is in this test's log dir), not a JVM an

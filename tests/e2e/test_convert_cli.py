@@ -137,7 +137,7 @@ def test_a_relative_gpg_home_is_the_callers_on_the_warm_engine(ring: Keyring, tm
     env = {**ENV, "PYDISTCP_ENGINE": "warm", **({"GNUPGHOME": home} if not flags else {})}
     r = run_cli("copy", "src", "dst", "--convert", "decrypt,gunzip,untar", *flags,
                 "--gpg-passphrase-file", "pass", "--no-progress", "--summary-json", "s.json",
-                env=env, cwd=caller)
+                "--copying", "spark", env=env, cwd=caller)  # on the engine, not here
     assert r.returncode == 0, r.stderr
     assert tree(caller / "dst" / "d") == tree(docs)
     log = json.loads((caller / "s.json").read_text())["log_file"]

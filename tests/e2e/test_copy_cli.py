@@ -44,15 +44,24 @@ COLD_MARKS = ["client process created", "client imports done", "locked", "planne
 KERNEL_SLACK = 0.02
 
 
-def assert_timeline(text: str, cold: bool) -> None:
-    """Every mark a run must leave, in order (a warm engine's workers and JVM leave none)."""
+#: The marks of a run that copies in its own process (``run.here``): no Spark at all.
+HERE_MARKS = ["client process created", "client imports done", "locked", "planned",
+              "copying in this process", "copied in this process", "copied", "published",
+              "client exits"]
+
+
+def assert_timeline(text: str, engine: str) -> None:
+    """Every mark a run must leave, in order (a warm engine's workers and JVM leave none;
+    a run copying here leaves no Spark mark, nor a worker's)."""
     first: dict[str, float] = {}
     for line in text.splitlines():
         at, pid, name = line.split(" ", 2)
         assert int(pid) > 0
         first.setdefault(name, float(at))
-    want = COLD_MARKS if cold else [m for m in COLD_MARKS if not m.startswith(
-        ("driver JVM", "worker", "spark session"))]
+    want = {"cold": COLD_MARKS, "here": HERE_MARKS}.get(engine) or [
+        m for m in COLD_MARKS if not m.startswith(("driver JVM", "worker", "spark session"))]
+    if engine == "here":
+        assert [m for m in first if m.startswith(("spark", "driver JVM", "worker"))] == []
     assert [m for m in want if m not in first] == [], first
     # A "... process created" mark is read from the kernel, whose start time and uptime
     # each come in 0.01 s ticks: it may stand up to two ticks from the truth either way.
@@ -66,15 +75,19 @@ def summary(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", ["cold", "warm", "here"])
 def test_tree_copy_is_identical_then_incremental(engine: str, tmp_path: Path) -> None:
+    """On a cold JVM, on the warm engine, and copied in the run's own process (``here``:
+    the default for a plan this small; the others ask for Spark)."""
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     make_tree(src)
     timeline = tmp_path / "timeline.txt"  # where the seconds went (distcp.timeline)
-    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--engine", engine,
+    how = ["--engine", "cold"] if engine == "here" else [
+        "--engine", engine, "--copying", "spark"]
+    first = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), *how,
                     env={"PYDISTCP_TIMELINE": str(timeline)})
     assert first.returncode == 0, first.stderr
-    assert_timeline(timeline.read_text(), cold=engine == "cold")
+    assert_timeline(timeline.read_text(), engine)
     assert tree(dst) == tree(src)  # bytes, modes and mtimes, directories included
     s = summary(sj)
     total = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
@@ -82,8 +95,12 @@ def test_tree_copy_is_identical_then_incremental(engine: str, tmp_path: Path) ->
     assert {"files_skipped", "files_deleted", "duration_s", "failures"} <= set(s)
     assert "copied 5 files" in first.stdout
     assert "Exception" not in first.stderr and "WARN" not in first.stderr + first.stdout
-    used_warm = "used the warm engine" in Path(s["log_file"]).read_text()
-    assert used_warm == (engine == "warm")
+    if engine == "here":
+        assert s["log_file"] == "" and [r["strategy"] for r in s["strategy"]["copy"]] == [
+            "here"]
+    else:
+        used_warm = "used the warm engine" in Path(s["log_file"]).read_text()
+        assert used_warm == (engine == "warm")
 
     again = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress")
     assert again.returncode == 0, again.stderr
@@ -93,7 +110,7 @@ def test_tree_copy_is_identical_then_incremental(engine: str, tmp_path: Path) ->
     (src / "top.csv").chmod(0o644)
     (src / "top.csv").write_text("id,v\n1,3\n")
     third = run_cli("copy", str(src), str(dst), "--summary-json", str(sj), "--no-progress",
-                    "--engine", engine)
+                    *how)
     assert third.returncode == 0, third.stderr
     assert summary(sj)["files_copied"] == 1
     assert (dst / "top.csv").read_text() == "id,v\n1,3\n"
@@ -152,7 +169,8 @@ def test_non_tty_progress_prints_plain_lines(tmp_path: Path) -> None:
     r = run_cli("copy", str(src), str(tmp_path / "dst"))
     assert r.returncode == 0, r.stderr
     # status and progress on stderr; stdout keeps only the summary
-    assert "pydistcp: starting Spark (local[*])" in r.stderr
+    assert "pydistcp: copying 1 file(s) in this process, no Spark job" in r.stderr
+    assert "starting Spark" not in r.stderr  # a plan this small needs none
     assert "100% 1/1 files" in r.stderr and "\r" not in r.stderr
     assert r.stdout.startswith("copied 1 files") and "pydistcp:" not in r.stdout
 

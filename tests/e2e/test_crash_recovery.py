@@ -271,7 +271,7 @@ def test_a_retried_task_publishes_once_and_leaves_no_stray_attempt(
     src, _, _ = golden
     dst, sj = tmp_path / "dst", tmp_path / "s.json"
     r = run_cli("copy", str(src), str(dst), "--dataset-glob", GLOB, "--no-progress",
-                "--master", "local[2,3]", "--summary-json", str(sj),
+                "--master", "local[2,3]", "--summary-json", str(sj), "--copying", "spark",
                 env={"DISTCP_CRASH_AT": "first_attempt_after_stage:1"})
     assert r.returncode == 0, r.stderr
     assert_like_golden(dst, golden)

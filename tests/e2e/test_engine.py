@@ -1,5 +1,7 @@
 """The warm engine for real: a persistent local Spark Connect server that CLI runs reuse,
-started, announced, shared, stopped when idle, and lost mid-run like a worker."""
+started, announced, shared, stopped when idle, and lost mid-run like a worker. Its runs
+ask for Spark's copy (``PYDISTCP_COPYING=spark``): plans this small are otherwise copied
+by the run's own process."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.e2e
 
 
 def engines(engine_dir: Path) -> list[dict]:
-    out = run_cli("engine", "status", "--json", env={"PYDISTCP_ENGINE_DIR": str(engine_dir)})
+    out = run_cli("engine", "status", "--json", env={"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(engine_dir)})
     assert out.returncode == 0, out.stderr
     return [e for e in json.loads(out.stdout) if e["running"]]
 
@@ -41,7 +43,7 @@ def _engines_stopped(tmp_path: Path) -> Iterator[None]:
     """Each test's engines are stopped when it ends, also when it fails (an engine
     left behind would run on, idle, for its 30 minutes)."""
     yield
-    run_cli("engine", "stop", "--all", env={"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")})
+    run_cli("engine", "stop", "--all", env={"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")})
 
 
 def _alive(pid: int) -> bool:
@@ -54,7 +56,7 @@ def _alive(pid: int) -> bool:
 
 def test_start_announce_reuse_concurrent_runs_and_stop(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    env = {"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     src = tmp_path / "src"
     make_files(src, 20, 10_000)
     (src / "sub").mkdir()
@@ -123,7 +125,7 @@ def python_daemons(jvm: int) -> set[int]:
 def test_start_readies_the_python_workers_the_first_run_uses(tmp_path: Path) -> None:
     """``engine start`` runs a job that copies nothing, so the Python worker daemon is up
     before the first run; that run is served by it instead of starting its own."""
-    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    env = {"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     start = run_cli("engine", "start", env=env)
     assert start.returncode == 0, start.stderr
     assert "starting the engine's Python workers" in start.stderr
@@ -199,7 +201,7 @@ with spark_session("local[*]", {}, sys.argv[1], engine="warm") as spark:
 
 
 def test_engine_stops_itself_when_idle(tmp_path: Path) -> None:
-    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    env = {"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     start = run_cli("engine", "start", "--idle-timeout", "2s", env=env)
     assert start.returncode == 0, start.stderr
     assert "warm engine started" in start.stdout
@@ -212,7 +214,7 @@ def test_engine_stops_itself_when_idle(tmp_path: Path) -> None:
 
 
 def test_server_killed_mid_run_is_a_lost_worker_and_the_rerun_finishes(tmp_path: Path) -> None:
-    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    env = {"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     src, dst = tmp_path / "src", tmp_path / "dst"
     make_files(src, 200, 1 << 20)
     assert run_cli("engine", "start", env=env).returncode == 0
@@ -250,7 +252,7 @@ def test_executor_environment_travels_with_the_job(tmp_path: Path,
     (planning tasks write the copy-rows files to the destination's staging). What only
     the run that started the engine had (a proxy that answers nothing, a passphrase) is
     neither in the server's environment nor seen by a later run's tasks."""
-    env = {"PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
+    env = {"PYDISTCP_COPYING": "spark", "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")}
     src, dst = tmp_path / "src", tmp_path / "dst"
     make_files(src, 6, 1000)
     dead_proxy, secret = "http://127.0.0.1:9", "engine-start-only-passphrase"

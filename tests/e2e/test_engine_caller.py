@@ -56,7 +56,7 @@ def test_the_callers_home_and_relative_aws_files_reach_the_warm_engines_tasks(
         f"[default]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
     docs = doc_tree(tmp_path / "docs", packages=2)
     encrypt(ring, tar_of(docs, tmp_path / "d.tar.gz"), caller / "src" / "d.tar.gz.gpg")
-    env = _without(cli_env({**warm_engine, "HOME": str(home),
+    env = _without(cli_env({**warm_engine, "HOME": str(home), "PYDISTCP_COPYING": "spark",
                             "AWS_SHARED_CREDENTIALS_FILE": "aws/credentials",
                             "PYDISTCP_GPG_PASSPHRASE": PASSPHRASE}),
                    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "GNUPGHOME")
@@ -113,6 +113,7 @@ def shared(reachable: None) -> Iterator[Path]:
 
 def _nobody_env(shared: Path, home: Path, **extra: str) -> dict[str, str]:
     return cli_env({"PYDISTCP_ENGINE_DIR": str(shared), "HOME": str(home),
+                    "PYDISTCP_COPYING": "spark",  # on the engine: a plan this small is not
                     "PYDISTCP_LOG_DIR": str(home / "logs"), "PYDISTCP_CDS": "0",
                     "PYSPARK_PYTHON": sys.executable, **extra})
 

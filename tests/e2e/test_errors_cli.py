@@ -51,9 +51,13 @@ def test_no_java_is_one_line(tmp_path: Path) -> None:
     src.mkdir()
     (src / "f").write_text("x")
     env = {"PATH": os.path.dirname(shutil.which("python3") or "/usr/bin"), "JAVA_HOME": ""}
-    r = run_cli("copy", str(src), str(tmp_path / "o"), env=env)
+    r = run_cli("copy", str(src), str(tmp_path / "o"), "--copying", "spark", env=env)
     assert r.returncode == 3
     assert one_error_line(r.stderr).startswith("pydistcp: error: pydistcp runs on Spark, which needs Java 17+")
+    assert not (tmp_path / "o" / "f").exists()
+    small = run_cli("copy", str(src), str(tmp_path / "o"), env=env)  # copied here: no Java
+    assert small.returncode == 0, small.stderr
+    assert (tmp_path / "o" / "f").read_text() == "x"
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root's setpriv")

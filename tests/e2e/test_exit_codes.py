@@ -211,7 +211,7 @@ def test_refused_s3_endpoint_is_exit_3(tmp_path: Path, src: Path,
 def test_spark_that_cannot_start_is_one_line_exit_3(tmp_path: Path, src: Path) -> None:
     logs = tmp_path / "logs"
     r = run_cli("copy", str(src), str(tmp_path / "out"), "--master", "local[nonsense]",
-                "--no-progress", env={"PYDISTCP_LOG_DIR": str(logs)})
+                "--no-progress", "--copying", "spark", env={"PYDISTCP_LOG_DIR": str(logs)})
     assert r.returncode == 3, r.stderr
     line = one_error_line(r.stderr)
     log = next(logs.glob("spark-*.log"))

@@ -45,7 +45,7 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
 
 
 @pytest.mark.parametrize(("master", "parallelism", "threads"), [
-    ("local[3]", None, 3), ("local", None, 1), ("local[2]", 5, 5)])
+    ("local[3]", None, 3), ("local", None, 1), ("local[2]", 5, 5), ("local[2,3]", None, 2)])
 def test_one_thread_per_core_of_the_local_master(master: str, parallelism: int | None,
                                                  threads: int) -> None:
     assert here.cores_here(_cfg(master=master, parallelism=parallelism)) == threads
