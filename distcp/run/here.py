@@ -37,6 +37,7 @@ from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.packing import units_of
+from distcp.spark.job import poll_progress
 from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
 from distcp.storage.watchdog import bounded_by
@@ -70,7 +71,15 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     mark("copying in this process")
     tasks_here()
     spec = replace(spec, env=None, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
-    results = run_here(units, spec, callback, cores) if units else []
+    stop = threading.Event()  # progress from the tasks' files, as on Spark
+    poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
+    poller.start()
+    try:
+        results = run_here(units, spec, cores) if units else []
+    finally:
+        stop.set()
+        poller.join()
+    callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     mark("copied in this process")
     callback.close()
     return results, CopyTally(
@@ -80,8 +89,7 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
         phases=(("copy_s", round(time.monotonic() - t, 3)),))
 
 
-def run_here(units: list[WorkUnit], spec: TaskSpec, callback: Callback, threads: int
-             ) -> list[TaskResult]:
+def run_here(units: list[WorkUnit], spec: TaskSpec, threads: int) -> list[TaskResult]:
     """Each unit in one of ``threads`` threads; the results of all, unit by unit. A unit
     whose code raised fails its files (``failed_unit``). Daemon threads, not a
     ``ThreadPoolExecutor``, whose threads the interpreter's exit waits for: after Ctrl-C
@@ -92,7 +100,6 @@ def run_here(units: list[WorkUnit], spec: TaskSpec, callback: Callback, threads:
     for n in range(len(units)):
         todo.put(n)
     out: list[list[TaskResult]] = [[] for _ in units]
-    done: list[tuple[int, int]] = []
 
     def one(unit: WorkUnit) -> list[TaskResult]:
         results: list[TaskResult] = []
@@ -113,8 +120,6 @@ def run_here(units: list[WorkUnit], spec: TaskSpec, callback: Callback, threads:
                 out[n] = one(units[n])
             except Exception as exc:  # noqa: BLE001 - any failure of a unit is its files'
                 out[n] = failed_unit(units[n], exc)
-            done.append((len({r.guid for r in out[n]}), sum(r.bytes_read for r in out[n])))
-            callback.update(sum(f for f, _ in done), sum(b for _, b in done))
 
     workers = [threading.Thread(target=work, name=f"pydistcp-copy-{n}", daemon=True)
                for n in range(max(1, min(threads, len(units))))]

@@ -62,7 +62,8 @@ def test_copy_to_user_at_host_port_url_with_password_in_a_file_then_rerun_copies
     secrets = ftp.options_file(tmp_path)
     dst = ftp.user_url("dir")
     with CmdlineWatcher() as watcher:
-        first = copy(str(src), dst, tmp_path, "1.json", "--dst-options-file", str(secrets))
+        first = copy(str(src), dst, tmp_path, "1.json", "--dst-options-file", str(secrets),
+                     "--copying", "spark")  # Spark's processes and logs are checked too
         again = copy(str(src), dst, tmp_path, "2.json", "--dst-options-file", str(secrets))
     assert first["returncode"] == 0, first["stderr"]
     assert files_under(ftp.root / "dir") == tree

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from distcp.callbacks import DEFAULT_CALLBACK
 from distcp.configuration import CopyConfiguration
 from distcp.copying.taskspec import TaskSpec
 from distcp.model import CopyableFile, FileStatus, TaskResult, WorkUnit
@@ -67,7 +66,7 @@ def test_a_unit_whose_code_raised_fails_its_files_and_the_others_are_copied(
     monkeypatch.setattr(here, "stream_work_unit", fake)
     spec = TaskSpec(job_id="j", staging_root=str(tmp_path / "s"),
                     progress_root=str(tmp_path / "p"), state_root=str(tmp_path))
-    results = here.run_here(units, spec, DEFAULT_CALLBACK, 2)
+    results = here.run_here(units, spec, 2)
     assert [(r.origin, r.status) for r in results] == [
         ("/src/f0", "failed"), ("/src/f1", "failed"), ("/src/f2", "ok"), ("/src/f3", "ok")]
     assert results[0].message == "/src/f0: copy failed: disk on fire"
