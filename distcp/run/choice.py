@@ -77,15 +77,16 @@ HERE_BYTES = 256 << 20
 
 
 def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
-                catalog: bool) -> str | None:
+                catalog: bool, splits: bool = False) -> str | None:
     """Why this process copies the plain branch's ``files`` (None: a Spark job does):
     ``--copying driver``, or ``auto`` with a small plan on a local master, nothing kept
-    on the executors, no file to split and no catalog (whose registrations start the
+    on the executors, no file to split (``--split-size``, or ``splits``: a big file's
+    ranges spread over idle cores) and no catalog (whose registrations start the
     session anyway)."""
     if cfg.copying == "driver":
         return "--copying driver"
     size = sum(f.origin.size for f in files)
-    if (cfg.copying == "spark" or kept or catalog or cfg.split_size
+    if (cfg.copying == "spark" or kept or catalog or cfg.split_size or splits
             or not tasks_run_here(cfg.master)
             or len(files) > HERE_FILES or size > HERE_BYTES):
         return None

@@ -14,10 +14,10 @@ from distcp.callbacks import Callback
 from distcp.planning import visibility
 from distcp.run.branch import BranchRun
 from distcp.run.choice import copies_here, copy_strategies
-from distcp.run.here import copy_here
+from distcp.run.here import copy_here, cores_here
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
-from distcp.spark.job import Sessions, copy_kept, copy_on_spark
+from distcp.spark.job import Sessions, copy_kept, copy_on_spark, idle_split
 from distcp.spark.listing import LazySession
 from distcp.summary import CopyTally
 
@@ -29,7 +29,8 @@ def copy_branch(run: BranchRun, sessions: Sessions, session: LazySession, callba
     the executors (``kept``)."""
     cfg, spec = run.cfg, run.task
     tally = CopyTally()
-    here = copies_here(cfg, run.files, len(run.kept), run.publishing.catalog is not None)
+    here = copies_here(cfg, run.files, len(run.kept), run.publishing.catalog is not None,
+                       splits=idle_split(cfg, spec, run.files, cores_here(cfg)) is not None)
     if run.files:
         now = visibility.per_file(run.rest.files_to_copy, cfg.visibility)
         if here is not None:

@@ -140,7 +140,7 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
                     cores: int) -> tuple[dict[str, SplitFile], CopyTally]:
     """The split files of this run, with the ranges earlier runs already sent
     (``--split-size 0``: none), and what the summary says of them."""
-    wanted = cfg.split_size if cfg.split_size is not None else _idle_split(
+    wanted = cfg.split_size if cfg.split_size is not None else idle_split(
         cfg, spec, files, cores)
     if not wanted:
         return {}, CopyTally()
@@ -166,7 +166,7 @@ def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[Copyable
                              notes=tuple(notes))
 
 
-def _idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
+def idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
                 cores: int) -> int | None:
     """``--split-size`` unset: ranges for the idle cores (``idle_core_split``) where the
     ranges are parts of one upload that completing joins for free (object stores), and

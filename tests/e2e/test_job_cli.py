@@ -145,7 +145,8 @@ def test_job_to_s3_takes_credentials_only_by_reference_and_leaks_them_nowhere(
     with CmdlineWatcher() as watcher:
         r = run_cli("run", str(job), "--no-progress", "--master", "local[2]", "--log-dir",
                     str(logs), "--summary-json", str(tmp_path / "s.json"),
-                    env={**ENV, "JOB_KEY_ID": ACCESS_KEY})
+                    env={**ENV, "JOB_KEY_ID": ACCESS_KEY,
+                         "PYDISTCP_COPYING": "spark"})  # its processes and logs checked too
     assert r.returncode == 0, r.stderr
     copied = {k.removeprefix("partner/"): v for k, v in s3.objects("dst", "partner/").items()
               if "/.pydistcp/" not in k}

@@ -84,7 +84,8 @@ def test_local_to_s3_to_local_is_identical_invisible_until_published_and_leaks_n
         for key in s3.env:
             monkeypatch.delenv(key)
         r = run_cli("copy", "s3://dst/tree", str(back), "--no-progress", "--log-dir", str(logs),
-                    "--master", "local[2]", *s3.cli_options("--src-option"))
+                    "--master", "local[2]", *s3.cli_options("--src-option"),
+                    "--copying", "spark")  # Spark's logs are searched below
         outputs += [r.stdout, r.stderr]
         assert r.returncode == 0, r.stderr
         assert local_files(back) == files

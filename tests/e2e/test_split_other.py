@@ -80,7 +80,7 @@ def test_tree_goes_local_to_ftp_and_back_identical_and_the_password_leaks_nowher
     watcher = CmdlineWatcher(skip="\0".join(PYDISTCP).encode())
     watcher.start()
     try:
-        up = copy(str(src), ftp.url("tree"), ftp, tmp_path, "up.json")
+        up = copy(str(src), ftp.url("tree"), ftp, tmp_path, "up.json", "--copying", "spark")
         assert up["returncode"] == 0, up["stderr"]
         assert files_under(ftp.root / "tree") == tree
         assert (ftp.root / "tree" / "emptydir").is_dir()

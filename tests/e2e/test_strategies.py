@@ -60,14 +60,19 @@ def test_minus_v_and_the_log_file_say_how_and_why(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert (f"pydistcp: plan {src}: driver-paired-walk (--listing driver: two local trees "
             "walked side by side in this process)") in out.stderr
-    assert "pydistcp: copy: collected (every decision is shown or logged)" in out.stderr
+    why = ("3 files copied in this process, no Spark job: --copying auto: 3 files of 3 bytes "
+           "on a local master, at most 1,000 and 256 MiB: a Spark job's start would cost "
+           "more than the copy")
+    assert f"pydistcp: copy: here ({why})" in out.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]
     chosen = [(e["phase"], e["strategy"], e.get("path") or e["destination"])
               for e in events if e["event"] == "strategy"]
     assert chosen == [("plan", "driver-paired-walk", str(src)),
-                      ("copy", "collected", str(tmp_path / "dst"))]
+                      ("copy", "here", str(tmp_path / "dst"))]
     dry = run_cli("copy", str(src), str(tmp_path / "dst"), "--dry-run")
     assert dry.returncode == 0 and "driver-paired-walk" not in dry.stderr  # -v's, not a dry run's
     summary = json.loads((tmp_path / "s.json").read_text())
-    assert summary["strategy"]["copy"] == [{"strategy": "collected",
-                                            "why": "every decision is shown or logged"}]
+    assert summary["strategy"]["copy"] == [{"strategy": "here", "why": why}]
+    on_spark = run_cli("copy", str(src), str(tmp_path / "d2"), "-v", "--copying", "spark")
+    assert on_spark.returncode == 0, on_spark.stderr
+    assert "pydistcp: copy: collected (every decision is shown or logged)" in on_spark.stderr

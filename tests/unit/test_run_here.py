@@ -36,11 +36,13 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(master="sc://h:15002"), _files(3), 0, False, False),
     (_cfg(split_size=8 << 20), _files(3), 0, False, False),
     (_cfg(copying="spark"), _files(3), 0, False, False),
+    (_cfg(), _files(3), 0, False, "splits"),                   # ranges over idle cores
     (_cfg(copying="driver"), _files(HERE_FILES + 1, HERE_BYTES), 0, False, True),
 ])
 def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[CopyableFile],
-                                     kept: int, catalog: bool, here_: bool) -> None:
-    assert (copies_here(cfg, files, kept, catalog) is not None) is here_
+                                     kept: int, catalog: bool, here_: bool | str) -> None:
+    splits = here_ == "splits"
+    assert (copies_here(cfg, files, kept, catalog, splits) is not None) is (here_ is True)
 
 
 @pytest.mark.parametrize(("master", "parallelism", "threads"), [
