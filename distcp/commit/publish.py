@@ -9,7 +9,7 @@ area on the next run) or a persisted sequence that the next run replays.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -104,6 +104,9 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult],
     # Sets holding directory attributes go last: publishing files into a directory
     # changes its mtime (converted datasets have one file set per file).
     order = sorted(names, key=lambda n: (n in holding, n))
+    if dataset.order:  # the dataset's own order (a Delta table's versions) is the contract
+        rank = {n: i for i, n in enumerate(dataset.order)}
+        order = sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
     first = next((n for n in order if n in holding), order[0])
     return [FileSetOutcome(
         dataset_urn=dataset.urn, file_set=name, destination_root=dataset.destination_root,
@@ -126,18 +129,39 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     outcomes = _outcomes(plan, results, pub.ctx)
     skipped = _moved_skips(plan, outcomes, pub) if pub.move else {}
     all_ok = all(o.ok for o in outcomes)
+    ordered = {d.urn for d in plan.datasets if d.order}
+    stopped: dict[str, str] = {}  # an ordered dataset's first set not published whole
+    held: Counter[str] = Counter()
     for outcome in outcomes:
+        urn = outcome.dataset_urn
         tallies.append(_record_failures(outcome))
         pub.log.results("failed", [r for r in outcome.results if not r.ok])
-        wanted = _publishable(outcome, pub.policy, all_ok)
+        wanted = None if urn in stopped else _publishable(outcome, pub.policy, all_ok)
         if wanted is None:
             tallies.append(_hold_back(outcome, files, pub))
+            held[urn] += urn in stopped
+            whole = False
         else:
-            key = (outcome.dataset_urn, outcome.file_set)
-            tallies.append(_publish_set(publisher, outcome, wanted, files, pub,
-                                        marks.get(outcome.dataset_urn),
-                                        skipped.get(key, ())))
+            key = (urn, outcome.file_set)
+            done = _publish_set(publisher, outcome, wanted, files, pub, marks.get(urn),
+                                skipped.get(key, ()))
+            tallies.append(done)
+            whole = wanted is outcome and not done.failures
+        if urn in ordered and not whole:
+            stopped.setdefault(urn, outcome.file_set)
+    tallies.extend(_stopped(plan, stopped, held))
     return tally_of(tallies)
+
+
+def _stopped(plan: Plan, stopped: dict[str, str], held: Counter[str]) -> list[Tally]:
+    """A line per ordered dataset (a Delta table) stopped at a set not published whole
+    whose later sets were held back: they wait for the next run, so no commit is
+    published before its data (the failed files have their own lines)."""
+    roots = {d.urn: d.destination_root for d in plan.datasets}
+    return [Tally(failures=(Failure(
+        fsutil.display(roots[urn]), f"file set {name} was not published whole: the "
+        f"{held[urn]} file set(s) after it (later versions, checkpoints) wait for the next "
+        "run", urn, files=0),)) for urn, name in stopped.items() if held[urn]]
 
 
 def publishable_guids(plan: Plan, results: Sequence[TaskResult], pub: Publishing) -> set[str]:

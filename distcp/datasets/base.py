@@ -35,6 +35,9 @@ class DatasetListing:
     #: A stream dataset's watermarks and partitions (None for other datasets): publishing
     #: moves the watermarks with the file sets (distcp.commit.state_steps).
     marks: StreamMarks | None = None
+    #: The file sets in the order they must be published, each only once every set
+    #: before it is published whole (a Delta table's versions); empty: no order.
+    order: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class CopyableDataset(ABC):
     @abstractmethod
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
         """The CopyableFiles and directories of this dataset (reads the origin only)."""
+
+    #: Whether the listing is everything the dataset wants at its destination, so that
+    #: ``--delete`` may remove the rest (a table lists only its new versions' files).
+    lists_everything: ClassVar[bool] = True
 
     #: Whether ``with_history`` uses what earlier runs published (reading the manifest
     #: costs a read of its segments: only datasets that need it ask).

@@ -57,6 +57,9 @@ class DatasetPlan:
     #: Files to copy that planning tasks kept in files of their own instead of sending
     #: them (``distcp.copying.copyrows``): copied and published without passing here.
     kept: tuple[CopyRows, ...] = ()
+    #: The file sets in publishing order, each published only once every set before
+    #: it was published whole (``DatasetListing.order``: a Delta table); empty: none.
+    order: tuple[str, ...] = ()
 
     @property
     def bytes_to_copy(self) -> int:
@@ -97,6 +100,7 @@ def plan_dataset(
     mtimes_kept: bool = True,
     protected: Collection[str] = (),
     marks: StreamMarks | None = None,
+    order: tuple[str, ...] = (),
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -124,7 +128,8 @@ def plan_dataset(
                 f"cannot replace file {display(d.destination)} with directory "
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
-    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks)
+    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks,
+                       order=order)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

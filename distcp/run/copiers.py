@@ -29,7 +29,8 @@ def copy_branch(run: BranchRun, sessions: Sessions, session: LazySession, callba
     cfg, spec = run.cfg, run.task
     tally = CopyTally()
     if run.files:
-        now = visibility.per_file(run.rest.files_to_copy, cfg.visibility)
+        now = visibility.per_file(run.rest.files_to_copy, cfg.visibility,
+                                  {d.urn for d in run.rest.datasets if d.order})
         if run.publishing.catalog is not None:
             session()  # the copy's session stays open for the registrations at publish
         results, tally = copy_on_spark(cfg, spec, run.files, sessions, callback, now)
