@@ -1,7 +1,9 @@
 """GlobDatasetsFinder: every directory matching ``--dataset-glob`` is a dataset (driver).
 
 The glob is relative to the single source root; each match is copied to the same
-relative path under the destination, and its URN is its origin URL.
+relative path under the destination, and its URN is its origin URL. A match that is a
+Delta table (it holds ``_delta_log/``) is copied as one (``DeltaDataset``: by versions,
+data before commits), so a warehouse of tables replicates table by table.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from distcp.datasets.base import CopyableDataset
+from distcp.datasets.delta import DeltaDataset, is_delta_table
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
@@ -18,7 +21,8 @@ from distcp.storage import storage_for
 
 
 class GlobDatasetsFinder(DatasetsFinder):
-    """One RecursiveCopyableDataset per matching directory, in sorted order."""
+    """One dataset per matching directory, in sorted order: a DeltaDataset for a Delta
+    table, else a RecursiveCopyableDataset."""
 
     def find(self) -> Iterator[CopyableDataset]:
         cfg = self.cfg
@@ -39,7 +43,10 @@ class GlobDatasetsFinder(DatasetsFinder):
             found += 1
             urn = src.url_of(path.rstrip("/"))
             target = dst_tree.url_of(fsutil.join(dst.rstrip("/"), rel))
-            yield RecursiveCopyableDataset(urn, urn, target)
+            if is_delta_table(src, path):
+                yield DeltaDataset(urn, urn, target)
+            else:
+                yield RecursiveCopyableDataset(urn, urn, target)
         if not found:
             raise PlanningError(
                 f"no directory under {cfg.sources[0]} matches --dataset-glob {cfg.dataset_glob!r}"
