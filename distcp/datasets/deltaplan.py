@@ -1,10 +1,9 @@
-"""Which files of a Delta table to copy, in which file sets, published in which order:
-pure, no I/O (driver).
+"""A Delta table's files to copy as file sets, and their publishing order (driver).
 
-The order is the consistency contract (a reader of the destination never sees a commit
-whose files are missing): for each new version, its data files (one file set), then
-its commit file (one file set); after the last version, sidecars, checkpoints and
-version checksums, then ``_last_checkpoint``. Publishing follows ``TablePlan.order``
+Pure, no I/O. The order is the consistency contract (a reader of the destination never
+sees a commit whose files are missing): for each new version, its data files (one file
+set), then its commit file (one file set); after the last version, sidecars,
+checkpoints and version checksums, then ``_last_checkpoint``. Publishing follows ``TablePlan.order``
 and stops a table at the first set that is not published whole
 (``distcp.commit.publish``), so a commit is never published before its data, nor
 before the commit before it.
