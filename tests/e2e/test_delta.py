@@ -190,8 +190,14 @@ class Reader(threading.Thread):
                 self.errors.append(f"version {version} read with other rows than the source's")
 
 
+@pytest.mark.parametrize("point, visible", [
+    # sequences: v0 data, v0 commit, v1 data, v1 commit, v2 data, v2 commit, ...
+    ("before_persist:6", 1),  # v2's data published, its commit not yet persisted
+    ("after_persist:4", 0),   # v1's commit persisted, not run: the replay publishes it
+    ("mid_publish:3", 0),     # inside publishing v1's data (one file per set passes once)
+])
 def test_a_copy_killed_between_a_versions_data_and_its_commit_leaves_a_readable_table(
-        tmp_path: Path) -> None:
+        tmp_path: Path, point: str, visible: int) -> None:
     src, dst = tmp_path / "src" / "t", tmp_path / "dst" / "t"
     write_history(src)
     write_history(src, start=3)
@@ -199,18 +205,17 @@ def test_a_copy_killed_between_a_versions_data_and_its_commit_leaves_a_readable_
     reader = Reader(dst, expected)
     reader.start()
     try:
-        # sequences: v0 data, v0 commit, v1 data, v1 commit, ...: the 6th is v2's commit,
-        # killed (kill -9) before it is persisted, after v2's data was published
         crash = run_cli("copy", "--finder", "delta", str(src), str(dst), "--no-progress",
-                        "--master", "local[2]", env={"DISTCP_CRASH_AT": "before_persist:6"})
+                        "--master", "local[2]", env={"DISTCP_CRASH_AT": point})
         assert crash.returncode == 137, crash.stderr
-        assert deltalake.DeltaTable(str(dst)).version() == 1
-        assert snapshot(str(dst)) == snapshot(str(src), 1)
-        v2_data = [json.loads(line)["add"]["path"]
-                   for line in commit_file(src, 2).read_text().splitlines()
-                   if "add" in json.loads(line)]
-        assert all((dst / p).exists() for p in v2_data)  # published, not yet referenced
-        assert not commit_file(dst, 2).exists()
+        assert deltalake.DeltaTable(str(dst)).version() == visible
+        assert snapshot(str(dst)) == snapshot(str(src), visible)
+        assert not commit_file(dst, visible + 1).exists()
+        if point.startswith("before_persist"):
+            added = [json.loads(line)["add"]["path"]
+                     for line in commit_file(src, 2).read_text().splitlines()
+                     if "add" in json.loads(line)]
+            assert all((dst / p).exists() for p in added)  # published, not yet referenced
 
         # a SIGKILL of the whole command at a random instant of its publishing, then
         # the rerun that completes the table
@@ -230,9 +235,11 @@ def test_a_copy_killed_between_a_versions_data_and_its_commit_leaves_a_readable_
                        "--master", "local[2]")
         assert done.returncode == 0, done.stderr
         assert_same_at_every_version(str(src), str(dst), 7)
+        status = run_cli("status", str(dst))
+        assert "pending commits: 0" in status.stdout, status.stdout
         time.sleep(0.5)  # the reader reads the finished table too
     finally:
         reader.stop.set()
         reader.join(timeout=60)
     assert reader.errors == []
-    assert 7 in reader.versions and len(reader.versions) >= 2
+    assert {visible, 7} <= reader.versions
