@@ -50,15 +50,17 @@ class DeltaDataset(CopyableDataset):
         tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
         root = tree.path.rstrip("/")
         skipped: list[fsutil.Skipped] = []
-        files = {fsutil.relpath(p, root): st
-                 for p, st in tree.storage.walk(tree.url, "follow", skipped) if not st.is_dir}
+        files: dict[str, FileStatus] = {}
         try:
+            files = {fsutil.relpath(p, root): st for p, st
+                     in tree.storage.walk(tree.url, "follow", skipped) if not st.is_dir}
             plan = self._plan(tree, root, files, cfg)
             out = [self._file(files[rel], rel, name, cfg)
                    for name, rels in plan.sets for rel in rels]
-        except LogError as exc:
+        except (LogError, OSError) as exc:  # this table only: the run's others go on
+            why = exc if isinstance(exc, LogError) else f"cannot read it ({exc})"
             return DatasetListing((), (), (fsutil.Skipped(
-                self.urn, f"Delta table not replicated: {exc}", failure=True),), len(files))
+                self.urn, f"Delta table not replicated: {why}", failure=True),), len(files))
         if plan.vacuumed is not None:
             v = plan.vacuumed
             skipped.append(fsutil.Skipped(
