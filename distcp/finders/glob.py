@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.delta import DeltaDataset, is_delta_table
+from distcp.datasets.deltalog import LOG_DIR
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
@@ -36,14 +37,16 @@ class GlobDatasetsFinder(DatasetsFinder):
         check_not_inside(src, dst_tree, dst, cfg.sources[0], cfg.destination)
         pattern = fsutil.join(root, cfg.dataset_glob.strip("/"))
         found = 0
+        tables: list[str] = []
         for path, status in src.storage.glob(src.url_of(pattern)):
             rel = fsutil.relpath(path.rstrip("/"), root)
-            if not status.is_dir or fsutil.at_state_dir(rel):
+            if not status.is_dir or fsutil.at_state_dir(rel) or _in_table(rel, tables):
                 continue
             found += 1
             urn = src.url_of(path.rstrip("/"))
             target = dst_tree.url_of(fsutil.join(dst.rstrip("/"), rel))
             if is_delta_table(src, path):
+                tables.append(rel)
                 yield DeltaDataset(urn, urn, target)
             else:
                 yield RecursiveCopyableDataset(urn, urn, target)
@@ -51,3 +54,10 @@ class GlobDatasetsFinder(DatasetsFinder):
             raise PlanningError(
                 f"no directory under {cfg.sources[0]} matches --dataset-glob {cfg.dataset_glob!r}"
             )
+
+
+def _in_table(rel: str, tables: list[str]) -> bool:
+    """Whether a match lies inside a Delta table: in a ``_delta_log/``, or below a table
+    matched before it (the glob's sorted order puts a table first). Copied on its own as
+    a folder, a table's log could show a reader a commit before its data."""
+    return LOG_DIR in rel.split("/") or any(rel.startswith(t + "/") for t in tables)

@@ -75,6 +75,16 @@ def test_a_glob_copies_tables_as_tables_and_folders_as_folders(tmp_path: Path) -
     assert [(type(d).__name__, d.destination_root) for d in found] == [
         ("RecursiveCopyableDataset", str(tmp_path / "c" / "db" / "notes")),
         ("DeltaDataset", str(tmp_path / "c" / "db" / "t1"))]
+    # a table's log matched on its own is no folder to copy: it would show a commit
+    # before its data
+    with pytest.raises(PlanningError, match="no directory under .* matches"):
+        find_datasets(CopyConfiguration.build([str(wh / "db")], str(tmp_path / "c"),
+                                              dataset_glob="*/_delta_log"))
+    below = find_datasets(CopyConfiguration.build([str(wh)], str(tmp_path / "c"),
+                                                  dataset_glob="**"))
+    assert [(type(d).__name__, d.root.removeprefix(str(wh))) for d in below] == [
+        ("RecursiveCopyableDataset", ""), ("RecursiveCopyableDataset", "/db"), ("RecursiveCopyableDataset", "/db/notes"),
+        ("DeltaDataset", "/db/t1")]
     only = find_datasets(CopyConfiguration.build([str(wh)], str(tmp_path / "c"),
                                                  dataset_glob="*/*", finder="delta"))
     assert [type(d) for d in only] == [DeltaDataset]
