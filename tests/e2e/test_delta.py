@@ -243,3 +243,20 @@ def test_a_copy_killed_between_a_versions_data_and_its_commit_leaves_a_readable_
         reader.join(timeout=60)
     assert reader.errors == []
     assert {visible, 7} <= reader.versions
+
+
+def test_a_fork_replicates_a_table_to_two_destinations_each_from_its_own_version(
+        tmp_path: Path) -> None:
+    src, a, b = tmp_path / "src" / "t", tmp_path / "a" / "t", tmp_path / "b" / "t"
+    write_history(src)
+    first = run_cli("copy", "--finder", "delta", str(src), str(a), "--no-progress",
+                    "--master", "local[2]")
+    assert first.returncode == 0, first.stderr
+    write_history(src, start=3)
+    # a is at version 2, b has nothing: each branch plans from its own destination's log
+    r = run_cli("copy", "--finder", "delta", str(src), str(a), "--fork", str(b),
+                "--no-progress", "--master", "local[2]")
+    assert r.returncode == 0, r.stderr
+    for dst in (a, b):
+        assert_same_at_every_version(str(src), str(dst), 7)
+    assert data_files(a) == data_files(b) == data_files(src)
