@@ -38,6 +38,9 @@ class DatasetListing:
     #: The file sets in the order they must be published, each only once every set
     #: before it is published whole (a Delta table's versions); empty: no order.
     order: tuple[str, ...] = ()
+    #: The file sets whose publishing is announced by an event (None: every set): a
+    #: table announces each version's commit, not its data, which no reader sees before.
+    announced: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

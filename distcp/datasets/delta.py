@@ -69,7 +69,8 @@ class DeltaDataset(CopyableDataset):
                 f"{fsutil.display(self.urn)} but no longer at the source (vacuumed?): the "
                 f"destination table is replicated up to version {v.version - 1} only",
                 failure=True))
-        return DatasetListing(tuple(out), (), tuple(skipped), len(files), order=plan.order)
+        return DatasetListing(tuple(out), (), tuple(skipped), len(files), order=plan.order,
+                              announced=plan.announced)
 
     def _plan(self, tree: Tree, root: str, files: dict[str, FileStatus],
               cfg: CopyConfiguration) -> TablePlan:

@@ -34,9 +34,13 @@ def data_set(version: int) -> str:
     return f"version-{version}/data"
 
 
+#: How a version's commit set's name ends.
+COMMIT_SUFFIX = "/commit"
+
+
 def commit_set(version: int) -> str:
     """The file set of version ``version``'s commit file: published once its data is."""
-    return f"version-{version}/commit"
+    return f"version-{version}{COMMIT_SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,12 @@ class TablePlan:
     @property
     def order(self) -> tuple[str, ...]:
         return tuple(name for name, _files in self.sets)
+
+    @property
+    def announced(self) -> frozenset[str]:
+        """The sets whose publishing is announced: each version's commit, when the
+        version becomes readable (one event per version, the version in its name)."""
+        return frozenset(name for name, _files in self.sets if name.endswith(COMMIT_SUFFIX))
 
 
 def plan_table(present: Collection[str], after: int, commits: Mapping[int, bytes],

@@ -230,7 +230,8 @@ def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetLis
                         delete=cfg.delete and ds.lists_everything,
                         compare=cfg.compare, mtimes_kept=mtimes_kept,
                         protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
-                        marks=listing.marks, order=listing.order)
+                        marks=listing.marks, order=listing.order,
+                        announced=listing.announced)
 
 
 def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,

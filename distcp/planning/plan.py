@@ -60,6 +60,8 @@ class DatasetPlan:
     #: The file sets in publishing order, each published only once every set before
     #: it was published whole (``DatasetListing.order``: a Delta table); empty: none.
     order: tuple[str, ...] = ()
+    #: The file sets announced by an event when published (None: every set).
+    announced: frozenset[str] | None = None
 
     @property
     def bytes_to_copy(self) -> int:
@@ -101,6 +103,7 @@ def plan_dataset(
     protected: Collection[str] = (),
     marks: StreamMarks | None = None,
     order: tuple[str, ...] = (),
+    announced: frozenset[str] | None = None,
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -129,7 +132,7 @@ def plan_dataset(
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
     return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks,
-                       order=order)
+                       order=order, announced=announced)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

@@ -71,6 +71,13 @@ def data_files(root: Path) -> set[str]:
             if p.is_file() and ".pydistcp" not in p.parts}
 
 
+def announced(dst: Path) -> list[str]:
+    """The file sets announced (OpenLineage COMPLETE events kept in the state), in order."""
+    lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()
+    facets = [json.loads(line)["run"]["facets"] for line in lines]
+    return [f["pydistcp_copy"]["file_set"] for f in facets if "pydistcp_copy" in f]
+
+
 def test_a_table_replicates_by_version_then_only_newer_versions_then_nothing(
         spark: Any, tmp_path: Path) -> None:
     src, dst = tmp_path / "src" / "sales", tmp_path / "dst" / "sales"
@@ -78,6 +85,7 @@ def test_a_table_replicates_by_version_then_only_newer_versions_then_nothing(
     first = distcp.copy(str(src), str(dst), finder="delta", progress=False)
     assert first.failures == [] and first.files_copied == len(data_files(src))
     assert_same_at_every_version(str(src), str(dst), 2)
+    assert announced(dst) == ["version-0/commit", "version-1/commit", "version-2/commit"]
 
     before = data_files(src)
     write_history(src, start=3)
@@ -85,6 +93,7 @@ def test_a_table_replicates_by_version_then_only_newer_versions_then_nothing(
     assert second.failures == []
     assert second.files_copied == len(data_files(src) - before)  # the new versions' only
     assert_same_at_every_version(str(src), str(dst), 7)
+    assert announced(dst)[3:] == [f"version-{v}/commit" for v in range(3, 8)]
     assert snapshot(str(dst))[1].names == ["id", "name", "score"]  # the merged schema
     assert snapshot(str(dst), 2)[1].names == ["id", "name"]        # time travel keeps it
     assert (dst / "_delta_log" / "_last_checkpoint").read_bytes() == \

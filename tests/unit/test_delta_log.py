@@ -158,6 +158,7 @@ def test_the_plan_publishes_each_versions_data_then_its_commit_then_checkpoints_
                                     "_delta_log/00000000000000000002.crc")
     assert sets[LAST_CHECKPOINT_SET] == ("_delta_log/_last_checkpoint",)
     assert (plan.last, plan.vacuumed) == (3, None)
+    assert plan.announced == {commit_set(1), commit_set(2), commit_set(3)}
 
 
 def test_a_vacuumed_file_stops_the_table_at_the_version_before_it() -> None:

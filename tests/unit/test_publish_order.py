@@ -77,6 +77,13 @@ def announced_or_none(world: World) -> list[str]:
     return announced(world) if events.exists() else []
 
 
+def test_only_the_sets_a_dataset_names_are_announced(world: World) -> None:
+    plan = replace(table(world), announced=frozenset({"version-9/commit", "version-10/commit"}))
+    assert world.publish((plan,)).failures == []
+    assert announced(world) == ["version-9/commit", "version-10/commit"]  # one per version
+    assert len(world.published()) == 5
+
+
 def test_other_datasets_publish_whatever_a_table_holds_back(world: World) -> None:
     plan = table(world, bad="p9.parquet")
     world.add("x.txt", b"x", "all", urn="urn:b")
