@@ -60,7 +60,7 @@ class DeltaDataset(CopyableDataset):
         except (LogError, OSError) as exc:  # this table only: the run's others go on
             why = exc if isinstance(exc, LogError) else f"cannot read it ({exc})"
             return DatasetListing((), (), (fsutil.Skipped(
-                self.urn, f"Delta table not replicated: {why}", failure=True),), len(files))
+                self.urn, f"Delta table not replicated: {why}", True, self.urn),), len(files))
         if plan.vacuumed is not None:
             v = plan.vacuumed
             skipped.append(fsutil.Skipped(
@@ -68,7 +68,7 @@ class DeltaDataset(CopyableDataset):
                 f"referenced ({v.kind}) by version {v.version} of Delta table "
                 f"{fsutil.display(self.urn)} but no longer at the source (vacuumed?): the "
                 f"destination table is replicated up to version {v.version - 1} only",
-                failure=True))
+                True, self.urn))
         return DatasetListing(tuple(out), (), tuple(skipped), len(files), order=plan.order,
                               announced=plan.announced)
 

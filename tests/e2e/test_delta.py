@@ -167,6 +167,12 @@ def test_a_warehouse_replicates_table_by_table_and_a_bad_table_fails_alone(
     assert len(vacuum_lines) == 1
     assert ("referenced (add) by version 2 of Delta table " in vacuum_lines[0]
             and "the destination table is replicated up to version 1 only" in vacuum_lines[0])
+    # pydistcp status: each table's last run, the bad ones failed with their line
+    status = run_cli("status", str(dst)).stdout.splitlines()
+    last = {line.split(":")[0].strip(): line.rsplit(" ", 1)[-1] for line in status
+            if line.startswith(f"  {src}/")}
+    assert last == {f"{src}/{t}": "failed" if t in ("clone", "vacuumed") else "ok"
+                    for t in ("clone", "good", "vacuumed", "notes")}
 
 
 class Reader(threading.Thread):
