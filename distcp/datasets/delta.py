@@ -116,7 +116,7 @@ class DeltaDataset(CopyableDataset):
             raise LogError(f"{rel!r} would land outside the destination table")
         p = cfg.preserve
         return CopyableFile(
-            origin=origin, destination=fsutil.join(self.destination_root.rstrip("/"), rel), dataset_urn=self.urn, file_set=file_set,
-            mode=origin.mode if "p" in p else None,
+            origin=origin, destination=fsutil.join(self.destination_root.rstrip("/"), rel),
+            dataset_urn=self.urn, file_set=file_set, mode=origin.mode if "p" in p else None,
             owner=origin.owner if "u" in p else None,
             group=origin.group if "g" in p else None, preserve=p)
