@@ -112,13 +112,22 @@ def test_a_table_replicates_to_s3_and_reads_back_there_at_every_version(
     src = tmp_path / "src" / "events"
     write_history(src)
     write_history(src, start=3)
-    done = distcp.copy(str(src), "s3://dst/lake/events", finder="delta", progress=False,
-                       dst_options=s3.options)
-    assert done.failures == [] and done.files_copied == len(data_files(src))
-    assert s3.pending_uploads() == []
     reader = {"AWS_ENDPOINT_URL": s3.endpoint, "AWS_ACCESS_KEY_ID": s3.options["key"],
               "AWS_SECRET_ACCESS_KEY": s3.options["secret"], "AWS_REGION": "us-east-1",
               "AWS_ALLOW_HTTP": "true"}
+    polling = Reader("s3://dst/lake/events", {v: snapshot(str(src), v)[0] for v in range(8)},
+                     **reader)
+    polling.start()  # a reader of the bucket during the copy: a whole version, or no table
+    try:
+        done = distcp.copy(str(src), "s3://dst/lake/events", finder="delta", progress=False,
+                           dst_options=s3.options)
+        time.sleep(0.5)
+    finally:
+        polling.stop.set()
+        polling.join(timeout=60)
+    assert polling.errors == [] and 7 in polling.versions
+    assert done.failures == [] and done.files_copied == len(data_files(src))
+    assert s3.pending_uploads() == []
     assert_same_at_every_version(str(src), "s3://dst/lake/events", 7, **reader)
     again = distcp.copy(str(src), "s3://dst/lake/events", finder="delta", progress=False,
                         dst_options=s3.options)
@@ -179,23 +188,21 @@ class Reader(threading.Thread):
     """Reads the destination table with delta-rs over and over: each read must be a
     version the source has, complete (its rows as the source's at that version)."""
 
-    def __init__(self, dst: Path, expected: dict[int, Any]) -> None:
+    def __init__(self, dst: Path | str, expected: dict[int, Any], **options: str) -> None:
         super().__init__(daemon=True)
-        self.dst, self.expected = dst, expected
+        self.dst, self.expected, self.options = str(dst), expected, options or None
         self.stop = threading.Event()
         self.errors: list[str] = []
         self.versions: set[int] = set()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            if not (self.dst / "_delta_log").is_dir():
-                time.sleep(0.02)
-                continue
             try:
-                dt = deltalake.DeltaTable(str(self.dst))
+                dt = deltalake.DeltaTable(self.dst, storage_options=self.options)
                 got = rows(dt.to_pyarrow_table())
                 version = dt.version()
             except deltalake.exceptions.TableNotFoundError:
+                time.sleep(0.02)
                 continue  # no commit published yet: no table to read
             except Exception as exc:  # noqa: BLE001 - any failure of a reader is the finding
                 self.errors.append(f"{type(exc).__name__}: {exc}")
