@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.partitions import StreamMarks, Watermarks
+from distcp.datasets.versions import TableVersions
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage.base import Tree
@@ -41,6 +42,9 @@ class DatasetListing:
     #: The file sets whose publishing is announced by an event (None: every set): a
     #: table announces each version's commit, not its data, which no reader sees before.
     announced: frozenset[str] | None = None
+    #: A table's versions (None for other datasets): the run reports how far behind
+    #: its source the destination table is.
+    versions: TableVersions | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from distcp.datasets.deltalog import (
     last_version,
     versions_after,
 )
-from distcp.datasets.deltaplan import TablePlan, plan_table
+from distcp.datasets.deltaplan import TablePlan, commit_set, plan_table
+from distcp.datasets.versions import TableVersions
 from distcp.model import CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -54,7 +55,7 @@ class DeltaDataset(CopyableDataset):
         try:
             files = {fsutil.relpath(p, root): st for p, st
                      in tree.storage.walk(tree.url, "follow", skipped) if not st.is_dir}
-            plan = self._plan(tree, root, files, cfg)
+            plan, versions = self._plan(tree, root, files, cfg)
             out = [self._file(files[rel], rel, name, cfg)
                    for name, rels in plan.sets for rel in rels]
         except (LogError, OSError) as exc:  # this table only: the run's others go on
@@ -70,11 +71,12 @@ class DeltaDataset(CopyableDataset):
                 f"destination table is replicated up to version {v.version - 1} only",
                 True, self.urn))
         return DatasetListing(tuple(out), (), tuple(skipped), len(files), order=plan.order,
-                              announced=plan.announced)
+                              announced=plan.announced, versions=versions)
 
     def _plan(self, tree: Tree, root: str, files: dict[str, FileStatus],
-              cfg: CopyConfiguration) -> TablePlan:
-        """The table's plan from its source log and the destination's last version."""
+              cfg: CopyConfiguration) -> tuple[TablePlan, TableVersions]:
+        """The table's plan from its source log and the destination's last version, and
+        the versions it goes through (the destination's, the source's newest)."""
         log = [rel[len(LOG_DIR) + 1:] for rel in files if rel.startswith(LOG_DIR + "/")]
         newest = last_version(log)
         if newest < 0:
@@ -94,7 +96,9 @@ class DeltaDataset(CopyableDataset):
         if LAST_CHECKPOINT in log:
             pointer = last_checkpoint_version(tree.storage.read_bytes(
                 tree.url_of(fsutil.join(root, LOG_DIR, LAST_CHECKPOINT)), "Delta checkpoint"))
-        return plan_table(files.keys(), after, commits, pointer)
+        plan = plan_table(files.keys(), after, commits, pointer)
+        return plan, TableVersions(after, newest, tuple(
+            (commit_set(v), v) for v in range(after + 1, plan.last + 1)))
 
     def _destination_version(self, cfg: CopyConfiguration) -> tuple[int, int]:
         """The newest commit the destination's log shows (-1: none) and its size."""

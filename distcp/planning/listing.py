@@ -231,7 +231,7 @@ def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetLis
                         compare=cfg.compare, mtimes_kept=mtimes_kept,
                         protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
                         marks=listing.marks, order=listing.order,
-                        announced=listing.announced)
+                        announced=listing.announced, versions=listing.versions)
 
 
 def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from distcp.copying.copyrows import CopyRows
 from distcp.datasets.partitions import StreamMarks
+from distcp.datasets.versions import TableVersions
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.mtimes import same_mtime
@@ -62,6 +63,8 @@ class DatasetPlan:
     order: tuple[str, ...] = ()
     #: The file sets announced by an event when published (None: every set).
     announced: frozenset[str] | None = None
+    #: A table's versions, for the versions it is behind after publishing.
+    versions: TableVersions | None = None
 
     @property
     def bytes_to_copy(self) -> int:
@@ -104,6 +107,7 @@ def plan_dataset(
     marks: StreamMarks | None = None,
     order: tuple[str, ...] = (),
     announced: frozenset[str] | None = None,
+    versions: TableVersions | None = None,
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -132,7 +136,7 @@ def plan_dataset(
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
     return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks,
-                       order=order, announced=announced)
+                       order=order, announced=announced, versions=versions)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

@@ -24,6 +24,7 @@ import pytest
 import distcp
 from tests.conftest import PYDISTCP, cli_env, run_cli
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
+from tests.unit.test_metrics_file import samples
 
 deltalake = pytest.importorskip("deltalake")
 pytestmark = pytest.mark.e2e
@@ -86,6 +87,8 @@ def test_a_table_replicates_by_version_then_only_newer_versions_then_nothing(
     assert first.failures == [] and first.files_copied == len(data_files(src))
     assert_same_at_every_version(str(src), str(dst), 2)
     assert announced(dst) == ["version-0/commit", "version-1/commit", "version-2/commit"]
+    assert first.per_dataset[str(src)]["table"] == {"version": 2, "source_version": 2,
+                                                    "versions_behind": 0}
 
     before = data_files(src)
     write_history(src, start=3)
@@ -159,9 +162,14 @@ def test_a_warehouse_replicates_table_by_table_and_a_bad_table_fails_alone(
                if "add" in json.loads(line)]
     os.remove(src / "vacuumed" / gone)
 
+    prom = tmp_path / "metrics.prom"
     r = run_cli("copy", str(src), str(dst), "--dataset-glob", "*", "--no-progress",
-                "--master", "local[2]")
+                "--master", "local[2]", "--metrics-file", str(prom))
     assert r.returncode == 1, r.stderr
+    got = samples(prom)
+    assert {urn.rsplit("/", 1)[-1]: (v, got[("pydistcp_table_versions_behind", labels)])
+            for (name, labels), v in got.items() if name == "pydistcp_table_version"
+            for urn in [dict(labels)["dataset"]]} == {"good": (2, 0), "vacuumed": (1, 1)}
     assert_same_at_every_version(str(src / "good"), str(dst / "good"), 2)
     assert (dst / "notes" / "readme.txt").read_text() == "not a table\n"
     assert not (dst / "clone").exists()

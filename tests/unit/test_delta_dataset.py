@@ -109,6 +109,10 @@ def test_the_plan_starts_after_the_destinations_last_commit(tmp_path: Path) -> N
                           (CHECKPOINT_SET, "_delta_log/00000000000000000003.checkpoint.parquet"),
                           (LAST_CHECKPOINT_SET, "_delta_log/_last_checkpoint")])
     assert done.skipped == ()
+    assert d.versions is not None and (d.versions.destination, d.versions.source) == (1, 3)
+    assert d.versions.after([]) == 1
+    assert d.versions.after([data_set(2), commit_set(2), data_set(3)]) == 2
+    assert d.versions.after([commit_set(3), CHECKPOINT_SET]) == 3
 
 
 def test_delete_never_removes_what_a_tables_plan_does_not_list(tmp_path: Path) -> None:
