@@ -61,7 +61,7 @@ class DeltaDataset(CopyableDataset):
         except (LogError, OSError) as exc:  # this table only: the run's others go on
             why = exc if isinstance(exc, LogError) else f"cannot read it ({exc})"
             return DatasetListing((), (), (fsutil.Skipped(
-                self.urn, f"Delta table not replicated: {why}", True, self.urn),), len(files))
+                self.urn, f"Delta table not replicated: {why}", True, self.urn),))
         if plan.vacuumed is not None:
             v = plan.vacuumed
             skipped.append(fsutil.Skipped(
@@ -70,7 +70,8 @@ class DeltaDataset(CopyableDataset):
                 f"{fsutil.display(self.urn)} but no longer at the source (vacuumed?): the "
                 f"destination table is replicated up to version {v.version - 1} only",
                 True, self.urn))
-        return DatasetListing(tuple(out), (), tuple(skipped), len(files), order=plan.order,
+        # seen 0: the run's filters do not apply to a table (--include cannot miss here)
+        return DatasetListing(tuple(out), (), tuple(skipped), order=plan.order,
                               announced=plan.announced, versions=versions)
 
     def _plan(self, tree: Tree, root: str, files: dict[str, FileStatus],

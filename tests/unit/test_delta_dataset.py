@@ -167,3 +167,17 @@ def test_a_vacuumed_file_plans_the_versions_before_it_and_names_it(tmp_path: Pat
     assert line.reason == (f"referenced (add) by version 2 of Delta table {src} but no longer "
                            "at the source (vacuumed?): the destination table is replicated up "
                            "to version 1 only")
+
+
+def test_the_runs_filters_do_not_apply_to_a_tables_files(tmp_path: Path) -> None:
+    wh, dst = tmp_path / "wh", tmp_path / "dst"
+    src = table(wh / "t", 2)
+    replica_at(src, dst / "t", 0)
+    done = plan_all(CopyConfiguration.build([str(wh)], str(dst), dataset_glob="*",
+                                            include=("*.txt",)), lambda _m: None)
+    (d,) = done.plan.datasets
+    assert [a.file.file_set for a in d.copy] == [data_set(1), commit_set(1)]  # not filtered
+    replica_at(src, dst / "t", 1)  # up to date: nothing selected, and no "no file matched"
+    (d,) = plan_all(CopyConfiguration.build([str(wh)], str(dst), dataset_glob="*",
+                                            include=("*.txt",)), lambda _m: None).plan.datasets
+    assert d.copy == ()
