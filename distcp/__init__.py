@@ -66,7 +66,7 @@ def copy(
     callback: Callback | None = None,
     # what is copied
     dataset_glob: str | None = None,
-    finder: Literal["single", "glob", "stream"] | None = None,
+    finder: Literal["single", "glob", "stream", "delta"] | None = None,
     partition_pattern: str | None = None,
     lookback: float | str | None = None,
     ready_marker: str | None = None,

@@ -53,6 +53,9 @@ How sources map to DST (rerunning never nests DST/SRC):
   --finder stream     every topic folder under SRC is a dataset of time
                       partitions (SRC/topic/yyyy/MM/dd/HH), each partition
                       published on its own, with watermarks in the state
+  --finder delta      SRC is a Delta table (with --dataset-glob: every table
+                      matching SRC/G): the versions DST lacks are copied, each
+                      version's data files published before its commit
 
 A file is skipped when DST already has it with the same size and mtime
 (--checksum: the same size and contents). Paths are fsspec URLs: /local/path,
@@ -93,11 +96,13 @@ def main() -> None:
               short_help="Copy SRC... to DST as a Spark job, verified, published per file set.")
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--dataset-glob", metavar="GLOB", help="Each directory matching SRC/GLOB is a dataset.")
-@click.option("--finder", type=click.Choice(["single", "glob", "stream"]),
+@click.option("--finder", type=click.Choice(["single", "glob", "stream", "delta"]),
               help="How datasets are found: single (SRC is one dataset), glob (each directory "
-                   "matching --dataset-glob) or stream (each topic folder under SRC, or matching "
-                   "--dataset-glob, holds time partitions: one file set each). Default: glob "
-                   "with --dataset-glob, else single.")
+                   "matching --dataset-glob; a Delta table among them is copied as one), "
+                   "stream (each topic folder under SRC, or matching --dataset-glob, holds "
+                   "time partitions: one file set each) or delta (SRC, or each folder "
+                   "matching --dataset-glob, is a Delta table: its new versions copied, data "
+                   "before commits). Default: glob with --dataset-glob, else single.")
 @click.option("--partition-pattern", metavar="PATTERN",
               help="--finder stream: the partition folders below a topic, from the tokens "
                    "yyyy MM dd HH mm (UTC); default yyyy/MM/dd/HH. E.g. dt=yyyy-MM-dd/hr=HH.")

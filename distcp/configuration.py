@@ -305,7 +305,7 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield writeopts.values_problem(c.writes)
 
 
-FINDER_NAMES = ("single", "glob", "stream")
+FINDER_NAMES = ("single", "glob", "stream", "delta")
 _STREAM_ONLY = ("partition_pattern", "lookback", "ready_marker")
 
 
@@ -313,7 +313,11 @@ def _stream_problem(c: CopyConfiguration) -> str | None:
     """The finder is known and fits --dataset-glob; the stream settings come with
     --finder stream (elsewhere they would be ignored, silently)."""
     if c.finder is not None and c.finder not in FINDER_NAMES:
-        return f"--finder must be single, glob or stream, not {c.finder!r}"
+        return f"--finder must be single, glob, stream or delta, not {c.finder!r}"
+    if c.finder == "delta" and (c.files_from or c.files_from_manifest or c.delete
+                                or c.converters or c.move):
+        return "--finder delta copies a table's new versions as they are: it takes no " \
+               "--files-from, --files-from-manifest, --delete, --convert, nor move"
     if c.finder == "glob" and not c.dataset_glob:
         return "--finder glob needs --dataset-glob"
     if c.finder == "single" and c.dataset_glob:

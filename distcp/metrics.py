@@ -105,6 +105,7 @@ def build_registry(metrics: RunMetrics, last_success: float | None) -> Collector
         _labelled(registry, _PER_DATASET, "dataset", s.per_dataset)
         _labelled(registry, _PER_BRANCH, "branch", s.branches)
         _watermarks(registry, s.per_dataset)
+        _tables(registry, s.per_dataset)
     Gauge("pydistcp_run_start_timestamp_seconds", "When the run started (Unix time)",
           registry=registry).set(metrics.started)
     Gauge("pydistcp_run_duration_seconds", "Seconds the run has taken so far",
@@ -143,6 +144,21 @@ def _watermarks(registry: CollectorRegistry, per_dataset: Mapping[str, Mapping[s
                   ["dataset", "watermark"], registry=registry)
     for (urn, which), at in sorted(marks.items()):
         gauge.labels(urn, which).set(at)
+
+
+def _tables(registry: CollectorRegistry, per_dataset: Mapping[str, Mapping[str, Any]]) -> None:
+    """A table's version at the destination after the run, and how many versions of
+    its source it is behind (a vacuumed file or a failed copy keeps it behind)."""
+    tables = {urn: counts["table"] for urn, counts in per_dataset.items() if "table" in counts}
+    if not tables:
+        return
+    version = Gauge("pydistcp_table_version", "A table's version at the destination",
+                    ["dataset"], registry=registry)
+    behind = Gauge("pydistcp_table_versions_behind", "Versions of its source a destination "
+                   "table does not have yet", ["dataset"], registry=registry)
+    for urn, table in sorted(tables.items()):
+        version.labels(urn).set(table["version"])
+        behind.labels(urn).set(table["versions_behind"])
 
 
 def write_metrics_file(path: str, metrics: RunMetrics) -> None:

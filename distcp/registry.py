@@ -88,6 +88,7 @@ CHECKS: Registry[Any] = Registry("checks", "distcp.quality.base:QualityCheck")
 
 # Built-in tables, kept sorted.
 for _name, _target in (
+    ("delta", "distcp.finders.delta:DeltaTablesFinder"),
     ("glob", "distcp.finders.glob:GlobDatasetsFinder"),
     ("single", "distcp.finders.single:SingleRootFinder"),
     ("stream", "distcp.finders.stream:StreamDatasetsFinder"),
@@ -113,6 +114,7 @@ for _name, _target in (
     ("schema", "distcp.quality.builtin:Schema"),
 ):
     CHECKS.register(_name, _target)
+DATASETS.register("delta", "distcp.datasets.delta:DeltaDataset")
 DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")
 DATASETS.register("stream", "distcp.datasets.stream:StreamDataset")
 PUBLISHERS.register("rename", "distcp.publishers.rename:RenamePublisher")

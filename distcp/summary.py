@@ -251,7 +251,7 @@ class Summary:
         skip (or that cannot be copied, like a FIFO) as skipped, the others as failures."""
         for e in entries:
             if e.failure:
-                self.failures.append(Failure(e.path, f"{e.path}: {e.reason}"))
+                self.failures.append(Failure(e.path, f"{e.path}: {e.reason}", e.dataset))
                 self.files_failed += 1  # the Failure's one file
             else:
                 self.entries_skipped.append(Failure(e.path, e.reason))

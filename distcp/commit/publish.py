@@ -9,7 +9,7 @@ area on the next run) or a persisted sequence that the next run replays.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -104,6 +104,9 @@ def outcomes_of(dataset: DatasetPlan, results: Sequence[TaskResult],
     # Sets holding directory attributes go last: publishing files into a directory
     # changes its mtime (converted datasets have one file set per file).
     order = sorted(names, key=lambda n: (n in holding, n))
+    if dataset.order:  # the dataset's own order (a Delta table's versions) is the contract
+        rank = {n: i for i, n in enumerate(dataset.order)}
+        order = sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
     first = next((n for n in order if n in holding), order[0])
     return [FileSetOutcome(
         dataset_urn=dataset.urn, file_set=name, destination_root=dataset.destination_root,
@@ -126,18 +129,41 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     outcomes = _outcomes(plan, results, pub.ctx)
     skipped = _moved_skips(plan, outcomes, pub) if pub.move else {}
     all_ok = all(o.ok for o in outcomes)
+    ordered = {d.urn for d in plan.datasets if d.order}
+    announced = {d.urn: d.announced for d in plan.datasets if d.announced is not None}
+    stopped: dict[str, str] = {}  # an ordered dataset's first set not published whole
+    held: Counter[str] = Counter()
     for outcome in outcomes:
+        urn = outcome.dataset_urn
         tallies.append(_record_failures(outcome))
         pub.log.results("failed", [r for r in outcome.results if not r.ok])
-        wanted = _publishable(outcome, pub.policy, all_ok)
+        wanted = None if urn in stopped else _publishable(outcome, pub.policy, all_ok)
         if wanted is None:
             tallies.append(_hold_back(outcome, files, pub))
+            held[urn] += urn in stopped
+            whole = False
         else:
-            key = (outcome.dataset_urn, outcome.file_set)
-            tallies.append(_publish_set(publisher, outcome, wanted, files, pub,
-                                        marks.get(outcome.dataset_urn),
-                                        skipped.get(key, ())))
+            key = (urn, outcome.file_set)
+            done = _publish_set(publisher, outcome, wanted, files, pub, marks.get(urn),
+                                skipped.get(key, ()), outcome.file_set in announced.get(
+                                    urn, (outcome.file_set,)))
+            tallies.append(done)
+            whole = wanted is outcome and not done.failures
+        if urn in ordered and not whole:
+            stopped.setdefault(urn, outcome.file_set)
+    tallies.extend(_stopped(plan, stopped, held))
     return tally_of(tallies)
+
+
+def _stopped(plan: Plan, stopped: dict[str, str], held: Counter[str]) -> list[Tally]:
+    """A line per ordered dataset (a Delta table) stopped at a set not published whole
+    whose later sets were held back: they wait for the next run, so no commit is
+    published before its data (the failed files have their own lines)."""
+    roots = {d.urn: d.destination_root for d in plan.datasets}
+    return [Tally(failures=(Failure(
+        fsutil.display(roots[urn]), f"file set {name} was not published whole: the "
+        f"{held[urn]} file set(s) after it (later versions, checkpoints) wait for the next "
+        "run", urn, files=0),)) for urn, name in stopped.items() if held[urn]]
 
 
 def publishable_guids(plan: Plan, results: Sequence[TaskResult], pub: Publishing) -> set[str]:
@@ -211,13 +237,14 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 def _publish_set(publisher: SequencePlanner, outcome: FileSetOutcome, wanted: FileSetOutcome,
                  files: dict[str, CopyableFile], pub: Publishing,
                  marks: StreamMarks | None = None,
-                 skipped: Sequence[CopyableFile] = ()) -> Tally:
+                 skipped: Sequence[CopyableFile] = (), announce: bool = True) -> Tally:
     """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log;
     under ``move``, delete the sources of its files and of ``skipped`` after the data
     (a catalog registration stays the last step)."""
     registered = Tally()
     try:
-        sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok, marks=marks)
+        sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok, marks=marks,
+                             announce=announce)
         if pub.move:
             failed = {r.guid for r in outcome.results if not r.ok}
             sequence = with_source_deletes(sequence, wanted.results, files, skipped, failed)
@@ -288,10 +315,11 @@ def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:
 
 def _sequence(publisher: SequencePlanner, outcome: FileSetOutcome, files: dict[str, CopyableFile],
               pub: Publishing, complete: bool = True,
-              marks: StreamMarks | None = None) -> CommitSequence:
+              marks: StreamMarks | None = None, announce: bool = True) -> CommitSequence:
     """``complete``: the whole set is published (False: only its good files, whose
     ``outcome`` then looks all ok; the run history must still say "partial").
-    ``marks``: a stream dataset's watermarks, moved after the set's data.
+    ``marks``: a stream dataset's watermarks, moved after the set's data. ``announce``:
+    whether the set's publishing is announced (a table's data is not: its commit is).
 
     The order is the contract a replay relies on: the publisher's steps (the data),
     then the recovered copies' folders, the manifest and watermarks, the run record,
@@ -302,7 +330,8 @@ def _sequence(publisher: SequencePlanner, outcome: FileSetOutcome, files: dict[s
     steps = [*base.steps, *_recovered_removal(outcome, pub),
              *_state_steps(sid, outcome, files, staged, marks),
              _run_record(sid, outcome, pub, staged, complete),
-             *_announcement(sid, outcome, pub, staged), *_registration(outcome, pub, staged)]
+             *(_announcement(sid, outcome, pub, staged) if announce else ()),
+             *_registration(outcome, pub, staged)]
     return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)
 
 

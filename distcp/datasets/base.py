@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.partitions import StreamMarks, Watermarks
+from distcp.datasets.versions import TableVersions
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage.base import Tree
@@ -35,6 +36,15 @@ class DatasetListing:
     #: A stream dataset's watermarks and partitions (None for other datasets): publishing
     #: moves the watermarks with the file sets (distcp.commit.state_steps).
     marks: StreamMarks | None = None
+    #: The file sets in the order they must be published, each only once every set
+    #: before it is published whole (a Delta table's versions); empty: no order.
+    order: tuple[str, ...] = ()
+    #: The file sets whose publishing is announced by an event (None: every set): a
+    #: table announces each version's commit, not its data, which no reader sees before.
+    announced: frozenset[str] | None = None
+    #: A table's versions (None for other datasets): the run reports how far behind
+    #: its source the destination table is.
+    versions: TableVersions | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,10 @@ class CopyableDataset(ABC):
     @abstractmethod
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
         """The CopyableFiles and directories of this dataset (reads the origin only)."""
+
+    #: Whether the listing is everything the dataset wants at its destination, so that
+    #: ``--delete`` may remove the rest (a table lists only its new versions' files).
+    lists_everything: ClassVar[bool] = True
 
     #: Whether ``with_history`` uses what earlier runs published (reading the manifest
     #: costs a read of its segments: only datasets that need it ask).

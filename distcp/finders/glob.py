@@ -1,7 +1,9 @@
 """GlobDatasetsFinder: every directory matching ``--dataset-glob`` is a dataset (driver).
 
 The glob is relative to the single source root; each match is copied to the same
-relative path under the destination, and its URN is its origin URL.
+relative path under the destination, and its URN is its origin URL. A match that is a
+Delta table (it holds ``_delta_log/``) is copied as one (``DeltaDataset``: by versions,
+data before commits), so a warehouse of tables replicates table by table.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from distcp.datasets.base import CopyableDataset
+from distcp.datasets.delta import DeltaDataset, is_delta_table
+from distcp.datasets.deltalog import LOG_DIR
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
@@ -18,7 +22,8 @@ from distcp.storage import storage_for
 
 
 class GlobDatasetsFinder(DatasetsFinder):
-    """One RecursiveCopyableDataset per matching directory, in sorted order."""
+    """One dataset per matching directory, in sorted order: a DeltaDataset for a Delta
+    table, else a RecursiveCopyableDataset."""
 
     def find(self) -> Iterator[CopyableDataset]:
         cfg = self.cfg
@@ -32,15 +37,27 @@ class GlobDatasetsFinder(DatasetsFinder):
         check_not_inside(src, dst_tree, dst, cfg.sources[0], cfg.destination)
         pattern = fsutil.join(root, cfg.dataset_glob.strip("/"))
         found = 0
+        tables: list[str] = []
         for path, status in src.storage.glob(src.url_of(pattern)):
             rel = fsutil.relpath(path.rstrip("/"), root)
-            if not status.is_dir or fsutil.at_state_dir(rel):
+            if not status.is_dir or fsutil.at_state_dir(rel) or _in_table(rel, tables):
                 continue
             found += 1
             urn = src.url_of(path.rstrip("/"))
             target = dst_tree.url_of(fsutil.join(dst.rstrip("/"), rel))
-            yield RecursiveCopyableDataset(urn, urn, target)
+            if is_delta_table(src, path):
+                tables.append(rel)
+                yield DeltaDataset(urn, urn, target)
+            else:
+                yield RecursiveCopyableDataset(urn, urn, target)
         if not found:
             raise PlanningError(
                 f"no directory under {cfg.sources[0]} matches --dataset-glob {cfg.dataset_glob!r}"
             )
+
+
+def _in_table(rel: str, tables: list[str]) -> bool:
+    """Whether a match lies inside a Delta table: in a ``_delta_log/``, or below a table
+    matched before it (the glob's sorted order puts a table first). Copied on its own as
+    a folder, a table's log could show a reader a commit before its data."""
+    return LOG_DIR in rel.split("/") or any(rel.startswith(t + "/") for t in tables)

@@ -226,10 +226,12 @@ def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetLis
         target = expansion_targets(listing.files, target, published, ds.destination_root,
                                    listed=not (cfg.incremental and not cfg.delete))
     return plan_dataset(ds.urn, ds.destination_root, listing.files, listing.directories,
-                        target, overwrite=cfg.overwrite, delete=cfg.delete,
+                        target, overwrite=cfg.overwrite,
+                        delete=cfg.delete and ds.lists_everything,
                         compare=cfg.compare, mtimes_kept=mtimes_kept,
                         protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
-                        marks=listing.marks)
+                        marks=listing.marks, order=listing.order,
+                        announced=listing.announced, versions=listing.versions)
 
 
 def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,

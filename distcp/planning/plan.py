@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from distcp.copying.copyrows import CopyRows
 from distcp.datasets.partitions import StreamMarks
+from distcp.datasets.versions import TableVersions
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.mtimes import same_mtime
@@ -57,6 +58,13 @@ class DatasetPlan:
     #: Files to copy that planning tasks kept in files of their own instead of sending
     #: them (``distcp.copying.copyrows``): copied and published without passing here.
     kept: tuple[CopyRows, ...] = ()
+    #: The file sets in publishing order, each published only once every set before
+    #: it was published whole (``DatasetListing.order``: a Delta table); empty: none.
+    order: tuple[str, ...] = ()
+    #: The file sets announced by an event when published (None: every set).
+    announced: frozenset[str] | None = None
+    #: A table's versions, for the versions it is behind after publishing.
+    versions: TableVersions | None = None
 
     @property
     def bytes_to_copy(self) -> int:
@@ -97,6 +105,9 @@ def plan_dataset(
     mtimes_kept: bool = True,
     protected: Collection[str] = (),
     marks: StreamMarks | None = None,
+    order: tuple[str, ...] = (),
+    announced: frozenset[str] | None = None,
+    versions: TableVersions | None = None,
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -124,7 +135,8 @@ def plan_dataset(
                 f"cannot replace file {display(d.destination)} with directory "
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
-    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks)
+    return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks,
+                       order=order, announced=announced, versions=versions)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

@@ -32,7 +32,8 @@ def copy_branch(run: BranchRun, sessions: Sessions, session: LazySession, callba
     here = copies_here(cfg, run.files, len(run.kept), run.publishing.catalog is not None,
                        splits=idle_split(cfg, spec, run.files, cores_here(cfg)) is not None)
     if run.files:
-        now = visibility.per_file(run.rest.files_to_copy, cfg.visibility)
+        now = visibility.per_file(run.rest.files_to_copy, cfg.visibility,
+                                  {d.urn for d in run.rest.datasets if d.order})
         if here is not None:
             results, tally = copy_here(cfg, spec, run.files, callback, now)
         else:

@@ -45,8 +45,8 @@ def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing,
                 kept_failed: Counter[str] | None = None) -> dict[str, dict[str, Any]]:
     """What this run did to each dataset: published (from the run records its commits
     wrote, so only what was published counts), skipped, failed (``kept_failed``: of
-    datasets whose results stayed on the executors), and a stream dataset's
-    watermarks."""
+    datasets whose results stayed on the executors), a stream dataset's watermarks,
+    and a table's version after the run and how many versions it is behind its source."""
     store = StateStore(pub.ctx.state_root, pub.ctx.dst_options, pub.ctx.state_cache)
     failed = Counter(r.dataset_urn for r in results if not r.ok) + (kept_failed or Counter())
     out: dict[str, dict[str, Any]] = {}
@@ -61,6 +61,10 @@ def per_dataset(plan: Plan, results: list[TaskResult], pub: Publishing,
                  "actual_high": state.actual_high_watermark}
         if any(v is not None for v in marks.values()):
             counts["watermarks"] = marks
+        if d.versions is not None:  # a table: where its destination is now
+            now = d.versions.after(r.get("file_set", "") for r in runs if r.get("status") == "ok")
+            counts["table"] = {"version": now, "source_version": d.versions.source,
+                               "versions_behind": d.versions.source - now}
         out[d.urn] = counts
     return out
 

@@ -446,12 +446,14 @@ class Skipped:
     """An entry of a source tree that was not copied, and why.
 
     ``failure`` is true for what the user did not ask to skip (a dangling link, a
-    loop, an unreadable directory): the run then exits 1, as rclone does.
+    loop, an unreadable directory): the run then exits 1, as rclone does. ``dataset``:
+    the dataset a failure fails, when it is known (a refused table): ``status`` names it.
     """
 
     path: str
     reason: str
     failure: bool = False
+    dataset: str = ""
 
 
 #: File types that are never opened (a FIFO blocks its reader forever).
