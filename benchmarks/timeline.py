@@ -2,6 +2,7 @@
 """Where a cold run's seconds go: a timeline of each process's marks, beside rclone.
 
     python benchmarks/timeline.py [--only B|C] [--rounds N] [--workdir DIR] [--cds]
+                                  [--copying auto|driver|spark]
 
 Each round runs one cold ``pydistcp copy`` (no warm engine; without the class-data-sharing
 archive unless ``--cds``) with ``PYDISTCP_TIMELINE`` set, then ``rclone copy --transfers
@@ -10,7 +11,9 @@ destination. The client, the driver JVM's start, PySpark's worker daemons and th
 workers all append their marks to the run's timeline file (``distcp/timeline.py``); the
 table gives, for each mark, the median seconds since the client process was created
 and since the mark before it, over the rounds. Data sets are bench_copy.py's (B: 20,000
-x 1-64 KiB; C: 5 x 7 bytes), generated once.
+x 1-64 KiB; C: 5 x 7 bytes), generated once. C is copied in the run's own process by
+default (no JVM, no worker: ``distcp.run.here``); ``--copying spark`` shows what a Spark
+job's start costs it.
 
 Run it alone: other work on the two cores moves every figure (benchmarks/README.md).
 Writes benchmarks/results/timeline.json and prints the table in Markdown.
@@ -50,7 +53,8 @@ def parse(text: str) -> dict[str, float]:
     return {name: round(at - start, 3) for name, at in first.items()}
 
 
-def cold_run(src: Path, out: Path, cds: bool) -> tuple[float, dict[str, float]]:
+def cold_run(src: Path, out: Path, cds: bool, copying: str = "auto"
+             ) -> tuple[float, dict[str, float]]:
     """One cold copy: its wall time and its marks."""
     dst, timeline = out / "pydistcp", out / "timeline.txt"
     env = {**os.environ, "PYDISTCP_ENGINE": "cold", "PYDISTCP_TIMELINE": str(timeline)}
@@ -58,8 +62,8 @@ def cold_run(src: Path, out: Path, cds: bool) -> tuple[float, dict[str, float]]:
         env["PYDISTCP_CDS"] = "0"
     t = time.monotonic()
     run = subprocess.run([*bench_copy.pydistcp_cmd(), "copy", str(src), str(dst),
-                          "--no-progress"], env=env, capture_output=True, text=True,
-                         check=False)
+                          "--no-progress", "--copying", copying], env=env,
+                         capture_output=True, text=True, check=False)
     took = time.monotonic() - t
     if run.returncode != 0:
         raise SystemExit(f"pydistcp failed: {run.stderr[-500:]}")
@@ -103,11 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=bench_copy.DEFAULT_WORKDIR)
     ap.add_argument("--cds", action="store_true", help="with the start-up archive")
+    ap.add_argument("--copying", choices=["auto", "driver", "spark"], default="auto",
+                    help="who runs the copy tasks (pydistcp copy --copying): auto copies "
+                         "C in the run's own process, spark shows Spark's start")
     args = ap.parse_args(argv)
     if shutil.which("rclone") is None:
         raise SystemExit("rclone is not installed: see benchmarks/README.md")
     result: dict[str, Any] = {"machine": bench_copy.machine_info(args.workdir),
-                              "cds": args.cds, "sets": {}}
+                              "cds": args.cds, "copying": args.copying, "sets": {}}
     for name in [args.only] if args.only else ["C", "B"]:
         src = bench_copy.ensure_dataset(name, args.workdir)
         bench_copy.warm_cache(src)
@@ -117,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 out = Path(tmp)
                 if n % 2:
                     theirs.append(rclone_run(src, out))
-                took, got = cold_run(src, out, args.cds)
+                took, got = cold_run(src, out, args.cds, args.copying)
                 if not n % 2:
                     theirs.append(rclone_run(src, out))
             ours.append(took)
