@@ -11,7 +11,8 @@ cost per file of each phase as the tree grows, on both engines.
 Part ``local``: ``--files`` files of 64 bytes, 100 per directory, copied by
 ``rclone copy --transfers 4`` and by ``pydistcp copy`` (``--engine cold``, the default:
 ``local[2]``, its own JVM each run; ``warm``: the warm engine, started untimed first),
-then copied again with nothing to do (the no-op rerun), pydistcp with ``--listing
+then copied again with nothing to do (the no-op rerun, and once more with
+``--incremental``: the destination read from the state's manifest), pydistcp with ``--listing
 auto`` (the default: on the warm engine a tree this big is planned on Spark), ``driver``
 and ``spark`` (listed and planned on Spark; ``--listings`` picks), each into a destination
 of its own. ``--first-rounds N`` times N-1 more first copies by rclone and the default
@@ -299,16 +300,16 @@ def start_engine(listing: str = "") -> None:
 
 
 def pydistcp_local(src: Path, dst: Path, listing: str, work: Path,
-                   engine: str = "cold") -> dict[str, Any]:
+                   engine: str = "cold", *flags: str) -> dict[str, Any]:
     """One run; cold: a JVM of its own on ``local[2]``; warm: the warm engine
-    (``local[*]``, the same 2 cores here)."""
+    (``local[*]``, the same 2 cores here); ``flags``: more of ``copy``'s."""
     out, rss = work / "summary.json", work / "rss"
     master = ["--master", "local[2]"] if engine == "cold" else []
     settled()
     env, cwd = local_env(engine, listing, RSS_OUT=str(rss))
     took, r = timed([sys.executable, "-c", WITH_RSS, "copy", str(src), str(dst),
                      "--no-progress", *master, "--listing", listing.removesuffix(baseline.BASE),
-                     "--summary-json", str(out)], env, cwd)
+                     "--summary-json", str(out), *flags], env, cwd)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(out.read_text())
     return {"wall_s": round(took, 2), "rss_mib": round(int(rss.read_text()) / 1024),
@@ -357,6 +358,11 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold",
             row[f"pydistcp_noop_{listing}"] = pydistcp_local(src, base / f"dst-{listing}",
                                                              listing, base, engine)
             assert row[f"pydistcp_noop_{listing}"]["copied"] == 0
+        # the destination side from the state's manifest, not a listing (--incremental)
+        noop = pydistcp_local(src, base / f"dst-{listings[0]}", listings[0], base, engine,
+                              "--incremental")
+        assert noop["copied"] == 0
+        row["pydistcp_noop_incremental"] = noop
         row["first_rounds"] = first_rounds(src, base, engine, row, rounds)
         print(f"[local] {files:,}: {row}", flush=True)
         res[str(files)] = row
@@ -459,6 +465,14 @@ def render_local(res: dict[str, Any]) -> list[str]:
                           for run in ("first", "noop") for listing in listings)
         lines.append(f"| {int(files):,} | {cell(r['rclone_first'])} | {cell(r['rclone_noop'])} "
                      f"| {ours} |")
+    for files, r in res.items():
+        if "pydistcp_noop_incremental" in r:
+            m = r["pydistcp_noop_incremental"]
+            lines += ["", (f"No-op rerun of {int(files):,} files with `--incremental` (the "
+                           f"destination side read from the state's manifest, not listed): "
+                           f"{m['wall_s']} s, {m['rss_mib']} MiB; rclone's no-op "
+                           f"{r['rclone_noop']['wall_s']} s "
+                           f"({m['wall_s'] / r['rclone_noop']['wall_s']:.2f}x).")]
     for files, r in res.items():
         pairs = r.get("first_rounds", [])
         if len(pairs) > 1:
