@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from distcp.checksum import ALGORITHM
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.datasets.partitions import advance
+from distcp.events import model
 from distcp.events.sinks import EventSink
 from distcp.faults import crash_point
 from distcp.state.bounds import NAME
@@ -200,10 +201,8 @@ class EmitEvent(CommitStep):
         return ctx.storage(self.url(ctx)).exists(self.url(ctx))
 
     def execute(self, ctx: CommitContext) -> None:
-        from distcp.events import model  # the OpenLineage client: imported when used
-
         state = _store(ctx).load(self.urn)
-        event = model.to_dict(model.file_set_event(
+        event = model.file_set_event(
             key=self.sequence_id, job_id=self.job_id or self.sequence_id.rsplit("-", 2)[0],
             run_destination=self.run_destination or self.destination_root,
             source=self.urn, destination=self.destination_root, file_set=self.file_set,
@@ -211,7 +210,7 @@ class EmitEvent(CommitStep):
             branch=self.branch,
             watermarks={"low": state.low_watermark,
                         "expected_high": state.expected_high_watermark,
-                        "actual_high": state.actual_high_watermark}))
+                        "actual_high": state.actual_high_watermark})
         _sink(ctx).send(self.sequence_id, event)
         crash_point("event_sent")  # sent, not recorded: the replay sends it again, same key
         write_atomic(self.url(ctx), json.dumps(event, sort_keys=True).encode(), ctx.dst_options)

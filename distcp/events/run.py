@@ -4,24 +4,19 @@ Sent on the driver around the run (a dry run sends none). Before START, what ear
 runs could not deliver is sent from the outbox, so a consumer receives events in the
 order they happened.
 
-The OpenLineage client that makes the events takes about 0.2 s to import, a tenth of a
-small copy on the warm engine. An event is therefore made when it is delivered (START
-to the default log waits for the state folder anyway), and ``import_ahead`` imports the
-client in a thread while the driver only waits for the copy tasks.
+An event is made when it is delivered: START to the default log waits for the state
+folder, which a run that never makes it never makes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import sys
-import threading
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from functools import partial
 from types import TracebackType
 from typing import Any, Self
 
+from distcp.events import model
 from distcp.events.sinks import EventSink
 from distcp.summary import Summary
 
@@ -70,25 +65,4 @@ class RunEvents:
 
 def _run_event(state: str, job_id: str, destination: str, sources: Sequence[str],
                error: str | None, at: str) -> Mapping[str, Any]:
-    from distcp.events import model  # the OpenLineage client: imported when used
-
-    return model.to_dict(model.run_event(state, job_id, destination, sources, error, at))
-
-
-_ahead = threading.Lock()
-
-
-def import_ahead() -> None:
-    """Import the OpenLineage client in a daemon thread, once per process: called when
-    the driver is about to wait for the copy tasks, so that the import's CPU is spent
-    while the main thread holds no GIL. A failed import is only tried again (and
-    reported) where an event is made."""
-    if "distcp.events.model" in sys.modules or not _ahead.acquire(blocking=False):
-        return
-    threading.Thread(target=_import_quietly, name="pydistcp-events-import",
-                     daemon=True).start()
-
-
-def _import_quietly() -> None:
-    with suppress(Exception):  # made again, and reported, where an event is made
-        importlib.import_module("distcp.events.model")
+    return model.run_event(state, job_id, destination, sources, error, at)

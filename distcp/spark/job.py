@@ -26,7 +26,6 @@ from distcp.copying.progress import JOURNAL
 from distcp.copying.task import unit_runner
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
-from distcp.events.run import import_ahead
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import visibility
 from distcp.planning.packing import units_of
@@ -195,12 +194,10 @@ def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,
 def run_polled(spark: Any, items: list[tuple[int, Any]], runner: RunnerFactory,
                spec: TaskSpec, callback: Callback) -> list[Any]:
     """``run_pickled`` with the tasks' progress files summed into ``callback`` about
-    twice a second while the job runs; raises what Spark raised. The session is up by
-    now, so this thread mostly waits from here: the events' client is imported meanwhile."""
+    twice a second while the job runs; raises what Spark raised."""
     stop = threading.Event()
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
     poller.start()
-    import_ahead()
     try:
         return run_pickled(spark, items, runner)
     finally:
