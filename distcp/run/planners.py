@@ -11,7 +11,11 @@ driver may run in a forked child while the command imports PySpark's client
 
 from __future__ import annotations
 
+import importlib
+import sys
+import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -35,10 +39,27 @@ from distcp.spark.session import client_modules
 from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 
-#: What every copy imports when it publishes (the manifest's Parquet segments, the
-#: events' OpenLineage client), imported first while a run plans beside: a small plan,
-#: copied in this process (``copying.here``), never imports the Spark client after them.
-PUBLISH_MODULES = ("pyarrow.parquet", "distcp.events.model")
+#: What every copy imports when it publishes (the manifest's Parquet segments, ~0.1 s),
+#: imported while the run plans: first in the parent while a run plans beside, else in
+#: a thread (``preload``). A small plan, copied in this process (``run.here``), never
+#: imports the Spark client after them.
+PUBLISH_MODULES = ("pyarrow.parquet",)
+
+
+def preload(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` in a daemon thread, while this one locks, lists and copies
+    (mostly system calls, which let it run). Never before ``plan_beside`` forks: a
+    child must not inherit an import lock a thread holds."""
+    if all(m in sys.modules for m in modules):
+        return
+    threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
+                     daemon=True).start()
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        with suppress(ImportError):  # imported again, and reported, where it is used
+            importlib.import_module(name)
 
 
 def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
@@ -72,5 +93,6 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))
     if done is None:
+        preload(PUBLISH_MODULES)
         done = planned_with(session)
     return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to))
