@@ -77,14 +77,14 @@ class Rewriter:
         for snap in meta.snapshots:
             if snap.snapshot_id in new:
                 self._snapshot(meta, snap.snapshot_id, snap.parent_snapshot_id,
-                               snap.sequence_number, snap.manifest_list, source, builder)
+                               snap.sequence_number, snap.manifest_list, source, builder,
+                               f"snapshot {snap.snapshot_id} of metadata {name}")
         body = json.dumps(rewritten_metadata(doc, self.destination, name)).encode()
         _parsed(json.loads(body), name)  # pyiceberg reads what a reader will read
         self._write(builder.metadata, body)
 
     def _snapshot(self, meta: TableMetadata, sid: int, parent: int | None, seq: int | None,
-                  manifest_list: str, source: str, builder: Added) -> None:
-        what = f"snapshot {sid}"
+                  manifest_list: str, source: str, builder: Added, what: str) -> None:
         rel = relative(manifest_list, source, what)
         manifests = list(read_manifest_list(self.io.new_input(self._in(rel))))
         out: list[ManifestFile] = []
