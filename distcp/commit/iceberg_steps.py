@@ -22,12 +22,6 @@ from distcp.errors import PublishError
 from distcp.state.bounds import DESTINATION
 
 
-def catalog(uri: str) -> Any:
-    """The SQL catalog at ``uri`` (pyiceberg's ``SqlCatalog``), its tables created."""
-    from distcp.commit.icebergcatalog import open_catalog
-    return open_catalog(uri)
-
-
 @dataclass(frozen=True)
 class RegisterIcebergMetadata(CommitStep):
     """Point catalog table ``table`` at metadata file ``location``, swapping it from
@@ -43,13 +37,13 @@ class RegisterIcebergMetadata(CommitStep):
         yield DESTINATION, self.location
 
     def verify(self, ctx: CommitContext) -> bool:
-        from distcp.commit.icebergcatalog import current_location
-        return current_location(catalog(self.catalog), self.table) == self.location
+        from distcp.datasets.icebergcatalog import current_location, open_catalog
+        return current_location(open_catalog(self.catalog), self.table) == self.location
 
     def execute(self, ctx: CommitContext) -> None:
-        from distcp.commit.icebergcatalog import swap
+        from distcp.datasets.icebergcatalog import open_catalog, swap
         try:
-            swap(catalog(self.catalog), self.table, self.location, self.previous)
+            swap(open_catalog(self.catalog), self.table, self.location, self.previous)
         except ValueError as exc:
             raise PublishError(f"catalog {self.catalog}: table {self.table} not moved to "
                                f"{posixpath.basename(self.location)}: {exc}",

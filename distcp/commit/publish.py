@@ -21,6 +21,7 @@ from distcp.commit.catalog_steps import (
     registered_in,
     registrations_left,
 )
+from distcp.commit.iceberg_steps import RegisterIcebergMetadata
 from distcp.commit.log import CommitStepStore
 from distcp.commit.move_steps import DeleteSources, RemoveEmptySourceDirs, SourceEntry
 from distcp.commit.outcome import FileSetOutcome, SequencePlanner
@@ -131,7 +132,9 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     all_ok = all(o.ok for o in outcomes)
     ordered = {d.urn for d in plan.datasets if d.order}
     announced = {d.urn: d.announced for d in plan.datasets if d.announced is not None}
-    ending = {(d.urn, name): step for d in plan.datasets for name, step in d.steps}
+    ending = {(d.urn, r.file_set): RegisterIcebergMetadata(r.catalog, r.table, r.location,
+                                                          r.previous)
+              for d in plan.datasets for r in d.registrations}
     stopped: dict[str, str] = {}  # an ordered dataset's first set not published whole
     held: Counter[str] = Counter()
     for outcome in outcomes:
@@ -323,7 +326,7 @@ def _sequence(publisher: SequencePlanner, outcome: FileSetOutcome, files: dict[s
     ``outcome`` then looks all ok; the run history must still say "partial").
     ``marks``: a stream dataset's watermarks, moved after the set's data. ``announce``:
     whether the set's publishing is announced (a table's data is not: its commit is).
-    ``ending``: the dataset's own step for this set (an Iceberg catalog's swap), after
+    ``ending``: the dataset's registration for this set (an Iceberg catalog's swap), after
     the data and the state, before the event: the event says the version is readable.
 
     The order is the contract a replay relies on: the publisher's steps (the data),

@@ -5,18 +5,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from distcp.configuration import CopyConfiguration
+from distcp.datasets.icebergplan import CatalogSwap
 from distcp.datasets.partitions import StreamMarks, Watermarks
 from distcp.datasets.versions import TableVersions
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage.base import Tree
 from distcp.storage.filesystems import Skipped
-
-if TYPE_CHECKING:
-    from distcp.commit.steps import CommitStep
 
 #: The entries of a dataset when they come from elsewhere than a walk of its root (a
 #: list the user gave, a listing on Spark): ``(root tree, skipped) -> (path,
@@ -48,9 +46,9 @@ class DatasetListing:
     #: A table's versions (None for other datasets): the run reports how far behind
     #: its source the destination table is.
     versions: TableVersions | None = None
-    #: Commit steps that end a file set's sequence, after its data and state, by set
+    #: Catalog registrations that end a file set's sequence, after its data and state
     #: (an Iceberg table's catalog swap to the metadata that set publishes).
-    steps: tuple[tuple[str, CommitStep], ...] = ()
+    registrations: tuple[CatalogSwap, ...] = ()
 
 
 @dataclass(frozen=True)

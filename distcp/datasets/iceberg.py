@@ -19,7 +19,6 @@ import posixpath
 import tempfile
 from typing import Any
 
-from distcp.commit.iceberg_steps import RegisterIcebergMetadata
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset, DatasetListing
 from distcp.datasets.deltaplan import commit_set
@@ -32,7 +31,7 @@ from distcp.datasets.icebergmeta import (
     metadata_version,
     snapshot_ids,
 )
-from distcp.datasets.icebergplan import plan_table
+from distcp.datasets.icebergplan import CatalogSwap, plan_table
 from distcp.datasets.versions import TableVersions
 from distcp.model import CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
@@ -122,10 +121,10 @@ class IcebergDataset(CopyableDataset):
         return DatasetListing(tuple(out), (), (), order=plan.order, announced=plan.announced,
                               versions=TableVersions(after, newest, tuple(
                                   (commit_set(a.version), a.version) for a in added)),
-                              steps=self._registrations(cfg, added, previous))
+                              registrations=self._registrations(cfg, added, previous))
 
     def _registrations(self, cfg: CopyConfiguration, added: list[Any], previous: str
-                       ) -> tuple[tuple[str, Any], ...]:
+                       ) -> tuple[CatalogSwap, ...]:
         """With a catalog, each version's metadata set ends by the catalog's swap to it."""
         if not cfg.iceberg_catalog:
             return ()
@@ -133,8 +132,8 @@ class IcebergDataset(CopyableDataset):
         out = []
         for a in added:
             location = self._destination_url(a.metadata)
-            out.append((commit_set(a.version), RegisterIcebergMetadata(
-                cfg.iceberg_catalog, name, location, previous)))
+            out.append(CatalogSwap(commit_set(a.version), cfg.iceberg_catalog, name, location,
+                                   previous))
             previous = location
         return tuple(out)
 
@@ -158,9 +157,8 @@ class IcebergDataset(CopyableDataset):
         holds it (empty: none) and the snapshots it has."""
         location = ""
         if cfg.iceberg_catalog:
-            from distcp.commit.iceberg_steps import catalog
-            from distcp.commit.icebergcatalog import current_location
-            location = current_location(catalog(cfg.iceberg_catalog),
+            from distcp.datasets.icebergcatalog import current_location, open_catalog
+            location = current_location(open_catalog(cfg.iceberg_catalog),
                                         table_name(cfg, self.destination_root))
             rel = location.removeprefix(self.destination_root.rstrip("/") + "/")
             if location and (rel == location or rel.count("/") != 1):

@@ -28,6 +28,19 @@ def lists_set(version: int) -> str:
 
 
 @dataclass(frozen=True)
+class CatalogSwap:
+    """A catalog's table pointed at the metadata file set ``file_set`` publishes, from
+    ``previous`` (empty: a new table): the last step of that set's commit sequence
+    (``distcp.commit.iceberg_steps`` makes it; planning only says what and where)."""
+
+    file_set: str
+    catalog: str
+    table: str
+    location: str
+    previous: str = ""
+
+
+@dataclass(frozen=True)
 class VersionFiles:
     """What one new metadata version adds, as paths relative to the table location."""
 

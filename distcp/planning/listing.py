@@ -232,7 +232,7 @@ def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetLis
                         protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
                         marks=listing.marks, order=listing.order,
                         announced=listing.announced, versions=listing.versions,
-                        steps=listing.steps)
+                        registrations=listing.registrations)
 
 
 def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,

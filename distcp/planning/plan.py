@@ -11,18 +11,15 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from distcp.copying.copyrows import CopyRows
+from distcp.datasets.icebergplan import CatalogSwap
 from distcp.datasets.partitions import StreamMarks
 from distcp.datasets.versions import TableVersions
 from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.mtimes import same_mtime
 from distcp.storage.filesystems import display
-
-if TYPE_CHECKING:
-    from distcp.commit.steps import CommitStep
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +66,8 @@ class DatasetPlan:
     announced: frozenset[str] | None = None
     #: A table's versions, for the versions it is behind after publishing.
     versions: TableVersions | None = None
-    #: Commit steps ending a file set's sequence (``DatasetListing.steps``).
-    steps: tuple[tuple[str, CommitStep], ...] = ()
+    #: Catalog registrations ending a file set's sequence (``DatasetListing``'s).
+    registrations: tuple[CatalogSwap, ...] = ()
 
     @property
     def bytes_to_copy(self) -> int:
@@ -114,7 +111,7 @@ def plan_dataset(
     order: tuple[str, ...] = (),
     announced: frozenset[str] | None = None,
     versions: TableVersions | None = None,
-    steps: tuple[tuple[str, CommitStep], ...] = (),
+    registrations: tuple[CatalogSwap, ...] = (),
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -144,7 +141,7 @@ def plan_dataset(
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
     return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks,
                        order=order, announced=announced, versions=versions,
-                       steps=steps)
+                       registrations=registrations)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

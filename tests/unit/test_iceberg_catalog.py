@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from distcp.commit.iceberg_steps import RegisterIcebergMetadata
-from distcp.commit.icebergcatalog import CATALOG_NAME, current_location
 from distcp.commit.steps import CommitContext, CommitStep
+from distcp.datasets.icebergcatalog import CATALOG_NAME, current_location, open_catalog
 from distcp.errors import PublishError
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -63,7 +63,6 @@ def test_a_table_moved_on_by_someone_else_is_refused_and_left_where_it_is(
     with pytest.raises(PublishError, match="table lake.t not moved to .*: the catalog's "
                                            "table is at .*, not .* as planned"):
         stale.execute(ctx)
-    from distcp.commit.iceberg_steps import catalog
-    assert current_location(catalog(uri), "lake.t") == v2
+    assert current_location(open_catalog(uri), "lake.t") == v2
     with pytest.raises(PublishError, match="already exists"):      # not new after all
         RegisterIcebergMetadata(uri, "lake.t", v1).execute(ctx)
