@@ -38,12 +38,14 @@ class RegisterIcebergMetadata(CommitStep):
 
     def verify(self, ctx: CommitContext) -> bool:
         from distcp.datasets.icebergcatalog import current_location, open_catalog
-        return current_location(open_catalog(self.catalog), self.table) == self.location
+        return current_location(open_catalog(self.catalog, ctx.dst_options),
+                                self.table) == self.location
 
     def execute(self, ctx: CommitContext) -> None:
         from distcp.datasets.icebergcatalog import open_catalog, swap
         try:
-            swap(open_catalog(self.catalog), self.table, self.location, self.previous)
+            swap(open_catalog(self.catalog, ctx.dst_options), self.table, self.location,
+                 self.previous)
         except ValueError as exc:
             raise PublishError(f"catalog {self.catalog}: table {self.table} not moved to "
                                f"{posixpath.basename(self.location)}: {exc}",

@@ -13,9 +13,11 @@ why in one line: a failure of this table only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
+import shutil
 import tempfile
 from typing import Any
 
@@ -98,7 +100,7 @@ class IcebergDataset(CopyableDataset):
         if after > newest:
             raise IcebergError(f"the destination is at metadata version {after}, the "
                                f"source at {newest}: not a copy of this table")
-        scratch = tempfile.mkdtemp(prefix="pydistcp-iceberg-")
+        scratch = self._scratch()
         rewriter = Rewriter(tree.url_of(root).removeprefix("file://"),
                             self.destination_root, scratch, published)
         added: list[Any] = []
@@ -122,6 +124,16 @@ class IcebergDataset(CopyableDataset):
                               versions=TableVersions(after, newest, tuple(
                                   (commit_set(a.version), a.version) for a in added)),
                               registrations=self._registrations(cfg, added, previous))
+
+    def _scratch(self) -> str:
+        """The driver's folder for this table's rewritten files (new bytes, not state:
+        never under a state folder), emptied first: one per table and destination, so
+        runs leave at most the last run's files behind."""
+        key = hashlib.sha1(f"{self.urn}\0{self.destination_root}".encode()).hexdigest()
+        folder = os.path.join(tempfile.gettempdir(), "pydistcp-iceberg", key[:20])
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        return folder
 
     def _registrations(self, cfg: CopyConfiguration, added: list[Any], previous: str
                        ) -> tuple[CatalogSwap, ...]:
@@ -158,7 +170,7 @@ class IcebergDataset(CopyableDataset):
         location = ""
         if cfg.iceberg_catalog:
             from distcp.datasets.icebergcatalog import current_location, open_catalog
-            location = current_location(open_catalog(cfg.iceberg_catalog),
+            location = current_location(open_catalog(cfg.iceberg_catalog, dict(cfg.dst_options)),
                                         table_name(cfg, self.destination_root))
             rel = location.removeprefix(self.destination_root.rstrip("/") + "/")
             if location and (rel == location or rel.count("/") != 1):

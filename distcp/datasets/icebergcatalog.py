@@ -9,6 +9,7 @@ table it commits is that file (``_Swapping``), and nothing is written.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyiceberg.catalog.sql import SqlCatalog
@@ -25,7 +26,7 @@ from pyiceberg.table.metadata import TableMetadata
 #: The name the tables are kept under in the catalog (pyiceberg's default catalog name:
 #: a reader opens ``SqlCatalog("default", uri=...)`` or ``load_catalog("default", ...)``).
 CATALOG_NAME = "default"
-_CATALOGS: dict[str, SqlCatalog] = {}
+_CATALOGS: dict[tuple[str, tuple[tuple[str, str], ...]], SqlCatalog] = {}
 
 
 class _Swapping(SqlCatalog):
@@ -51,11 +52,27 @@ class _Swapping(SqlCatalog):
         """The metadata file is the published one: nothing to write."""
 
 
-def open_catalog(uri: str) -> SqlCatalog:
-    """The catalog at ``uri``, opened once per process."""
-    if uri not in _CATALOGS:
-        _CATALOGS[uri] = _Swapping(CATALOG_NAME, uri=uri)
-    return _CATALOGS[uri]
+def file_io_properties(options: Mapping[str, Any]) -> dict[str, str]:
+    """pyiceberg's FileIO properties for a destination's fsspec storage options (s3fs's
+    key, secret, token, endpoint and region), so the catalog reads metadata where the
+    run wrote it; other stores' options are not mapped (their environment is used)."""
+    kwargs = options.get("client_kwargs") or {}
+    pairs = {"s3.access-key-id": options.get("key"),
+             "s3.secret-access-key": options.get("secret"),
+             "s3.session-token": options.get("token"),
+             "s3.endpoint": options.get("endpoint_url") or kwargs.get("endpoint_url"),
+             "s3.region": options.get("region_name") or kwargs.get("region_name")}
+    return {k: str(v) for k, v in pairs.items() if v}
+
+
+def open_catalog(uri: str, options: Mapping[str, Any] | None = None) -> SqlCatalog:
+    """The catalog at ``uri``, reading the destination with ``options`` (its fsspec
+    storage options), opened once per process."""
+    props = file_io_properties(options or {})
+    key = (uri, tuple(sorted(props.items())))
+    if key not in _CATALOGS:
+        _CATALOGS[key] = _Swapping(CATALOG_NAME, uri=uri, **props)
+    return _CATALOGS[key]
 
 
 def current_location(cat: SqlCatalog, table: str) -> str:

@@ -124,24 +124,32 @@ def test_a_table_replicates_into_a_catalog_then_only_newer_snapshots_then_nothin
     assert table_files(dst) == table_files(src)
 
 
-def test_a_table_replicates_to_s3_and_reads_back_from_its_metadata(
+def test_a_table_replicates_to_s3_and_reads_back_through_the_catalog_and_its_metadata(
         spark: Any, tmp_path: Path, moto_server: S3Server) -> None:  # noqa: F811
     from pyiceberg.table import StaticTable
     s3 = moto_server
     s3.reset()
     src = write_history(tmp_path)
-    write_history(tmp_path, start=1)
-    done = distcp.copy(str(src), "s3://dst/lake/t", finder="iceberg", progress=False,
-                       dst_options=s3.options)
-    assert done.failures == [] and done.files_copied == len(table_files(src))
-    assert s3.pending_uploads() == []
-    newest = source(tmp_path).metadata_location.rsplit("/", 1)[-1]
+    db = tmp_path / "dst.db"
     props = {"s3.endpoint": s3.endpoint, "s3.access-key-id": s3.options["key"],
              "s3.secret-access-key": s3.options["secret"], "s3.region": "us-east-1"}
-    table = StaticTable.from_metadata(f"s3://dst/lake/t/metadata/{newest}", props)
-    assert_same_at_every_snapshot(source(tmp_path), table)
+    for rest in (True, False):  # the first snapshots, then the rest
+        done = distcp.copy(str(src), "s3://dst/lake/t", finder="iceberg", progress=False,
+                           dst_options=s3.options, iceberg_catalog=f"sqlite:///{db}")
+        assert done.failures == [] and done.files_copied > 0
+        assert s3.pending_uploads() == []
+        table = catalog(db, **props).load_table("lake.t")
+        assert table.metadata_location.startswith("s3://dst/lake/t/metadata/")
+        assert_same_at_every_snapshot(source(tmp_path), table)
+        if rest:
+            write_history(tmp_path, start=1)
+    newest = source(tmp_path).metadata_location.rsplit("/", 1)[-1]
+    static = StaticTable.from_metadata(f"s3://dst/lake/t/metadata/{newest}", props)
+    assert_same_at_every_snapshot(source(tmp_path), static)
+    for manifest in static.current_snapshot().manifests(static.io):
+        assert manifest.manifest_path.startswith("s3://dst/lake/t/metadata/")
     again = distcp.copy(str(src), "s3://dst/lake/t", finder="iceberg", progress=False,
-                        dst_options=s3.options)
+                        dst_options=s3.options, iceberg_catalog=f"sqlite:///{db}")
     assert (again.failures, again.files_copied) == ([], 0)
 
 
