@@ -184,9 +184,9 @@ class IcebergDataset(CopyableDataset):
         if not name:
             return -1, "", set()
         version = metadata_version(name)
-        if version is None or versions.get(version) != name:
-            raise IcebergError(f"the destination's metadata {name} is not one of the "
-                               "source's: the destination table is not a copy of this one")
+        if version is None or versions.get(version, name) != name:
+            raise IcebergError(f"the destination's metadata {name} is not the source's of "
+                               "its version: the destination table is not a copy of this one")
         storage = storage_for(self.destination_root, dict(cfg.dst_options))
         doc = json.loads(storage.read_bytes(self._destination_url(f"{METADATA_DIR}/{name}"),
                                             "Iceberg metadata"))
