@@ -12,6 +12,11 @@ others replicate."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 import distcp
-from tests.conftest import run_cli
+from tests.conftest import PYDISTCP, cli_env, run_cli
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
 
 sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -181,6 +186,37 @@ def test_a_warehouse_replicates_table_by_table_and_a_bad_table_fails_alone(
     no_source_path(dst / "good", good)
 
 
+class Reader(threading.Thread):
+    """Reads the destination table through its catalog over and over: each read must be
+    a snapshot the source has, complete (its rows as the source's at that snapshot)."""
+
+    def __init__(self, db: Path, expected: dict[int, Any]) -> None:
+        super().__init__(daemon=True)
+        self.db, self.expected = db, expected
+        self.stop = threading.Event()
+        self.errors: list[str] = []
+        self.snapshots: set[int] = set()
+
+    def run(self) -> None:
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+        while not self.stop.is_set():
+            try:
+                table = catalog(self.db).load_table("lake.t")
+                snap = table.current_snapshot()
+                # the snapshot's own schema (a schema change alone adds no snapshot)
+                got = rows(table, snap.snapshot_id) if snap is not None else []
+            except (NoSuchTableError, NoSuchNamespaceError):
+                time.sleep(0.02)
+                continue  # nothing registered yet: no table to read
+            except Exception as exc:  # noqa: BLE001 - any failure of a reader is the finding
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            sid = snap.snapshot_id if snap is not None else 0
+            self.snapshots.add(sid)
+            if got != self.expected.get(sid):
+                self.errors.append(f"snapshot {sid} read with other rows than the source's")
+
+
 @pytest.mark.parametrize("point, visible", [
     # sequences: v0 metadata; v1 data, manifests, lists, metadata; v2 data, ...
     ("before_persist:7", 1),  # v2's data and manifests published, its list not yet
@@ -192,9 +228,29 @@ def test_a_copy_killed_between_a_versions_data_and_its_metadata_leaves_the_catal
     dst, db = tmp_path / "dst" / "lake" / "t", tmp_path / "dst.db"
     args = ("copy", "--finder", "iceberg", str(src), str(dst), "--iceberg-catalog",
             f"sqlite:///{db}", "--no-progress", "--master", "local[2]")
+    write_history(tmp_path, start=1)
+    expected = {0: []} | {s.snapshot_id: rows(source(tmp_path), s.snapshot_id)
+                          for s in source(tmp_path).metadata.snapshots}
+    polling = Reader(db, expected)
+    polling.start()
+    try:
+        crashed_and_rerun(tmp_path, args, point, visible)
+    finally:
+        polling.stop.set()
+        polling.join(timeout=60)
+    assert polling.errors == []
+    assert len(polling.snapshots) >= 2
+
+
+def crashed_and_rerun(tmp_path: Path, args: tuple[str, ...], point: str, visible: int
+                      ) -> None:
+    """A copy killed at ``point`` leaves the catalog at metadata version ``visible``;
+    one killed at a random instant later, then a rerun, complete the table."""
+    db = tmp_path / "dst.db"
     crash = run_cli(*args, env={"DISTCP_CRASH_AT": point})
     assert crash.returncode == 137, crash.stderr
     reader = catalog(db).load_table("lake.t")
+    src = tmp_path / "wh" / "db" / "t"
     versions = sorted((src / "metadata").glob("*.metadata.json"))
     assert reader.metadata_location.endswith(versions[visible].name)
     expected = source(tmp_path).metadata.snapshots[:visible]
@@ -202,7 +258,19 @@ def test_a_copy_killed_between_a_versions_data_and_its_metadata_leaves_the_catal
         [s.snapshot_id for s in expected]
     for snap in expected:
         assert rows(reader, snap.snapshot_id) == rows(source(tmp_path), snap.snapshot_id)
+    # a SIGKILL of the whole command at a random instant of its publishing
+    proc = subprocess.Popen([*PYDISTCP, *args], env=cli_env(None), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(v.name.startswith("00003-") for v in
+                  (Path(args[4]) / "metadata").glob("*.metadata.json")) \
+            and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
     done = run_cli(*args)
     assert done.returncode == 0, done.stderr
     assert_same_at_every_snapshot(source(tmp_path), catalog(db).load_table("lake.t"))
-    assert "pending commits: 0" in run_cli("status", str(dst)).stdout
+    assert "pending commits: 0" in run_cli("status", args[4]).stdout
+    time.sleep(0.5)  # the reader reads the finished table too
