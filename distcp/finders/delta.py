@@ -30,6 +30,7 @@ class DeltaTablesFinder(DatasetsFinder):
 
     #: The table format's name, what marks a folder as a table, and its dataset.
     kind: ClassVar[str] = "Delta"
+    article: ClassVar[str] = "a"
     marker: ClassVar[str] = "_delta_log/"
     dataset: ClassVar[type[CopyableDataset]] = DeltaDataset
 
@@ -58,7 +59,7 @@ class DeltaTablesFinder(DatasetsFinder):
             src = src_tree.path.rstrip("/") or "/"
             if not source_status(src_tree, source).is_dir or not self.is_table(src_tree, src):
                 raise PlanningError(f"--finder {self.kind.lower()}: {fsutil.display(source)} "
-                                    f"is not a {self.kind} table (no {self.marker} in it)",
+                                    f"is not {self.article} {self.kind} table (no {self.marker} in it)",
                                     path=source)
             target = fsutil.join(dst, posixpath.basename(src)) if several else dst
             check_not_inside(src_tree, dst_tree, target, source, cfg.destination)

@@ -20,6 +20,7 @@ class IcebergTablesFinder(DeltaTablesFinder):
     """One IcebergDataset per source table, or per table the glob matches."""
 
     kind: ClassVar[str] = "Iceberg"
+    article: ClassVar[str] = "an"
     marker: ClassVar[str] = "metadata/*.metadata.json"
     dataset: ClassVar[type[CopyableDataset]] = IcebergDataset
 
