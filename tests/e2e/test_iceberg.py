@@ -303,3 +303,26 @@ def crashed_and_rerun(tmp_path: Path, args: tuple[str, ...], point: str, visible
     assert_same_at_every_snapshot(source(tmp_path), catalog(db).load_table("lake.t"))
     assert "pending commits: 0" in run_cli("status", args[4]).stdout
     time.sleep(0.5)  # the reader reads the finished table too
+
+
+def test_a_fork_replicates_a_table_to_two_destinations_each_with_its_own_paths(
+        tmp_path: Path) -> None:
+    from pyiceberg.table import StaticTable
+    src = write_history(tmp_path)
+    a, b = tmp_path / "a" / "t", tmp_path / "b" / "t"
+    first = run_cli("copy", "--finder", "iceberg", str(src), str(a), "--no-progress",
+                    "--master", "local[2]")
+    assert first.returncode == 0, first.stderr
+    write_history(tmp_path, start=1)
+    # a has the first versions, b nothing: each branch plans from its own destination
+    r = run_cli("copy", "--finder", "iceberg", str(src), str(a), "--fork", str(b),
+                "--no-progress", "--master", "local[2]")
+    assert r.returncode == 0, r.stderr
+    newest = source(tmp_path).metadata_location.rsplit("/", 1)[-1]
+    for dst, other in ((a, b), (b, a)):
+        table = StaticTable.from_metadata(str(dst / "metadata" / newest))
+        assert table.location() == str(dst)
+        assert_same_at_every_snapshot(source(tmp_path), table)
+        no_source_path(dst, src)
+        no_source_path(dst, other)
+        assert table_files(dst) == referenced(tmp_path)
