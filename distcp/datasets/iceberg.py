@@ -87,6 +87,9 @@ class IcebergDataset(CopyableDataset):
 
     def _listing(self, tree: Tree, root: str, files: dict[str, FileStatus],
                  cfg: CopyConfiguration) -> DatasetListing:
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        from distcp.datasets.icebergcatalog import file_io_properties
         from distcp.datasets.icebergfiles import Added, Rewriter
         meta = {rel[len(METADATA_DIR) + 1:]: rel for rel in files
                 if rel.startswith(METADATA_DIR + "/") and rel.count("/") == 1}
@@ -102,7 +105,8 @@ class IcebergDataset(CopyableDataset):
                                f"source at {newest}: not a copy of this table")
         scratch = self._scratch()
         rewriter = Rewriter(tree.url_of(root).removeprefix("file://"),
-                            self.destination_root, scratch, published)
+                            self.destination_root, scratch, published,
+                            PyArrowFileIO(file_io_properties(dict(cfg.src_options))))
         added: list[Any] = []
         for v in sorted(x for x in versions if after < x <= newest):
             doc = self._doc(tree, root, meta[versions[v]], versions[v])
