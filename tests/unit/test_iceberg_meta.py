@@ -136,3 +136,27 @@ def test_the_plan_publishes_each_versions_data_manifests_lists_then_metadata() -
 def test_a_destination_up_to_date_plans_nothing() -> None:
     plan = plan_table([], after=7)
     assert (plan.sets, plan.last) == ((), 7)
+
+
+def test_plan_values_survive_pickle_and_cloudpickle() -> None:
+    import pickle
+
+    from pyspark import cloudpickle
+
+    from distcp.datasets.icebergplan import CatalogSwap
+    for value in (CatalogSwap("version-3/commit", "sqlite:///c.db", "db.t",
+                              f"{DST}/metadata/v3.metadata.json", f"{DST}/metadata/v2.metadata.json"),
+                  VersionFiles(3, "metadata/v3.metadata.json", ("data/a.parquet",))):
+        assert pickle.loads(pickle.dumps(value)) == value
+        assert cloudpickle.loads(cloudpickle.dumps(value)) == value
+
+
+def test_s3fs_options_become_pyiceberg_file_io_properties() -> None:
+    from distcp.datasets.icebergcatalog import file_io_properties
+    assert file_io_properties({"key": "k", "secret": "s", "client_kwargs": {
+        "endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"}}) == {
+        "s3.access-key-id": "k", "s3.secret-access-key": "s",
+        "s3.endpoint": "http://127.0.0.1:9000", "s3.region": "eu-west-1"}
+    assert file_io_properties({"endpoint_url": "http://e", "token": "t"}) == {
+        "s3.endpoint": "http://e", "s3.session-token": "t"}
+    assert file_io_properties({}) == {}
