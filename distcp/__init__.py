@@ -66,7 +66,7 @@ def copy(
     callback: Callback | None = None,
     # what is copied
     dataset_glob: str | None = None,
-    finder: Literal["single", "glob", "stream", "delta"] | None = None,
+    finder: Literal["single", "glob", "stream", "delta", "iceberg"] | None = None,
     partition_pattern: str | None = None,
     lookback: float | str | None = None,
     ready_marker: str | None = None,
@@ -143,6 +143,9 @@ def copy(
     # catalog registration of published partitions
     catalog_table: str | None = None,
     catalog_partitions: str | None = None,
+    # Iceberg tables (finder="iceberg"): the destination SQL catalog and table name
+    iceberg_catalog: str | None = None,
+    iceberg_table: str | None = None,
     # output
     progress: bool = True,
     summary_json: str | None = None,

@@ -56,6 +56,8 @@ How sources map to DST (rerunning never nests DST/SRC):
   --finder delta      SRC is a Delta table (with --dataset-glob: every table
                       matching SRC/G): the versions DST lacks are copied, each
                       version's data files published before its commit
+  --finder iceberg    SRC is an Iceberg table: new snapshots' data files, then
+                      manifests, manifest lists and metadata rewritten to DST
 
 A file is skipped when DST already has it with the same size and mtime
 (--checksum: the same size and contents). Paths are fsspec URLs: /local/path,
@@ -96,13 +98,14 @@ def main() -> None:
               short_help="Copy SRC... to DST as a Spark job, verified, published per file set.")
 @click.argument("paths", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("--dataset-glob", metavar="GLOB", help="Each directory matching SRC/GLOB is a dataset.")
-@click.option("--finder", type=click.Choice(["single", "glob", "stream", "delta"]),
+@click.option("--finder", type=click.Choice(["single", "glob", "stream", "delta", "iceberg"]),
               help="How datasets are found: single (SRC is one dataset), glob (each directory "
                    "matching --dataset-glob; a Delta table among them is copied as one), "
                    "stream (each topic folder under SRC, or matching --dataset-glob, holds "
                    "time partitions: one file set each) or delta (SRC, or each folder "
                    "matching --dataset-glob, is a Delta table: its new versions copied, data "
-                   "before commits). Default: glob with --dataset-glob, else single.")
+                   "before commits) or iceberg (the same for Iceberg tables: data, then "
+                   "rewritten manifests, lists and metadata). Default: glob with --dataset-glob, else single.")
 @click.option("--partition-pattern", metavar="PATTERN",
               help="--finder stream: the partition folders below a topic, from the tokens "
                    "yyyy MM dd HH mm (UTC); default yyyy/MM/dd/HH. E.g. dt=yyyy-MM-dd/hr=HH.")
@@ -324,6 +327,13 @@ def main() -> None:
                    "(ALTER TABLE ... ADD IF NOT EXISTS PARTITION ... LOCATION), after its "
                    "data; the run's --conf gives the metastore. A failure leaves the data "
                    "published and the next run registers it.")
+@click.option("--iceberg-catalog", metavar="URI",
+              help="--finder iceberg: register each replicated metadata version in this SQL "
+                   "catalog (sqlite:///path/catalog.db), one atomic swap after its files; "
+                   "default: the destination's metadata files only.")
+@click.option("--iceberg-table", metavar="NAMESPACE.TABLE",
+              help="--iceberg-catalog: the table's name there [default: <parent folder>."
+                   "<folder> of the destination table, a .db suffix dropped].")
 @click.option("--catalog-partitions", metavar="PATTERN",
               help="Partition values from folders below DST: COL=TEMPLATE parts joined by "
                    "'/', {N} the N-th folder, e.g. 'dt={0}-{1}-{2}/hr={3}' for yyyy/MM/dd/HH "

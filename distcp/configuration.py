@@ -73,6 +73,11 @@ class CopyConfiguration:
     catalog_table: str | None = None
     #: How partition values are read from folders: ``dt={0}-{1}-{2}/hr={3}``; None: key=value.
     catalog_partitions: str | None = None
+    #: ``--finder iceberg``: the SQL catalog (``sqlite:///catalog.db``) each replicated
+    #: metadata version is registered in (distcp.commit.iceberg_steps); None: none.
+    iceberg_catalog: str | None = None
+    #: Its table's ``NAMESPACE.TABLE`` (None: from the destination's folders).
+    iceberg_table: str | None = None
     incremental: bool = False
     recovery_retention: float = 24 * 3600.0
     #: Files larger than this are copied as ranges by several tasks (None: never split).
@@ -305,7 +310,7 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield writeopts.values_problem(c.writes)
 
 
-FINDER_NAMES = ("single", "glob", "stream", "delta")
+FINDER_NAMES = ("single", "glob", "stream", "delta", "iceberg")
 _STREAM_ONLY = ("partition_pattern", "lookback", "ready_marker")
 
 
@@ -313,10 +318,16 @@ def _stream_problem(c: CopyConfiguration) -> str | None:
     """The finder is known and fits --dataset-glob; the stream settings come with
     --finder stream (elsewhere they would be ignored, silently)."""
     if c.finder is not None and c.finder not in FINDER_NAMES:
-        return f"--finder must be single, glob, stream or delta, not {c.finder!r}"
-    if c.finder == "delta" and (c.files_from or c.files_from_manifest or c.delete
+        return f"--finder must be single, glob, stream, delta or iceberg, not {c.finder!r}"
+    if (c.iceberg_catalog or c.iceberg_table) and c.finder != "iceberg":
+        return "--iceberg-catalog and --iceberg-table need --finder iceberg"
+    if c.iceberg_table and not c.iceberg_catalog:
+        return "--iceberg-table needs --iceberg-catalog"
+    if c.iceberg_table and (c.iceberg_table.count(".") < 1 or "" in c.iceberg_table.split(".")):
+        return f"--iceberg-table: not NAMESPACE.TABLE: {c.iceberg_table!r}"
+    if c.finder in ("delta", "iceberg") and (c.files_from or c.files_from_manifest or c.delete
                                 or c.converters or c.move):
-        return "--finder delta copies a table's new versions as they are: it takes no " \
+        return f"--finder {c.finder} copies a table's new versions as they are: it takes no " \
                "--files-from, --files-from-manifest, --delete, --convert, nor move"
     if c.finder == "glob" and not c.dataset_glob:
         return "--finder glob needs --dataset-glob"

@@ -93,6 +93,7 @@ CHECKS: Registry[Any] = Registry("checks", "distcp.quality.base:QualityCheck")
 for _name, _target in (
     ("delta", "distcp.finders.delta:DeltaTablesFinder"),
     ("glob", "distcp.finders.glob:GlobDatasetsFinder"),
+    ("iceberg", "distcp.finders.iceberg:IcebergTablesFinder"),
     ("single", "distcp.finders.single:SingleRootFinder"),
     ("stream", "distcp.finders.stream:StreamDatasetsFinder"),
 ):
@@ -118,6 +119,7 @@ for _name, _target in (
 ):
     CHECKS.register(_name, _target)
 DATASETS.register("delta", "distcp.datasets.delta:DeltaDataset")
+DATASETS.register("iceberg", "distcp.datasets.iceberg:IcebergDataset")
 DATASETS.register("recursive", "distcp.datasets.recursive:RecursiveCopyableDataset")
 DATASETS.register("stream", "distcp.datasets.stream:StreamDataset")
 PUBLISHERS.register("rename", "distcp.publishers.rename:RenamePublisher")

@@ -16,6 +16,7 @@ from typing import Any
 # every step kind is registered for from_dict: a replay runs in a process that
 # imported nothing else of the commit stage
 import distcp.commit.catalog_steps
+import distcp.commit.iceberg_steps
 import distcp.commit.kept_steps
 import distcp.commit.move_steps
 import distcp.commit.state_steps

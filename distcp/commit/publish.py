@@ -21,6 +21,7 @@ from distcp.commit.catalog_steps import (
     registered_in,
     registrations_left,
 )
+from distcp.commit.iceberg_steps import RegisterIcebergMetadata
 from distcp.commit.log import CommitStepStore
 from distcp.commit.move_steps import DeleteSources, RemoveEmptySourceDirs, SourceEntry
 from distcp.commit.outcome import FileSetOutcome, SequencePlanner
@@ -131,6 +132,9 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
     all_ok = all(o.ok for o in outcomes)
     ordered = {d.urn for d in plan.datasets if d.order}
     announced = {d.urn: d.announced for d in plan.datasets if d.announced is not None}
+    ending = {(d.urn, r.file_set): RegisterIcebergMetadata(r.catalog, r.table, r.location,
+                                                          r.previous)
+              for d in plan.datasets for r in d.registrations}
     stopped: dict[str, str] = {}  # an ordered dataset's first set not published whole
     held: Counter[str] = Counter()
     for outcome in outcomes:
@@ -146,7 +150,7 @@ def publish_plan(plan: Plan, results: Sequence[TaskResult], pub: Publishing,
             key = (urn, outcome.file_set)
             done = _publish_set(publisher, outcome, wanted, files, pub, marks.get(urn),
                                 skipped.get(key, ()), outcome.file_set in announced.get(
-                                    urn, (outcome.file_set,)))
+                                    urn, (outcome.file_set,)), ending.get(key))
             tallies.append(done)
             whole = wanted is outcome and not done.failures
         if urn in ordered and not whole:
@@ -237,14 +241,15 @@ def _hold_back(outcome: FileSetOutcome, files: dict[str, CopyableFile],
 def _publish_set(publisher: SequencePlanner, outcome: FileSetOutcome, wanted: FileSetOutcome,
                  files: dict[str, CopyableFile], pub: Publishing,
                  marks: StreamMarks | None = None,
-                 skipped: Sequence[CopyableFile] = (), announce: bool = True) -> Tally:
+                 skipped: Sequence[CopyableFile] = (), announce: bool = True,
+                 ending: CommitStep | None = None) -> Tally:
     """Publish ``wanted`` (all or the good part of ``outcome``) through the commit log;
     under ``move``, delete the sources of its files and of ``skipped`` after the data
     (a catalog registration stays the last step)."""
     registered = Tally()
     try:
         sequence = _sequence(publisher, wanted, files, pub, complete=outcome.ok, marks=marks,
-                             announce=announce)
+                             announce=announce, ending=ending)
         if pub.move:
             failed = {r.guid for r in outcome.results if not r.ok}
             sequence = with_source_deletes(sequence, wanted.results, files, skipped, failed)
@@ -315,11 +320,14 @@ def _note_server_side_fallbacks(results: Sequence[TaskResult]) -> Tally:
 
 def _sequence(publisher: SequencePlanner, outcome: FileSetOutcome, files: dict[str, CopyableFile],
               pub: Publishing, complete: bool = True,
-              marks: StreamMarks | None = None, announce: bool = True) -> CommitSequence:
+              marks: StreamMarks | None = None, announce: bool = True,
+              ending: CommitStep | None = None) -> CommitSequence:
     """``complete``: the whole set is published (False: only its good files, whose
     ``outcome`` then looks all ok; the run history must still say "partial").
     ``marks``: a stream dataset's watermarks, moved after the set's data. ``announce``:
     whether the set's publishing is announced (a table's data is not: its commit is).
+    ``ending``: the dataset's registration for this set (an Iceberg catalog's swap), after
+    the data and the state, before the event: the event says the version is readable.
 
     The order is the contract a replay relies on: the publisher's steps (the data),
     then the recovered copies' folders, the manifest and watermarks, the run record,
@@ -330,6 +338,7 @@ def _sequence(publisher: SequencePlanner, outcome: FileSetOutcome, files: dict[s
     steps = [*base.steps, *_recovered_removal(outcome, pub),
              *_state_steps(sid, outcome, files, staged, marks),
              _run_record(sid, outcome, pub, staged, complete),
+             *((ending,) if ending is not None and complete else ()),
              *(_announcement(sid, outcome, pub, staged) if announce else ()),
              *_registration(outcome, pub, staged)]
     return CommitSequence(outcome.dataset_urn, outcome.file_set, tuple(steps), sid)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from distcp.configuration import CopyConfiguration
+from distcp.datasets.icebergplan import CatalogSwap
 from distcp.datasets.partitions import StreamMarks, Watermarks
 from distcp.datasets.versions import TableVersions
 from distcp.errors import ConfigurationError
@@ -45,6 +46,9 @@ class DatasetListing:
     #: A table's versions (None for other datasets): the run reports how far behind
     #: its source the destination table is.
     versions: TableVersions | None = None
+    #: Catalog registrations that end a file set's sequence, after its data and state
+    #: (an Iceberg table's catalog swap to the metadata that set publishes).
+    registrations: tuple[CatalogSwap, ...] = ()
 
 
 @dataclass(frozen=True)

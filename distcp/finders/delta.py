@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
+from typing import ClassVar
 
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.delta import DeltaDataset, is_delta_table
@@ -20,21 +21,32 @@ from distcp.finders.glob import GlobDatasetsFinder
 from distcp.finders.single import check_not_inside, source_status
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.base import Tree
 
 
 class DeltaTablesFinder(DatasetsFinder):
-    """One DeltaDataset per source table, or per table the glob matches."""
+    """One DeltaDataset per source table, or per table the glob matches (a subclass
+    names another kind of table: ``finders.iceberg``)."""
+
+    #: The table format's name, what marks a folder as a table, and its dataset.
+    kind: ClassVar[str] = "Delta"
+    article: ClassVar[str] = "a"
+    marker: ClassVar[str] = "_delta_log/"
+    dataset: ClassVar[type[CopyableDataset]] = DeltaDataset
+
+    def is_table(self, tree: Tree, path: str) -> bool:
+        return is_delta_table(tree, path)
 
     def find(self) -> Iterator[CopyableDataset]:
         cfg = self.cfg
         if cfg.dataset_glob:
             found = 0
             for ds in GlobDatasetsFinder(cfg).find():
-                if isinstance(ds, DeltaDataset):
+                if isinstance(ds, self.dataset):
                     found += 1
                     yield ds
             if not found:
-                raise PlanningError(f"no Delta table (a folder holding _delta_log/) under "
+                raise PlanningError(f"no {self.kind} table (a folder holding {self.marker}) under "
                                     f"{fsutil.display(cfg.sources[0])} matches "
                                     f"--dataset-glob {cfg.dataset_glob!r}",
                                     path=cfg.sources[0])
@@ -45,10 +57,11 @@ class DeltaTablesFinder(DatasetsFinder):
         for source in cfg.sources:
             src_tree = storage_for(source, dict(cfg.src_options)).tree(source)
             src = src_tree.path.rstrip("/") or "/"
-            if not source_status(src_tree, source).is_dir or not is_delta_table(src_tree, src):
-                raise PlanningError(f"--finder delta: {fsutil.display(source)} is not a Delta "
-                                    "table (no _delta_log/ folder in it)", path=source)
+            if not source_status(src_tree, source).is_dir or not self.is_table(src_tree, src):
+                raise PlanningError(f"--finder {self.kind.lower()}: {fsutil.display(source)} "
+                                    f"is not {self.article} {self.kind} table (no {self.marker} in it)",
+                                    path=source)
             target = fsutil.join(dst, posixpath.basename(src)) if several else dst
             check_not_inside(src_tree, dst_tree, target, source, cfg.destination)
             urn = src_tree.url_of(src)
-            yield DeltaDataset(urn, urn, dst_tree.url_of(target))
+            yield self.dataset(urn, urn, dst_tree.url_of(target))

@@ -3,7 +3,8 @@
 The glob is relative to the single source root; each match is copied to the same
 relative path under the destination, and its URN is its origin URL. A match that is a
 Delta table (it holds ``_delta_log/``) is copied as one (``DeltaDataset``: by versions,
-data before commits), so a warehouse of tables replicates table by table.
+data before commits), and so is an Iceberg table (it holds ``metadata/*.metadata.json``:
+``IcebergDataset``), so a warehouse of tables replicates table by table.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from distcp.datasets.base import CopyableDataset
 from distcp.datasets.delta import DeltaDataset, is_delta_table
 from distcp.datasets.deltalog import LOG_DIR
+from distcp.datasets.iceberg import IcebergDataset, is_iceberg_table
 from distcp.datasets.recursive import RecursiveCopyableDataset
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.finders.base import DatasetsFinder
@@ -48,6 +50,9 @@ class GlobDatasetsFinder(DatasetsFinder):
             if is_delta_table(src, path):
                 tables.append(rel)
                 yield DeltaDataset(urn, urn, target)
+            elif is_iceberg_table(src, path):
+                tables.append(rel)
+                yield IcebergDataset(urn, urn, target)
             else:
                 yield RecursiveCopyableDataset(urn, urn, target)
         if not found:

@@ -231,7 +231,8 @@ def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetLis
                         compare=cfg.compare, mtimes_kept=mtimes_kept,
                         protected=_filtered_out(target, ds, cfg) if cfg.delete else (),
                         marks=listing.marks, order=listing.order,
-                        announced=listing.announced, versions=listing.versions)
+                        announced=listing.announced, versions=listing.versions,
+                        registrations=listing.registrations)
 
 
 def listed_strategy(ds: CopyableDataset, cfg: CopyConfiguration,

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from distcp.copying.copyrows import CopyRows
+from distcp.datasets.icebergplan import CatalogSwap
 from distcp.datasets.partitions import StreamMarks
 from distcp.datasets.versions import TableVersions
 from distcp.errors import DuplicateDestinationError, PlanningError
@@ -65,6 +66,8 @@ class DatasetPlan:
     announced: frozenset[str] | None = None
     #: A table's versions, for the versions it is behind after publishing.
     versions: TableVersions | None = None
+    #: Catalog registrations ending a file set's sequence (``DatasetListing``'s).
+    registrations: tuple[CatalogSwap, ...] = ()
 
     @property
     def bytes_to_copy(self) -> int:
@@ -108,6 +111,7 @@ def plan_dataset(
     order: tuple[str, ...] = (),
     announced: frozenset[str] | None = None,
     versions: TableVersions | None = None,
+    registrations: tuple[CatalogSwap, ...] = (),
 ) -> DatasetPlan:
     """Decide copy/skip for each file and, with ``delete``, what to remove.
 
@@ -136,7 +140,8 @@ def plan_dataset(
                 f"{display(d.origin.url)}", path=d.destination)
     doomed = _extras(target, [a.file for a in copy + skip], dirs, protected) if delete else ()
     return DatasetPlan(urn, destination_root, tuple(copy), tuple(skip), doomed, dirs, marks,
-                       order=order, announced=announced, versions=versions)
+                       order=order, announced=announced, versions=versions,
+                       registrations=registrations)
 
 
 def _check_expansion_root(f: CopyableFile, target: Mapping[str, FileStatus]) -> None:

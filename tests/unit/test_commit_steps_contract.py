@@ -66,7 +66,8 @@ S3_KINDS = ("delete", "s3-complete", "remove-staging", "manifest-segment", "comp
             "watermark", "stream-watermarks", "record-run", "event")
 CASES = [("local", k) for k in LOCAL_KINDS] + [("s3", k) for k in S3_KINDS]
 #: Kinds whose contract needs more than a disk or a bucket, and where it is tested.
-ELSEWHERE = {"catalog-partitions": "tests/e2e/test_catalog.py (a Spark catalog)"}
+ELSEWHERE = {"catalog-partitions": "tests/e2e/test_catalog.py (a Spark catalog)",
+             "iceberg-register": "tests/unit/test_iceberg_catalog.py (a SQL catalog on SQLite)"}
 
 
 @pytest.fixture(scope="module")

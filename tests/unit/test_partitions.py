@@ -150,7 +150,7 @@ def test_a_newer_state_document_is_refused_not_rewritten(tmp_path: Path) -> None
     ({"finder": "glob"}, "--finder glob needs --dataset-glob"),
     ({"finder": "stream", "ready_marker": "a/b"}, "--ready-marker 'a/b'"),
     ({"finder": "stream", "delete": True}, "takes no --files-from"),
-    ({"finder": "nope"}, "--finder must be single, glob, stream or delta"),
+    ({"finder": "nope"}, "--finder must be single, glob, stream, delta or iceberg"),
     ({"finder": "delta", "delete": True}, "--finder delta copies a table's new versions"),
     ({"finder": "delta", "converters": ("gunzip",)}, "takes no --files-from, "
      "--files-from-manifest, --delete, --convert, nor move"),

@@ -3,6 +3,7 @@ a unit whose code raised failing its files as data, never the run."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -40,7 +41,13 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(copying="driver"), _files(HERE_FILES + 1, HERE_BYTES), 0, False, True),
 ])
 def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[CopyableFile],
-                                     kept: int, catalog: bool, here_: bool | str) -> None:
+                                     kept: int, catalog: bool, here_: bool | str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # no caller's session: a session an earlier test left active (the session-scoped
+    # ``spark`` fixture, local) would say where tasks run instead of ``cfg.master``
+    if "pyspark.sql" in sys.modules:
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
     splits = here_ == "splits"
     assert (copies_here(cfg, files, kept, catalog, splits) is not None) is (here_ is True)
 
