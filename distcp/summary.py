@@ -15,6 +15,7 @@ from distcp.callbacks import human_bytes
 from distcp.names import printable, printable_lines
 
 if TYPE_CHECKING:
+    from distcp.model import TaskResult
     from distcp.storage.filesystems import Skipped
 
 
@@ -106,6 +107,18 @@ class CopyTally:
     phases: tuple[tuple[str, float], ...] = ()
     #: How the run copied, each way with why (``Summary.strategy["copy"]``).
     strategy: tuple[dict[str, str], ...] = ()
+
+    @staticmethod
+    def of_results(results: list[TaskResult], phases: Iterable[tuple[str, float]],
+                   collected: int | None = None) -> CopyTally:
+        """What a copy job's ``results`` report (``collected``: how many came back from
+        the job itself, when others were added since)."""
+        return CopyTally(
+            results_collected=len(results) if collected is None else collected,
+            bytes_read=sum(r.bytes_read for r in results),
+            bytes_server_side=sum(r.bytes_server_side for r in results if r.ok),
+            requests=tuple(request_count.total(r.requests for r in results).items()),
+            phases=tuple(phases))
 
     def __add__(self, other: CopyTally) -> CopyTally:
         return CopyTally(

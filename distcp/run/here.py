@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import replace
 
-from distcp import collection, request_count
+from distcp import collection
 from distcp.callbacks import Callback
 from distcp.configuration import CopyConfiguration
 from distcp.copying.task import stream_work_unit
@@ -82,11 +82,7 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     mark("copied in this process")
     callback.close()
-    return results, CopyTally(
-        results_collected=len(results), bytes_read=sum(r.bytes_read for r in results),
-        bytes_server_side=sum(r.bytes_server_side for r in results if r.ok),
-        requests=tuple(request_count.total(r.requests for r in results).items()),
-        phases=(("copy_s", round(time.monotonic() - t, 3)),))
+    return results, CopyTally.of_results(results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
 def run_here(units: list[WorkUnit], spec: TaskSpec, threads: int) -> list[TaskResult]:

@@ -18,7 +18,6 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from distcp import request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.configuration import CopyConfiguration
 from distcp.copying.join import Join, joiner
@@ -87,11 +86,7 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
             callback.message(f"joining the ranges of {len(splits)} split files")
             assembled = _join_on_spark(spark, assembled, splits, spec)
             phases.append(("join_s", round(time.monotonic() - t, 3)))
-    return assembled, resumed + CopyTally(
-        results_collected=collected, bytes_read=sum(r.bytes_read for r in results),
-        bytes_server_side=sum(r.bytes_server_side for r in results if r.ok),
-        requests=tuple(request_count.total(r.requests for r in results).items()),
-        phases=tuple(phases))
+    return assembled, resumed + CopyTally.of_results(results, phases, collected)
 
 
 class Sessions:
