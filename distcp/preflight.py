@@ -11,6 +11,7 @@ a service around it refuses.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import tempfile
 from collections.abc import Mapping
@@ -38,12 +39,23 @@ _MASTER_NAMES = ("local", "yarn")
 _MASTER_SETTING = "--master / PYDISTCP_MASTER"
 
 
+#: The local masters Spark parses: ``local``, ``local[N]``, ``local[*]``, each with
+#: ``,F`` (task failures allowed). A small plan is copied without Spark (``run.here``),
+#: so a typo here must be refused before any run, not left to Spark's start.
+_LOCAL_MASTER = re.compile(r"local(\[([1-9][0-9]*|\*)(\s*,\s*[1-9][0-9]*)?\])?\Z")
+
+
 def check_master(master: str) -> None:
     """A master string Spark knows, and a standalone / Connect master that answers TCP."""
     if master not in _MASTER_NAMES and not master.startswith(_MASTER_PREFIXES):
         raise ConfigurationError(
             f"{_MASTER_SETTING}: not a Spark master: {master!r} (use local[N], spark://HOST:PORT, "
             "sc://HOST:PORT, yarn, k8s://URL, mesos://URL or local-cluster[...])")
+    if master.startswith("local") and not master.startswith("local-cluster[") \
+            and not _LOCAL_MASTER.match(master):
+        raise ConfigurationError(
+            f"{_MASTER_SETTING}: not a local master: {master!r} (use local, local[N] or "
+            "local[*] for N threads or one per core, local[N,F] to allow F task failures)")
     if master.startswith(("spark://", "sc://")):
         for host, port in _master_addresses(master):
             _connect(host, port, master)

@@ -61,6 +61,17 @@ def test_bogus_master_names_the_setting(tmp_path: Path, src: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("master", ["local[nonsense]", "local[0]", "local[2,x]", "local[]"])
+def test_a_local_master_spark_would_not_parse_is_refused_before_anything(
+        tmp_path: Path, src: Path, master: str) -> None:
+    """Not left to Spark's start: a plan this small is copied without Spark at all."""
+    line = refuse(tmp_path, "copy", str(src), str(tmp_path / "out"), "--master", master)
+    assert line == (f"pydistcp: error: --master / PYDISTCP_MASTER: not a local master: "
+                    f"{master!r} (use local, local[N] or local[*] for N threads or one per "
+                    "core, local[N,F] to allow F task failures)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_unreachable_standalone_master_fails_in_seconds(tmp_path: Path, src: Path) -> None:
     port = closed_port()
     start = time.monotonic()
@@ -210,12 +221,13 @@ def test_refused_s3_endpoint_is_exit_3(tmp_path: Path, src: Path,
 
 def test_spark_that_cannot_start_is_one_line_exit_3(tmp_path: Path, src: Path) -> None:
     logs = tmp_path / "logs"
-    r = run_cli("copy", str(src), str(tmp_path / "out"), "--master", "local[nonsense]",
-                "--no-progress", "--copying", "spark", env={"PYDISTCP_LOG_DIR": str(logs)})
+    r = run_cli("copy", str(src), str(tmp_path / "out"), "--master", "local[2]",
+                "--conf", "spark.driver.memory=nonsense", "--no-progress", "--copying",
+                "spark", env={"PYDISTCP_LOG_DIR": str(logs)})
     assert r.returncode == 3, r.stderr
     line = one_error_line(r.stderr)
     log = next(logs.glob("spark-*.log"))
-    assert line.startswith("pydistcp: error: Spark did not start (local[nonsense]): ")
+    assert line.startswith("pydistcp: error: Spark did not start (local[2]): ")
     assert line.endswith(f"; details in {log}")
     assert "at org.apache" not in r.stderr
     assert tree(tmp_path / "out") == {}  # staging may exist; nothing published
