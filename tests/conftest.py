@@ -7,6 +7,7 @@ its own Spark, so they are few and each checks several behaviours.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -112,6 +113,13 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
     """Run ``pydistcp ARGS`` in a fresh process, as a user would."""
     return subprocess.run([*PYDISTCP, *args], capture_output=True, text=True, env=cli_env(env),
                           timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
+
+
+def announced(dst: Path) -> list[str]:
+    """The file sets announced (OpenLineage COMPLETE events kept in the state), in order."""
+    lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()
+    facets = [json.loads(line)["run"]["facets"] for line in lines]
+    return [f["pydistcp_copy"]["file_set"] for f in facets if "pydistcp_copy" in f]
 
 
 def tree(root: Path) -> dict[str, tuple[bytes | None, int, int]]:

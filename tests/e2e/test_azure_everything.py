@@ -46,21 +46,28 @@ def tree(root: Path) -> dict[str, bytes]:
     return files
 
 
-def test_an_encrypted_archive_on_s3_is_expanded_into_azure(
-        azure: AzureServer, s3: S3Server, ring: Keyring, tmp_path: Path,  # noqa: F811
-        warm_engine_local2: dict[str, str]) -> None:
+def expand_into_azure(azure: AzureServer, store: S3Server | GcsServer, drop: str, ring: Keyring,  # noqa: F811
+                      tmp_path: Path, env: dict[str, str]) -> None:
+    """A ``.tar.gz.gpg`` put on ``store`` under ``drop`` (its bucket ``src``, folder
+    ``drop/``), decrypted and expanded into ``az://dst/landed``: each member arrives."""
     sealed = gpg(ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
                  data=tgz(MEMBERS)).stdout
-    put_tree(s3, "src", "drop/", {"docs.tar.gz.gpg": sealed})
+    put_tree(store, "src", "drop/", {"docs.tar.gz.gpg": sealed})
     (tmp_path / "pass").write_text(PASSPHRASE + "\n")
-    r, summary = copy(tmp_path, "s3://src/drop", "az://dst/landed", "--convert",
+    r, summary = copy(tmp_path, drop, "az://dst/landed", "--convert",
                       "decrypt,gunzip,untar", "--gpg-home", ring.home,
-                      "--gpg-passphrase-file", str(tmp_path / "pass"),
-                      env={**s3.env, **warm_engine_local2})
+                      "--gpg-passphrase-file", str(tmp_path / "pass"), env=env)
     assert r.returncode == 0, r.stderr
     # an archive expands into a folder named after it, less its suffixes
     assert visible(azure, "dst", "landed/") == {f"docs/{k}": v for k, v in MEMBERS.items()}
     assert summary["files_copied"] == len(MEMBERS) and summary["bytes_read"] == len(sealed)
+
+
+def test_an_encrypted_archive_on_s3_is_expanded_into_azure(
+        azure: AzureServer, s3: S3Server, ring: Keyring, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    expand_into_azure(azure, s3, "s3://src/drop", ring, tmp_path,
+                      {**s3.env, **warm_engine_local2})
     assert azure.pending_uploads() == []
 
 
@@ -69,16 +76,7 @@ def test_an_encrypted_archive_on_gcs_is_expanded_into_azure_and_azure_copies_to_
         tmp_path: Path, warm_engine_local2: dict[str, str]) -> None:
     """The issue's own cases across providers: a ``.tar.gz.gpg`` landed on GCS decrypted
     and expanded into Azure, then Azure -> S3 with every file's digest verified."""
-    sealed = gpg(ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
-                 data=tgz(MEMBERS)).stdout
-    put_tree(gcs, "src", "drop/", {"docs.tar.gz.gpg": sealed})
-    (tmp_path / "pass").write_text(PASSPHRASE + "\n")
-    r, summary = copy(tmp_path, "gs://src/drop", "az://dst/landed", "--convert",
-                      "decrypt,gunzip,untar", "--gpg-home", ring.home,
-                      "--gpg-passphrase-file", str(tmp_path / "pass"), env=warm_engine_local2)
-    assert r.returncode == 0, r.stderr
-    assert visible(azure, "dst", "landed/") == {f"docs/{k}": v for k, v in MEMBERS.items()}
-    assert summary["files_copied"] == len(MEMBERS) and summary["bytes_read"] == len(sealed)
+    expand_into_azure(azure, gcs, "gs://src/drop", ring, tmp_path, warm_engine_local2)
     r, summary = copy(tmp_path, "az://dst/landed", "s3://dst/from-azure", "--verify", "digest",
                       env={**s3.env, **warm_engine_local2})
     assert r.returncode == 0, r.stderr

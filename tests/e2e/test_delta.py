@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import distcp
-from tests.conftest import PYDISTCP, cli_env, run_cli
+from tests.conftest import PYDISTCP, announced, cli_env, run_cli
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
 from tests.unit.test_metrics_file import samples
 
@@ -70,13 +70,6 @@ def assert_same_at_every_version(src: str, dst: str, upto: int, **options: Any) 
 def data_files(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*")
             if p.is_file() and ".pydistcp" not in p.parts}
-
-
-def announced(dst: Path) -> list[str]:
-    """The file sets announced (OpenLineage COMPLETE events kept in the state), in order."""
-    lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()
-    facets = [json.loads(line)["run"]["facets"] for line in lines]
-    return [f["pydistcp_copy"]["file_set"] for f in facets if "pydistcp_copy" in f]
 
 
 def test_a_table_replicates_by_version_then_only_newer_versions_then_nothing(

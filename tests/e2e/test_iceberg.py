@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 import distcp
-from tests.conftest import PYDISTCP, cli_env, run_cli
+from tests.conftest import PYDISTCP, announced, cli_env, run_cli
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
 
 sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -115,12 +115,6 @@ def referenced(root: Path, name: str = "t") -> set[str]:
 def no_source_path(dst: Path, src: Path) -> None:
     for f in (dst / "metadata").iterdir():
         assert str(src).encode() not in f.read_bytes(), f
-
-
-def announced(dst: Path) -> list[str]:
-    lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()
-    facets = [json.loads(line)["run"]["facets"] for line in lines]
-    return [f["pydistcp_copy"]["file_set"] for f in facets if "pydistcp_copy" in f]
 
 
 def test_a_table_replicates_into_a_catalog_then_only_newer_snapshots_then_nothing(
