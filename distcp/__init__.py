@@ -140,6 +140,12 @@ def copy(
     max_replays: int = 3,
     incremental: bool = False,
     recovery_retention: float | str = "24h",
+    # a long-running copy: a streaming query publishing new files as they arrive
+    continuous: bool = False,
+    interval: float | str = 10.0,
+    max_files_per_batch: int = 10_000,
+    until_idle: bool = False,
+    settle: float | str = 1.0,
     # catalog registration of published partitions
     catalog_table: str | None = None,
     catalog_partitions: str | None = None,
@@ -235,7 +241,12 @@ def _copy(sources: str | Sequence[str], destination: str, callback: Callback | N
     except (ValueError, TypeError) as exc:  # int("two") and the like: a bad value given
         raise ConfigurationError(f"bad option value: {exc}") from exc
     with driver_errors():
-        summary = run_copy(cfg, callback or DEFAULT_CALLBACK)
+        if cfg.continuous:
+            from distcp.run.continuous import run_continuous
+
+            summary = run_continuous(cfg, callback or DEFAULT_CALLBACK)
+        else:
+            summary = run_copy(cfg, callback or DEFAULT_CALLBACK)
     _write_summary(summary, summary_json)
     return summary
 

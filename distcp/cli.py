@@ -320,6 +320,24 @@ def main() -> None:
               help="Set an unfinished commit of an earlier run aside after this many replays.")
 @click.option("--incremental", is_flag=True,
               help="Skip what the state says was published, without listing DST.")
+@click.option("--continuous", is_flag=True,
+              help="Keep running: a Spark Structured Streaming query that lists the sources "
+                   "every --interval and publishes each batch of new files through the "
+                   "commit log, exactly once across crashes and restarts. It first copies "
+                   "whatever DST lacks; SIGTERM or Ctrl-C finishes the current batch and "
+                   "exits 0 (a second Ctrl-C stops at once). See docs/guide/continuous.md.")
+@click.option("--interval", metavar="DURATION", default="10s", show_default=True,
+              help="--continuous: how often the sources are listed for new files.")
+@click.option("--max-files-per-batch", type=click.IntRange(min=1), metavar="N",
+              default=10_000, show_default=True,
+              help="--continuous: at most N files in one batch, oldest first; the rest "
+                   "wait for the next batches.")
+@click.option("--until-idle", is_flag=True,
+              help="--continuous: stop (exit 0, or 1 if a file failed) once a listing finds "
+                   "nothing new and nothing waiting: a backfill that catches up and ends.")
+@click.option("--settle", metavar="DURATION", default="1s", show_default=True,
+              help="--continuous: leave a file modified less than DURATION ago for a later "
+                   "batch, as its writer may not be done (0: copy at once).")
 @click.option("--recovery-retention", default="24h", show_default=True, metavar="DURATION",
               help="Keep verified but unpublished copies this long for the next run to reuse.")
 @click.option("--catalog-table", metavar="DB.TABLE",

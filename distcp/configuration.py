@@ -98,6 +98,16 @@ class CopyConfiguration:
     #: task code in threads) or "auto" (the driver for a small plan on a local master,
     #: where a Spark job's start costs more than the copy). distcp.run.choice.
     copying: str = "auto"
+    #: A long-running copy (``--continuous``): a Structured Streaming query whose
+    #: micro-batches, every ``interval`` seconds and of at most ``max_files_per_batch``
+    #: files, each publish the new files found (distcp.run.continuous). ``until_idle``: stop
+    #: once a read finds nothing new and nothing waiting; ``settle``: a file younger than
+    #: this many seconds is left for a later batch (its writer may not be done).
+    continuous: bool = False
+    interval: float = 10.0
+    max_files_per_batch: int = 10_000
+    until_idle: bool = False
+    settle: float = 1.0
     #: Symbolic links in a local source tree: skipped and reported, followed, or copied
     #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
@@ -307,6 +317,7 @@ def _problems(c: CopyConfiguration) -> Iterator[str | None]:
     yield _list_problem(c)
     yield _stream_problem(c)
     yield _fork_problem(c)
+    yield _continuous_problem(c)
     yield writeopts.values_problem(c.writes)
 
 
@@ -357,6 +368,26 @@ def _copying_problem(c: CopyConfiguration) -> str | None:
         return ("--copying driver cannot split files (--split-size): ranges are Spark "
                 "tasks; use --copying auto or spark")
     return None
+
+
+def _continuous_problem(c: CopyConfiguration) -> str | None:
+    """What a continuous copy takes: new files of plain trees, published as they come;
+    its own Spark session (a local master or a cluster's)."""
+    if not c.continuous:
+        given = next((n for n in ("until_idle",) if getattr(c, n)), None)
+        return f"--{given.replace('_', '-')} needs --continuous" if given else None
+    refused = next((flag for flag, on in (
+        ("--dry-run", c.dry_run), ("--delete", c.delete), ("move", c.move),
+        ("--files-from", bool(c.files_from or c.files_from_manifest)),
+        (f"--finder {c.finder}", c.finder in ("stream", "delta", "iceberg")),
+        ("--engine warm", c.engine == "warm"),
+        ("a Spark Connect master", c.master.startswith("sc://"))) if on), None)
+    if refused:
+        return (f"--continuous cannot be used with {refused}: it copies the new files of "
+                "plain trees as they arrive, in a Spark session of its own")
+    return (_below(c.interval, 0.1, "--interval must be at least 0.1 (seconds)")
+            or _below(c.max_files_per_batch, 1, "--max-files-per-batch must be at least 1")
+            or _below(c.settle, 0, "--settle must not be negative"))
 
 
 def _fork_problem(c: CopyConfiguration) -> str | None:
@@ -461,7 +492,7 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
 _ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine",
                  "copying")
 _SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
-_AGE_SETTINGS = ("min_age", "max_age", "lookback")
+_AGE_SETTINGS = ("min_age", "max_age", "lookback", "interval", "settle")
 _SEQUENCE_SETTINGS = ("include", "exclude", "converters", "check", "fork", "fork_convert")
 
 

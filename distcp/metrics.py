@@ -110,8 +110,12 @@ def build_registry(metrics: RunMetrics, last_success: float | None) -> Collector
           registry=registry).set(metrics.started)
     Gauge("pydistcp_run_duration_seconds", "Seconds the run has taken so far",
           registry=registry).set(round(metrics.now - metrics.started, 3))
+    continuous = metrics.extra.get("continuous")
+    finished = metrics.finished and not (continuous and continuous["running"])
     Gauge("pydistcp_run_finished", "1 once the run has ended, 0 while it runs",
-          registry=registry).set(1 if metrics.finished else 0)
+          registry=registry).set(1 if finished else 0)
+    if continuous:
+        _continuous(registry, continuous)
     if metrics.finished:
         Gauge("pydistcp_run_success", "1 if the run ended with every file published",
               registry=registry).set(1 if metrics.success else 0)
@@ -121,6 +125,19 @@ def build_registry(metrics: RunMetrics, last_success: float | None) -> Collector
         Gauge(LAST_SUCCESS, "When a run last succeeded (Unix time)",
               registry=registry).set(last_success)
     return registry
+
+
+def _continuous(registry: CollectorRegistry, figures: Mapping[str, Any]) -> None:
+    """A continuous copy's lag: the age of the oldest source file not yet published,
+    what waits for later batches, and the batches so far."""
+    for name, text, key in (
+            ("pydistcp_continuous_lag_seconds", ("Age of the oldest source file not yet "
+             "published (0: none waiting)"), "lag"),
+            ("pydistcp_continuous_waiting_files", "Source files waiting for a batch",
+             "waiting_files"),
+            ("pydistcp_continuous_waiting_bytes", "Bytes of the files waiting", "waiting_bytes"),
+            ("pydistcp_continuous_batches", "Batches run since the copy started", "batches")):
+        Gauge(name, text, registry=registry).set(figures[key])
 
 
 def _labelled(registry: CollectorRegistry, specs: Mapping[str, tuple[str, str]], label: str,

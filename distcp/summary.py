@@ -447,3 +447,7 @@ class StatusReport(TypedDict):
     recoverable: list[dict[str, Any]]
     #: Verified copies journaled by interrupted runs.
     journaled: list[dict[str, Any]]
+    #: The last continuous copy's status document (``copy --continuous``: its state,
+    #: batches, last batch, lag and files waiting), with ``running`` true while it holds
+    #: the lock; None when none ran here.
+    continuous: dict[str, Any] | None

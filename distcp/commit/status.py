@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from dataclasses import asdict
@@ -114,7 +115,19 @@ def status_report(root: str, options: dict[str, Any]) -> StatusReport:
     return StatusReport(state_dir=fsutil.display(root),
                         running=asdict(holder) if holder else None, pending=seq,
                         set_aside=aside, datasets=datasets, recoverable=recoverable,
-                        journaled=journaled)
+                        journaled=journaled, continuous=_continuous(root, options, holder))
+
+
+def _continuous(root: str, options: dict[str, Any], holder: Holder | None
+                ) -> dict[str, Any] | None:
+    """The continuous copy's status document, ``running`` while its job holds the lock
+    (a killed one's document still says "running": the lock tells)."""
+    url = StateLayout(root).continuous_status
+    try:
+        doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous status"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return {**doc, "running": holder is not None and holder.job_id == doc.get("job_id")}
 
 
 def _datasets(root: str, options: dict[str, Any]) -> list[dict[str, Any]]:
@@ -180,6 +193,20 @@ def journaled_copies(root: str, options: dict[str, Any], holder: Holder | None
     return out
 
 
+def _continuous_line(doc: dict[str, Any]) -> str:
+    """``continuous copy: running, 12 batches, ...``: a running copy's progress and lag,
+    or how the last one ended."""
+    state = "running" if doc["running"] else (
+        "stopped" if doc["state"] == "stopped" else "not running (ended without stopping)")
+    last = doc.get("last_batch") or {}
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["ended"])) if last else "-"
+    return (f"continuous copy: {state}, job {doc['job_id']}, {doc['batches']} batch(es), "
+            f"{doc['files_copied']} files ({human_bytes(doc['bytes_copied'])}) published; "
+            f"last batch {last.get('id', '-')} at {when} ({last.get('files', 0)} files); "
+            f"lag {doc['lag_seconds']:.1f} s, waiting {doc['waiting_files']} files "
+            f"({human_bytes(doc['waiting_bytes'])})")
+
+
 def render_status(report: StatusReport) -> str:
     lines = [f"state: {report['state_dir']}",
              f"pending commits: {len(report['pending'])}"]
@@ -218,6 +245,8 @@ def render_status(report: StatusReport) -> str:
                      f"({human_bytes(size)}, job {', '.join(jobs)}); 'pydistcp recover' or the "
                      "next copy keeps them, and the next copy publishes them without reading "
                      "their sources again")
+    if report["continuous"]:
+        lines.append(_continuous_line(report["continuous"]))
     if report["running"]:
         lines.insert(1, f"running now: {Holder(**report['running']).describe()}")
     return printable_lines(lines)  # a name holding a newline must not start a line

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -90,6 +90,13 @@ class CopyableDataset(ABC):
         """This dataset planned with what earlier runs published (a stream dataset's
         lookback and late files); most datasets do not need it."""
         return self
+
+    def targets(self, cfg: CopyConfiguration, files: Sequence[CopyableFile]
+                ) -> dict[str, FileStatus] | None:
+        """What the destination holds of ``files``, when the dataset can tell without
+        listing its destination root (a continuous copy's batch: a few new files of a
+        big tree); None: the destination root is listed."""
+        return None
 
     def listing_from(self, cfg: CopyConfiguration, entries: EntrySource) -> DatasetListing:
         """The dataset's listing made of ``entries`` instead of its own listing (files

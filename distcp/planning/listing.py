@@ -219,8 +219,9 @@ def walked_plan(ds: CopyableDataset, cfg: CopyConfiguration, listing: DatasetLis
         mtimes_kept = keeps_mtimes(ds.destination_root, cfg)
         single = listing.files[0] if ds.is_file and listing.files else None
         renamed = single.destination if single is not None and single.converters else None
-        target = target_listing(ds, cfg, renamed, lister)
-        tally.listings += 1
+        known = ds.targets(cfg, listing.files)
+        target = known if known is not None else target_listing(ds, cfg, renamed, lister)
+        tally.listings += known is None
     if state is not None and any(f.destination.endswith("/") for f in listing.files):
         published = {entry[3] for entry in state.load(ds.urn).manifest.values()}
         target = expansion_targets(listing.files, target, published, ds.destination_root,

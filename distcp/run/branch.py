@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +28,7 @@ from distcp.commit.steps import CommitContext
 from distcp.configuration import CopyConfiguration
 from distcp.copying.taskenv import task_environment
 from distcp.copying.taskspec import TaskSpec
+from distcp.datasets.base import CopyableDataset
 from distcp.errors import DestinationNotWritableError, PlanningError
 from distcp.events.sinks import EventSink
 from distcp.fork.branches import Branch
@@ -241,14 +243,16 @@ class BranchRun:
         return self.spec
 
 
-def opened(branches: tuple[Branch, ...], summary: Summary, forked: bool) -> list[BranchRun]:
-    """Each branch checked before Spark (``preflight``), its datasets found and its state
-    root chosen; a plain copy's one branch reports into the run's summary itself."""
+def opened(branches: tuple[Branch, ...], summary: Summary, forked: bool,
+           found: Callable[[CopyConfiguration], list[CopyableDataset]] = find_datasets
+           ) -> list[BranchRun]:
+    """Each branch checked before Spark (``preflight``), its datasets ``found`` and its
+    state root chosen; a plain copy's one branch reports into the run's summary itself."""
     for b in branches:
         preflight.check_run(b.cfg)
     runs = []
     for b in branches:
-        datasets = find_datasets(b.cfg)
+        datasets = found(b.cfg)
         runs.append(BranchRun(b, datasets, state_root(b.cfg, datasets),
                               Summary(job_id=summary.job_id) if forked else summary,
                               forked=forked))

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from contextlib import ExitStack
-from dataclasses import replace
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
 
 from distcp import collection, metrics, request_count
 from distcp.callbacks import DEFAULT_CALLBACK, Callback
@@ -29,9 +30,11 @@ from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import publish_plan
 from distcp.configuration import CopyConfiguration
 from distcp.converters.base import expands
+from distcp.datasets.base import CopyableDataset
 from distcp.events.run import RunEvents
 from distcp.fork.agree import agreed
 from distcp.fork.branches import Branch, ForkSettings, branches_of, check_branches, settings_of
+from distcp.planning.listing import find_datasets
 from distcp.planning.strategy import NOTHING, Strategy
 from distcp.run.branch import (
     BranchRun,
@@ -109,22 +112,37 @@ def conduct(steps: Steps[R], runs: list[BranchRun]) -> R:
         return steps.finish(runs)
 
 
-def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK) -> Summary:
+@dataclass(frozen=True)
+class Within:
+    """A run that is one batch of a longer one (``copy --continuous``): the longer run
+    holds the destination's lock and the Spark session, and says which datasets, of
+    those the finder finds, the batch copies, and of which files."""
+
+    spark: Any
+    found: Callable[[CopyConfiguration], list[CopyableDataset]] = find_datasets
+
+
+def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK,
+             within: Within | None = None) -> Summary:
     """One whole run of ``cfg`` (with ``--fork``, of each of its branches); the metrics
-    file (``--metrics-file``) written on progress ticks and at the end."""
+    file (``--metrics-file``) written on progress ticks and at the end. A continuous
+    copy (``run.continuous``) is a streaming query whose batches are such runs,
+    ``within`` it."""
     if cfg.fork:
-        return run_branches(branches_of(cfg), settings_of(cfg), callback)
-    return run_branches((Branch("main", cfg),), None, callback)
+        return run_branches(branches_of(cfg), settings_of(cfg), callback, within)
+    return run_branches((Branch("main", cfg),), None, callback, within)
 
 
 def run_branches(branches: tuple[Branch, ...], settings: ForkSettings | None,
-                 callback: Callback = DEFAULT_CALLBACK) -> Summary:
+                 callback: Callback = DEFAULT_CALLBACK, within: Within | None = None
+                 ) -> Summary:
     """One run over ``branches``: a fork when ``settings`` are given (even of one)."""
     with metrics.reporting(branches[0].cfg.metrics_file, callback) as report:
         if settings is not None:
             check_branches(branches)
-        steps = CopySteps(branches[0].cfg, settings, report)
-        summary = conduct(steps, opened(branches, steps.summary, forked=settings is not None))
+        steps = CopySteps(branches[0].cfg, settings, report, within)
+        summary = conduct(steps, opened(branches, steps.summary, forked=settings is not None,
+                                        found=within.found if within else find_datasets))
         report.finish(summary)
         return summary
 
@@ -142,12 +160,14 @@ class CopySteps:
     or a fork's several; what it returns is the run's ``Summary``."""
 
     def __init__(self, lead: CopyConfiguration, settings: ForkSettings | None,
-                 callback: Callback) -> None:
+                 callback: Callback, within: Within | None = None) -> None:
         self.lead, self.settings, self.callback = lead, settings, callback
+        self.within = within
         self.start = time.monotonic()
         self.summary = Summary(job_id=new_job_id(), dry_run=lead.dry_run)
         self.sessions = Sessions(lead, self.summary.job_id, callback)
-        self.session = LazySession(self.sessions)
+        self.session = LazySession(self.sessions if within is None
+                                   else lambda: nullcontext(within.spark))
 
     def lock(self, runs: list[BranchRun], stack: ExitStack) -> None:
         """Every branch's destination locked, then the run's log, Spark session (opened
@@ -156,7 +176,8 @@ class CopySteps:
         lead, job_id = self.lead, self.summary.job_id
         self.log = RunLog(lead.log_file, job_id)
         stack.callback(self.log.close)
-        locked(runs, job_id, stack)
+        if self.within is None:  # else the longer run holds the lock
+            locked(runs, job_id, stack)
         stack.callback(self.session.close)
         sink = event_sink(lead, runs[0].root)  # the run's own events: the lead's target
         self.events = stack.enter_context(RunEvents(sink, job_id, lead.destination,

@@ -19,6 +19,9 @@ layout can be read (and changed) in one screen::
     events/<key>.json             events sent; events/outbox/<ns>-<key>.json: events not yet
                                   delivered, by the time they were parked;
                                   events/events.jsonl: the default local event log
+    continuous/status.json        a continuous copy's status: its process, batches, lag
+    continuous/waiting.json       what its source's last listing left for later batches
+    continuous/checkpoint/        its Spark query's checkpoint (a local state root's)
 
 Keys and guids are digests, sequence and job ids are made by the tool: no name of the
 data ever becomes a name here (``distcp.state.bounds``).
@@ -118,6 +121,18 @@ class StateLayout:
     @property
     def events_log(self) -> str:
         return self._at(EVENTS, "events.jsonl")
+
+    @property
+    def continuous_status(self) -> str:
+        return self._at("continuous", "status.json")
+
+    @property
+    def continuous_waiting(self) -> str:
+        return self._at("continuous", "waiting.json")
+
+    @property
+    def continuous_checkpoint(self) -> str:
+        return self._at("continuous", "checkpoint")
 
     #: Folders commit steps write single documents into: created before a run's first
     #: write on filesystems that need a folder first (FTP, SFTP).

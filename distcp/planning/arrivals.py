@@ -1,0 +1,165 @@
+"""What is new at a continuous copy's sources: the listing half of its stream (driver).
+
+Spark asks the stream's source (``spark.arrivals``) what arrived since its last
+offset; this module answers by listing the run's datasets through the storage seam
+(every store pydistcp reads), with the run's filters, and offering in (mtime, path)
+order the files it has not offered before, at most ``--max-files-per-batch`` at a time.
+
+"Not offered before" is kept in memory (``offered``: a path and its size and mtime),
+on top of what the listing taken before the run's catch-up found (``known``:
+fingerprints of path, size and mtime; that run copied whatever the destination
+lacked). So a file that arrives with an mtime older than what was offered (``cp -p``,
+``rsync -t`` into the source) is still offered, and a file rewritten in place (new
+size or mtime) is offered again. A file younger than ``--settle`` seconds is left for a
+later read: its writer may not be done.
+
+What a read leaves waiting (the files beyond this batch) goes to the status document
+the driver reads after each batch for its lag gauge (``waiting``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from distcp.configuration import CopyConfiguration
+from distcp.model import FileStatus
+from distcp.planning import offsets
+from distcp.planning.listing import find_datasets
+from distcp.storage import filesystems as fsutil
+from distcp.storage import storage_for
+from distcp.storage.atomic import write_atomic
+
+#: The stream's rows: which dataset, the path as its storage spells it, its status.
+SCHEMA = "urn string, path string, status string"
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One file offered: its dataset, its path as its tree's storage spells it, and
+    what the listing said of it."""
+
+    urn: str
+    path: str
+    status: FileStatus
+
+    @property
+    def key(self) -> offsets.Key:
+        return (self.status.mtime, self.path)
+
+    @property
+    def fingerprint(self) -> int:
+        """The file as a listing saw it (dataset, path, size, mtime), in 8 bytes: what
+        the catch-up's listing hands the source, however many files it found."""
+        seen = f"{self.urn}\0{self.path}\0{self.status.size}\0{self.status.mtime!r}"
+        return int.from_bytes(hashlib.blake2b(seen.encode(), digest_size=8).digest(), "big")
+
+    def row(self) -> tuple[str, str, str]:
+        return (self.urn, self.path, json.dumps(asdict(self.status)))
+
+    @classmethod
+    def of_row(cls, urn: str, path: str, status: str) -> Arrival:
+        return cls(urn, path, FileStatus(**json.loads(status)))
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a read left for later batches: files, bytes, the oldest one's mtime; and
+    (as read back by the driver) what it offered, what had not settled, and when."""
+
+    files: int = 0
+    bytes: int = 0
+    oldest: float | None = None
+    offered: int = 0
+    unsettled: int = 0
+    at: float = 0.0
+
+    @classmethod
+    def of(cls, left: list[Arrival]) -> Waiting:
+        return cls(len(left), sum(a.status.size for a in left),
+                   min((a.status.mtime for a in left), default=None))
+
+
+class Arrivals:
+    """The run's sources, listed on each read; what it offered kept in ``known``."""
+
+    def __init__(self, cfg: CopyConfiguration, known: frozenset[int] = frozenset(),
+                 waiting_url: str = "") -> None:
+        self.cfg, self.known, self.waiting_url = cfg, known, waiting_url
+        self.offered: dict[tuple[str, str], tuple[int, float]] = {}
+        #: Files the last listing left for later because they had not settled.
+        self.unsettled = 0
+
+    def listed(self) -> Iterator[Arrival]:
+        """Every file of every dataset the run's finder finds now, filtered as the run
+        filters (ages from now), that has settled."""
+        cfg = self.cfg.with_(started=time.time())
+        wanted, settled = cfg.file_filter, time.time() - cfg.settle
+        for ds in find_datasets(cfg):
+            tree = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
+            if ds.is_file:
+                found: Iterator[tuple[str, FileStatus]] = iter(
+                    ((tree.path, tree.storage.stat(tree.url)),))
+            else:
+                found = tree.storage.walk(tree.url, cfg.links, [])
+            for path, st in found:
+                if st.is_dir:
+                    continue
+                if st.mtime > settled:
+                    self.unsettled += 1
+                    continue
+                rel = fsutil.relpath(path, tree.path) if not ds.is_file else \
+                    path.rstrip("/").rpartition("/")[2]
+                if wanted.admits(rel, st):
+                    yield Arrival(ds.urn, path, st)
+
+    def read(self, start: Mapping[str, Any]) -> tuple[list[Arrival], dict[str, Any]]:
+        """The next batch after ``start`` and the offset that ends it (``start`` itself
+        when nothing is new: Spark then runs no batch)."""
+        self.unsettled = 0
+        listed = sorted(self.listed(), key=lambda a: a.key)
+        offered, known = self.offered, self.known
+        new = [a for a in listed if offered.get((a.urn, a.path)) != _seen(a)
+               and a.fingerprint not in known]
+        batch, left = new[:self.cfg.max_files_per_batch], new[self.cfg.max_files_per_batch:]
+        self._report(Waiting.of(left), len(batch))
+        if not batch:
+            return [], dict(start)
+        for a in batch:
+            offered[(a.urn, a.path)] = _seen(a)
+        return batch, offsets.advanced(start, ((a.urn, a.key) for a in batch))
+
+    def between(self, start: Mapping[str, Any], end: Mapping[str, Any]) -> list[Arrival]:
+        """A batch read again after a crash: the files between its marks. Files it had
+        offered late (below a mark) are not among them: the catch-up run that starts
+        each process copies them."""
+        return sorted((a for a in self.listed() if offsets.between(start, end, a.urn, a.key)),
+                      key=lambda a: a.key)
+
+    def _report(self, waiting: Waiting, offered: int) -> None:
+        """What this read offered and left, for the driver's lag gauge and
+        ``--until-idle`` (a read that offered nothing and left nothing)."""
+        if self.waiting_url:
+            doc = {**asdict(waiting), "offered": offered, "unsettled": self.unsettled,
+                   "at": time.time()}
+            write_atomic(self.waiting_url, json.dumps(doc).encode(),
+                         dict(self.cfg.dst_options), durable=False)
+
+
+def _seen(a: Arrival) -> tuple[int, float]:
+    return (a.status.size, a.status.mtime)
+
+
+def read_waiting(url: str, options: dict[str, Any]) -> Waiting:
+    """What the source's last read left waiting (nothing known: none)."""
+    try:
+        doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous copy's status"))
+    except (FileNotFoundError, ValueError):
+        return Waiting()
+    return Waiting(int(doc["files"]), int(doc["bytes"]), doc.get("oldest"),
+                   int(doc.get("offered", 0)), int(doc.get("unsettled", 0)),
+                   float(doc.get("at", 0.0)))

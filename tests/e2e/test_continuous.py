@@ -1,0 +1,237 @@
+"""``copy --continuous``: a Structured Streaming query publishing new files as they
+arrive, exactly once across SIGKILLs and restarts.
+
+In-process runs share the suite's Spark session (the query runs in it, as in the
+engine of a caller); the crash test runs the command, as a user would, and kills
+its whole process group with SIGKILL at random instants while a writer adds files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import distcp
+from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli
+from tests.e2e.test_fork_cli import tgz
+from tests.fixtures.gpgkeys import ALICE, PASSPHRASE, gpg, keyring
+from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
+from tests.fixtures.stores import visible
+
+pytestmark = pytest.mark.e2e
+
+
+class Writer(threading.Thread):
+    """Adds a file to ``root`` every ``every`` seconds (atomically: written beside, then
+    renamed in), for ``seconds``; some land in sub-folders, one with an old mtime."""
+
+    def __init__(self, root: Path, seconds: float, every: float = 0.1, seed: int = 7) -> None:
+        super().__init__(daemon=True)
+        self.root, self.seconds, self.every = root, seconds, every
+        self.rng = random.Random(seed)
+        self.written = 0
+
+    def run(self) -> None:
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end:
+            n = self.written
+            rel = Path(f"d{n % 3}") / f"f{n:05d}.bin" if n % 2 else Path(f"f{n:05d}.bin")
+            self.put(rel, self.rng.randbytes(self.rng.randint(0, 4000)),
+                     old=n % 17 == 5)
+            self.written += 1
+            time.sleep(self.every)
+
+    def put(self, rel: Path, data: bytes, old: bool = False) -> None:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.root.parent / f".{rel.name}.tmp"
+        tmp.write_bytes(data)
+        if old:  # as ``cp -p`` or ``rsync -t`` deliver: an mtime long past
+            os.utime(tmp, (1_600_000_000, 1_600_000_000))
+        tmp.rename(target)
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".pydistcp" not in p.parts}
+
+
+def announced_sets(dst: Path) -> dict[str, int]:
+    """Each file set's COMPLETE event (kept in the state's event log): its idempotency
+    key and how many files it published. A replay may send an event again, with the
+    same key and the same count: a reader deduplicates by key."""
+    lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()
+    sets: dict[str, int] = {}
+    for line in lines:
+        facet = json.loads(line)["run"]["facets"].get("pydistcp_copy")
+        if facet:
+            assert sets.setdefault(facet["idempotency_key"], facet["files"]) == facet["files"]
+    return sets
+
+
+def test_new_files_are_published_as_they_arrive_until_idle(spark: Any, tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "before.txt").write_bytes(b"there before the start")
+    writer = Writer(src, seconds=4, every=0.1)
+    writer.start()
+    metrics = tmp_path / "metrics.prom"
+    summary = distcp.copy(str(src), str(dst), continuous=True, interval=0.5, until_idle=True,
+                          settle=0.2, max_files_per_batch=7, progress=False,
+                          metrics_file=str(metrics))
+    writer.join()
+    assert summary.ok and writer.written >= 20
+    assert files_of(dst) == files_of(src)  # the old-mtime files too
+    published = sum(announced_sets(dst).values())
+    assert published == len(files_of(src))  # each file published once
+    status = json.loads((dst / ".pydistcp" / "continuous" / "status.json").read_text())
+    assert status["state"] == "stopped" and status["batches"] >= 3  # 7 files a batch at most
+    assert status["waiting_files"] == 0 and status["lag_seconds"] == 0
+    assert status["files_copied"] == summary.files_copied == published
+    text = metrics.read_text()
+    assert "pydistcp_continuous_lag_seconds 0.0" in text
+    assert f"pydistcp_continuous_batches {float(status['batches'])}" in text
+    assert "pydistcp_run_finished 1.0" in text
+    shown = run_cli("status", str(dst))
+    assert shown.returncode == 0, shown.stderr
+    assert f"continuous copy: stopped, job {summary.job_id}, {status['batches']} batch(es), " \
+        f"{published} files" in shown.stdout
+    assert "lag 0.0 s, waiting 0 files" in shown.stdout
+
+
+def test_encrypted_archives_landing_are_expanded_as_they_land(spark: Any, tmp_path: Path
+                                                               ) -> None:
+    ring = keyring()
+    src, dst = tmp_path / "landing", tmp_path / "dst"
+    src.mkdir()
+    members = {"r/a.csv": b"a,b\n1,2\n", "r/b.bin": bytes(range(256)) * 40}
+
+    def land() -> None:
+        for n in range(3):
+            time.sleep(0.7)
+            sealed = gpg(ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
+                         data=tgz({**members, "n.txt": str(n).encode()})).stdout
+            Writer(src, 0).put(Path(f"drop{n}.tar.gz.gpg"), sealed)
+
+    landing = threading.Thread(target=land)
+    landing.start()
+    summary = distcp.copy(str(src), str(dst), continuous=True, interval=0.5, until_idle=True,
+                          settle=0.3, convert=["decrypt", "gunzip", "untar"],
+                          gpg_home=ring.home, gpg_passphrase=PASSPHRASE, progress=False)
+    landing.join()
+    assert summary.ok, summary.failures
+    for n in range(3):
+        got = files_of(dst / f"drop{n}")
+        assert got == {**members, "n.txt": str(n).encode()}
+
+
+def test_a_continuous_copy_to_s3_publishes_each_new_file_once(
+        spark: Any, tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+    src = tmp_path / "src"
+    src.mkdir()
+    writer = Writer(src, seconds=3, every=0.15)
+    writer.start()
+    summary = distcp.copy(str(src), "s3://dst/landed", continuous=True, interval=0.5,
+                          until_idle=True, settle=0.2, progress=False)
+    writer.join()
+    assert summary.ok, summary.failures
+    assert visible(s3, "dst", "landed/") == files_of(src)
+    assert summary.files_copied == len(files_of(src))
+
+
+@pytest.mark.parametrize("flags, says", [
+    (("--until-idle",), "--until-idle needs --continuous"),
+    (("--continuous", "--delete"), "--continuous cannot be used with --delete"),
+    (("--continuous", "--interval", "0"), "--interval must be at least 0.1"),
+    (("--continuous", "--engine", "warm"), "--continuous cannot be used with --engine warm"),
+])
+def test_what_a_continuous_copy_refuses_is_one_line_exit_2(tmp_path: Path, flags: tuple[str, ...],
+                                                           says: str) -> None:
+    (tmp_path / "src").mkdir()
+    r = run_cli("copy", str(tmp_path / "src"), str(tmp_path / "dst"), *flags)
+    assert r.returncode == 2, r.stderr
+    assert says in one_error_line(r.stderr)
+    assert not (tmp_path / "dst").exists()
+
+
+def _start(src: Path, dst: Path, *extra: str, env: dict[str, str] | None = None
+           ) -> subprocess.Popen[str]:
+    return subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--continuous",
+                             "--interval", "1", "--settle", "0.2", "--no-progress", *extra],
+                            env=cli_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _status(dst: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads((dst / ".pydistcp" / "continuous" / "status.json").read_text()))
+    except (FileNotFoundError, ValueError):
+        return {"job_id": "", "batches": -1, "state": ""}
+
+
+def test_sigkill_at_random_instants_loses_nothing_and_publishes_each_file_once(
+        tmp_path: Path) -> None:
+    """A writer adds a file every 0.1 s for 30 s; the copy is killed (its whole process
+    group, JVM included) twice at random instants after its batches began, and restarted;
+    a last start with --until-idle catches up. Each file is published exactly once."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    writer = Writer(src, seconds=30, every=0.1)
+    writer.start()
+    rng = random.Random(2026)
+    for _ in range(2):
+        before = _status(dst)["job_id"]
+        proc = _start(src, dst)
+        begun = time.monotonic()
+        while (_status(dst)["job_id"] == before or _status(dst)["batches"] < 1) \
+                and time.monotonic() - begun < 120:
+            time.sleep(0.2)
+        time.sleep(rng.uniform(0.5, 4.0))
+        running = run_cli("status", str(dst))
+        assert "continuous copy: running, " in running.stdout, running.stdout
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGKILL
+        killed = run_cli("status", str(dst))
+        assert "continuous copy: not running (ended without stopping)" in killed.stdout
+    writer.join()
+    last = _start(src, dst, "--until-idle")
+    _out, err = last.communicate(timeout=300)
+    assert last.returncode == 0, err
+    assert files_of(dst) == files_of(src)
+    assert sum(announced_sets(dst).values()) == len(files_of(src))  # each once
+    assert not list((dst / ".pydistcp" / "commits").glob("*.json"))  # nothing pending
+
+
+def test_a_batch_killed_after_its_commit_record_is_finished_by_the_restart(
+        tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+
+    def later() -> None:
+        while _status(dst)["state"] != "running":  # the catch-up has ended
+            time.sleep(0.1)
+        Writer(src, 0).put(Path("new.bin"), b"arrived while running")
+
+    threading.Thread(target=later, daemon=True).start()
+    proc = _start(src, dst, env={"DISTCP_CRASH_AT": "after_persist:1"})
+    _out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 137, err
+    assert not (dst / "new.bin").exists()
+    assert len(list((dst / ".pydistcp" / "commits").glob("*.json"))) == 1
+    r = run_cli("copy", str(src), str(dst), "--continuous", "--interval", "0.5",
+                "--until-idle", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert (dst / "new.bin").read_bytes() == b"arrived while running"
+    assert sum(announced_sets(dst).values()) == 1
+    assert "recovered 1" in r.stdout or "replayed" in r.stdout, r.stdout

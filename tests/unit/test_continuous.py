@@ -1,0 +1,125 @@
+"""The continuous copy's stream positions and what its source offers (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from distcp.configuration import CopyConfiguration
+from distcp.errors import ConfigurationError
+from distcp.metrics import RunMetrics, build_registry
+from distcp.model import FileStatus
+from distcp.planning import offsets
+from distcp.planning.arrivals import Arrival, Arrivals, read_waiting
+
+
+def test_an_offset_moves_each_datasets_mark_to_the_newest_file_offered() -> None:
+    start = offsets.initial()
+    end = offsets.advanced(start, [("a", (5.0, "/s/x")), ("a", (3.0, "/s/y")),
+                                   ("b", (1.0, "/t/z"))])
+    assert end == {"seq": 1, "marks": {"a": {"m": 5.0, "p": "/s/x"},
+                                       "b": {"m": 1.0, "p": "/t/z"}}}
+    late = offsets.advanced(end, [("a", (4.0, "/s/late"))])  # below its mark: stays
+    assert late["marks"]["a"] == {"m": 5.0, "p": "/s/x"} and late["seq"] == 2
+    assert json.loads(json.dumps(late)) == late  # Spark's offset log keeps it as JSON
+    assert offsets.between(start, end, "a", (5.0, "/s/x"))
+    assert not offsets.between(end, late, "a", (5.0, "/s/x"))
+    assert offsets.between(start, end, "a", (5.0, "/s/a"))  # same mtime, path before
+    assert not offsets.between(start, end, "a", (5.0, "/s/z"))
+
+
+def _cfg(src: Path, dst: Path, **kw: object) -> CopyConfiguration:
+    return CopyConfiguration.build([str(src)], str(dst), continuous=True, settle=0.0, **kw)
+
+
+def _put(path: Path, data: bytes, mtime: float | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+
+
+def _names(batch: list[Arrival]) -> list[str]:
+    return [Path(a.path).name for a in batch]
+
+
+def test_files_are_offered_oldest_first_at_most_a_batch_each_once(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for n, name in enumerate(["c", "a", "b"]):
+        _put(src / name, b"x" * n, mtime=1_700_000_000 + n)
+    arrivals = Arrivals(_cfg(src, dst, max_files_per_batch=2),
+                        waiting_url=str(tmp_path / "waiting.json"))
+    first, end = arrivals.read(offsets.initial())
+    assert _names(first) == ["c", "a"] and end["seq"] == 1
+    waiting = read_waiting(str(tmp_path / "waiting.json"), {})
+    assert (waiting.files, waiting.bytes, waiting.oldest, waiting.offered) == \
+        (1, 2, 1_700_000_002, 2)
+    second, end2 = arrivals.read(end)
+    assert _names(second) == ["b"]
+    nothing, same = arrivals.read(end2)
+    assert nothing == [] and same == end2  # Spark runs no batch for it
+    assert _names(arrivals.between(offsets.initial(), end)) == ["c", "a"]  # a replay
+
+
+def test_late_rewritten_and_unsettled_files(tmp_path: Path) -> None:
+    """An old mtime below the marks is still new; a file rewritten in place is offered
+    again; one still being written waits for ``--settle``; what the catch-up's listing
+    knew is not offered."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _put(src / "known", b"k", mtime=1_700_000_000)
+    cfg = _cfg(src, dst)
+    known = frozenset(a.fingerprint for a in Arrivals(cfg).listed())
+    arrivals = Arrivals(cfg.with_(settle=60.0), known)
+    _put(src / "new", b"n", mtime=time.time() - 120)
+    _put(src / "fresh", b"f")  # written just now: not settled
+    batch, end = arrivals.read(offsets.initial())
+    assert _names(batch) == ["new"] and arrivals.unsettled == 1
+    _put(src / "late", b"l", mtime=1_600_000_000)  # cp -p: far below the mark
+    _put(src / "new", b"rewritten", mtime=time.time() - 100)
+    batch, _ = arrivals.read(end)
+    assert _names(batch) == ["late", "new"]
+    assert batch[1].status.size == len(b"rewritten")
+
+
+def test_the_filters_apply_and_a_row_round_trips(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _put(src / "keep.csv", b"1,2\n", mtime=1_700_000_000)
+    _put(src / "skip.tmp", b"x", mtime=1_700_000_000)
+    arrivals = Arrivals(_cfg(src, tmp_path / "dst", exclude=("*.tmp",)))
+    (only,) = arrivals.read(offsets.initial())[0]
+    assert Path(only.path).name == "keep.csv"
+    again = Arrival.of_row(*only.row())
+    assert again == only and isinstance(again.status, FileStatus)
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"until_idle": True}, "--until-idle needs --continuous"),
+    ({"continuous": True, "dry_run": True}, "cannot be used with --dry-run"),
+    ({"continuous": True, "finder": "delta"}, "cannot be used with --finder delta"),
+    ({"continuous": True, "master": "sc://localhost:15002"}, "a Spark Connect master"),
+    ({"continuous": True, "max_files_per_batch": 0}, "--max-files-per-batch must be at least 1"),
+    ({"continuous": True, "settle": -1.0}, "--settle must not be negative"),
+])
+def test_a_continuous_copy_refuses_what_it_cannot_do(tmp_path: Path, options: dict[str, object],
+                                                     says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says.replace("-", r"\-")):
+        CopyConfiguration.build([str(tmp_path)], str(tmp_path / "dst"), **options)
+
+
+def test_the_metrics_carry_the_lag_and_a_running_copy_is_not_finished() -> None:
+    from distcp.summary import Summary
+
+    figures = {"running": True, "batches": 4, "lag": 2.5, "waiting_files": 10,
+               "waiting_bytes": 1000}
+    registry = build_registry(RunMetrics(1.0, 5.0, summary=Summary(), success=True,
+                                         extra={"continuous": figures}), None)
+    value = registry.get_sample_value
+    assert value("pydistcp_continuous_lag_seconds") == 2.5
+    assert value("pydistcp_continuous_waiting_files") == 10
+    assert value("pydistcp_continuous_waiting_bytes") == 1000
+    assert value("pydistcp_continuous_batches") == 4
+    assert value("pydistcp_run_finished") == 0
