@@ -97,5 +97,11 @@ class CopyableDataset(ABC):
         raise ConfigurationError(f"{type(self).__name__} ({self.urn}) cannot copy from a list "
                                  "of files (--files-from, --files-from-manifest)")
 
+    def check_listing(self, cfg: CopyConfiguration) -> DatasetListing | None:
+        """What ``pydistcp check`` compares the destination with, when it is not what a
+        copy would list (a table's listing holds only its new versions: its check
+        compares the version the destination holds); None: the copy's listing."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.urn!r} -> {self.destination_root!r})"
