@@ -272,7 +272,7 @@ def check(
     size_only: bool = False,
     stored_digests: bool = True,
     # what is compared: as ``copy`` selects it
-    finder: str | None = None,
+    finder: Literal["single", "glob", "stream", "delta", "iceberg"] | None = None,
     dataset_glob: str | None = None,
     include: str | Sequence[str] = (),
     exclude: str | Sequence[str] = (),

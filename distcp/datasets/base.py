@@ -79,7 +79,8 @@ class CopyableDataset(ABC):
         """The CopyableFiles and directories of this dataset (reads the origin only)."""
 
     #: Whether the listing is everything the dataset wants at its destination, so that
-    #: ``--delete`` may remove the rest (a table lists only its new versions' files).
+    #: ``--delete`` may remove the rest and ``check`` reports the rest as only in DST (a
+    #: table lists only its new versions' files).
     lists_everything: ClassVar[bool] = True
 
     #: Whether ``with_history`` uses what earlier runs published (reading the manifest

@@ -351,3 +351,20 @@ def test_check_of_a_table_the_destination_does_not_hold_is_every_file_missing_an
     assert reported(r.stdout) == {str(src): "!"}
     assert ("Delta table not checked: the log has no commit 1 (it goes on at 2): a gap "
             "in the log") in r.stdout
+
+
+def test_check_of_a_warehouse_compares_each_table_at_its_version_and_folders_file_by_file(
+        tmp_path: Path) -> None:
+    src, dst = tmp_path / "warehouse", tmp_path / "copy"
+    write_history(src / "sales")
+    (src / "notes").mkdir(parents=True)
+    (src / "notes" / "readme.txt").write_text("not a table\n")
+    assert run_cli("copy", str(src), str(dst), "--dataset-glob", "*", "--no-progress",
+                   "--master", "local[2]").returncode == 0
+    write_history(src / "sales", start=3)           # the table moves on: not a difference
+    (dst / "notes" / "extra.txt").write_text("x")   # a folder's extra file: a difference
+    r = run_cli("check", str(src), str(dst), "--dataset-glob", "*", "--no-progress",
+                "--size-only")
+    assert r.returncode == 1
+    assert reported(r.stdout) == {"notes/extra.txt": "+"}
+    assert f"{3 + len(live_files(src / 'sales', 2)) + 1} matching" in r.stdout
