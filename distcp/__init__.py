@@ -265,6 +265,15 @@ def _write_summary(summary: Summary, target: str | None) -> None:
             f.write(summary.to_json())
 
 
+#: The finders ``check`` refuses, and why: one line each.
+_NOT_CHECKED = {
+    "iceberg": "not supported: an Iceberg replica's manifests, manifest lists and metadata "
+               "are rewritten to point at the destination, so they differ from the source's "
+               "by design; read the destination table through its catalog instead",
+    "stream": "not supported: check the topic folders as plain folders (--dataset-glob)",
+}
+
+
 def check(
     sources: str | Sequence[str],
     destination: str,
@@ -274,6 +283,7 @@ def check(
     size_only: bool = False,
     stored_digests: bool = True,
     # what is compared: as ``copy`` selects it
+    finder: Literal["single", "glob", "stream", "delta", "iceberg"] | None = None,
     dataset_glob: str | None = None,
     include: str | Sequence[str] = (),
     exclude: str | Sequence[str] = (),
@@ -312,7 +322,10 @@ def check(
     file whose source still has the size and mtime it had when copied, that digest
     stands in for the source and only the destination is read. ``size_only``: sizes
     only, nothing read. ``one_way``: files only in the destination are not reported.
-    ``stored_digests=False`` reads both sides of every file.
+    ``stored_digests=False`` reads both sides of every file. A Delta table
+    (``finder="delta"``, or a table a ``dataset_glob`` matches) is compared at the
+    version the destination holds: that version's files and log, not the source's
+    newer ones; ``finder="iceberg"`` and ``"stream"`` are refused (ConfigurationError).
 
     ``combined`` ... ``error`` write rclone's report files (``combined``: one line per
     path with its symbol; the others: the paths of one verdict, one a line).
@@ -334,6 +347,8 @@ def check(
     from distcp.run.pipeline import run_check
 
     srcs = [sources] if isinstance(sources, str) else list(sources)
+    if finder in _NOT_CHECKED:
+        raise ConfigurationError(f"check --finder {finder}: {_NOT_CHECKED[finder]}")
     try:
         cfg = CopyConfiguration.build(srcs, destination, **configuration_options(params))
     except ConfigurationError:

@@ -957,13 +957,16 @@ Exit status: 0 identical, 1 any difference or unreadable file, 2 usage,
 
 #: ``copy``'s options that ``check`` takes too: the same files selected, the same
 #: Spark and storage settings.
-_CHECK_SHARED = ("dataset_glob", "include", "exclude", "min_size", "max_size", "min_age",
-                 "max_age", "files_from", "links", "master", "engine", "parallelism", "tasks",
-                 "spark_conf", "buffer_size", "src_option", "dst_option", "src_options_file",
-                 "dst_options_file", "state_dir", "no_progress", "quiet", "summary_json",
-                 "log_dir")
+_CHECK_SHARED = ("finder", "dataset_glob", "include", "exclude", "min_size", "max_size",
+                 "min_age", "max_age", "files_from", "links", "master", "engine",
+                 "parallelism", "tasks", "spark_conf", "buffer_size", "src_option",
+                 "dst_option", "src_options_file", "dst_options_file", "state_dir",
+                 "no_progress", "quiet", "summary_json", "log_dir")
 #: Where copy's help speaks of copying: check's own words.
 _CHECK_HELP_TEXTS = {
+    "finder": "How datasets are found, as copy finds them: single, glob, or delta (SRC is "
+              "a Delta table, compared at the version DST holds: that version's files and "
+              "log). iceberg and stream are refused.",
     "max_age": "rclone: check only files modified at most DURATION ago (e.g. 24h).",
     "files_from": "rclone: check only the files FILE lists, one path a line relative to SRC "
                   "('-': stdin; blank and #/; lines skipped); SRC is not walked, and only "

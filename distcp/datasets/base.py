@@ -79,7 +79,8 @@ class CopyableDataset(ABC):
         """The CopyableFiles and directories of this dataset (reads the origin only)."""
 
     #: Whether the listing is everything the dataset wants at its destination, so that
-    #: ``--delete`` may remove the rest (a table lists only its new versions' files).
+    #: ``--delete`` may remove the rest and ``check`` reports the rest as only in DST (a
+    #: table lists only its new versions' files).
     lists_everything: ClassVar[bool] = True
 
     #: Whether ``with_history`` uses what earlier runs published (reading the manifest
@@ -103,6 +104,12 @@ class CopyableDataset(ABC):
         named by ``--files-from``); a dataset that cannot take them says so."""
         raise ConfigurationError(f"{type(self).__name__} ({self.urn}) cannot copy from a list "
                                  "of files (--files-from, --files-from-manifest)")
+
+    def check_listing(self, cfg: CopyConfiguration) -> DatasetListing | None:
+        """What ``pydistcp check`` compares the destination with, when it is not what a
+        copy would list (a table's listing holds only its new versions: its check
+        compares the version the destination holds); None: the copy's listing."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.urn!r} -> {self.destination_root!r})"

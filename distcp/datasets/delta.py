@@ -26,6 +26,7 @@ from distcp.datasets.deltalog import (
     versions_after,
 )
 from distcp.datasets.deltaplan import TablePlan, commit_set, plan_table
+from distcp.datasets.deltasnapshot import table_snapshot
 from distcp.datasets.versions import TableVersions
 from distcp.model import CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
@@ -51,17 +52,13 @@ class DeltaDataset(CopyableDataset):
         tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
         root = tree.path.rstrip("/")
         skipped: list[fsutil.Skipped] = []
-        files: dict[str, FileStatus] = {}
         try:
-            files = {fsutil.relpath(p, root): st for p, st
-                     in tree.storage.walk(tree.url, "follow", skipped) if not st.is_dir}
+            files = self._walk(tree, root, skipped)
             plan, versions = self._plan(tree, root, files, cfg)
             out = [self._file(files[rel], rel, name, cfg)
                    for name, rels in plan.sets for rel in rels]
         except (LogError, OSError) as exc:  # this table only: the run's others go on
-            why = exc if isinstance(exc, LogError) else f"cannot read it ({exc})"
-            return DatasetListing((), (), (fsutil.Skipped(
-                self.urn, f"Delta table not replicated: {why}", True, self.urn),))
+            return self._refused(exc, "replicated")
         if plan.vacuumed is not None:
             v = plan.vacuumed
             skipped.append(fsutil.Skipped(
@@ -74,14 +71,78 @@ class DeltaDataset(CopyableDataset):
         return DatasetListing(tuple(out), (), tuple(skipped), order=plan.order,
                               announced=plan.announced, versions=versions)
 
+    def check_listing(self, cfg: CopyConfiguration) -> DatasetListing:
+        """What ``check`` compares the destination with: the source's files of the
+        version the destination's log ends at (``deltasnapshot``; the source's newest
+        when the destination has no commit), under their destination URLs. A file of
+        that version the source lacks is a failure naming it; a table that cannot be
+        read is one failure naming why."""
+        tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
+        root = tree.path.rstrip("/")
+        skipped: list[fsutil.Skipped] = []
+        try:
+            files = self._walk(tree, root, skipped)
+            log = self._log(files)
+            after, _size = self._destination_version(cfg)
+            version = after if after >= 0 else last_version(log)
+            if version > last_version(log):
+                raise LogError(f"the destination is at version {version}, the source at "
+                               f"{last_version(log)}: not a copy of this table")
+            commits = self._commits(tree, root, log, -1, version)
+            snap = table_snapshot(files.keys(), version, commits,
+                                  self._pointer(tree, root, log))
+            out = [self._file(files[rel], rel, "snapshot", cfg) for rel in snap.files]
+        except (LogError, OSError) as exc:
+            return self._refused(exc, "checked")
+        skipped += [fsutil.Skipped(
+            tree.url_of(fsutil.join(root, r.path)),
+            f"in version {version} of Delta table {fsutil.display(self.urn)} ({r.kind}) "
+            "but no longer at the source (vacuumed?): not compared", True, self.urn)
+            for r in snap.missing]
+        return DatasetListing(tuple(out), (), tuple(skipped))
+
+    def _walk(self, tree: Tree, root: str, skipped: list[fsutil.Skipped]
+              ) -> dict[str, FileStatus]:
+        """The source table's files, by path relative to its root."""
+        return {fsutil.relpath(p, root): st for p, st
+                in tree.storage.walk(tree.url, "follow", skipped) if not st.is_dir}
+
+    def _refused(self, exc: Exception, what: str) -> DatasetListing:
+        """The listing of a table that is not ``what`` (replicated, checked): one
+        failure naming why, for this table only."""
+        why = exc if isinstance(exc, LogError) else f"cannot read it ({exc})"
+        return DatasetListing((), (), (fsutil.Skipped(
+            self.urn, f"Delta table not {what}: {why}", True, self.urn),))
+
+    def _log(self, files: dict[str, FileStatus]) -> list[str]:
+        """The names in the source's log folder; a table without a commit is refused."""
+        log = [rel[len(LOG_DIR) + 1:] for rel in files if rel.startswith(LOG_DIR + "/")]
+        if last_version(log) < 0:
+            raise LogError(f"{fsutil.display(self.urn)} has no commit in {LOG_DIR}/")
+        return log
+
+    @staticmethod
+    def _commits(tree: Tree, root: str, log: list[str], after: int, upto: int | None = None
+                 ) -> dict[int, bytes]:
+        """The documents of the source's commits newer than ``after`` (up to ``upto``)."""
+        return {v: tree.storage.read_bytes(
+            tree.url_of(fsutil.join(root, LOG_DIR, commit_name(v))), "Delta commit")
+            for v in versions_after(log, after) if upto is None or v <= upto}
+
+    @staticmethod
+    def _pointer(tree: Tree, root: str, log: list[str]) -> int | None:
+        """The version the source's ``_last_checkpoint`` names (None: none, unreadable)."""
+        if LAST_CHECKPOINT not in log:
+            return None
+        return last_checkpoint_version(tree.storage.read_bytes(
+            tree.url_of(fsutil.join(root, LOG_DIR, LAST_CHECKPOINT)), "Delta checkpoint"))
+
     def _plan(self, tree: Tree, root: str, files: dict[str, FileStatus],
               cfg: CopyConfiguration) -> tuple[TablePlan, TableVersions]:
         """The table's plan from its source log and the destination's last version, and
         the versions it goes through (the destination's, the source's newest)."""
-        log = [rel[len(LOG_DIR) + 1:] for rel in files if rel.startswith(LOG_DIR + "/")]
+        log = self._log(files)
         newest = last_version(log)
-        if newest < 0:
-            raise LogError(f"{fsutil.display(self.urn)} has no commit in {LOG_DIR}/")
         after, size = self._destination_version(cfg)
         if after > newest:
             raise LogError(f"the destination is at version {after}, the source at {newest}: "
@@ -90,14 +151,8 @@ class DeltaDataset(CopyableDataset):
         if source_size is not None and after >= 0 and source_size.size != size:
             raise LogError(f"the destination's commit {after} differs from the source's: "
                            "the destination table is not a copy of this one")
-        commits = {v: tree.storage.read_bytes(
-            tree.url_of(fsutil.join(root, LOG_DIR, commit_name(v))), "Delta commit")
-            for v in versions_after(log, after)}
-        pointer = None
-        if LAST_CHECKPOINT in log:
-            pointer = last_checkpoint_version(tree.storage.read_bytes(
-                tree.url_of(fsutil.join(root, LOG_DIR, LAST_CHECKPOINT)), "Delta checkpoint"))
-        plan = plan_table(files.keys(), after, commits, pointer)
+        commits = self._commits(tree, root, log, after)
+        plan = plan_table(files.keys(), after, commits, self._pointer(tree, root, log))
         return plan, TableVersions(after, newest, tuple(
             (commit_set(v), v) for v in range(after + 1, plan.last + 1)))
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 from distcp.storage.filesystems import STATE_DIR_NAME
@@ -88,6 +89,37 @@ def referenced(document: bytes, version: int) -> list[Referenced]:
     files by their decoded relative paths, and the files of their deletion vectors.
     An absolute path (a shallow clone's) or one that leaves the table is a LogError."""
     out: list[Referenced] = []
+    for action in _actions(document, version):
+        for kind in ("add", "cdc"):
+            body = action.get(kind)
+            if isinstance(body, dict):
+                out.extend(_files(body, kind, version))
+    return out
+
+
+def snapshot_files(commits: Mapping[int, bytes]) -> list[Referenced]:
+    """The files a reader of the table at the newest of ``commits`` reads (every commit
+    from version 0, by version): its live data files and their deletion vectors, the
+    log replayed as the protocol says (an ``add`` makes a path live, a ``remove`` of it
+    ends it; within one commit the removes go first, so a file whose deletion vector
+    was replaced keeps its new one). What ``check`` compares a replica with."""
+    live: dict[str, list[Referenced]] = {}
+    for version in sorted(commits):
+        actions = list(_actions(commits[version], version))
+        for action in actions:
+            body = action.get("remove")
+            if isinstance(body, dict):
+                live.pop(table_path(_text(body, "path", version), version), None)
+        for action in actions:
+            body = action.get("add")
+            if isinstance(body, dict):
+                files = _files(body, "add", version)
+                live[files[0].path] = files
+    return [r for files in live.values() for r in files]
+
+
+def _actions(document: bytes, version: int) -> Iterator[dict[str, Any]]:
+    """Commit ``version``'s actions (its JSON lines that are objects)."""
     for n, line in enumerate(document.decode("utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -95,13 +127,16 @@ def referenced(document: bytes, version: int) -> list[Referenced]:
             action = json.loads(line)
         except json.JSONDecodeError as exc:
             raise LogError(f"commit {version} line {n} is not JSON ({exc.msg})") from None
-        for kind in ("add", "cdc"):
-            body = action.get(kind) if isinstance(action, dict) else None
-            if isinstance(body, dict):
-                out.append(Referenced(table_path(_text(body, "path", version), version), kind))
-                dv = body.get("deletionVector")
-                if isinstance(dv, dict):
-                    out.extend(_deletion_vector(dv, version))
+        if isinstance(action, dict):
+            yield action
+
+
+def _files(body: dict[str, object], kind: str, version: int) -> list[Referenced]:
+    """The file an ``add`` or ``cdc`` action names, then its deletion vector's file."""
+    out = [Referenced(table_path(_text(body, "path", version), version), kind)]
+    dv = body.get("deletionVector")
+    if isinstance(dv, dict):
+        out.extend(_deletion_vector(dv, version))
     return out
 
 

@@ -89,7 +89,7 @@ def plan_table(present: Collection[str], after: int, commits: Mapping[int, bytes
         refs = referenced(commits[version], version)
         missing = next((r for r in refs if r.path not in present), None)
         if missing is not None:
-            return TablePlan(tuple(sets) + _summaries(present, last, last_checkpoint), last,
+            return TablePlan(tuple(sets) + summaries(present, last, last_checkpoint), last,
                              Vacuumed(version, missing.path, missing.kind))
         data = sorted({r.path for r in refs} - taken)
         taken.update(data)
@@ -97,10 +97,10 @@ def plan_table(present: Collection[str], after: int, commits: Mapping[int, bytes
             sets.append((data_set(version), tuple(data)))
         sets.append((commit_set(version), (f"{LOG_DIR}/{commit_name(version)}",)))
         last = version
-    return TablePlan(tuple(sets) + _summaries(present, last, last_checkpoint), last)
+    return TablePlan(tuple(sets) + summaries(present, last, last_checkpoint), last)
 
 
-def _summaries(present: Collection[str], last: int, last_checkpoint: int | None
+def summaries(present: Collection[str], last: int, last_checkpoint: int | None
                ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Sidecars, then checkpoints and checksums of versions up to ``last``, then
     ``_last_checkpoint`` when it names one of them: what only summarises commits

@@ -81,7 +81,9 @@ class CheckSteps:
         source, failed = _source(ds, self.cfg)
         self.unlisted += failed
         target = _destination(ds, self.cfg)
-        if list_flag(self.cfg) is not None:  # only the listed files, on both sides (rclone)
+        # only the listed files, on both sides (rclone); a table's files beyond the
+        # version it holds (the next version's data, copied first) are no reader's
+        if list_flag(self.cfg) is not None or not ds.lists_everything:
             target = {u: st for u, st in target.items() if u in source}
         return pair_listings(source, target, manifest,
                              partial(_relative, _root_of(self.cfg.destination, self.cfg)))
@@ -147,7 +149,9 @@ def _source(ds: CopyableDataset, cfg: CopyConfiguration
     what the listing could not take that the user did not ask to skip (a dangling
     link, an unreadable directory, a --files-from line naming nothing): errors (``!``),
     as they fail a copy."""
-    listing = source_listing(ds, cfg)
+    listing = ds.check_listing(cfg)
+    if listing is None:
+        listing = source_listing(ds, cfg)
     files = {f.destination: f.origin for f in listing.files if not f.destination.endswith("/")}
     failed = [Outcome(fsutil.display(s.path), "!", s.reason) for s in listing.skipped
               if s.failure]

@@ -283,3 +283,88 @@ def test_a_fork_replicates_a_table_to_two_destinations_each_from_its_own_version
     for dst in (a, b):
         assert_same_at_every_version(str(src), str(dst), 7)
     assert data_files(a) == data_files(b) == data_files(src)
+
+
+def live_files(table: Path, version: int | None = None) -> list[str]:
+    """The data files delta-rs reads at ``version`` (None: the newest), relative."""
+    uris = deltalake.DeltaTable(str(table), version=version).file_uris()
+    return [Path(u.removeprefix("file://")).relative_to(table).as_posix() for u in uris]
+
+
+def reported(out: str) -> dict[str, str]:
+    """``pydistcp check``'s lines of differences: path -> symbol."""
+    return {line[2:].split("  (")[0]: line[0] for line in out.splitlines()
+            if line[:2] in ("- ", "+ ", "* ", "! ")}
+
+
+def test_check_compares_a_replica_with_the_version_it_holds_and_names_what_differs(
+        tmp_path: Path) -> None:
+    src, dst = tmp_path / "src" / "sales", tmp_path / "dst" / "sales"
+    write_history(src)
+    assert run_cli("copy", str(src), str(dst), "--finder", "delta", "--no-progress",
+                   "--master", "local[2]").returncode == 0
+    write_history(src, start=3)  # the source moves on to version 7: not the replica's
+    (dst / "part-next.parquet").write_bytes(b"the next version's data, copied first")
+    combined = tmp_path / "combined.txt"
+    check = ("check", str(src), str(dst), "--finder", "delta", "--no-progress",
+             "--master", "local[2]")
+    r = run_cli(*check, "--combined", str(combined))
+    assert r.returncode == 0, r.stdout + r.stderr
+    live = live_files(src, 2)
+    assert sorted(combined.read_text().splitlines()) == sorted(
+        [f"= _delta_log/{v:020d}.json" for v in range(3)] + [f"= {f}" for f in live])
+
+    changed, cut, gone = sorted(live)
+    data = (dst / changed).read_bytes()
+    (dst / changed).write_bytes(bytes([data[0] ^ 1]) + data[1:])  # same size, one bit
+    (dst / cut).write_bytes((dst / cut).read_bytes()[:-1])
+    os.remove(dst / gone)
+    r = run_cli(*check)
+    assert r.returncode == 1
+    assert reported(r.stdout) == {changed: "*", cut: "*", gone: "-"}
+    assert f"* {cut}  (sizes differ: source " in r.stdout
+    assert f"* {changed}  (contents differ (digest " in r.stdout
+    assert "3 matching, 2 differing, 1 missing on destination, 0 missing on source" in r.stdout
+
+    os.remove(src / gone)  # vacuumed at the source: named, not compared
+    r = run_cli(*check, "--size-only")
+    assert r.returncode == 1
+    assert reported(r.stdout)[str(src / gone)] == "!"
+    assert (f"in version 2 of Delta table {src} (add) but no longer at the source "
+            "(vacuumed?): not compared") in r.stdout
+
+
+def test_check_of_a_table_the_destination_does_not_hold_is_every_file_missing_and_a_bad_log_one_line(
+        tmp_path: Path) -> None:
+    src = tmp_path / "src" / "sales"
+    write_history(src)
+    r = run_cli("check", str(src), str(tmp_path / "none"), "--finder", "delta",
+                "--no-progress", "--size-only")
+    assert r.returncode == 1
+    live = live_files(src)
+    assert reported(r.stdout) == {**{f"_delta_log/{v:020d}.json": "-" for v in range(3)},
+                                  **dict.fromkeys(live, "-")}
+    os.remove(commit_file(src, 1))  # a gap: the snapshot cannot be replayed
+    r = run_cli("check", str(src), str(tmp_path / "none"), "--finder", "delta",
+                "--no-progress", "--size-only")
+    assert r.returncode == 1
+    assert reported(r.stdout) == {str(src): "!"}
+    assert ("Delta table not checked: the log has no commit 1 (it goes on at 2): a gap "
+            "in the log") in r.stdout
+
+
+def test_check_of_a_warehouse_compares_each_table_at_its_version_and_folders_file_by_file(
+        tmp_path: Path) -> None:
+    src, dst = tmp_path / "warehouse", tmp_path / "copy"
+    write_history(src / "sales")
+    (src / "notes").mkdir(parents=True)
+    (src / "notes" / "readme.txt").write_text("not a table\n")
+    assert run_cli("copy", str(src), str(dst), "--dataset-glob", "*", "--no-progress",
+                   "--master", "local[2]").returncode == 0
+    write_history(src / "sales", start=3)           # the table moves on: not a difference
+    (dst / "notes" / "extra.txt").write_text("x")   # a folder's extra file: a difference
+    r = run_cli("check", str(src), str(dst), "--dataset-glob", "*", "--no-progress",
+                "--size-only")
+    assert r.returncode == 1
+    assert reported(r.stdout) == {"notes/extra.txt": "+"}
+    assert f"{3 + len(live_files(src / 'sales', 2)) + 1} matching" in r.stdout

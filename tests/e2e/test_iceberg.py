@@ -320,3 +320,17 @@ def test_a_fork_replicates_a_table_to_two_destinations_each_with_its_own_paths(
         no_source_path(dst, src)
         no_source_path(dst, other)
         assert table_files(dst) == referenced(tmp_path)
+
+
+def test_check_refuses_an_iceberg_table_in_one_line_before_reading_it(tmp_path: Path) -> None:
+    src = write_history(tmp_path)
+    r = run_cli("check", str(src), str(tmp_path / "dst"), "--finder", "iceberg")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [(
+        "pydistcp: error: check --finder iceberg: not supported: an Iceberg replica's "
+        "manifests, manifest lists and metadata are rewritten to point at the destination, "
+        "so they differ from the source's by design; read the destination table through its "
+        "catalog instead")]
+    assert r.stdout == "" and not (tmp_path / "dst").exists()
+    with pytest.raises(distcp.ConfigurationError, match="check --finder iceberg: not"):
+        distcp.check(str(src), str(tmp_path / "dst"), finder="iceberg")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark import cloudpickle
 
+import distcp
 from distcp.checking.compare import (
     Outcome,
     Pair,
@@ -20,6 +21,7 @@ from distcp.checking.compare import (
 from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_one, pack
 from distcp.checking.report import CheckReport
 from distcp.checksum import digest_of_bytes
+from distcp.errors import ConfigurationError
 from distcp.model import FileStatus
 from distcp.storage import spec_for
 
@@ -160,3 +162,16 @@ def test_task_counters_are_written_at_most_once_a_second_and_summed(tmp_path: Pa
     Counter(DigestUnit(2, ()), "x").write()  # no folder: counts nothing, writes nothing
     assert sorted(p.name for p in (tmp_path / "progress").iterdir()) == [
         "u0-s1p0a0.json", "u1-s1p1a0.json", "u1-s1p1a1.json"]
+
+
+@pytest.mark.parametrize("finder, why", [
+    ("iceberg", ("not supported: an Iceberg replica's manifests, manifest lists and "
+                 "metadata are rewritten to point at the destination")),
+    ("stream", "not supported: check the topic folders as plain folders (--dataset-glob)"),
+])
+def test_check_refuses_the_finders_it_cannot_compare_before_listing_anything(
+        tmp_path: Path, finder: str, why: str) -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        distcp.check(str(tmp_path / "nowhere"), str(tmp_path / "dst"), finder=finder)
+    assert str(refused.value).startswith(f"check --finder {finder}: {why}")
+    assert not (tmp_path / "dst").exists()

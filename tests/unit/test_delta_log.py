@@ -16,6 +16,7 @@ from distcp.datasets.deltalog import (
     last_checkpoint_version,
     last_version,
     referenced,
+    snapshot_files,
     table_path,
     versions_after,
 )
@@ -28,6 +29,7 @@ from distcp.datasets.deltaplan import (
     data_set,
     plan_table,
 )
+from distcp.datasets.deltasnapshot import table_snapshot
 
 
 def commit(*actions: dict[str, object]) -> bytes:
@@ -178,3 +180,39 @@ def test_an_up_to_date_table_plans_only_what_summarises_its_versions() -> None:
     plan = plan_table(present, 0, {})
     assert plan.order == (CHECKPOINT_SET,)  # the diff against the destination skips it
     assert plan_table(set(), -1, {}).sets == ()
+
+
+def remove(path: str) -> dict[str, object]:
+    return {"remove": {"path": path, "deletionTimestamp": 0, "dataChange": True}}
+
+
+def test_a_snapshot_is_the_log_replayed_adds_then_removes_and_a_replaced_deletion_vector(
+        ) -> None:
+    dv = {"storageType": "u", "pathOrInlineDv": "^-aqEH.-t@S}K{vb[*k^", "sizeInBytes": 1,
+          "cardinality": 1}
+    commits = {0: commit(add("a.parquet"), add("b%20c.parquet")),
+               1: commit(remove("a.parquet"), add("d.parquet")),
+               # a delete by deletion vector: the same path removed and added with its DV
+               2: commit(add("b%20c.parquet", deletionVector=dv), remove("b%20c.parquet"))}
+    assert sorted(r.path for r in snapshot_files(commits)) == [
+        "b c.parquet", "d.parquet", "deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"]
+    assert sorted(r.path for r in snapshot_files({0: commits[0]})) == ["a.parquet",
+                                                                        "b c.parquet"]
+
+
+def test_a_versions_snapshot_holds_its_live_files_commits_and_checkpoints_and_names_the_gone(
+        ) -> None:
+    commits = {0: commit(add("a.parquet"), add("b.parquet")),
+               1: commit(remove("a.parquet"), add("c.parquet"))}
+    present = {"b.parquet", "a.parquet", "later.parquet",
+               *log(commit_name(0), commit_name(1), commit_name(2), "_last_checkpoint",
+                    "00000000000000000001.checkpoint.parquet",
+                    "00000000000000000002.checkpoint.parquet")}
+    snap = table_snapshot(present, 1, commits, last_checkpoint=1)
+    assert snap.files == ("_delta_log/00000000000000000000.json",
+                          "_delta_log/00000000000000000001.checkpoint.parquet",
+                          "_delta_log/00000000000000000001.json",
+                          "_delta_log/_last_checkpoint", "b.parquet")
+    assert [(r.path, r.kind) for r in snap.missing] == [("c.parquet", "add")]
+    # the source's pointer names a later checkpoint: the destination's may be older
+    assert "_delta_log/_last_checkpoint" not in table_snapshot(present, 1, commits, 2).files
