@@ -1,4 +1,4 @@
-"""The continuous copy's stream positions, as Spark's offset log keeps them (pure).
+"""The continuous copy's stream positions, as Spark's offset log keeps them (driver).
 
 An offset is ``{"seq": n, "marks": {urn: {"m": mtime, "p": path}}}``: the number of
 batches offered so far and, per dataset, the newest (mtime, path) offered. Files are

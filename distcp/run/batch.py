@@ -24,7 +24,8 @@ from distcp.model import FileStatus
 from distcp.planning.arrivals import Arrival
 from distcp.planning.listing import find_datasets
 from distcp.run.pipeline import Within, run_copy
-from distcp.summary import Summary
+from distcp.storage import filesystems as fsutil
+from distcp.summary import Failure, Summary
 
 
 def run_batch(cfg: CopyConfiguration, arrivals: Iterable[Arrival], spark: Any,
@@ -44,14 +45,18 @@ def run_batch(cfg: CopyConfiguration, arrivals: Iterable[Arrival], spark: Any,
 
 #: Figures of one run that do not add up: the continuous run sets its own.
 _NOT_ADDED = frozenset({"duration_s", "requests_per_file", "job_id"})
+#: Kept apart by ``Failures``: a file that failed in one batch may be published by a
+#: later one.
+_SETTLED = frozenset({"failures", "files_failed"})
 
 
 def added(total: Summary, more: Summary) -> None:
     """``more``'s counts added to ``total``'s, its lists appended (a continuous copy's
-    summary is its catch-up's and its batches' added up)."""
+    summary is its catch-up's and its batches' added up), failures apart
+    (``Failures``)."""
     for f in fields(Summary):
         mine, theirs = getattr(total, f.name), getattr(more, f.name)
-        if isinstance(mine, (bool, str)) or f.name in _NOT_ADDED:
+        if isinstance(mine, (bool, str)) or f.name in _NOT_ADDED | _SETTLED:
             continue
         if isinstance(mine, (int, float)):
             setattr(total, f.name, mine + theirs)
@@ -60,3 +65,30 @@ def added(total: Summary, more: Summary) -> None:
         elif f.name == "requests":
             for kind, n in theirs.items():
                 mine[kind] = mine.get(kind, 0) + n
+
+
+class Failures:
+    """What failed and still stands: a source file that failed in one batch (it changed
+    while it was copied, its store timed out) and was published by a later batch, which
+    offered it again, is no failure of the copy."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Failure] = {}
+        self.other: list[Failure] = []
+
+    def settle(self, done: Summary, offered: Iterable[Arrival] = ()) -> None:
+        """``done``'s failures recorded; the files ``offered`` to it that did not fail
+        again cleared."""
+        paths = {fsutil.display(a.status.url) for a in offered}
+        failed = {f.path for f in done.failures if f.files}
+        for path in paths - failed:
+            self.files.pop(path, None)
+        for f in done.failures:
+            if f.files and (f.path in paths or not paths):
+                self.files[f.path] = f
+            else:
+                self.other.append(f)
+
+    def into(self, summary: Summary) -> None:
+        summary.failures = [*self.other, *self.files.values()]
+        summary.files_failed = sum(f.files for f in summary.failures)

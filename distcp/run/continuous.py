@@ -34,7 +34,7 @@ from distcp.callbacks import Callback, human_bytes
 from distcp.configuration import CopyConfiguration
 from distcp.planning.arrivals import Arrival, Arrivals, Waiting, read_waiting
 from distcp.planning.listing import find_datasets, state_root
-from distcp.run.batch import added, run_batch
+from distcp.run.batch import Failures, added, run_batch
 from distcp.run.branch import new_job_id
 from distcp.run.pipeline import Within, run_copy
 from distcp.spark.arrivals import NAME, arrivals_source
@@ -63,6 +63,7 @@ class Progress:
     last_batch: dict[str, Any] = field(default_factory=dict)
     last_end: float = 0.0
     waiting: Waiting = field(default_factory=Waiting)
+    failures: Failures = field(default_factory=Failures)
 
     def lag(self, now: float) -> float:
         """The age of the oldest source file not yet published (0: none known)."""
@@ -99,12 +100,16 @@ def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
         _report(cfg, layout, progress)  # "catching up": status tells from the start
         known = frozenset(a.fingerprint for a in Arrivals(cfg).listed())
         callback.message("catching up: copying what the destination lacks")
-        added(progress.summary, run_copy(cfg, callback, Within(spark)))
+        caught_up = run_copy(cfg, callback, Within(spark))
+        added(progress.summary, caught_up)
+        progress.failures.settle(caught_up)
+        progress.failures.into(progress.summary)
         progress.state, progress.last_end = "running", time.time()
         _report(cfg, layout, progress)
         _stream(cfg, spark, layout, progress, callback, known, stop)
         progress.state = "stopped"
         _report(cfg, layout, progress)
+    progress.failures.into(progress.summary)
     progress.summary.duration_s = round(time.time() - progress.started, 3)
     progress.summary.log_file = sessions.log_file
     progress.summary.notes.append(f"continuous: {progress.batches} batch(es) after the "
@@ -150,6 +155,8 @@ def _batch(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: Pr
     t = time.time()
     done = run_batch(cfg, arrivals, spark, callback)
     added(progress.summary, done)
+    progress.failures.settle(done, arrivals)
+    progress.failures.into(progress.summary)
     progress.batches += 1
     progress.last_end = end = time.time()
     oldest = min((a.status.mtime for a in arrivals), default=end)

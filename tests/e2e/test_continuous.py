@@ -235,3 +235,42 @@ def test_a_batch_killed_after_its_commit_record_is_finished_by_the_restart(
     assert (dst / "new.bin").read_bytes() == b"arrived while running"
     assert sum(announced_sets(dst).values()) == 1
     assert "recovered 1" in r.stdout or "replayed" in r.stdout, r.stdout
+
+
+def test_sigterm_to_the_process_group_finishes_the_batch_and_exits_0(tmp_path: Path) -> None:
+    """As ``systemctl stop`` sends it: to every process of the group, the JVM too, which
+    must outlive it until the batch is published."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    proc = _start(src, dst)
+    begun = time.monotonic()
+    while _status(dst)["state"] != "running" and time.monotonic() - begun < 120:
+        time.sleep(0.1)
+    writer = Writer(src, seconds=3, every=0.05)
+    writer.start()
+    while _status(dst)["batches"] < 2 and time.monotonic() - begun < 120:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    writer.join()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    status = _status(dst)
+    assert status["state"] == "stopped"
+    published = files_of(dst)
+    assert published and all(files_of(src)[k] == v for k, v in published.items())
+    assert f"copied {status['files_copied']} files" in out
+    assert sum(announced_sets(dst).values()) == len(published)  # whole batches only
+
+
+def test_a_fork_replicates_each_new_file_to_both_destinations(spark: Any, tmp_path: Path
+                                                               ) -> None:
+    src, dst, other = tmp_path / "src", tmp_path / "dst", tmp_path / "other"
+    src.mkdir()
+    writer = Writer(src, seconds=2, every=0.1)
+    writer.start()
+    summary = distcp.copy(str(src), str(dst), continuous=True, interval=0.5, until_idle=True,
+                          settle=0.2, fork=[str(other)], progress=False)
+    writer.join()
+    assert summary.ok, summary.failures
+    assert files_of(dst) == files_of(other) == files_of(src)

@@ -123,3 +123,21 @@ def test_the_metrics_carry_the_lag_and_a_running_copy_is_not_finished() -> None:
     assert value("pydistcp_continuous_waiting_bytes") == 1000
     assert value("pydistcp_continuous_batches") == 4
     assert value("pydistcp_run_finished") == 0
+
+
+def test_a_failure_a_later_batch_published_is_no_failure_of_the_copy() -> None:
+    from distcp.run.batch import Failures
+    from distcp.summary import Failure, Summary
+
+    def arrival(name: str) -> Arrival:
+        return Arrival("ds", f"/s/{name}", FileStatus(f"/s/{name}", 1, 1.0))
+
+    failures = Failures()
+    changed = Failure("/s/a", "source changed while copying: /s/a", "ds")
+    failures.settle(Summary(failures=[changed, Failure("/s/b", "boom", "ds")]),
+                    [arrival("a"), arrival("b"), arrival("c")])
+    aside = Failure("/d/x", "an earlier run's commit set aside", files=0)
+    failures.settle(Summary(failures=[aside]), [arrival("a")])  # a published this time
+    total = Summary()
+    failures.into(total)
+    assert [f.path for f in total.failures] == ["/d/x", "/s/b"] and total.files_failed == 1
