@@ -371,20 +371,20 @@ def _copying_problem(c: CopyConfiguration) -> str | None:
 
 
 def _continuous_problem(c: CopyConfiguration) -> str | None:
-    """What a continuous copy takes: new files of plain trees, published as they come;
-    its own Spark session (a local master or a cluster's)."""
+    """What a continuous copy takes: new files of plain trees and of stream datasets,
+    published as they come; its own Spark session (a local master or a cluster's)."""
     if not c.continuous:
         given = next((n for n in ("until_idle",) if getattr(c, n)), None)
         return f"--{given.replace('_', '-')} needs --continuous" if given else None
     refused = next((flag for flag, on in (
         ("--dry-run", c.dry_run), ("--delete", c.delete), ("move", c.move),
         ("--files-from", bool(c.files_from or c.files_from_manifest)),
-        (f"--finder {c.finder}", c.finder in ("stream", "delta", "iceberg")),
+        (f"--finder {c.finder}", c.finder in ("delta", "iceberg")),
         ("--engine warm", c.engine == "warm"),
         ("a Spark Connect master", c.master.startswith("sc://"))) if on), None)
     if refused:
         return (f"--continuous cannot be used with {refused}: it copies the new files of "
-                "plain trees as they arrive, in a Spark session of its own")
+                "trees and stream datasets as they arrive, in a Spark session of its own")
     return (_below(c.interval, 0.1, "--interval must be at least 0.1 (seconds)")
             or _below(c.max_files_per_batch, 1, "--max-files-per-batch must be at least 1")
             or _below(c.settle, 0, "--settle must not be negative"))

@@ -27,9 +27,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from distcp.configuration import CopyConfiguration
+from distcp.datasets.base import CopyableDataset
 from distcp.model import FileStatus
 from distcp.planning import offsets
-from distcp.planning.listing import find_datasets
+from distcp.planning.listing import find_datasets, with_history
+from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
@@ -88,8 +90,11 @@ class Arrivals:
     """The run's sources, listed on each read; what it offered kept in ``known``."""
 
     def __init__(self, cfg: CopyConfiguration, known: frozenset[int] = frozenset(),
-                 waiting_url: str = "") -> None:
+                 waiting_url: str = "", state_url: str = "") -> None:
+        """``state_url``: the state root, where a dataset that plans from what was
+        published (a stream dataset's watermarks) reads it."""
         self.cfg, self.known, self.waiting_url = cfg, known, waiting_url
+        self.state = StateStore(state_url, dict(cfg.dst_options)) if state_url else None
         self.offered: dict[tuple[str, str], tuple[int, float]] = {}
         #: Files the last listing left for later because they had not settled.
         self.unsettled = 0
@@ -100,6 +105,9 @@ class Arrivals:
         cfg = self.cfg.with_(started=time.time())
         wanted, settled = cfg.file_filter, time.time() - cfg.settle
         for ds in find_datasets(cfg):
+            if ds.uses_history:
+                yield from self._planned(with_history(ds, self.state), cfg, settled)
+                continue
             tree = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
             if ds.is_file:
                 found: Iterator[tuple[str, FileStatus]] = iter(
@@ -116,6 +124,17 @@ class Arrivals:
                     path.rstrip("/").rpartition("/")[2]
                 if wanted.admits(rel, st):
                     yield Arrival(ds.urn, path, st)
+
+    def _planned(self, ds: CopyableDataset, cfg: CopyConfiguration, settled: float
+                 ) -> Iterator[Arrival]:
+        """A dataset that lists itself from what was published (a stream dataset: only
+        its ready partitions from the low watermark on, never the whole tree): the files
+        its own listing wants. Its batch plans it whole, as a scheduled run does."""
+        for f in ds.listing(cfg).files:
+            if f.origin.mtime > settled:
+                self.unsettled += 1
+            else:
+                yield Arrival(ds.urn, f.origin.url, f.origin)
 
     def read(self, start: Mapping[str, Any]) -> tuple[list[Arrival], dict[str, Any]]:
         """The next batch after ``start`` and the offset that ends it (``start`` itself

@@ -37,8 +37,10 @@ def run_batch(cfg: CopyConfiguration, arrivals: Iterable[Arrival], spark: Any,
         by_urn[a.urn].append((a.path, a.status))
 
     def found(c: CopyConfiguration) -> list[CopyableDataset]:
-        return [OfferedDataset(ds, by_urn[ds.urn]) for ds in find_datasets(c)
-                if ds.urn in by_urn]
+        """The datasets with files in the batch, narrowed to them; one that plans from
+        what was published (a stream dataset) plans whole, from its watermarks."""
+        return [ds if ds.uses_history else OfferedDataset(ds, by_urn[ds.urn])
+                for ds in find_datasets(c) if ds.urn in by_urn]
 
     return run_copy(cfg.with_(started=time.time()), callback, Within(spark, found))
 

@@ -98,7 +98,7 @@ def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
             spark = stack.enter_context(sessions())
         stop = stack.enter_context(_signals(callback))
         _report(cfg, layout, progress)  # "catching up": status tells from the start
-        known = frozenset(a.fingerprint for a in Arrivals(cfg).listed())
+        known = frozenset(a.fingerprint for a in Arrivals(cfg, state_url=root).listed())
         callback.message("catching up: copying what the destination lacks")
         caught_up = run_copy(cfg, callback, Within(spark))
         added(progress.summary, caught_up)
@@ -130,7 +130,7 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
             _batch(cfg, spark, layout, progress, callback,
                    [Arrival.of_row(*row) for row in df.collect()], batch_id)
 
-    spark.dataSource.register(arrivals_source(cfg, known, layout.continuous_waiting))
+    spark.dataSource.register(arrivals_source(cfg, known, layout.continuous_waiting, layout.root))
     query = (spark.readStream.format(NAME).load().writeStream.foreachBatch(on_batch)
              .trigger(processingTime=f"{cfg.interval} seconds")
              .option("checkpointLocation", checkpoint_of(layout, cfg))

@@ -21,7 +21,8 @@ from distcp.planning.arrivals import SCHEMA, Arrivals
 NAME = "pydistcp_arrivals"
 
 
-def arrivals_source(cfg: CopyConfiguration, known: frozenset[int], waiting_url: str) -> type:
+def arrivals_source(cfg: CopyConfiguration, known: frozenset[int], waiting_url: str,
+                    state_url: str) -> type:
     """The data source class of one continuous run (register it, then read ``NAME``);
     ``known``: the fingerprints of the files the catch-up's listing found."""
     from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
@@ -30,7 +31,7 @@ def arrivals_source(cfg: CopyConfiguration, known: frozenset[int], waiting_url: 
 
     class Reader(SimpleDataSourceStreamReader):
         def __init__(self) -> None:
-            self.arrivals = Arrivals(cfg, known, waiting_url)
+            self.arrivals = Arrivals(cfg, known, waiting_url, state_url)
 
         def initialOffset(self) -> dict[str, Any]:
             return offsets.initial()

@@ -66,10 +66,14 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 
 def announced_sets(dst: Path) -> dict[str, int]:
+    return announced_sets_at(dst / ".pydistcp")
+
+
+def announced_sets_at(state: Path) -> dict[str, int]:
     """Each file set's COMPLETE event (kept in the state's event log): its idempotency
     key and how many files it published. A replay may send an event again, with the
     same key and the same count: a reader deduplicates by key."""
-    lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()
+    lines = (state / "events" / "events.jsonl").read_text().splitlines()
     sets: dict[str, int] = {}
     for line in lines:
         facet = json.loads(line)["run"]["facets"].get("pydistcp_copy")
@@ -163,7 +167,7 @@ def test_what_a_continuous_copy_refuses_is_one_line_exit_2(tmp_path: Path, flags
     assert not (tmp_path / "dst").exists()
 
 
-def _start(src: Path, dst: Path, *extra: str, env: dict[str, str] | None = None
+def _start(src: Path, dst: Path | str, *extra: str, env: dict[str, str] | None = None
            ) -> subprocess.Popen[str]:
     return subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--continuous",
                              "--interval", "1", "--settle", "0.2", "--no-progress", *extra],
@@ -171,45 +175,62 @@ def _start(src: Path, dst: Path, *extra: str, env: dict[str, str] | None = None
                             text=True, start_new_session=True)
 
 
-def _status(dst: Path) -> dict[str, Any]:
+def _status(state: Path) -> dict[str, Any]:
+    """The continuous status document under a state root (``DST/.pydistcp``)."""
     try:
-        return dict(json.loads((dst / ".pydistcp" / "continuous" / "status.json").read_text()))
+        return dict(json.loads((state / "continuous" / "status.json").read_text()))
     except (FileNotFoundError, ValueError):
         return {"job_id": "", "batches": -1, "state": ""}
 
 
-def test_sigkill_at_random_instants_loses_nothing_and_publishes_each_file_once(
-        tmp_path: Path) -> None:
-    """A writer adds a file every 0.1 s for 30 s; the copy is killed (its whole process
-    group, JVM included) twice at random instants after its batches began, and restarted;
-    a last start with --until-idle catches up. Each file is published exactly once."""
-    src, dst = tmp_path / "src", tmp_path / "dst"
+def killed_twice_then_caught_up(src: Path, dst: str, state: Path, *extra: str,
+                                env: dict[str, str] | None = None, seconds: float = 30
+                                ) -> None:
+    """A writer adds a file every 0.1 s for ``seconds``; the copy is killed (its whole
+    process group, JVM included) twice at random instants after its batches began, and
+    restarted; a last start with --until-idle catches up."""
     src.mkdir()
-    writer = Writer(src, seconds=30, every=0.1)
+    writer = Writer(src, seconds=seconds, every=0.1)
     writer.start()
     rng = random.Random(2026)
+    shown = ("status", dst, "--state-dir", str(state))
     for _ in range(2):
-        before = _status(dst)["job_id"]
-        proc = _start(src, dst)
+        before = _status(state)["job_id"]
+        proc = _start(src, dst, *extra, env=env)
         begun = time.monotonic()
-        while (_status(dst)["job_id"] == before or _status(dst)["batches"] < 1) \
+        while (_status(state)["job_id"] == before or _status(state)["batches"] < 1) \
                 and time.monotonic() - begun < 120:
             time.sleep(0.2)
         time.sleep(rng.uniform(0.5, 4.0))
-        running = run_cli("status", str(dst))
-        assert "continuous copy: running, " in running.stdout, running.stdout
+        running = run_cli(*shown, env=env)
+        assert "continuous copy: running, " in running.stdout, running.stdout + running.stderr
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL
-        killed = run_cli("status", str(dst))
+        killed = run_cli(*shown, env=env)
         assert "continuous copy: not running (ended without stopping)" in killed.stdout
     writer.join()
-    last = _start(src, dst, "--until-idle")
+    last = _start(src, dst, "--until-idle", *extra, env=env)
     _out, err = last.communicate(timeout=300)
     assert last.returncode == 0, err
+    assert sum(announced_sets_at(state).values()) == len(files_of(src))  # each once
+    assert not list((state / "commits").glob("*.json"))  # nothing pending
+
+
+def test_sigkill_at_random_instants_loses_nothing_and_publishes_each_file_once(
+        tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    killed_twice_then_caught_up(src, str(dst), dst / ".pydistcp")
     assert files_of(dst) == files_of(src)
-    assert sum(announced_sets(dst).values()) == len(files_of(src))  # each once
-    assert not list((dst / ".pydistcp" / "commits").glob("*.json"))  # nothing pending
+
+
+def test_sigkill_of_a_continuous_copy_to_s3_loses_nothing(
+        tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+    """The same onto the S3 server (the state kept locally, with --state-dir)."""
+    src, state = tmp_path / "src", tmp_path / "state"
+    killed_twice_then_caught_up(src, "s3://dst/landed", state, "--state-dir", str(state),
+                                env=s3.env, seconds=15)
+    assert visible(s3, "dst", "landed/") == files_of(src)
 
 
 def test_a_batch_killed_after_its_commit_record_is_finished_by_the_restart(
@@ -219,7 +240,7 @@ def test_a_batch_killed_after_its_commit_record_is_finished_by_the_restart(
     dst.mkdir()
 
     def later() -> None:
-        while _status(dst)["state"] != "running":  # the catch-up has ended
+        while _status(dst / ".pydistcp")["state"] != "running":  # the catch-up has ended
             time.sleep(0.1)
         Writer(src, 0).put(Path("new.bin"), b"arrived while running")
 
@@ -244,18 +265,18 @@ def test_sigterm_to_the_process_group_finishes_the_batch_and_exits_0(tmp_path: P
     src.mkdir()
     proc = _start(src, dst)
     begun = time.monotonic()
-    while _status(dst)["state"] != "running" and time.monotonic() - begun < 120:
+    while _status(dst / ".pydistcp")["state"] != "running" and time.monotonic() - begun < 120:
         time.sleep(0.1)
     writer = Writer(src, seconds=3, every=0.05)
     writer.start()
-    while _status(dst)["batches"] < 2 and time.monotonic() - begun < 120:
+    while _status(dst / ".pydistcp")["batches"] < 2 and time.monotonic() - begun < 120:
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     writer.join()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-    status = _status(dst)
+    status = _status(dst / ".pydistcp")
     assert status["state"] == "stopped"
     published = files_of(dst)
     assert published and all(files_of(src)[k] == v for k, v in published.items())
@@ -274,3 +295,32 @@ def test_a_fork_replicates_each_new_file_to_both_destinations(spark: Any, tmp_pa
     writer.join()
     assert summary.ok, summary.failures
     assert files_of(dst) == files_of(other) == files_of(src)
+
+
+def test_a_stream_dataset_is_replicated_partition_by_partition_as_each_is_ready(
+        spark: Any, tmp_path: Path) -> None:
+    """A streaming job's hourly folders, each ready once its _SUCCESS lands: the source
+    lists only from the watermark on, and each batch plans the dataset as a scheduled
+    run would, moving its watermarks with the data."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "clicks").mkdir(parents=True)
+
+    def stream() -> None:
+        for hour in range(6):
+            part = src / "clicks" / "2026" / "11" / "20" / f"{hour:02d}"
+            Writer(src, 0).put(part.relative_to(src) / "part-0.json",
+                               f'{{"hour": {hour}}}'.encode())
+            time.sleep(0.3)
+            Writer(src, 0).put(part.relative_to(src) / "_SUCCESS", b"")
+            time.sleep(0.4)
+
+    streaming = threading.Thread(target=stream)
+    streaming.start()
+    summary = distcp.copy(str(src), str(dst), finder="stream", ready_marker="_SUCCESS",
+                          continuous=True, interval=0.5, until_idle=True, settle=0.2,
+                          progress=False)
+    streaming.join()
+    assert summary.ok, summary.failures
+    assert files_of(dst) == files_of(src)
+    shown = run_cli("status", str(dst))
+    assert "actual high 2026-11-20T05:00:00" in shown.stdout, shown.stdout
