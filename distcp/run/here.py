@@ -1,33 +1,23 @@
-"""Work units copied by this process and its children, not by a Spark job (driver).
+"""Work units copied in this process, where a Spark job's start would cost more (driver).
 
 On a local master Spark's executors are this machine's cores, and a small plan's copy
 takes less time than the job that would run it: a cold run's JVM, session and first
 Python worker took 3.8 s before its first file moved, for 5 files of 7 bytes whose copy
 took 0.01 s (``benchmarks/timeline.py``); the warm engine's client still imports
-PySpark's and connects. So a small plan's work units run here (``run.choice``'s
-bounds: 20,000 files when the session would be cold, 1,000 when it opens cheaply),
+PySpark's and connects. So a small plan's work units run here, in one thread per core,
 through the same task code Spark's tasks run (``copying.task.stream_work_unit``): the
-same staging, results, request counts and commit log. Only who runs the units changes; planning and
-publishing do not know.
-
-Who runs them: in the ``pydistcp`` command, one forked process per core
-(``run.workers``), which take the units one at a time and send each one's results
-back; a task's Python holds the GIL, and threads of one process copied 20,000 small
-files in 2.6 times two Spark workers' time (benchmarks/RESULTS.md, 2026-11-29). An API
-caller's process, whose threads and locks are not ours to fork, runs them in one thread
-per core.
+same staging, results, request counts and commit log. Only who runs the units changes;
+planning and publishing do not know.
 
 What differs from a Spark job, on purpose:
 - **No task retry.** A unit whose code raised fails its files as data, as a failed
-  Spark job does (the next run copies them again); so does a unit whose process died.
+  Spark job does (the next run copies them again).
 - **The process's own environment.** The units run with this process's variables:
   ``TaskSpec.env`` exists to carry them to a server's workers, and swapping
   ``os.environ`` under other threads would race.
 - **Ctrl-C.** The interrupt ends the run at once, as an interrupted Spark job does,
-  with nothing published: the copying processes ignore it and are killed (threads stop
-  after the file each is copying, and the command does not wait for them). A run
-  killed outright takes its copying processes with it (``PR_SET_PDEATHSIG``) and leaves
-  only staged copies, which the next run's recovery finds.
+  with nothing published; each thread stops after the file it is copying, and the
+  command does not wait for them.
 """
 
 from __future__ import annotations
@@ -36,7 +26,6 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
 from distcp import collection
@@ -46,10 +35,8 @@ from distcp.copying.task import stream_work_unit
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.planning import beside, visibility
+from distcp.planning import visibility
 from distcp.planning.packing import units_of
-from distcp.run.planners import preload, preloaded
-from distcp.run.workers import run_forked
 from distcp.spark.job import poll_progress
 from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
@@ -57,15 +44,10 @@ from distcp.storage.watchdog import bounded_by
 from distcp.summary import CopyTally
 from distcp.timeline import mark, tasks_here
 
-#: What publishing imports after ``planners.PUBLISH_MODULES``, imported while the
-#: processes copy: pyarrow's first array imports pandas (0.3-0.5 s here, each run's
-#: manifest segment), which this process would otherwise import after the copy.
-WHILE_COPYING = ("pandas",)
-
 
 def cores_here(cfg: CopyConfiguration) -> int:
-    """Processes (or threads) for the units: ``--cores``, else the local master's
-    (``local[N]`` and ``local[N,F]``; ``*`` and anything else: this machine's)."""
+    """Threads for the units: ``--cores``, else the local master's (``local[N]`` and
+    ``local[N,F]``; ``*`` and anything else: this machine's)."""
     if cfg.parallelism:
         return cfg.parallelism
     master = cfg.master
@@ -91,49 +73,25 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     spec = replace(spec, env=None, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
     stop = threading.Event()  # progress from the tasks' files, as on Spark
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
-
-    def started() -> None:  # once the copying processes are forked, never before
-        poller.start()
-        preload(WHILE_COPYING)
-
+    poller.start()
     try:
-        results = run_here(units, spec, cores, started) if units else []
+        results = run_here(units, spec, cores) if units else []
     finally:
         stop.set()
-        if poller.is_alive():
-            poller.join()
+        poller.join()
     callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     mark("copied in this process")
     callback.close()
     return results, CopyTally.of_results(results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
-def run_here(units: list[WorkUnit], spec: TaskSpec, cores: int,
-             started: Callable[[], None] = lambda: None) -> list[TaskResult]:
-    """Each unit in one of ``cores`` forked processes (``run.workers``), or threads
-    where this process may not fork (an API caller's); the results of all, unit by
-    unit. A unit whose code raised fails its files (``failed_unit``). ``started`` runs
-    once the units are under way (the progress poller's start)."""
-    attempt = f"here{os.getpid()}"
-
-    def one(unit: WorkUnit) -> list[TaskResult]:
-        with bounded_by(spec.request_timeout):
-            return list(stream_work_unit(unit, spec, attempt))
-
-    if beside.forks():
-        preloaded()
-        with collection.paused():
-            return run_forked(units, cores, one, failed_unit, started)
-    started()
-    return run_in_threads(units, spec, attempt, cores)
-
-
-def run_in_threads(units: list[WorkUnit], spec: TaskSpec, attempt: str, threads: int
-                   ) -> list[TaskResult]:
-    """Each unit in one of ``threads`` threads. Daemon threads, not a
+def run_here(units: list[WorkUnit], spec: TaskSpec, threads: int) -> list[TaskResult]:
+    """Each unit in one of ``threads`` threads; the results of all, unit by unit. A unit
+    whose code raised fails its files (``failed_unit``). Daemon threads, not a
     ``ThreadPoolExecutor``, whose threads the interpreter's exit waits for: after Ctrl-C
     the command ends at once, not after each thread's file."""
     stop = threading.Event()
+    attempt = f"here{os.getpid()}"
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for n in range(len(units)):
         todo.put(n)

@@ -30,7 +30,6 @@ from distcp.run.choice import (
     PAIRED_HERE,
     collects_because,
     every_decision,
-    held_here,
     plans_beside,
     session_cheap,
 )
@@ -46,8 +45,6 @@ from distcp.state.store import StateStore
 #: imports the Spark client after them.
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
-_importing: list[threading.Thread] = []
-
 
 def preload(modules: tuple[str, ...]) -> None:
     """Import ``modules`` in a daemon thread, while this one locks, lists and copies
@@ -55,17 +52,8 @@ def preload(modules: tuple[str, ...]) -> None:
     child must not inherit an import lock a thread holds."""
     if all(m in sys.modules for m in modules):
         return
-    thread = threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
-                              daemon=True)
-    _importing.append(thread)
-    thread.start()
-
-
-def preloaded() -> None:
-    """Wait for ``preload``'s imports: a process forked while a thread imports could
-    inherit the import's lock held (``run.workers``)."""
-    while _importing:
-        _importing.pop().join()
+    threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
+                     daemon=True).start()
 
 
 def _import_all(modules: tuple[str, ...]) -> None:
@@ -85,14 +73,12 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
     run.collects = collects_because(cfg, run.publishing.recovery)
     copies_to = (StateLayout(run.root).kept_plan(run.publishing.job_id)
                  if run.collects is None else "")
-    held = held_here(cfg)  # a plan auto would copy here is held, not kept for Spark
 
     def planned_with(spark: Callable[[], Any]) -> Planned:
         lister = Lister(cfg.listing, spark, cheap=lambda: session.started or session_cheap(
             cfg)) if cfg.listing != "driver" else None
         pairs = DriverPairs(every_decision(cfg), copies_to,
-                            lister.reason if lister is not None else lambda tree: PAIRED_HERE,
-                            held)
+                            lister.reason if lister is not None else lambda tree: PAIRED_HERE)
         with collection.paused():
             return plan_all(cfg, message, run.datasets, store, lister,
                             FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
@@ -109,4 +95,4 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
     if done is None:
         preload(PUBLISH_MODULES)
         done = planned_with(session)
-    return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to, held))
+    return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to))
