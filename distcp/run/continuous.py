@@ -91,7 +91,9 @@ def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
     preflight.check_run(cfg)
     preflight.check_local_destination(root, cfg.destination, options)
     progress = Progress(time.time(), job_id, cfg.interval, Summary(job_id=job_id))
-    sessions = Sessions(cfg, job_id, callback)
+    # its own session, never the warm engine's (a Spark Connect server would run each
+    # batch in its own Python worker): --engine auto means cold here
+    sessions = Sessions(cfg.with_(engine="cold"), job_id, callback)
     with DestinationLock(root, options, job_id, command="copy --continuous"), \
             ExitStack() as stack:
         with _jvm_ignoring_sigterm():
