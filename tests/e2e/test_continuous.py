@@ -120,15 +120,15 @@ def test_encrypted_archives_landing_are_expanded_as_they_land(spark: Any, tmp_pa
     members = {"r/a.csv": b"a,b\n1,2\n", "r/b.bin": bytes(range(256)) * 40}
 
     def land() -> None:
-        for n in range(3):
-            time.sleep(0.7)
+        for n in range(3):  # more often than the interval: --until-idle waits for the last
+            time.sleep(0.3)
             sealed = gpg(ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
                          data=tgz({**members, "n.txt": str(n).encode()})).stdout
             Writer(src, 0).put(Path(f"drop{n}.tar.gz.gpg"), sealed)
 
     landing = threading.Thread(target=land)
     landing.start()
-    summary = distcp.copy(str(src), str(dst), continuous=True, interval=0.5, until_idle=True,
+    summary = distcp.copy(str(src), str(dst), continuous=True, interval=2, until_idle=True,
                           settle=0.3, convert=["decrypt", "gunzip", "untar"],
                           gpg_home=ring.home, gpg_passphrase=PASSPHRASE, progress=False)
     landing.join()
@@ -313,18 +313,20 @@ def test_a_stream_dataset_is_replicated_partition_by_partition_as_each_is_ready(
     (src / "clicks").mkdir(parents=True)
 
     def stream() -> None:
+        # A partition ready every 0.4 s, well within the 1.5 s interval: --until-idle
+        # stops only after a whole interval in which none became ready.
         for hour in range(6):
             part = src / "clicks" / "2026" / "11" / "20" / f"{hour:02d}"
             Writer(src, 0).put(part.relative_to(src) / "part-0.json",
                                f'{{"hour": {hour}}}'.encode())
-            time.sleep(0.3)
+            time.sleep(0.2)
             Writer(src, 0).put(part.relative_to(src) / "_SUCCESS", b"")
-            time.sleep(0.4)
+            time.sleep(0.2)
 
     streaming = threading.Thread(target=stream)
     streaming.start()
     summary = distcp.copy(str(src), str(dst), finder="stream", ready_marker="_SUCCESS",
-                          continuous=True, interval=0.5, until_idle=True, settle=0.2,
+                          continuous=True, interval=1.5, until_idle=True, settle=0.2,
                           progress=False)
     streaming.join()
     assert summary.ok, summary.failures
