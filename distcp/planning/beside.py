@@ -44,9 +44,15 @@ _enabled = False
 
 
 def enable() -> None:
-    """Let this process fork for planning (the ``pydistcp`` command's own process)."""
+    """Let this process fork for planning and for copying a small plan here
+    (``run.workers``): the ``pydistcp`` command's own process."""
     global _enabled
     _enabled = True
+
+
+def forks() -> bool:
+    """Whether this process may fork children of its own (``enable``; POSIX)."""
+    return _enabled and hasattr(os, "fork")
 
 
 class NeedsSession(BaseException):
@@ -108,7 +114,7 @@ def _child(plan: Callable[[], object], w: int, parent: int) -> None:
     """Plan, write the pickled outcome to ``w`` and leave without the parent's exit."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _die_with(parent)
+        die_with(parent)
         pause = delay_at("planning_beside")  # lets a test interrupt the child's planning
         if pause:
             time.sleep(pause)
@@ -136,7 +142,7 @@ def _child(plan: Callable[[], object], w: int, parent: int) -> None:
         os._exit(0)
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """End this child when the parent ends (Linux), or now if it already has."""
     with contextlib.suppress(Exception):
         import ctypes

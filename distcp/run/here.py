@@ -26,6 +26,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from distcp import collection
@@ -35,8 +36,10 @@ from distcp.copying.task import stream_work_unit
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.planning import visibility
+from distcp.planning import beside, visibility
 from distcp.planning.packing import units_of
+from distcp.run.planners import preloaded
+from distcp.run.workers import run_forked
 from distcp.spark.job import poll_progress
 from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
@@ -73,25 +76,44 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     spec = replace(spec, env=None, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
     stop = threading.Event()  # progress from the tasks' files, as on Spark
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
-    poller.start()
-    try:
-        results = run_here(units, spec, cores) if units else []
+    try:  # the poller starts once the copying processes are forked, never before
+        results = run_here(units, spec, cores, poller.start) if units else []
     finally:
         stop.set()
-        poller.join()
+        if poller.is_alive():
+            poller.join()
     callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     mark("copied in this process")
     callback.close()
     return results, CopyTally.of_results(results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
-def run_here(units: list[WorkUnit], spec: TaskSpec, threads: int) -> list[TaskResult]:
-    """Each unit in one of ``threads`` threads; the results of all, unit by unit. A unit
-    whose code raised fails its files (``failed_unit``). Daemon threads, not a
+def run_here(units: list[WorkUnit], spec: TaskSpec, cores: int,
+             started: Callable[[], None] = lambda: None) -> list[TaskResult]:
+    """Each unit in one of ``cores`` forked processes (``run.workers``), or threads
+    where this process may not fork (an API caller's); the results of all, unit by
+    unit. A unit whose code raised fails its files (``failed_unit``). ``started`` runs
+    once the units are under way (the progress poller's start)."""
+    attempt = f"here{os.getpid()}"
+
+    def one(unit: WorkUnit) -> list[TaskResult]:
+        with bounded_by(spec.request_timeout):
+            return list(stream_work_unit(unit, spec, attempt))
+
+    if beside.forks():
+        preloaded()
+        with collection.paused():
+            return run_forked(units, cores, one, failed_unit, started)
+    started()
+    return run_in_threads(units, spec, attempt, cores)
+
+
+def run_in_threads(units: list[WorkUnit], spec: TaskSpec, attempt: str, threads: int
+                   ) -> list[TaskResult]:
+    """Each unit in one of ``threads`` threads. Daemon threads, not a
     ``ThreadPoolExecutor``, whose threads the interpreter's exit waits for: after Ctrl-C
     the command ends at once, not after each thread's file."""
     stop = threading.Event()
-    attempt = f"here{os.getpid()}"
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for n in range(len(units)):
         todo.put(n)

@@ -45,6 +45,8 @@ from distcp.state.store import StateStore
 #: imports the Spark client after them.
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
+_importing: list[threading.Thread] = []
+
 
 def preload(modules: tuple[str, ...]) -> None:
     """Import ``modules`` in a daemon thread, while this one locks, lists and copies
@@ -52,8 +54,17 @@ def preload(modules: tuple[str, ...]) -> None:
     child must not inherit an import lock a thread holds."""
     if all(m in sys.modules for m in modules):
         return
-    threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
-                     daemon=True).start()
+    thread = threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
+                              daemon=True)
+    _importing.append(thread)
+    thread.start()
+
+
+def preloaded() -> None:
+    """Wait for ``preload``'s imports: a process forked while a thread imports could
+    inherit the import's lock held (``run.workers``)."""
+    while _importing:
+        _importing.pop().join()
 
 
 def _import_all(modules: tuple[str, ...]) -> None:

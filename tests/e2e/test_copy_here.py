@@ -118,23 +118,10 @@ def test_what_copying_here_cannot_do_is_refused_before_anything(
     assert not (tmp_path / "dst").exists()
 
 
-def test_a_crash_while_copying_here_publishes_nothing_and_the_rerun_finishes(
-        tmp_path: Path) -> None:
-    src, dst = _source(tmp_path / "src", 8), tmp_path / "dst"
-    crash = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
-                    env={"DISTCP_CRASH_AT": "after_stage:3"})
-    assert crash.returncode == 137, crash.stderr
-    assert tree(dst) == {}
-    again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
-    assert again.returncode == 0, again.stderr
-    assert tree(dst) == tree(src)
-
-
-def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path: Path
-                                                                         ) -> None:
-    src, dst = _source(tmp_path / "src", 4), tmp_path / "dst"
+def _paused_in_staging(src: Path, dst: Path) -> subprocess.Popen[str]:
+    """A run copying here, its processes each paused after a staged file."""
     proc = subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--engine", "cold",
-                             "--no-progress"],
+                             "--no-progress", "--cores", "2"],
                             env=cli_env({"DISTCP_SLOW_AT": "after_stage=60"}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -143,11 +130,77 @@ def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path:
     while time.monotonic() < deadline and not any(p.is_file() for p in staging.rglob("*")):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
+    return proc
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _gone(pids: set[int], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(Path(f"/proc/{pid}").exists() and
+              Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+              for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_crash_while_copying_here_publishes_nothing_and_the_rerun_finishes(
+        tmp_path: Path) -> None:
+    src, dst = _source(tmp_path / "src", 8), tmp_path / "dst"
+    proc = _paused_in_staging(src, dst)
+    workers = _children(proc.pid)
+    assert workers  # the files are copied by forked processes
+    proc.kill()  # SIGKILL of the run: its copying processes die with it
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert _gone(workers)
+    assert tree(dst) == {}  # staged copies only, under .pydistcp
+    again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert tree(dst) == tree(src)
+
+
+def test_a_copying_process_that_dies_fails_its_files_and_the_rerun_copies_them(
+        tmp_path: Path) -> None:
+    src, dst = _source(tmp_path / "src", 8), tmp_path / "dst"
+    crash = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
+                    "--cores", "2", "--tasks", "2", "--summary-json", str(tmp_path / "s.json"),
+                    env={"DISTCP_CRASH_AT": "after_stage:3"})  # each process's third file
+    assert crash.returncode == 1, crash.stderr
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["files_copied"] + summary["files_failed"] == 8
+    assert summary["files_failed"] >= 4  # a dead process's whole unit
+    assert "exited with status 137" in crash.stderr
+    assert set(tree(dst)) < set(tree(src))
+    again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert tree(dst) == tree(src)
+
+
+def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path: Path
+                                                                         ) -> None:
+    src, dst = _source(tmp_path / "src", 4), tmp_path / "dst"
+    proc = _paused_in_staging(src, dst)
+    workers = _children(proc.pid)
     pressed = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
     _out, err = proc.communicate(timeout=30)
     assert time.monotonic() - pressed < 10  # not after the paused file's 60 s
     assert proc.returncode == 130, err
+    assert workers and _gone(workers)  # the copying processes killed, not waited for
     assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
                                    "published, rerun to finish")
     assert tree(dst) == {}

@@ -1,8 +1,10 @@
-"""Copying in this process (``run.here``): which plans it takes, how many threads, and
-a unit whose code raised failing its files as data, never the run."""
+"""Copying in this process (``run.here``): which plans it takes, how many processes, and
+a unit whose code raised, or whose forked process died, failing its files as data,
+never the run."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -13,6 +15,7 @@ import pytest
 from distcp.configuration import CopyConfiguration
 from distcp.copying.taskspec import TaskSpec
 from distcp.model import CopyableFile, FileStatus, TaskResult, WorkUnit
+from distcp.planning import beside
 from distcp.run import here
 from distcp.run.choice import HERE_BYTES, HERE_FILES, copies_here
 
@@ -59,25 +62,75 @@ def test_one_thread_per_core_of_the_local_master(master: str, parallelism: int |
     assert here.cores_here(_cfg(master=master, parallelism=parallelism)) == threads
 
 
+def _spec(tmp_path: Path) -> TaskSpec:
+    return TaskSpec(job_id="j", staging_root=str(tmp_path / "s"),
+                    progress_root=str(tmp_path / "p"), state_root=str(tmp_path))
+
+
+def _ok(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
+    for f in unit.files:  # the copying process's id as the message
+        yield TaskResult(guid=f.guid, unit_id=unit.unit_id, attempt=attempt,
+                         origin=f.origin.url, destination=f.destination,
+                         dataset_urn=f.dataset_urn, file_set=f.file_set, status="ok",
+                         message=str(os.getpid()))
+
+
+@pytest.fixture(params=[True, False], ids=["forked", "threads"])
+def forks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Units in forked processes (the command's way) or in threads (an API caller's)."""
+    monkeypatch.setattr(beside, "_enabled", request.param)
+    return bool(request.param)
+
+
 def test_a_unit_whose_code_raised_fails_its_files_and_the_others_are_copied(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, forks: bool) -> None:
     files = _files(4)
     units = [WorkUnit(0, tuple(files[:2])), WorkUnit(1, tuple(files[2:]))]
 
     def fake(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
         if unit.unit_id == 0:
             raise RuntimeError("disk on fire\nsecond line")
-        for f in unit.files:
-            yield TaskResult(guid=f.guid, unit_id=unit.unit_id, attempt=attempt,
-                             origin=f.origin.url, destination=f.destination,
-                             dataset_urn=f.dataset_urn, file_set=f.file_set, status="ok")
+        yield from _ok(unit, spec, attempt)
 
     monkeypatch.setattr(here, "stream_work_unit", fake)
-    spec = TaskSpec(job_id="j", staging_root=str(tmp_path / "s"),
-                    progress_root=str(tmp_path / "p"), state_root=str(tmp_path))
-    results = here.run_here(units, spec, 2)
+    results = here.run_here(units, _spec(tmp_path), 2)
     assert [(r.origin, r.status) for r in results] == [
         ("/src/f0", "failed"), ("/src/f1", "failed"), ("/src/f2", "ok"), ("/src/f3", "ok")]
     assert results[0].message == "/src/f0: copy failed: disk on fire"
     assert results[0].error_type == "RuntimeError"
-    assert results[2].attempt.startswith("here")
+    assert results[2].attempt == f"here{os.getpid()}"
+    assert (results[2].message != str(os.getpid())) is forks  # copied in a child
+
+
+def test_forked_processes_copy_every_unit_of_a_queue_longer_than_its_pipe(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)
+    monkeypatch.setattr(here, "stream_work_unit", _ok)
+    files = _files(20_000)  # 80,000 bytes of unit numbers: more than a pipe's 64 KiB
+    units = [WorkUnit(n, (f,)) for n, f in enumerate(files)]
+    started: list[int] = []
+    results = here.run_here(units, _spec(tmp_path), 2, lambda: started.append(1))
+    assert [r.origin for r in results] == [f.origin.url for f in files]
+    assert {r.status for r in results} == {"ok"} and started == [1]
+    assert str(os.getpid()) not in {r.message for r in results}
+
+
+def test_a_copying_process_that_dies_fails_the_files_of_its_unit(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)
+
+    def dies(unit: WorkUnit, spec: TaskSpec, attempt: str) -> Iterator[TaskResult]:
+        if unit.unit_id == 1:
+            os._exit(137)  # as if killed: no result, no finally
+        yield from _ok(unit, spec, attempt)
+
+    monkeypatch.setattr(here, "stream_work_unit", dies)
+    files = _files(6)
+    units = [WorkUnit(n, tuple(files[2 * n:2 * n + 2])) for n in range(3)]
+    results = here.run_here(units, _spec(tmp_path), 2)
+    assert [(r.origin, r.status) for r in results] == [
+        ("/src/f0", "ok"), ("/src/f1", "ok"), ("/src/f2", "failed"), ("/src/f3", "failed"),
+        ("/src/f4", "ok"), ("/src/f5", "ok")]
+    assert results[2].error_type == "ChildProcessError"
+    assert results[2].message.startswith("/src/f2: copy failed: copying process ")
+    assert "exited with status 137" in results[2].message
