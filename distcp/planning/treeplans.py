@@ -77,9 +77,12 @@ class DriverPairs:
     too wide to pair (``TOP_PAIRS``)."""
 
     def __init__(self, keep_skips: bool = False, copies_to: str = "",
-                 why: Callable[[Tree], str] = lambda tree: "two local trees") -> None:
-        """``why``: what made the run plan a source tree here rather than on Spark."""
+                 why: Callable[[Tree], str] = lambda tree: "two local trees",
+                 held: int | None = None) -> None:
+        """``why``: what made the run plan a source tree here rather than on Spark;
+        ``held``: files to copy held before the rest are kept (None: ``HELD``)."""
         self.keep_skips, self.copies_to, self.why = keep_skips, copies_to, why
+        self.held = held
 
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
         if not jp.plannable(ds, cfg):
@@ -106,7 +109,7 @@ class DriverPairs:
         rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
                            mtimes_kept=keeps_mtimes(ds.destination_root, cfg))
         roots = (src, (target.path.rstrip("/") or "/") if target is not None else "")
-        kept = _Held(copies_folder(self.copies_to, ds), dict(cfg.dst_options))
+        kept = _Held(copies_folder(self.copies_to, ds), dict(cfg.dst_options), self.held)
         values: list[tuple[str, str, Any]] = []
         for item in items:
             for kind, sort, value, size in jp.plan_rows(rule, pp.item_pairs(item, *roots)):
@@ -128,7 +131,9 @@ class _Held:
     ``HELD``, then written to ``folder``'s copy-rows file as they come (a chunk held
     at most); ``folder`` "": always held."""
 
-    def __init__(self, folder: str, options: dict[str, Any]) -> None:
+    def __init__(self, folder: str, options: dict[str, Any], most: int | None = None
+                 ) -> None:
+        self.most = HELD if most is None else max(HELD, most)
         self.writer = CopyRowsWriter(fsutil.join(folder, "driver.parquet"), options) \
             if folder else None
         self.held: list[tuple[str, Action, int]] = []
@@ -139,7 +144,7 @@ class _Held:
         if self.writer is None:
             return False
         self.held.append((sort, action, size))
-        if self.spilled or len(self.held) > HELD:
+        if self.spilled or len(self.held) > self.most:
             self.spilled = True
             for _, each, _ in self.held:  # copy tasks read files, not actions
                 self.writer.add(each.file)
@@ -156,11 +161,12 @@ class _Held:
 
 
 def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
-                copies_to: str) -> Plan:
+                copies_to: str, held: int | None = None) -> Plan:
     """``plan`` with each plain dataset the driver's own walk planned (an object store
     on a side, or a top too wide to pair) that has more than ``HELD`` files to copy
     written to a copy-rows file, as ``DriverPairs`` writes its own: the copy then takes
-    the thin path, its results never collected. Not where staging is a multipart
+    the thin path, its results never collected (``held``: more than that many, as
+    ``DriverPairs``'s). Not where staging is a multipart
     upload: completing uploads read back from results files cost more than it saves
     (docs/guide/object-stores.md)."""
     if not copies_to or spec_for(cfg.destination, dict(cfg.dst_options)).capabilities.multipart:
@@ -170,13 +176,14 @@ def kept_walked(plan: Plan, datasets: Sequence[Any], cfg: CopyConfiguration,
     for d in plan.datasets:
         ds = by_urn.get(d.urn)
         folder = copies_folder(copies_to, ds) if ds is not None and jp.plannable(ds, cfg) else ""
-        if d.kept or len(d.copy) <= HELD or not folder:
+        if d.kept or len(d.copy) <= (HELD if held is None else max(HELD, held)) \
+                or not folder:
             out.append(d)
             continue
-        held = _Held(folder, dict(cfg.dst_options))
+        rows = _Held(folder, dict(cfg.dst_options))
         for action in d.copy:
-            held.add("", action, action.file.origin.size)
-        out.append(replace(d, copy=(), kept=tuple(v for _, _, v in held.close())))
+            rows.add("", action, action.file.origin.size)
+        out.append(replace(d, copy=(), kept=tuple(v for _, _, v in rows.close())))
     return Plan(tuple(out))
 
 

@@ -67,31 +67,60 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
     return why
 
 
-#: The most files and bytes ``--copying auto`` copies in this process on a local master.
-#: A Spark job's start is 3-4 s cold (JVM, session, first worker) and ~0.2 s warm
-#: before its first file, where this process copies 1,000 small files in ~0.2 s
-#: (benchmarks/RESULTS.md, 2026-11-29); past these the tasks' second core and
-#: the executors' kept results (``keeps_copies``) pay for the job.
+#: The most files and bytes ``--copying auto`` copies in this process on a local master
+#: whose Spark session opens cheaply (the warm engine, a caller's session): a warm job's
+#: start is ~0.2 s before its first file, where this process copies 1,000 small files
+#: in ~0.2 s (benchmarks/RESULTS.md, 2026-11-29); past these the executors' kept results
+#: (``keeps_copies``) pay for the job.
 HERE_FILES = 1_000
 HERE_BYTES = 256 << 20
+#: The same without a session to reuse (the run would start its own JVM): a cold Spark
+#: job's start is 3-6 s before its first file, and the copying processes forked here
+#: (``run.workers``) copied 20,000 files of 1-64 KiB in half of a cold Spark run's time,
+#: in each of 5 rounds (benchmarks/RESULTS.md, 2026-11-29). Planning on the driver holds
+#: up to this many files to copy (``held_here``) rather than keeping them for Spark.
+HERE_FILES_COLD = 20_000
+HERE_BYTES_COLD = 1 << 30
+
+
+def here_bounds(cfg: CopyConfiguration) -> tuple[int, int]:
+    """The most files and bytes ``auto`` copies here: more when the session is cold."""
+    return (HERE_FILES, HERE_BYTES) if session_cheap(cfg) else (HERE_FILES_COLD,
+                                                                HERE_BYTES_COLD)
+
+
+def may_copy_here(cfg: CopyConfiguration) -> bool:
+    """Whether ``auto`` may copy this run's plan here, its size aside (``copies_here``)."""
+    return (cfg.copying == "auto" and not cfg.split_size and not cfg.catalog_table
+            and tasks_run_here(cfg.master))
+
+
+def held_here(cfg: CopyConfiguration) -> int | None:
+    """How many files to copy a dataset planned on the driver holds before it keeps
+    them for the executors (None: ``treeplans.HELD``, a chunk, as ``HERE_FILES``): the
+    cold bound of ``auto``'s copy here, so that a plan it would copy here is not kept
+    for a Spark job."""
+    return HERE_FILES_COLD if may_copy_here(cfg) and not session_cheap(cfg) else None
 
 
 def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
                 catalog: bool, splits: bool = False) -> str | None:
     """Why this process copies the plain branch's ``files`` (None: a Spark job does):
-    ``--copying driver``, or ``auto`` with a small plan on a local master, nothing kept
-    on the executors, no file to split (``--split-size``, or ``splits``: a big file's
-    ranges spread over idle cores) and no catalog (whose registrations start the
-    session anyway)."""
+    ``--copying driver``, or ``auto`` with a small plan on a local master
+    (``here_bounds``), nothing kept on the executors, no file to split
+    (``--split-size``, or ``splits``: a big file's ranges spread over idle cores) and no
+    catalog (whose registrations start the session anyway)."""
     if cfg.copying == "driver":
         return "--copying driver"
+    if cfg.copying == "spark" or kept or catalog or cfg.split_size or splits \
+            or not tasks_run_here(cfg.master):
+        return None
     size = sum(f.origin.size for f in files)
-    if (cfg.copying == "spark" or kept or catalog or cfg.split_size or splits
-            or not tasks_run_here(cfg.master)
-            or len(files) > HERE_FILES or size > HERE_BYTES):
+    most, most_bytes = here_bounds(cfg)
+    if len(files) > most or size > most_bytes:
         return None
     return (f"--copying auto: {len(files):,} files of {size:,} bytes on a local master, "
-            f"at most {HERE_FILES:,} and {HERE_BYTES >> 20} MiB: a Spark job's start "
+            f"at most {most:,} and {most_bytes >> 20:,} MiB: a Spark job's start "
             "would cost more than the copy")
 
 

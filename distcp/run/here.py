@@ -1,23 +1,33 @@
-"""Work units copied in this process, where a Spark job's start would cost more (driver).
+"""Work units copied by this process and its children, not by a Spark job (driver).
 
 On a local master Spark's executors are this machine's cores, and a small plan's copy
 takes less time than the job that would run it: a cold run's JVM, session and first
 Python worker took 3.8 s before its first file moved, for 5 files of 7 bytes whose copy
 took 0.01 s (``benchmarks/timeline.py``); the warm engine's client still imports
-PySpark's and connects. So a small plan's work units run here, in one thread per core,
+PySpark's and connects. So a small plan's work units run here (``run.choice``'s
+bounds: 20,000 files when the session would be cold, 1,000 when it opens cheaply),
 through the same task code Spark's tasks run (``copying.task.stream_work_unit``): the
-same staging, results, request counts and commit log. Only who runs the units changes;
-planning and publishing do not know.
+same staging, results, request counts and commit log. Only who runs the units changes; planning and
+publishing do not know.
+
+Who runs them: in the ``pydistcp`` command, one forked process per core
+(``run.workers``), which take the units one at a time and send each one's results
+back; a task's Python holds the GIL, and threads of one process copied 20,000 small
+files in 2.6 times two Spark workers' time (benchmarks/RESULTS.md, 2026-11-29). An API
+caller's process, whose threads and locks are not ours to fork, runs them in one thread
+per core.
 
 What differs from a Spark job, on purpose:
 - **No task retry.** A unit whose code raised fails its files as data, as a failed
-  Spark job does (the next run copies them again).
+  Spark job does (the next run copies them again); so does a unit whose process died.
 - **The process's own environment.** The units run with this process's variables:
   ``TaskSpec.env`` exists to carry them to a server's workers, and swapping
   ``os.environ`` under other threads would race.
 - **Ctrl-C.** The interrupt ends the run at once, as an interrupted Spark job does,
-  with nothing published; each thread stops after the file it is copying, and the
-  command does not wait for them.
+  with nothing published: the copying processes ignore it and are killed (threads stop
+  after the file each is copying, and the command does not wait for them). A run
+  killed outright takes its copying processes with it (``PR_SET_PDEATHSIG``) and leaves
+  only staged copies, which the next run's recovery finds.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import beside, visibility
 from distcp.planning.packing import units_of
-from distcp.run.planners import preloaded
+from distcp.run.planners import preload, preloaded
 from distcp.run.workers import run_forked
 from distcp.spark.job import poll_progress
 from distcp.spark.jvm import is_local_master
@@ -47,10 +57,15 @@ from distcp.storage.watchdog import bounded_by
 from distcp.summary import CopyTally
 from distcp.timeline import mark, tasks_here
 
+#: What publishing imports after ``planners.PUBLISH_MODULES``, imported while the
+#: processes copy: pyarrow's first array imports pandas (0.3-0.5 s here, each run's
+#: manifest segment), which this process would otherwise import after the copy.
+WHILE_COPYING = ("pandas",)
+
 
 def cores_here(cfg: CopyConfiguration) -> int:
-    """Threads for the units: ``--cores``, else the local master's (``local[N]`` and
-    ``local[N,F]``; ``*`` and anything else: this machine's)."""
+    """Processes (or threads) for the units: ``--cores``, else the local master's
+    (``local[N]`` and ``local[N,F]``; ``*`` and anything else: this machine's)."""
     if cfg.parallelism:
         return cfg.parallelism
     master = cfg.master
@@ -76,8 +91,13 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     spec = replace(spec, env=None, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
     stop = threading.Event()  # progress from the tasks' files, as on Spark
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
-    try:  # the poller starts once the copying processes are forked, never before
-        results = run_here(units, spec, cores, poller.start) if units else []
+
+    def started() -> None:  # once the copying processes are forked, never before
+        poller.start()
+        preload(WHILE_COPYING)
+
+    try:
+        results = run_here(units, spec, cores, started) if units else []
     finally:
         stop.set()
         if poller.is_alive():

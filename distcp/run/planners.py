@@ -30,6 +30,7 @@ from distcp.run.choice import (
     PAIRED_HERE,
     collects_because,
     every_decision,
+    held_here,
     plans_beside,
     session_cheap,
 )
@@ -84,12 +85,14 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
     run.collects = collects_because(cfg, run.publishing.recovery)
     copies_to = (StateLayout(run.root).kept_plan(run.publishing.job_id)
                  if run.collects is None else "")
+    held = held_here(cfg)  # a plan auto would copy here is held, not kept for Spark
 
     def planned_with(spark: Callable[[], Any]) -> Planned:
         lister = Lister(cfg.listing, spark, cheap=lambda: session.started or session_cheap(
             cfg)) if cfg.listing != "driver" else None
         pairs = DriverPairs(every_decision(cfg), copies_to,
-                            lister.reason if lister is not None else lambda tree: PAIRED_HERE)
+                            lister.reason if lister is not None else lambda tree: PAIRED_HERE,
+                            held)
         with collection.paused():
             return plan_all(cfg, message, run.datasets, store, lister,
                             FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),
@@ -106,4 +109,4 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
     if done is None:
         preload(PUBLISH_MODULES)
         done = planned_with(session)
-    return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to))
+    return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to, held))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import distcp
-from distcp.run.choice import HERE_FILES
+from distcp.run.choice import HERE_BYTES_COLD, HERE_FILES, HERE_FILES_COLD
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
@@ -52,7 +52,8 @@ def test_a_small_plan_is_copied_here_with_no_spark_at_all(tmp_path: Path) -> Non
         "strategy": "here",
         "why": "5 files copied in this process, no Spark job: --copying auto: 5 files of "
                f"{sum(p.stat().st_size for p in src.rglob('*.txt')):,} bytes on a local "
-               f"master, at most {HERE_FILES:,} and 256 MiB: a Spark job's start would "
+               f"master, at most {HERE_FILES_COLD:,} and {HERE_BYTES_COLD >> 20:,} MiB: a Spark "
+               "job's start would "
                "cost more than the copy"}]
     assert summary["files_copied"] == 5 and summary["log_file"] == ""
     assert "starting Spark" not in out.stderr and not list(logs.glob("spark-*.log"))
@@ -86,6 +87,20 @@ def test_auto_copies_on_spark_past_its_bound(spark: Any, tmp_path: Path) -> None
     small = distcp.copy(str(_source(tmp_path / "small", 3)), str(tmp_path / "d2"),
                         check=["not-empty"])
     assert [row["strategy"] for row in small.strategy["copy"]] == ["here"]
+
+
+def test_a_cold_run_past_the_warm_bound_is_copied_here_by_forked_processes(
+        tmp_path: Path) -> None:
+    """Cold, the bound is ``HERE_FILES_COLD``: 1,200 files are planned on the driver,
+    held rather than kept for the executors, and copied here."""
+    src, dst = _source(tmp_path / "src", HERE_FILES + 200), tmp_path / "dst"
+    out = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
+                  "--summary-json", str(tmp_path / "s.json"))
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert _copy_ways(summary) == ["here"] and summary["files_copied"] == HERE_FILES + 200
+    assert "starting Spark" not in out.stderr
+    assert tree(dst) == tree(src)
 
 
 def test_a_small_upload_to_s3_is_copied_here(s3: S3Server, tmp_path: Path) -> None:  # noqa: F811

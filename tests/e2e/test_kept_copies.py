@@ -162,13 +162,15 @@ def test_a_publishing_task_killed_mid_rename_is_finished_by_the_rerun(
 @pytest.mark.parametrize(("listing", "dirs"), [("spark", 3), ("driver", 11)])
 def test_a_driver_killed_mid_publish_is_finished_by_the_rerun(
         tmp_path: Path, listing: str, dirs: int) -> None:
-    """``driver``: 1,100 files, past ``HELD``, so the driver's planned copy is kept too."""
+    """``driver``: 1,100 files, past ``HELD``, so the driver's planned copy is kept too
+    (``--copying spark``: a cold run would copy that many here, collected)."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     per_dir = 20 if listing == "spark" else 100
     _source(src, dirs, per_dir)
     files = dirs * per_dir
     args = ("copy", str(src), str(dst), "--listing", listing, "--no-progress",
-            "--master", "local[2]", "--summary-json", str(tmp_path / "s.json"))
+            "--master", "local[2]", "--copying", "spark",
+            "--summary-json", str(tmp_path / "s.json"))
     killed = run_cli(*args, env={"DISTCP_CRASH_AT": "mid_publish:25"})
     assert killed.returncode == 137, killed.stderr
     published = [p for p in dst.rglob("f*") if ".pydistcp" not in p.parts]

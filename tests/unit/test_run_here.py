@@ -17,7 +17,14 @@ from distcp.copying.taskspec import TaskSpec
 from distcp.model import CopyableFile, FileStatus, TaskResult, WorkUnit
 from distcp.planning import beside
 from distcp.run import here
-from distcp.run.choice import HERE_BYTES, HERE_FILES, copies_here
+from distcp.run.choice import (
+    HERE_BYTES,
+    HERE_BYTES_COLD,
+    HERE_FILES,
+    HERE_FILES_COLD,
+    copies_here,
+    held_here,
+)
 
 
 def _files(n: int, size: int = 10) -> list[CopyableFile]:
@@ -31,9 +38,12 @@ def _cfg(**kw: object) -> CopyConfiguration:
 
 @pytest.mark.parametrize(("cfg", "files", "kept", "catalog", "here_"), [
     (_cfg(), _files(3), 0, False, True),
-    (_cfg(), _files(HERE_FILES), 0, False, True),
-    (_cfg(), _files(HERE_FILES + 1), 0, False, False),
-    (_cfg(), _files(2, HERE_BYTES), 0, False, False),
+    (_cfg(engine="warm"), _files(HERE_FILES), 0, False, True),
+    (_cfg(engine="warm"), _files(HERE_FILES + 1), 0, False, False),  # a cheap session
+    (_cfg(engine="warm"), _files(2, HERE_BYTES), 0, False, False),
+    (_cfg(engine="cold"), _files(HERE_FILES_COLD), 0, False, True),  # a JVM of its own
+    (_cfg(engine="cold"), _files(HERE_FILES_COLD + 1), 0, False, False),
+    (_cfg(engine="cold"), _files(2, HERE_BYTES_COLD), 0, False, False),
     (_cfg(), _files(3), 1, False, False),                      # files kept on executors
     (_cfg(), _files(3), 0, True, False),                       # the catalog starts Spark
     (_cfg(master="spark://h:7077"), _files(3), 0, False, False),  # a cluster's tasks
@@ -41,7 +51,7 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(split_size=8 << 20), _files(3), 0, False, False),
     (_cfg(copying="spark"), _files(3), 0, False, False),
     (_cfg(), _files(3), 0, False, "splits"),                   # ranges over idle cores
-    (_cfg(copying="driver"), _files(HERE_FILES + 1, HERE_BYTES), 0, False, True),
+    (_cfg(copying="driver"), _files(HERE_FILES_COLD + 1, HERE_BYTES), 0, False, True),
 ])
 def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[CopyableFile],
                                      kept: int, catalog: bool, here_: bool | str,
@@ -53,6 +63,18 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
                             classmethod(lambda cls: None))
     splits = here_ == "splits"
     assert (copies_here(cfg, files, kept, catalog, splits) is not None) is (here_ is True)
+
+
+@pytest.mark.parametrize(("cfg", "held"), [
+    (_cfg(engine="cold"), HERE_FILES_COLD), (_cfg(engine="warm"), None),
+    (_cfg(engine="cold", copying="spark"), None), (_cfg(engine="cold", split_size=1 << 20), None),
+    (_cfg(engine="cold", master="spark://h:7077"), None)])
+def test_driver_planning_holds_what_auto_would_copy_here(
+        cfg: CopyConfiguration, held: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "pyspark.sql" in sys.modules:  # an earlier test's session would make it cheap
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
+    assert held_here(cfg) == held
 
 
 @pytest.mark.parametrize(("master", "parallelism", "threads"), [
