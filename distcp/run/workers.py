@@ -54,6 +54,7 @@ def run_forked(units: list[WorkUnit], workers: int, one: RunUnit, failed: FailUn
             stream.flush()
     fds: set[int] = set()  # this process's pipe ends still open
     pids: list[int] = []
+    parent = os.getpid()
     try:
         queue_r, queue_w = _pipe(fds)
         os.set_blocking(queue_w, False)
@@ -65,7 +66,7 @@ def run_forked(units: list[WorkUnit], workers: int, one: RunUnit, failed: FailUn
             if pid == 0:  # pragma: no cover - the child ends in os._exit
                 for fd in fds - {queue_r, w}:
                     os.close(fd)
-                _child(units, queue_r, w, one, failed)
+                _child(units, queue_r, w, one, failed, parent)
             pids.append(pid)
             _close(w, fds)
             readers.append(r)
@@ -161,12 +162,12 @@ def _kill(pids: list[int]) -> None:
             os.waitpid(pid, 0)
 
 
-def _child(units: list[WorkUnit], queue_r: int, w: int, one: RunUnit, failed: FailUnit
-           ) -> None:
+def _child(units: list[WorkUnit], queue_r: int, w: int, one: RunUnit, failed: FailUnit,
+           parent: int) -> None:
     """Run the queue's units until it is empty, each one's results written to ``w``."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        die_with(os.getppid())
+        die_with(parent)  # or leave now, if the parent died before this line
         with os.fdopen(w, "wb", buffering=1 << 16) as results:
             while len(index := os.read(queue_r, _INDEX)) == _INDEX:
                 n = int.from_bytes(index, "big")
