@@ -219,11 +219,12 @@ def main() -> None:
 @click.option("--copying", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True, envvar="PYDISTCP_COPYING",
               help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
-                   "same tasks in forked processes, one per core) or auto (driver for a "
-                   "plan of at most 20,000 files and 1 GiB on a local master, 1,000 files "
-                   "and 256 MiB when the warm engine runs, where a Spark job's start costs "
-                   "more than the copy; spark for more, a cluster, a fork, kept or split "
-                   "files).")
+                   "same tasks in forked processes, one per core; threads when an object "
+                   "store is in the run) or auto (driver for a plan of at most 20,000 "
+                   "files and 1 GiB between local trees on a local master, 1,000 files "
+                   "and 256 MiB with an object store or when the warm engine runs, where a "
+                   "Spark job's start costs more than the copy; spark for more, a cluster, "
+                   "a fork, kept or split files).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
                                 "share is under 1.5 GiB (default: Spark's cores); "

@@ -30,10 +30,11 @@ import pickle
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from distcp.faults import crash_point, delay_at
@@ -78,25 +79,27 @@ def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
             stream.flush()
     parent = os.getpid()
     r, w = os.pipe()
+    pid = 0
     try:
-        with warnings.catch_warnings():  # 3.12+ warns of a fork beside threads: see above
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        os.close(r)
+        with interrupts_held():
+            pid = fork()
+            if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
+                os.close(r)
+                _child(plan, w, parent)
         os.close(w)
-        return None
-    if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
-        os.close(r)
-        _child(plan, w, parent)
-    os.close(w)
-    try:
+        w = -1
         _import_until_ready(r, meanwhile)
         data = _read_all(r)
         os.waitpid(pid, 0)
         pid = 0
+    except OSError:
+        if pid:
+            raise
+        return None  # no fork: planned here
     finally:
         os.close(r)
+        if w >= 0:
+            os.close(w)
         if pid:  # interrupted: the child's plan is not wanted
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -108,6 +111,35 @@ def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
     if kind == "error":
         raise value
     return value if kind == "plan" else None
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C held back in the block and taken as it ends: fork in it, and keep the
+    child's pid before a Ctrl-C meanwhile is raised. An interrupt raised inside the fork
+    would come out of Python's at-fork handlers, printed as a traceback under the run's
+    one line, in either process. The handler is swapped, not the signal mask: the C
+    handler may run in any thread. A child never leaves the block (it ends in
+    ``os._exit``) and ignores Ctrl-C from its first line on: its parent kills it."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is None:  # not ours to swap
+        yield
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if came:
+        signal.raise_signal(signal.SIGINT)
+
+
+def fork() -> int:
+    """``os.fork()`` (in ``interrupts_held``), quiet about the threads beside it."""
+    with warnings.catch_warnings():  # 3.12+ warns of a fork beside threads: see above
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
 
 
 def _child(plan: Callable[[], object], w: int, parent: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration
 from distcp.model import CopyableFile
+from distcp.planning import beside
 from distcp.planning.strategy import COLLECTED, HERE, KEPT, NOTHING, Strategy
 from distcp.spark.session import (
     opens_cheaply,
@@ -33,10 +34,26 @@ def plans_beside(cfg: CopyConfiguration) -> bool:
     (``--listing spark`` does), and both ends are local trees. An object store's listing
     may move to Spark after the driver walked ``KEYS_FROM`` keys to tell, a walk the child
     could not hand back: the run would walk them twice."""
-    local = all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
-                for url in cfg.sources) and storage_for(
-        cfg.destination, dict(cfg.dst_options)).capabilities.local_paths
-    return not cfg.dry_run and cfg.listing != "spark" and local and session_cheap(cfg)
+    return not cfg.dry_run and cfg.listing != "spark" and local_ends(cfg) \
+        and session_cheap(cfg)
+
+
+def local_ends(cfg: CopyConfiguration) -> bool:
+    """Whether every source, the destination and the state folder are this machine's
+    filesystem (no object store's client, with its threads and pools, in the run)."""
+    options = dict(cfg.dst_options)
+    return all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
+               for url in cfg.sources) and all(
+        storage_for(url, options).capabilities.local_paths
+        for url in (cfg.destination, *((cfg.state_dir,) if cfg.state_dir else ())))
+
+
+def forks_here(cfg: CopyConfiguration) -> bool:
+    """Whether a plan copied here is copied by forked processes (``run.workers``), not
+    threads: in the command's own process (``planning.beside.forks``), between local
+    trees only. An object store's client keeps threads and locks a child would inherit
+    mid-use: a child forked after Azure's client had run was killed by signal 11."""
+    return beside.forks() and local_ends(cfg)
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:
@@ -84,9 +101,15 @@ HERE_BYTES_COLD = 1 << 30
 
 
 def here_bounds(cfg: CopyConfiguration) -> tuple[int, int]:
-    """The most files and bytes ``auto`` copies here: more when the session is cold."""
-    return (HERE_FILES, HERE_BYTES) if session_cheap(cfg) else (HERE_FILES_COLD,
-                                                                HERE_BYTES_COLD)
+    """The most files and bytes ``auto`` copies here: more when the session is cold and
+    processes copy (threads, bound by the GIL, keep the small bound)."""
+    return (HERE_FILES_COLD, HERE_BYTES_COLD) if cold_bound(cfg) else (HERE_FILES,
+                                                                         HERE_BYTES)
+
+
+def cold_bound(cfg: CopyConfiguration) -> bool:
+    """Whether ``auto``'s copy here takes the cold bounds (``HERE_FILES_COLD``)."""
+    return not session_cheap(cfg) and forks_here(cfg)
 
 
 def may_copy_here(cfg: CopyConfiguration) -> bool:
@@ -100,7 +123,7 @@ def held_here(cfg: CopyConfiguration) -> int | None:
     them for the executors (None: ``treeplans.HELD``, a chunk, as ``HERE_FILES``): the
     cold bound of ``auto``'s copy here, so that a plan it would copy here is not kept
     for a Spark job."""
-    return HERE_FILES_COLD if may_copy_here(cfg) and not session_cheap(cfg) else None
+    return HERE_FILES_COLD if may_copy_here(cfg) and cold_bound(cfg) else None
 
 
 def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,

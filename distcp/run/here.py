@@ -15,7 +15,8 @@ Who runs them: in the ``pydistcp`` command, one forked process per core
 back; a task's Python holds the GIL, and threads of one process copied 20,000 small
 files in 2.6 times two Spark workers' time (benchmarks/RESULTS.md, 2026-11-29). An API
 caller's process, whose threads and locks are not ours to fork, runs them in one thread
-per core.
+per core; so does a run with an object store at either end, whose client's threads
+and locks a child would inherit (``choice.forks_here``).
 
 What differs from a Spark job, on purpose:
 - **No task retry.** A unit whose code raised fails its files as data, as a failed
@@ -48,6 +49,7 @@ from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import beside, visibility
 from distcp.planning.packing import units_of
+from distcp.run.choice import forks_here
 from distcp.run.planners import preload, preloaded
 from distcp.run.workers import run_forked
 from distcp.spark.job import poll_progress
@@ -97,7 +99,7 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
         preload(WHILE_COPYING)
 
     try:
-        results = run_here(units, spec, cores, started) if units else []
+        results = run_here(units, spec, cores, started, forks_here(cfg)) if units else []
     finally:
         stop.set()
         if poller.is_alive():
@@ -109,10 +111,11 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
 
 
 def run_here(units: list[WorkUnit], spec: TaskSpec, cores: int,
-             started: Callable[[], None] = lambda: None) -> list[TaskResult]:
+             started: Callable[[], None] = lambda: None, fork: bool = True
+             ) -> list[TaskResult]:
     """Each unit in one of ``cores`` forked processes (``run.workers``), or threads
-    where this process may not fork (an API caller's); the results of all, unit by
-    unit. A unit whose code raised fails its files (``failed_unit``). ``started`` runs
+    where this process may not fork (an API caller's; ``fork`` false: an object store
+    in the run, ``choice.forks_here``); the results of all, unit by unit. A unit whose code raised fails its files (``failed_unit``). ``started`` runs
     once the units are under way (the progress poller's start)."""
     attempt = f"here{os.getpid()}"
 
@@ -120,7 +123,7 @@ def run_here(units: list[WorkUnit], spec: TaskSpec, cores: int,
         with bounded_by(spec.request_timeout):
             return list(stream_work_unit(unit, spec, attempt))
 
-    if beside.forks():
+    if fork and beside.forks():
         preloaded()
         with collection.paused():
             return run_forked(units, cores, one, failed_unit, started)

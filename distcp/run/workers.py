@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable
 
 from distcp.model import TaskResult, WorkUnit
-from distcp.planning.beside import die_with
+from distcp.planning.beside import die_with, fork, interrupts_held
 
 #: A unit's index on the queue pipe: writes and reads of 4 bytes are atomic.
 _INDEX = 4
@@ -62,12 +62,13 @@ def run_forked(units: list[WorkUnit], workers: int, one: RunUnit, failed: FailUn
         readers = []
         for _ in range(max(1, min(workers, len(units)))):
             r, w = _pipe(fds)
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child ends in os._exit
-                for fd in fds - {queue_r, w}:
-                    os.close(fd)
-                _child(units, queue_r, w, one, failed, parent)
-            pids.append(pid)
+            with interrupts_held():  # the pid kept before a Ctrl-C meanwhile is raised
+                pid = fork()
+                if pid == 0:  # pragma: no cover - the child ends in os._exit
+                    for fd in fds - {queue_r, w}:
+                        os.close(fd)
+                    _child(units, queue_r, w, one, failed, parent)
+                pids.append(pid)
             _close(w, fds)
             readers.append(r)
         _close(queue_r, fds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -103,3 +104,34 @@ def test_the_session_module_imports_decimal_before_pyspark_does() -> None:
                           "print('decimal' in sys.modules, 'pyspark' in sys.modules)"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False"]
+
+
+def test_a_ctrl_c_during_a_fork_reaches_the_parent_after_it_and_the_child_never(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt lands inside the fork (here: just before it); Python's at-fork
+    handlers never see it. The parent raises it once the block ends, with the child's
+    pid in hand; the child, which ignores Ctrl-C from its first line on, never sees it."""
+    real = os.fork
+
+    def interrupted_fork() -> int:
+        signal.raise_signal(signal.SIGINT)
+        return real()
+
+    monkeypatch.setattr(os, "fork", interrupted_fork)
+    r, w = os.pipe()
+    children = []
+    with pytest.raises(KeyboardInterrupt):
+        with beside.interrupts_held():
+            child = beside.fork()
+            if child == 0:  # pragma: no cover - the child ends in os._exit
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.raise_signal(signal.SIGINT)  # the held one, were it passed on
+                os.write(w, b"alive")
+                os._exit(0)
+            children.append(child)
+    os.close(w)
+    with os.fdopen(r, "rb") as answer:
+        assert answer.read() == b"alive"
+    assert len(children) == 1  # kept before the interrupt was raised
+    assert os.waitpid(children[0], 0)[1] == 0
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

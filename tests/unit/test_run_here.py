@@ -52,10 +52,16 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(copying="spark"), _files(3), 0, False, False),
     (_cfg(), _files(3), 0, False, "splits"),                   # ranges over idle cores
     (_cfg(copying="driver"), _files(HERE_FILES_COLD + 1, HERE_BYTES), 0, False, True),
+    # an object store in the run: threads copy, with the small bound
+    (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES), 0, False, True),
+    (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="cold", sources=("az://c/src",)), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="cold", state_dir="s3://b/state"), _files(HERE_FILES + 1), 0, False, False),
 ])
 def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[CopyableFile],
                                      kept: int, catalog: bool, here_: bool | str,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)  # the command's process: it may fork
     # no caller's session: a session an earlier test left active (the session-scoped
     # ``spark`` fixture, local) would say where tasks run instead of ``cfg.master``
     if "pyspark.sql" in sys.modules:
@@ -68,13 +74,26 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
 @pytest.mark.parametrize(("cfg", "held"), [
     (_cfg(engine="cold"), HERE_FILES_COLD), (_cfg(engine="warm"), None),
     (_cfg(engine="cold", copying="spark"), None), (_cfg(engine="cold", split_size=1 << 20), None),
-    (_cfg(engine="cold", master="spark://h:7077"), None)])
+    (_cfg(engine="cold", master="spark://h:7077"), None),
+    (_cfg(engine="cold", destination="s3://b/dst"), None)])
 def test_driver_planning_holds_what_auto_would_copy_here(
         cfg: CopyConfiguration, held: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)
     if "pyspark.sql" in sys.modules:  # an earlier test's session would make it cheap
         monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
                             classmethod(lambda cls: None))
     assert held_here(cfg) == held
+
+
+def test_an_api_callers_process_keeps_the_small_bound(monkeypatch: pytest.MonkeyPatch
+                                                     ) -> None:
+    """Threads copy there (its own threads' locks are not ours to fork): the GIL."""
+    monkeypatch.setattr(beside, "_enabled", False)
+    if "pyspark.sql" in sys.modules:
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
+    assert held_here(_cfg(engine="cold")) is None
+    assert copies_here(_cfg(engine="cold"), _files(HERE_FILES + 1), 0, False) is None
 
 
 @pytest.mark.parametrize(("master", "parallelism", "threads"), [
