@@ -267,9 +267,6 @@ def _write_summary(summary: Summary, target: str | None) -> None:
 
 #: The finders ``check`` refuses, and why: one line each.
 _NOT_CHECKED = {
-    "iceberg": "not supported: an Iceberg replica's manifests, manifest lists and metadata "
-               "are rewritten to point at the destination, so they differ from the source's "
-               "by design; read the destination table through its catalog instead",
     "stream": "not supported: check the topic folders as plain folders (--dataset-glob)",
 }
 
@@ -293,6 +290,9 @@ def check(
     max_age: float | str | None = None,
     links: Literal["skip", "follow", "copy"] = "skip",
     files_from: str | None = None,
+    # Iceberg tables (finder="iceberg"): the destination SQL catalog and table name
+    iceberg_catalog: str | None = None,
+    iceberg_table: str | None = None,
     # report files (rclone check's)
     combined: str | None = None,
     missing_on_dst: str | None = None,
@@ -325,7 +325,12 @@ def check(
     ``stored_digests=False`` reads both sides of every file. A Delta table
     (``finder="delta"``, or a table a ``dataset_glob`` matches) is compared at the
     version the destination holds: that version's files and log, not the source's
-    newer ones; ``finder="iceberg"`` and ``"stream"`` are refused (ConfigurationError).
+    newer ones. An Iceberg table (``finder="iceberg"``) is compared at the snapshot the
+    destination holds (its ``iceberg_catalog`` table's, else its newest metadata file's):
+    that snapshot's data and delete files compared, its metadata file, manifest list and
+    manifests (rewritten for the destination) only required to be there. A table behind
+    its source is not a difference: ``report.tables`` says by how many versions or
+    snapshots. ``finder="stream"`` is refused (ConfigurationError).
 
     ``combined`` ... ``error`` write rclone's report files (``combined``: one line per
     path with its symbol; the others: the paths of one verdict, one a line).

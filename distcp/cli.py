@@ -963,12 +963,19 @@ _CHECK_SHARED = ("finder", "dataset_glob", "include", "exclude", "min_size", "ma
                  "min_age", "max_age", "files_from", "links", "master", "engine",
                  "parallelism", "tasks", "spark_conf", "buffer_size", "src_option",
                  "dst_option", "src_options_file", "dst_options_file", "state_dir",
-                 "no_progress", "quiet", "summary_json", "log_dir")
+                 "no_progress", "quiet", "summary_json", "log_dir", "iceberg_catalog",
+                 "iceberg_table")
 #: Where copy's help speaks of copying: check's own words.
 _CHECK_HELP_TEXTS = {
-    "finder": "How datasets are found, as copy finds them: single, glob, or delta (SRC is "
+    "finder": "How datasets are found, as copy finds them: single, glob, delta (SRC is "
               "a Delta table, compared at the version DST holds: that version's files and "
-              "log). iceberg and stream are refused.",
+              "log) or iceberg (SRC is an Iceberg table, compared at the snapshot DST holds: "
+              "its data and delete files compared, its metadata, manifest list and "
+              "manifests, rewritten for DST, only required at DST). A table behind its "
+              "source is said in a line, not a difference. stream is refused.",
+    "iceberg_catalog": "--finder iceberg: the SQL catalog the copy registered DST's table "
+                       "in (sqlite:///path/catalog.db): its table's metadata is the "
+                       "version checked [default: DST's newest metadata file].",
     "max_age": "rclone: check only files modified at most DURATION ago (e.g. 24h).",
     "files_from": "rclone: check only the files FILE lists, one path a line relative to SRC "
                   "('-': stdin; blank and #/; lines skipped); SRC is not walked, and only "

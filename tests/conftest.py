@@ -115,6 +115,12 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
                           timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
 
+def reported(out: str) -> dict[str, str]:
+    """``pydistcp check``'s lines of differences: path -> symbol."""
+    return {line[2:].split("  (")[0]: line[0] for line in out.splitlines()
+            if line[:2] in ("- ", "+ ", "* ", "! ")}
+
+
 def announced(dst: Path) -> list[str]:
     """The file sets announced (OpenLineage COMPLETE events kept in the state), in order."""
     lines = (dst / ".pydistcp" / "events" / "events.jsonl").read_text().splitlines()

@@ -99,6 +99,17 @@ def judge_listed(p: Pair, size_only: bool = False) -> Outcome | None:
     return None
 
 
+def judge_present(expected: Sequence[str], dst: Mapping[str, FileStatus],
+                  relative: Any) -> list[Outcome]:
+    """The verdicts of files that must be at the destination but whose bytes are not the
+    source's by design (an Iceberg table's rewritten metadata): present (``=``) or
+    missing (``-``), nothing read; ``relative`` as for ``pair_listings``."""
+    return [Outcome(relative(url), "=", "present (rewritten for the destination: not "
+                                        "compared with the source's)")
+            if url in dst else Outcome(relative(url), "-", "missing on destination")
+            for url in sorted(set(expected))]
+
+
 def sides_to_read(p: Pair) -> tuple[str, ...]:
     """The sides whose bytes must be read: the destination always, the source unless
     a stored digest stands in for it."""

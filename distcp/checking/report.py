@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from distcp.checking.compare import VERDICTS, Outcome
+from distcp.datasets.versions import TableLag
 
 #: The per-verdict report files (``--missing-on-dst`` ...) and the verdict each lists.
 REPORT_FILES = {"match": "=", "differ": "*", "missing_on_dst": "-", "missing_on_src": "+",
@@ -31,6 +32,8 @@ class CheckReport:
     stored_digests: int = 0
     duration_s: float = 0.0
     log_file: str = ""
+    #: How far each destination table is behind its source: said, not a difference.
+    tables: list[TableLag] = field(default_factory=list)
 
     def count(self, verdict: str) -> int:
         return sum(1 for o in self.outcomes if o.verdict == verdict)
@@ -49,9 +52,11 @@ class CheckReport:
         return [f"{o.verdict} {o.path}" for o in self.outcomes if o.verdict in verdicts]
 
     def render(self) -> str:
+        """The counts line, after a line per table saying how far it is behind."""
         c = self.counts
         extra = "" if self.one_way else f", {c['missing_on_src']} missing on source"
-        return (f"{c['match']} matching, {c['differ']} differing, "
+        lags = "".join(lag.line() + "\n" for lag in self.tables)
+        return (f"{lags}{c['match']} matching, {c['differ']} differing, "
                 f"{c['missing_on_dst']} missing on destination{extra}, {c['error']} errors "
                 f"({self.files_read} files read, {self.stored_digests} stored digests used, "
                 f"{self.duration_s:.1f}s)")

@@ -10,7 +10,7 @@ from typing import ClassVar
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.icebergplan import CatalogSwap
 from distcp.datasets.partitions import StreamMarks, Watermarks
-from distcp.datasets.versions import TableVersions
+from distcp.datasets.versions import TableLag, TableVersions
 from distcp.errors import ConfigurationError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.storage.base import Tree
@@ -49,6 +49,12 @@ class DatasetListing:
     #: Catalog registrations that end a file set's sequence, after its data and state
     #: (an Iceberg table's catalog swap to the metadata that set publishes).
     registrations: tuple[CatalogSwap, ...] = ()
+    #: A check's listing only: destination URLs that must exist but whose bytes are not
+    #: the source's by design (an Iceberg table's rewritten metadata, manifest list and
+    #: manifests); ``check`` reports each present (``=``) or missing (``-``).
+    expected: tuple[str, ...] = ()
+    #: A check's listing of a table only: how far the destination is behind its source.
+    lag: TableLag | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from distcp.datasets.deltalog import (
 )
 from distcp.datasets.deltaplan import TablePlan, commit_set, plan_table
 from distcp.datasets.deltasnapshot import table_snapshot
-from distcp.datasets.versions import TableVersions
+from distcp.datasets.versions import TableLag, TableVersions
 from distcp.model import CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -76,7 +76,8 @@ class DeltaDataset(CopyableDataset):
         version the destination's log ends at (``deltasnapshot``; the source's newest
         when the destination has no commit), under their destination URLs. A file of
         that version the source lacks is a failure naming it; a table that cannot be
-        read is one failure naming why."""
+        read is one failure naming why; how many versions the destination is behind
+        (``lag``), when it holds one."""
         tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
         root = tree.path.rstrip("/")
         skipped: list[fsutil.Skipped] = []
@@ -92,6 +93,7 @@ class DeltaDataset(CopyableDataset):
             snap = table_snapshot(files.keys(), version, commits,
                                   self._pointer(tree, root, log))
             out = [self._file(files[rel], rel, "snapshot", cfg) for rel in snap.files]
+            newest = last_version(log)
         except (LogError, OSError) as exc:
             return self._refused(exc, "checked")
         skipped += [fsutil.Skipped(
@@ -99,7 +101,9 @@ class DeltaDataset(CopyableDataset):
             f"in version {version} of Delta table {fsutil.display(self.urn)} ({r.kind}) "
             "but no longer at the source (vacuumed?): not compared", True, self.urn)
             for r in snap.missing]
-        return DatasetListing(tuple(out), (), tuple(skipped))
+        lag = TableLag(fsutil.display(self.urn), f"version {version}", f"version {newest}",
+                       newest - version, "versions") if after >= 0 else None
+        return DatasetListing(tuple(out), (), tuple(skipped), lag=lag)
 
     def _walk(self, tree: Tree, root: str, skipped: list[fsutil.Skipped]
               ) -> dict[str, FileStatus]:

@@ -19,6 +19,7 @@ import os
 import posixpath
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from distcp.configuration import CopyConfiguration
@@ -34,7 +35,7 @@ from distcp.datasets.icebergmeta import (
     snapshot_ids,
 )
 from distcp.datasets.icebergplan import CatalogSwap, plan_table
-from distcp.datasets.versions import TableVersions
+from distcp.datasets.versions import TableLag, TableVersions
 from distcp.model import CopyableFile, FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -67,30 +68,46 @@ class IcebergDataset(CopyableDataset):
     lists_everything = False
 
     def listing(self, cfg: CopyConfiguration) -> DatasetListing:
+        return self._read_table(cfg, "replicated", self._listing)
+
+    def check_listing(self, cfg: CopyConfiguration) -> DatasetListing:
+        """What ``check`` compares the destination with: the current snapshot of the
+        metadata version the destination holds (``icebergsnapshot``; the source's newest
+        when the destination has none): its data and delete files, under their
+        destination URLs; its metadata file, manifest list and manifests, rewritten for
+        the destination, as files that must be there (``expected``); and how many
+        snapshots the destination is behind (``lag``). A file of that snapshot the source
+        lacks is a failure naming it; a table that cannot be read is one failure naming
+        why."""
+        return self._read_table(cfg, "checked", self._check_listing)
+
+    def _read_table(self, cfg: CopyConfiguration, what: str,
+                    make: Callable[[Tree, str, dict[str, FileStatus], CopyConfiguration],
+                                   DatasetListing]) -> DatasetListing:
+        """``make``'s listing of the source table's files; a table that cannot be read
+        is one failure saying it is not ``what`` (replicated, checked), and why."""
         tree = storage_for(self.root, dict(cfg.src_options)).tree(self.root)
         root = tree.path.rstrip("/")
         try:
             files = {fsutil.relpath(p, root): st for p, st
                      in tree.storage.walk(tree.url, "follow", []) if not st.is_dir}
-            return self._listing(tree, root, files, cfg)
+            return make(tree, root, files, cfg)
         except ImportError as exc:
             return self._refused(f"{exc.name or 'pyiceberg'} is not installed (pip install "
-                                 "'pydistcp[iceberg]')")
+                                 "'pydistcp[iceberg]')", what)
         except (IcebergError, OSError) as exc:  # this table only: the run's others go on
             return self._refused(exc if isinstance(exc, IcebergError)
-                                 else f"cannot read it ({exc})")
+                                 else f"cannot read it ({exc})", what)
 
-    def _refused(self, why: object) -> DatasetListing:
+    def _refused(self, why: object, what: str) -> DatasetListing:
         """No listing, and why, in one line: a failure of this table only."""
         return DatasetListing((), (), (fsutil.Skipped(
-            self.urn, f"Iceberg table not replicated: {why}", True, self.urn),))
+            self.urn, f"Iceberg table not {what}: {why}", True, self.urn),))
 
-    def _listing(self, tree: Tree, root: str, files: dict[str, FileStatus],
-                 cfg: CopyConfiguration) -> DatasetListing:
-        from pyiceberg.io.pyarrow import PyArrowFileIO
-
-        from distcp.datasets.icebergcatalog import file_io_properties
-        from distcp.datasets.icebergfiles import Added, Rewriter
+    def _versions(self, tree: Tree, root: str, files: dict[str, FileStatus]
+                  ) -> tuple[dict[str, str], dict[int, str], int]:
+        """The source's metadata folder (file name -> path relative to the table), its
+        metadata files by version, and its current version."""
         meta = {rel[len(METADATA_DIR) + 1:]: rel for rel in files
                 if rel.startswith(METADATA_DIR + "/") and rel.count("/") == 1}
         versions = metadata_files(meta)
@@ -98,11 +115,26 @@ class IcebergDataset(CopyableDataset):
         newest = current_version(versions, self._read(tree, root, hint) if hint else None)
         if newest < 0:
             raise IcebergError(f"{fsutil.display(self.urn)} has no metadata file")
-        published = self._published(cfg)
+        return meta, versions, newest
+
+    def _held(self, cfg: CopyConfiguration, published: dict[str, int],
+              versions: dict[int, str], newest: int) -> tuple[int, str, set[int]]:
+        """``_destination``, checked against the source's current version ``newest``."""
         after, previous, known = self._destination(cfg, published, versions)
         if after > newest:
             raise IcebergError(f"the destination is at metadata version {after}, the "
                                f"source at {newest}: not a copy of this table")
+        return after, previous, known
+
+    def _listing(self, tree: Tree, root: str, files: dict[str, FileStatus],
+                 cfg: CopyConfiguration) -> DatasetListing:
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        from distcp.datasets.icebergcatalog import file_io_properties
+        from distcp.datasets.icebergfiles import Added, Rewriter
+        meta, versions, newest = self._versions(tree, root, files)
+        published = self._published(cfg)
+        after, previous, known = self._held(cfg, published, versions, newest)
         scratch = self._scratch()
         rewriter = Rewriter(tree.url_of(root).removeprefix("file://"),
                             self.destination_root, scratch, published,
@@ -129,6 +161,39 @@ class IcebergDataset(CopyableDataset):
                                   (commit_set(a.version), a.version) for a in added)),
                               registrations=self._registrations(cfg, added, previous))
 
+    def _check_listing(self, tree: Tree, root: str, files: dict[str, FileStatus],
+                       cfg: CopyConfiguration) -> DatasetListing:
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        from distcp.datasets.icebergcatalog import file_io_properties
+        from distcp.datasets.icebergsnapshot import current_files
+        meta, versions, newest = self._versions(tree, root, files)
+        after, _previous, known = self._held(cfg, self._published(cfg), versions, newest)
+        version = after if after >= 0 else newest
+        rel = meta[versions[version]]
+        snap = current_files(self._doc(tree, root, rel, versions[version]), rel, version,
+                             tree.url_of(root).removeprefix("file://"),
+                             PyArrowFileIO(file_io_properties(dict(cfg.src_options))))
+        out = [self._file(files[r], r, "snapshot", cfg) for r in snap.copied if r in files]
+        expected = tuple(self._placed(r) for r in snap.rewritten)
+        held = f"snapshot {snap.snapshot}" if snap.snapshot is not None else "no snapshot"
+        gone = tuple(fsutil.Skipped(
+            tree.url_of(fsutil.join(root, r)),
+            f"in {held} (metadata version {version}) of Iceberg table "
+            f"{fsutil.display(self.urn)} but no longer at the source (expired snapshots' "
+            "files removed?): not compared", True, self.urn)
+            for r in snap.copied if r not in files)
+        lag = None
+        if after >= 0:
+            doc = self._doc(tree, root, meta[versions[newest]], versions[newest])
+            current = doc.get("current-snapshot-id")
+            lag = TableLag(fsutil.display(self.urn), f"{held} (metadata version {version})",
+                           f"snapshot {current} (metadata version {newest})"
+                           if current not in (None, -1) else
+                           f"no snapshot (metadata version {newest})",
+                           len(snapshot_ids(doc) - known), "snapshots")
+        return DatasetListing(tuple(out), (), gone, expected=expected, lag=lag)
+
     def _scratch(self) -> str:
         """The driver's folder for this table's rewritten files (new bytes, not state:
         never under a state folder), emptied first: one per table and destination, so
@@ -152,6 +217,13 @@ class IcebergDataset(CopyableDataset):
                                    previous))
             previous = location
         return tuple(out)
+
+    def _placed(self, rel: str) -> str:
+        """``rel`` (checked by ``icebergmeta.relative``) under the destination table,
+        which it cannot leave."""
+        if posixpath.normpath(rel) != rel or rel.startswith(("/", "../")) or rel == "..":
+            raise IcebergError(f"{rel!r} would land outside the destination table")
+        return self._destination_url(rel)
 
     def _destination_url(self, rel: str) -> str:
         return fsutil.join(self.destination_root.rstrip("/"), rel)
@@ -215,10 +287,6 @@ class IcebergDataset(CopyableDataset):
 
     def _file(self, origin: FileStatus, rel: str, file_set: str,
               cfg: CopyConfiguration) -> CopyableFile:
-        """``rel`` (checked by ``icebergmeta.relative``) under the destination table,
-        which it cannot leave."""
-        if posixpath.normpath(rel) != rel or rel.startswith(("/", "../")) or rel == "..":
-            raise IcebergError(f"{rel!r} would land outside the destination table")
-        return CopyableFile(origin=origin, destination=self._destination_url(rel),
+        return CopyableFile(origin=origin, destination=self._placed(rel),
                             dataset_urn=self.urn, file_set=file_set, preserve=cfg.preserve)
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import (
+    ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
     read_manifest_list,
@@ -73,20 +74,20 @@ class Rewriter:
         manifest lists and the manifests not yet at the destination; note in
         ``builder`` the files they add."""
         source = doc["location"]
-        meta = _parsed(doc, name)
+        meta = parsed_metadata(doc, name)
         for snap in meta.snapshots:
             if snap.snapshot_id in new:
                 self._snapshot(meta, snap.snapshot_id, snap.parent_snapshot_id,
                                snap.sequence_number, snap.manifest_list, source, builder,
                                f"snapshot {snap.snapshot_id} of metadata {name}")
         body = json.dumps(rewritten_metadata(doc, self.destination, name)).encode()
-        _parsed(json.loads(body), name)  # pyiceberg reads what a reader will read
+        parsed_metadata(json.loads(body), name)  # pyiceberg reads what a reader will read
         self._write(builder.metadata, body)
 
     def _snapshot(self, meta: TableMetadata, sid: int, parent: int | None, seq: int | None,
                   manifest_list: str, source: str, builder: Added, what: str) -> None:
         rel = relative(manifest_list, source, what)
-        manifests = list(read_manifest_list(self.io.new_input(self._in(rel))))
+        manifests = read_list(self.io, self.source_root, rel)
         out: list[ManifestFile] = []
         for mf in manifests:
             mrel = relative(mf.manifest_path, source, what)
@@ -105,10 +106,7 @@ class Rewriter:
 
     def _manifest(self, meta: TableMetadata, sid: int, mf: ManifestFile, mrel: str,
                   source: str, builder: Added) -> None:
-        local = copy.copy(mf)
-        local._data = list(mf._data)
-        local[0] = self._in(mrel)
-        entries = local.fetch_manifest_entry(self.io, discard_deleted=False)
+        entries = read_entries(self.io, self.source_root, mf, mrel)
         what = f"manifest {mrel}"
         path = self._scratch(mrel)
         spec = meta.specs()[mf.partition_spec_id]
@@ -124,9 +122,6 @@ class Rewriter:
         self.lengths[mrel] = os.path.getsize(path)
         builder.manifests.append(mrel)
 
-    def _in(self, rel: str) -> str:
-        return os.path.join(self.source_root, *rel.split("/"))
-
     def _scratch(self, rel: str) -> str:
         path = os.path.join(self.scratch, *rel.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -139,7 +134,26 @@ class Rewriter:
             fh.write(body)
 
 
-def _parsed(doc: dict[str, Any], name: str) -> TableMetadata:
+def read_list(io: FileIO, root: str, rel: str) -> list[ManifestFile]:
+    """The manifest list ``rel``, read from the table folder ``root`` (a local path or
+    a URL pyiceberg's ``io`` reads), not from where a path in the metadata points."""
+    return list(read_manifest_list(io.new_input(_under(root, rel))))
+
+
+def read_entries(io: FileIO, root: str, mf: ManifestFile, rel: str) -> list[ManifestEntry]:
+    """Every entry of manifest ``mf`` (deleted ones too), read from ``rel`` under the
+    table folder ``root`` rather than from the path the manifest list holds."""
+    local = copy.copy(mf)
+    local._data = list(mf._data)
+    local[0] = _under(root, rel)
+    return local.fetch_manifest_entry(io, discard_deleted=False)
+
+
+def _under(root: str, rel: str) -> str:
+    return os.path.join(root, *rel.split("/"))
+
+
+def parsed_metadata(doc: dict[str, Any], name: str) -> TableMetadata:
     """``doc`` as pyiceberg reads a metadata file."""
     try:
         return TableMetadataUtil.parse_obj(doc)

@@ -2,7 +2,9 @@
 
 ``pydistcp check`` is a run of ``distcp.run.pipeline`` whose kind is ``CheckSteps``: it
 takes no lock, replays nothing, routes nothing; its plan lists both sides with the copy's
-listing code and judges what sizes and recorded digests decide (``checking.compare``);
+listing code (a table's check listing: the version the destination holds, the files it
+only requires present, how far it is behind) and judges what sizes and recorded digests
+decide (``checking.compare``);
 its copy reads the rest on Spark (``spark.check``); it publishes nothing and sweeps only
 its own progress folder. What it returns is a ``CheckReport``.
 
@@ -25,12 +27,13 @@ from distcp.checking.compare import (
     Outcome,
     Pair,
     judge_listed,
+    judge_present,
     pair_listings,
 )
 from distcp.checking.reads import digest_jobs, judge_read
 from distcp.checking.report import CheckReport
 from distcp.configuration import CopyConfiguration
-from distcp.datasets.base import CopyableDataset
+from distcp.datasets.base import CopyableDataset, DatasetListing
 from distcp.model import FileStatus
 from distcp.planning.filesfrom import list_flag
 from distcp.planning.listing import source_listing, target_listing
@@ -55,6 +58,8 @@ class CheckSteps:
         self.pairs: list[Pair] = []
         self.listed: list[Outcome | None] = []
         self.unlisted: list[Outcome] = []
+        #: Files a table wants at the destination, not compared (``judge_present``).
+        self.present: list[Outcome] = []
         self.read: dict[str, Outcome] = {}
         self.progress = ""
 
@@ -78,15 +83,21 @@ class CheckSteps:
         self.listed = [judge_listed(p, self.settings.size_only) for p in self.pairs]
 
     def _paired(self, ds: CopyableDataset, manifest: Mapping[str, Sequence[Any]]) -> list[Pair]:
-        source, failed = _source(ds, self.cfg)
+        listing = ds.check_listing(self.cfg)
+        if listing is None:
+            listing = source_listing(ds, self.cfg)
+        source, failed = _source(listing)
         self.unlisted += failed
+        if listing.lag is not None:
+            self.report.tables.append(listing.lag)
         target = _destination(ds, self.cfg)
+        relative = partial(_relative, _root_of(self.cfg.destination, self.cfg))
+        self.present += judge_present(listing.expected, target, relative)
         # only the listed files, on both sides (rclone); a table's files beyond the
         # version it holds (the next version's data, copied first) are no reader's
         if list_flag(self.cfg) is not None or not ds.lists_everything:
             target = {u: st for u, st in target.items() if u in source}
-        return pair_listings(source, target, manifest,
-                             partial(_relative, _root_of(self.cfg.destination, self.cfg)))
+        return pair_listings(source, target, manifest, relative)
 
     def route(self, runs: list[BranchRun]) -> None:
         """Nothing: a check has one destination."""
@@ -128,7 +139,7 @@ class CheckSteps:
         report = self.report
         report.outcomes = [o if o is not None else self.read[p.path]
                            for p, o in zip(self.pairs, self.listed, strict=True)]
-        report.outcomes += self.unlisted
+        report.outcomes += self.present + self.unlisted
         report.stored_digests = sum(1 for p in self._unread() if p.stored)
         report.duration_s = round(time.monotonic() - self.start, 3)
         return report
@@ -143,15 +154,11 @@ class CheckSteps:
             pass  # a few small counter documents left: harmless, never read again
 
 
-def _source(ds: CopyableDataset, cfg: CopyConfiguration
-            ) -> tuple[dict[str, FileStatus], list[Outcome]]:
-    """The dataset's files, under the destination URL each would be copied to, and
-    what the listing could not take that the user did not ask to skip (a dangling
-    link, an unreadable directory, a --files-from line naming nothing): errors (``!``),
-    as they fail a copy."""
-    listing = ds.check_listing(cfg)
-    if listing is None:
-        listing = source_listing(ds, cfg)
+def _source(listing: DatasetListing) -> tuple[dict[str, FileStatus], list[Outcome]]:
+    """The dataset's files (its check listing, else the copy's), under the destination
+    URL each would be copied to, and what the listing could not take that the user did
+    not ask to skip (a dangling link, an unreadable directory, a --files-from line naming
+    nothing): errors (``!``), as they fail a copy."""
     files = {f.destination: f.origin for f in listing.files if not f.destination.endswith("/")}
     failed = [Outcome(fsutil.display(s.path), "!", s.reason) for s in listing.skipped
               if s.failure]

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import distcp
-from tests.conftest import PYDISTCP, announced, cli_env, run_cli
+from tests.conftest import PYDISTCP, announced, cli_env, reported, run_cli
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
 from tests.unit.test_metrics_file import samples
 
@@ -291,12 +291,6 @@ def live_files(table: Path, version: int | None = None) -> list[str]:
     return [Path(u.removeprefix("file://")).relative_to(table).as_posix() for u in uris]
 
 
-def reported(out: str) -> dict[str, str]:
-    """``pydistcp check``'s lines of differences: path -> symbol."""
-    return {line[2:].split("  (")[0]: line[0] for line in out.splitlines()
-            if line[:2] in ("- ", "+ ", "* ", "! ")}
-
-
 def test_check_compares_a_replica_with_the_version_it_holds_and_names_what_differs(
         tmp_path: Path) -> None:
     src, dst = tmp_path / "src" / "sales", tmp_path / "dst" / "sales"
@@ -310,6 +304,8 @@ def test_check_compares_a_replica_with_the_version_it_holds_and_names_what_diffe
              "--master", "local[2]")
     r = run_cli(*check, "--combined", str(combined))
     assert r.returncode == 0, r.stdout + r.stderr
+    assert (f"table {src}: the destination holds version 2, the source is at version 7: "
+            "5 versions behind (compared at the destination's)") in r.stdout
     live = live_files(src, 2)
     assert sorted(combined.read_text().splitlines()) == sorted(
         [f"= _delta_log/{v:020d}.json" for v in range(3)] + [f"= {f}" for f in live])

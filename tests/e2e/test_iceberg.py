@@ -8,7 +8,9 @@ the metadata file); read back at every replicated snapshot (same rows, same sche
 copies only newer snapshots' files, then nothing; a copy killed between a version's data
 and its metadata leaves the catalog at the previous complete snapshot, and the rerun
 completes it; a table naming a file outside itself is one line and exit 1 while the
-others replicate."""
+others replicate; ``check --finder iceberg`` compares a replica at the snapshot it holds
+(data files by digest, rewritten metadata by presence), names what differs (exit 1) and
+says how many snapshots it is behind (exit 0)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import pyarrow as pa
 import pytest
 
 import distcp
-from tests.conftest import PYDISTCP, announced, cli_env, run_cli
+from tests.conftest import PYDISTCP, announced, cli_env, reported, run_cli
 from tests.fixtures.s3_server import S3Server, moto_server  # noqa: F401 - the fixture
 
 sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -322,15 +324,114 @@ def test_a_fork_replicates_a_table_to_two_destinations_each_with_its_own_paths(
         assert table_files(dst) == referenced(tmp_path)
 
 
-def test_check_refuses_an_iceberg_table_in_one_line_before_reading_it(tmp_path: Path) -> None:
+def current(root: Path, name: str = "t") -> tuple[list[str], list[str]]:
+    """The source table's current snapshot as a check of it compares it: (its data files;
+    its metadata file, manifest list and manifests, rewritten at the destination),
+    relative to the table."""
+    table = source(root, name)
+    folder = f"file://{root}/wh/db/{name}/"
+    snap = table.current_snapshot()
+    manifests = snap.manifests(table.io)
+    data = sorted(e.data_file.file_path.removeprefix(folder) for m in manifests
+                  for e in m.fetch_manifest_entry(table.io))
+    return data, [table.metadata_location.removeprefix(folder),
+                  snap.manifest_list.removeprefix(folder),
+                  *sorted(m.manifest_path.removeprefix(folder) for m in manifests)]
+
+
+def lag_line(root: Path, holds: tuple[int, int], behind: int, name: str = "t") -> str:
+    """check's line for a destination holding ``holds`` (snapshot, metadata version)
+    when the source is at its current snapshot."""
+    table = source(root, name)
+    version = int(table.metadata_location.rsplit("/", 1)[-1].split("-")[0])
+    return (f"table {root / 'wh' / 'db' / name}: the destination holds snapshot {holds[0]} "
+            f"(metadata version {holds[1]}), the source is at snapshot "
+            f"{table.current_snapshot().snapshot_id} (metadata version {version}): {behind} "
+            "snapshots behind (compared at the destination's)")
+
+
+def test_check_compares_a_replica_at_the_snapshot_its_catalog_holds_and_names_what_differs(
+        tmp_path: Path) -> None:
     src = write_history(tmp_path)
-    r = run_cli("check", str(src), str(tmp_path / "dst"), "--finder", "iceberg")
-    assert r.returncode == 2
-    assert r.stderr.splitlines() == [(
-        "pydistcp: error: check --finder iceberg: not supported: an Iceberg replica's "
-        "manifests, manifest lists and metadata are rewritten to point at the destination, "
-        "so they differ from the source's by design; read the destination table through its "
-        "catalog instead")]
-    assert r.stdout == "" and not (tmp_path / "dst").exists()
-    with pytest.raises(distcp.ConfigurationError, match="check --finder iceberg: not"):
-        distcp.check(str(src), str(tmp_path / "dst"), finder="iceberg")
+    source(tmp_path).append(pa.table({"id": [6], "name": ["f"]}))  # a third data file
+    dst, db = tmp_path / "dst" / "lake" / "t", tmp_path / "dst.db"
+    cat = ("--iceberg-catalog", f"sqlite:///{db}", "--no-progress", "--master", "local[2]")
+    assert run_cli("copy", "--finder", "iceberg", str(src), str(dst), *cat).returncode == 0
+    check = ("check", "--finder", "iceberg", str(src), str(dst), *cat)
+    combined = tmp_path / "combined.txt"
+    r = run_cli(*check, "--combined", str(combined))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data, rewritten = current(tmp_path)
+    assert len(data) == 3 and len(rewritten) == 5  # metadata, list, a manifest per append
+    assert sorted(combined.read_text().splitlines()) == sorted(
+        f"= {f}" for f in data + rewritten)
+    held = (source(tmp_path).current_snapshot().snapshot_id, 3)
+    assert r.stdout.splitlines() == [
+        lag_line(tmp_path, held, 0),
+        r.stdout.splitlines()[-1]]
+    assert r.stdout.splitlines()[-1].startswith(
+        "8 matching, 0 differing, 0 missing on destination, 0 missing on source, 0 errors "
+        # the 3 data files read at the destination, the copy's digests for the source's
+        "(3 files read, 3 stored digests used, ")
+
+    before = len(source(tmp_path).metadata.snapshots)
+    write_history(tmp_path, start=1)  # newer snapshots, not replicated: said, not failed
+    r = run_cli(*check)
+    assert r.returncode == 0, r.stdout + r.stderr
+    behind = len(source(tmp_path).metadata.snapshots) - before
+    assert behind >= 4
+    assert lag_line(tmp_path, held, behind) in r.stdout.splitlines()
+    assert "8 matching, 0 differing, 0 missing on destination" in r.stdout
+
+    changed, cut, gone = data
+    manifest = rewritten[-1]
+    body = (dst / changed).read_bytes()
+    (dst / changed).write_bytes(body[:100] + bytes([body[100] ^ 1]) + body[101:])
+    size = (dst / cut).stat().st_size
+    (dst / cut).write_bytes((dst / cut).read_bytes()[:-1])
+    os.remove(dst / gone)
+    os.remove(dst / manifest)
+    r = run_cli(*check)
+    assert r.returncode == 1
+    assert reported(r.stdout) == {changed: "*", cut: "*", gone: "-", manifest: "-"}
+    assert f"* {changed}  (contents differ (digest " in r.stdout
+    assert f"* {cut}  (sizes differ: source {size} bytes, destination {size - 1})" in r.stdout
+    assert f"- {gone}  (missing on destination)" in r.stdout
+    assert f"- {manifest}  (missing on destination)" in r.stdout
+    assert "4 matching, 2 differing, 2 missing on destination, 0 missing on source, 0 errors" \
+        in r.stdout
+
+    os.remove(src / gone)  # gone from the source too: named, not compared
+    r = run_cli(*check, "--size-only")
+    assert r.returncode == 1
+    assert reported(r.stdout)[str(src / gone)] == "!"
+    assert (f"in snapshot {held[0]} (metadata version 3) of Iceberg table {src} but no "
+            "longer at the source (expired snapshots' files removed?): not compared") \
+        in r.stdout
+
+
+def test_check_without_a_catalog_reads_the_newest_metadata_and_a_missing_replica_is_all_missing(
+        tmp_path: Path) -> None:
+    src = write_history(tmp_path)
+    data, rewritten = current(tmp_path)
+    r = run_cli("check", "--finder", "iceberg", str(src), str(tmp_path / "none"),
+                "--no-progress", "--size-only")
+    assert r.returncode == 1
+    assert reported(r.stdout) == dict.fromkeys(data + rewritten, "-")
+    assert "table " not in r.stdout  # a destination that holds nothing is not "behind"
+
+    dst = tmp_path / "copy" / "t"
+    assert run_cli("copy", "--finder", "iceberg", str(src), str(dst), "--no-progress",
+                   "--master", "local[2]").returncode == 0
+    report = tmp_path / "report.json"
+    r = run_cli("check", "--finder", "iceberg", str(src), str(dst), "--no-progress",
+                "--master", "local[2]", "--summary-json", str(report))
+    assert r.returncode == 0, r.stdout + r.stderr
+    snap = source(tmp_path).current_snapshot().snapshot_id
+    assert lag_line(tmp_path, (snap, 2), 0) in r.stdout.splitlines()
+    got = json.loads(report.read_text())
+    assert got["ok"] is True and got["differences"] == []
+    assert got["counts"]["match"] == len(data + rewritten)
+    assert got["tables"] == [{"table": str(src), "behind": 0, "unit": "snapshots",
+                              "destination": f"snapshot {snap} (metadata version 2)",
+                              "source": f"snapshot {snap} (metadata version 2)"}]

@@ -14,6 +14,7 @@ from distcp.checking.compare import (
     Pair,
     judge_digests,
     judge_listed,
+    judge_present,
     pair_listings,
     sides_to_read,
     stored_digest,
@@ -21,6 +22,7 @@ from distcp.checking.compare import (
 from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_one, pack
 from distcp.checking.report import CheckReport
 from distcp.checksum import digest_of_bytes
+from distcp.datasets.versions import TableLag
 from distcp.errors import ConfigurationError
 from distcp.model import FileStatus
 from distcp.storage import spec_for
@@ -164,14 +166,44 @@ def test_task_counters_are_written_at_most_once_a_second_and_summed(tmp_path: Pa
         "u0-s1p0a0.json", "u1-s1p1a0.json", "u1-s1p1a1.json"]
 
 
-@pytest.mark.parametrize("finder, why", [
-    ("iceberg", ("not supported: an Iceberg replica's manifests, manifest lists and "
-                 "metadata are rewritten to point at the destination")),
-    ("stream", "not supported: check the topic folders as plain folders (--dataset-glob)"),
-])
-def test_check_refuses_the_finders_it_cannot_compare_before_listing_anything(
-        tmp_path: Path, finder: str, why: str) -> None:
+def test_check_refuses_the_stream_finder_before_listing_anything(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as refused:
-        distcp.check(str(tmp_path / "nowhere"), str(tmp_path / "dst"), finder=finder)
-    assert str(refused.value).startswith(f"check --finder {finder}: {why}")
+        distcp.check(str(tmp_path / "nowhere"), str(tmp_path / "dst"), finder="stream")
+    assert str(refused.value) == ("check --finder stream: not supported: check the topic "
+                                  "folders as plain folders (--dataset-glob)")
     assert not (tmp_path / "dst").exists()
+
+
+def test_files_wanted_only_at_the_destination_are_present_or_missing_never_read() -> None:
+    dst = {"/d/metadata/v2.metadata.json": st("/d/metadata/v2.metadata.json", 999),
+           "/d/data/x.parquet": st("/d/data/x.parquet")}
+    got = judge_present(["/d/metadata/snap.avro", "/d/metadata/v2.metadata.json",
+                         "/d/metadata/snap.avro"], dst, rel)
+    assert got == [
+        Outcome("metadata/snap.avro", "-", "missing on destination"),
+        Outcome("metadata/v2.metadata.json", "=", "present (rewritten for the destination: "
+                                                  "not compared with the source's)")]
+    assert judge_present([], dst, rel) == []
+
+
+def test_a_table_behind_its_source_is_a_line_before_the_counts_and_in_the_json() -> None:
+    import json
+
+    lag = TableLag("/s/t", "snapshot 41 (metadata version 2)",
+                   "snapshot 97 (metadata version 8)", 5, "snapshots")
+    report = CheckReport("/s/t", "/d/t", outcomes=[Outcome("a", "=", "same digest")],
+                         tables=[lag, TableLag("/s/u", "version 3", "version 3", 0,
+                                               "versions")])
+    lines = report.render().splitlines()
+    assert lines[:2] == [
+        ("table /s/t: the destination holds snapshot 41 (metadata version 2), the source is "
+         "at snapshot 97 (metadata version 8): 5 snapshots behind (compared at the "
+         "destination's)"),
+        ("table /s/u: the destination holds version 3, the source is at version 3: 0 "
+         "versions behind (compared at the destination's)")]
+    assert lines[2].startswith("1 matching, 0 differing") and len(lines) == 3
+    assert report.ok  # behind is not a difference
+    data = json.loads(report.to_json())
+    assert data["tables"][0] == {"table": "/s/t", "destination": lag.destination,
+                                 "source": lag.source, "behind": 5, "unit": "snapshots"}
+    assert "\n" not in CheckReport().render()

@@ -95,6 +95,57 @@ def test_the_plan_starts_after_the_destinations_newest_metadata(tmp_path: Path) 
     assert d.versions is not None and (d.versions.destination, d.versions.source) == (1, 2)
 
 
+def test_a_check_lists_the_snapshot_the_destination_holds_and_how_far_behind_it_is(
+        tmp_path: Path) -> None:
+    from distcp.datasets.versions import TableLag
+    src, dst = table(tmp_path), tmp_path / "dst"
+    cfg = CopyConfiguration.build([str(src)], str(dst), finder="iceberg")
+    (ds,) = find_datasets(cfg)
+    t = sql.SqlCatalog("src", uri=f"sqlite:///{tmp_path}/src.db").load_table("db.t")
+    first, second = t.metadata.snapshots
+    folder = f"file://{src}/"
+
+    def files_of(snap: Any) -> tuple[list[str], list[str]]:
+        """(data files, manifest list and manifests) of ``snap``, relative."""
+        manifests = snap.manifests(t.io)
+        data = [e.data_file.file_path.removeprefix(folder) for m in manifests
+                for e in m.fetch_manifest_entry(t.io)]
+        return sorted(data), [snap.manifest_list.removeprefix(folder),
+                              *sorted(m.manifest_path.removeprefix(folder) for m in manifests)]
+
+    def metadata(version: int) -> str:
+        (name,) = (src / "metadata").glob(f"{version:05d}-*.metadata.json")
+        return f"metadata/{name.name}"
+
+    empty = ds.check_listing(cfg)  # nothing at the destination: the source's newest
+    data, rewritten = files_of(second)
+    assert [f.destination for f in empty.files] == [f"{dst}/{r}" for r in data]
+    assert [f.origin.url for f in empty.files] == [str(src / r) for r in data]
+    assert empty.expected == tuple(f"{dst}/{r}" for r in [metadata(2), *rewritten])
+    assert empty.lag is None and empty.skipped == ()
+
+    for a in plan(src, dst).plan.datasets[0].copy:  # a finished copy of versions 0 and 1
+        if a.file.file_set in (commit_set(0), data_set(1), manifests_set(1), lists_set(1),
+                               commit_set(1)):
+            Path(a.file.destination).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(a.file.origin.url, a.file.destination)
+    held = ds.check_listing(cfg)
+    data, rewritten = files_of(first)
+    assert [f.destination for f in held.files] == [f"{dst}/{r}" for r in data]
+    assert held.expected == tuple(f"{dst}/{r}" for r in [metadata(1), *rewritten])
+    assert held.lag == TableLag(str(src), f"snapshot {first.snapshot_id} (metadata version 1)",
+                                f"snapshot {second.snapshot_id} (metadata version 2)", 1,
+                                "snapshots")
+
+    (src / data[0]).unlink()  # expired at the source: named, not compared
+    gone = ds.check_listing(cfg)
+    assert gone.files == ()
+    (skipped,) = gone.skipped
+    assert skipped.failure and skipped.reason == (
+        f"in snapshot {first.snapshot_id} (metadata version 1) of Iceberg table {src} but no "
+        "longer at the source (expired snapshots' files removed?): not compared")
+
+
 def test_options_that_do_not_fit_a_table_are_refused() -> None:
     for opts, message in [
         ({"finder": "iceberg", "delete": True}, "--finder iceberg copies a table's new"),
