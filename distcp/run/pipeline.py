@@ -66,6 +66,7 @@ from distcp.runlog import RunLog
 from distcp.spark.job import Sessions
 from distcp.spark.keptcopy import publish_all_kept
 from distcp.spark.listing import LazySession
+from distcp.storage import filesystems as fsutil
 from distcp.storage import spec_for
 from distcp.summary import Summary, Tally
 from distcp.timeline import mark
@@ -136,7 +137,13 @@ def run_copy(cfg: CopyConfiguration, callback: Callback = DEFAULT_CALLBACK,
 def run_branches(branches: tuple[Branch, ...], settings: ForkSettings | None,
                  callback: Callback = DEFAULT_CALLBACK, within: Within | None = None
                  ) -> Summary:
-    """One run over ``branches``: a fork when ``settings`` are given (even of one)."""
+    """One run over ``branches``: a fork when ``settings`` are given (even of one).
+
+    Listings this process's filesystems cached in an earlier run (a continuous copy's
+    catch-up and batches, the warm engine's runs) are forgotten first: objects were
+    written since, by its tasks or by another process, and a stat answered from such a
+    listing would call a published file missing and copy it again."""
+    fsutil.forget_listings()
     with metrics.reporting(branches[0].cfg.metrics_file, callback) as report:
         if settings is not None:
             check_branches(branches)

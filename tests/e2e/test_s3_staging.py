@@ -31,7 +31,7 @@ from distcp.planning.listing import plan_all
 from distcp.run.branch import publishing, task_spec
 from distcp.storage import Staged, storage_for, watchdog
 from distcp.storage.s3 import ops as s3ops
-from distcp.storage.staging import StagedStream
+from distcp.storage.staging import StagedFile, StagedStream
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     CANARY,
@@ -134,6 +134,27 @@ def test_staged_upload_is_invisible_until_completed_and_replay_is_idempotent(
     again.run(ctx)  # verified done: nothing executed twice
     assert s3.objects("dst")["z.bin"] == data
     assert s3.pending_uploads() == []
+
+
+def test_a_stat_sees_objects_published_after_their_folder_was_listed(
+        s3: S3Server) -> None:  # noqa: F811
+    """s3fs answers ``info`` from a folder's cached listing once one was taken (a
+    destination's ``isdir`` takes one) and forgets it only on its own writes: objects
+    published by our requests (completed uploads, PUTs) must be forgotten too, or a
+    stat calls them missing and a continuous copy's batch copied them again (issue 40)."""
+    s3.client().put_object(Bucket="dst", Key="landed/first.bin", Body=b"first")
+    storage = storage_for("s3://dst/landed", s3.options)
+    assert storage.isdir("s3://dst/landed")  # the folder's listing, cached by s3fs
+    data = os.urandom(MiB)
+    up = stage_upload(io.BytesIO(data), "s3://dst/landed/big.bin", s3.options,
+                      bytearray(8 * MiB), len(data))
+    assert up.staged is not None
+    storage.publish_all([StagedFile(up.staged, "s3://dst/landed/big.bin", up.size, up.parts)])
+    storage.publish_whole("s3://dst/landed/small.bin", b"small")
+    storage.publish_checked(Staged.empty("s3://dst/landed/empty.bin"), 0, ())
+    for name, size in (("big.bin", MiB), ("small.bin", 5), ("empty.bin", 0)):
+        assert storage.stat(f"s3://dst/landed/{name}").size == size
+        assert storage.exists(f"s3://dst/landed/{name}")
 
 
 def test_failed_file_set_leaves_no_object_and_no_pending_upload(

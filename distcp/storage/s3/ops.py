@@ -229,15 +229,29 @@ def complete(fs: Any, url: str, upload_id: str,
     bucket, key = bucket_key(fs, url)
     body = "".join(f"<Part><ETag>{escape(str(e))}</ETag><PartNumber>{int(n)}</PartNumber></Part>"
                    for n, e, _ in sorted(parts))
-    answer = _lean_post(fs, "complete_multipart_upload", bucket, key, {"uploadId": upload_id},
-                        f'<CompleteMultipartUpload xmlns="{_XMLNS}">{body}'
-                        "</CompleteMultipartUpload>".encode())
-    if answer is not None:
-        return str(lean.xml_text(answer, "ETag"))
-    out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
-               MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
-                                          for n, e, _ in sorted(parts)]})
-    return str(out.get("ETag", ""))
+    try:
+        answer = _lean_post(fs, "complete_multipart_upload", bucket, key,
+                            {"uploadId": upload_id},
+                            f'<CompleteMultipartUpload xmlns="{_XMLNS}">{body}'
+                            "</CompleteMultipartUpload>".encode())
+        if answer is not None:
+            return str(lean.xml_text(answer, "ETag"))
+        out = call(fs, "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
+                   MultipartUpload={"Parts": [{"PartNumber": int(n), "ETag": str(e)}
+                                              for n, e, _ in sorted(parts)]})
+        return str(out.get("ETag", ""))
+    finally:
+        written(fs, bucket, key)
+
+
+def written(fs: Any, bucket: str, key: str) -> None:
+    """Forget the listings ``fs`` cached of the folders above ``bucket/key``: an
+    object was written or removed there by one of our requests, and s3fs forgets them
+    only on writes of its own API. It answers ``info`` (every ``stat``) from a folder's
+    cached listing once one was taken (a destination's ``isdir`` takes one): a key
+    written after it would stay missing there, and a copy planned on that stat would
+    publish the file again."""
+    fs.invalidate_cache(f"{bucket}/{key}")
 
 
 _XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -258,12 +272,15 @@ def put(fs: Any, url: str, data: bytes, extra: Mapping[str, Any] | None = None) 
     ``extra`` as ``create``'s."""
     bucket, key = bucket_key(fs, url)
     md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
-    etag = None if extra else _lean_put(fs, "put_object", bucket, key, data, {},
-                                        {"Content-MD5": md5})
-    if etag is None:
-        etag = str(call(fs, "put_object", Bucket=bucket, Key=key, Body=data,
-                        ContentMD5=md5, **(extra or {})).get("ETag", ""))
-    return etag
+    try:
+        etag = None if extra else _lean_put(fs, "put_object", bucket, key, data, {},
+                                            {"Content-MD5": md5})
+        if etag is None:
+            etag = str(call(fs, "put_object", Bucket=bucket, Key=key, Body=data,
+                            ContentMD5=md5, **(extra or {})).get("ETag", ""))
+        return etag
+    finally:
+        written(fs, bucket, key)
 
 
 def object_arguments(writes: WriteOptions) -> dict[str, Any]:

@@ -145,6 +145,7 @@ def _remove(fs: Any, url: str) -> None:
     try:
         bucket, key = s3.bucket_key(fs, url)
         s3.call(fs, "delete_object", Bucket=bucket, Key=key)
+        s3.written(fs, bucket, key)
     except OSError:
         pass
 
