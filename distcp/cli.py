@@ -327,7 +327,8 @@ def main() -> None:
                    "every --interval and publishes each batch of new files through the "
                    "commit log, exactly once across crashes and restarts. It first copies "
                    "whatever DST lacks; SIGTERM or Ctrl-C finishes the current batch and "
-                   "exits 0 (a second Ctrl-C stops at once). See docs/guide/continuous.md.")
+                   "exits 0 (a second Ctrl-C stops at once). On the warm engine the query "
+                   "runs in the engine. See docs/guide/continuous.md.")
 @click.option("--interval", metavar="DURATION", default="10s", show_default=True,
               help="--continuous: how often the sources are listed for new files.")
 @click.option("--max-files-per-batch", type=click.IntRange(min=1), metavar="N",

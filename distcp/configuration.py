@@ -372,7 +372,9 @@ def _copying_problem(c: CopyConfiguration) -> str | None:
 
 def _continuous_problem(c: CopyConfiguration) -> str | None:
     """What a continuous copy takes: new files of plain trees and of stream datasets,
-    published as they come; its own Spark session (a local master or a cluster's)."""
+    published as they come; its own Spark session (a local master or a cluster's) or
+    the warm engine, never a remote Spark Connect server (whose worker could not tell
+    that the client ended)."""
     if not c.continuous:
         given = next((n for n in ("until_idle",) if getattr(c, n)), None)
         return f"--{given.replace('_', '-')} needs --continuous" if given else None
@@ -380,11 +382,11 @@ def _continuous_problem(c: CopyConfiguration) -> str | None:
         ("--dry-run", c.dry_run), ("--delete", c.delete), ("move", c.move),
         ("--files-from", bool(c.files_from or c.files_from_manifest)),
         (f"--finder {c.finder}", c.finder in ("delta", "iceberg")),
-        ("--engine warm", c.engine == "warm"),
         ("a Spark Connect master", c.master.startswith("sc://"))) if on), None)
     if refused:
         return (f"--continuous cannot be used with {refused}: it copies the new files of "
-                "trees and stream datasets as they arrive, in a Spark session of its own")
+                "trees and stream datasets as they arrive, in its own session or the "
+                "warm engine")
     return (_below(c.interval, 0.1, "--interval must be at least 0.1 (seconds)")
             or _below(c.max_files_per_batch, 1, "--max-files-per-batch must be at least 1")
             or _below(c.settle, 0, "--settle must not be negative"))

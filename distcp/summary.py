@@ -38,6 +38,10 @@ class Failure:
     files: int = 1
 
 
+#: The summary's lists of ``Failure`` (``Summary.from_dict`` rebuilds them).
+_FAILURE_LISTS = ("failures", "catalog_failures", "catalog_pending", "entries_skipped")
+
+
 @dataclass(frozen=True)
 class Tally:
     """What one stage of a run (replaying commits, publishing) reports, as a value.
@@ -303,6 +307,15 @@ class Summary:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        """The summary ``to_dict`` gave (what a continuous copy's batches, run in the
+        warm engine's Python worker, hand their client through the state folder)."""
+        kw = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        for name in _FAILURE_LISTS:
+            kw[name] = [Failure(**f) for f in data.get(name, ())]
+        return cls(**kw)
 
     def render(self) -> str:
         """The human summary printed at the end of a run: the counts, then what needs saying."""

@@ -4,8 +4,13 @@ The order, once: take the destination's lock for the whole copy; list the source
 the stream's source then knows); copy whatever the destination lacks (an ordinary run
 of the pipeline: it also finishes the commits a crash left); then start a Structured
 Streaming query reading ``spark.arrivals``, each micro-batch a run of the pipeline over
-its new files (``run.batch``), in the same session and under the same lock. After each batch the status document and the
-metrics file say how far behind the destination is.
+its new files (``run.batch``), in the same session and under the same lock. After each
+batch the status document and the metrics file say how far behind the destination is.
+
+Where the batches run: Spark calls the query's sink (``Batches``) in this process on a
+classic session, and in the warm engine's Python worker on Spark Connect. The conductor
+follows them the same way in both (``Follower``: the status document they write), and
+stops them the same way (``stop.json``, then the query once no batch runs).
 
 Stopping: SIGTERM or Ctrl-C lets the batch that runs finish, then stops the query;
 a batch Spark starts after that is refused and left to the next start (its files are
@@ -32,13 +37,15 @@ from typing import Any
 from distcp import metrics, preflight
 from distcp.callbacks import Callback, human_bytes
 from distcp.configuration import CopyConfiguration
+from distcp.copying.taskenv import applied_environment, task_environment
 from distcp.planning.arrivals import Arrival, Arrivals, Waiting, read_waiting
 from distcp.planning.listing import find_datasets, state_root
 from distcp.run.batch import Failures, added, run_batch
 from distcp.run.branch import new_job_id
 from distcp.run.pipeline import Within, run_copy
-from distcp.spark.arrivals import NAME, arrivals_source
+from distcp.spark.arrivals import arrivals_source, source_name
 from distcp.spark.job import Sessions
+from distcp.spark.session import is_connect
 from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
 from distcp.storage import storage_for
@@ -64,6 +71,12 @@ class Progress:
     last_end: float = 0.0
     waiting: Waiting = field(default_factory=Waiting)
     failures: Failures = field(default_factory=Failures)
+    #: The state root (where a batch run in the warm engine's worker reports).
+    root: str = ""
+    #: The batch that runs now (None: none).
+    running: int | None = None
+    #: The last batches' lines (``KEPT_LINES``), for a conductor that follows them.
+    lines: list[dict[str, Any]] = field(default_factory=list)
 
     def lag(self, now: float) -> float:
         """The age of the oldest source file not yet published (0: none known)."""
@@ -78,7 +91,8 @@ class Progress:
                 "files_copied": s.files_copied, "bytes_copied": s.bytes_copied,
                 "files_failed": s.files_failed, "last_batch": self.last_batch,
                 "lag_seconds": self.lag(now), "waiting_files": self.waiting.files,
-                "waiting_bytes": self.waiting.bytes}
+                "waiting_bytes": self.waiting.bytes, "running": self.running,
+                "last_end": self.last_end, "lines": self.lines}
 
 
 def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
@@ -90,15 +104,17 @@ def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
     options = dict(cfg.dst_options)
     preflight.check_run(cfg)
     preflight.check_local_destination(root, cfg.destination, options)
-    progress = Progress(time.time(), job_id, cfg.interval, Summary(job_id=job_id))
-    # its own session, never the warm engine's (a Spark Connect server would run each
-    # batch in its own Python worker): --engine auto means cold here
-    sessions = Sessions(cfg.with_(engine="cold"), job_id, callback)
+    progress = Progress(time.time(), job_id, cfg.interval, Summary(job_id=job_id),
+                        root=root)
+    # on the warm engine (a running one under --engine auto) the query runs there, its
+    # batches in the engine's Python worker
+    sessions = Sessions(cfg, job_id, callback)
     with DestinationLock(root, options, job_id, command="copy --continuous"), \
             ExitStack() as stack:
         with _jvm_ignoring_sigterm():
             spark = stack.enter_context(sessions())
         stop = stack.enter_context(_signals(callback))
+        storage_for(layout.continuous_stop, options).remove_file(layout.continuous_stop)
         _report(cfg, layout, progress)  # "catching up": status tells from the start
         known = frozenset(a.fingerprint for a in Arrivals(cfg, state_url=root).listed())
         callback.message("catching up: copying what the destination lacks")
@@ -108,10 +124,9 @@ def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
         progress.failures.into(progress.summary)
         progress.state, progress.last_end = "running", time.time()
         _report(cfg, layout, progress)
-        _stream(cfg, spark, layout, progress, callback, known, stop)
+        progress = _stream(cfg, spark, layout, progress, callback, known, stop)
         progress.state = "stopped"
         _report(cfg, layout, progress)
-    progress.failures.into(progress.summary)
     progress.summary.duration_s = round(time.time() - progress.started, 3)
     progress.summary.log_file = sessions.log_file
     progress.summary.notes.append(f"continuous: {progress.batches} batch(es) after the "
@@ -120,40 +135,179 @@ def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
 
 
 def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: Progress,
-            callback: Callback, known: frozenset[int], stop: threading.Event) -> None:
-    """The query, until a stop is asked or (``--until-idle``) nothing is left to do."""
-    running = threading.Lock()
-    stopping = threading.Event()
-
-    def on_batch(df: Any, batch_id: int) -> None:
-        with running:
-            if stopping.is_set():
-                raise Stopped(f"batch {batch_id} left to the next start")
-            _batch(cfg, spark, layout, progress, callback,
-                   [Arrival.of_row(*row) for row in df.collect()], batch_id)
-
-    spark.dataSource.register(arrivals_source(cfg, known, layout.continuous_waiting, layout.root))
-    query = (spark.readStream.format(NAME).load().writeStream.foreachBatch(on_batch)
+            callback: Callback, known: frozenset[int], stop: threading.Event) -> Progress:
+    """The query, until a stop is asked or (``--until-idle``) nothing is left to do; the
+    progress its batches made (read back from the state folder, where they wrote it)."""
+    remote = is_connect(spark)
+    # the worker also gets this process's folder: the run's relative paths are ours
+    sink = Batches(cfg, layout.root, progress, Client.here(),
+                   task_environment() if remote else None, None if remote else callback,
+                   os.getcwd() if remote else None)
+    name = source_name(progress.job_id)
+    spark.dataSource.register(arrivals_source(cfg, known, layout.continuous_waiting,
+                                              layout.root, name, sink.client, sink.cwd))
+    query = (spark.readStream.format(name).load().writeStream.foreachBatch(sink)
              .trigger(processingTime=f"{cfg.interval} seconds")
              .option("checkpointLocation", checkpoint_of(layout, cfg))
              .queryName(f"pydistcp-{progress.job_id}").start())
+    follower = Follower(layout, dict(cfg.dst_options), callback if remote else None)
     try:
         while query.isActive:
-            if stop.is_set() or (cfg.until_idle and _idle(cfg, layout, progress, running)):
+            seen = follower.poll()
+            if stop.is_set() or (cfg.until_idle and _idle(cfg, layout, seen)):
                 break
-            query.awaitTermination(0.2)
+            query.awaitTermination(FOLLOW_EVERY)
     finally:
-        with running:  # the batch that runs finishes first
-            stopping.set()
-        query.stop()
+        _stop_between_batches(query, layout, dict(cfg.dst_options), progress.job_id)
+    follower.poll()
     error = query.exception()
     if error is not None and "Stopped" not in str(error):
         raise RuntimeError(f"the continuous copy's query failed: {error}")
+    return follower.progress(progress)
 
 
-def _batch(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: Progress,
-           callback: Callback, arrivals: list[Arrival], batch_id: int) -> None:
-    """One batch run, then its line, the status document and the metrics."""
+#: Seconds between two looks of the conductor at its query and the batches' status.
+FOLLOW_EVERY = 0.2
+
+
+@dataclass(frozen=True)
+class Client:
+    """The process that conducts the query: its batches and its source stop once it is
+    gone (a warm engine's query outlives a client killed outright)."""
+
+    host: str
+    pid: int
+
+    @classmethod
+    def here(cls) -> Client:
+        return cls(socket.gethostname(), os.getpid())
+
+    def gone(self) -> bool:
+        """Whether the client ended (known on its own host only)."""
+        if self.host != socket.gethostname() or self.pid == os.getpid():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+@dataclass
+class Batches:
+    """The query's sink: each micro-batch one run of the pipeline (``run.batch``), then
+    the status document, the summary so far and the metrics.
+
+    It runs where Spark calls ``foreachBatch``: in this process on a classic session
+    (``callback`` shows each batch's progress), in the warm engine's Python worker on a
+    Spark Connect one, pickled there with the client's task variables (``env``: the
+    worker has the server's environment); the client follows the status document
+    (``Follower``). Either way a batch first says it runs, then looks for a stop (the
+    conductor's ``stop.json``, or its client gone): a batch started after a stop was
+    asked is refused and left to the next start, and the conductor stops the query only
+    once no batch runs."""
+
+    cfg: CopyConfiguration
+    root: str
+    progress: Progress
+    client: Client
+    env: dict[str, str] | None = field(default=None, repr=False)
+    callback: Callback | None = None
+    #: The client's folder, for a worker (of this query alone) to resolve paths from.
+    cwd: str | None = None
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        if self.cwd:
+            os.chdir(self.cwd)
+        layout, progress = StateLayout(self.root), self.progress
+        progress.running = batch_id
+        _report(self.cfg, layout, progress)
+        try:
+            if _stop_asked(layout, dict(self.cfg.dst_options), progress.job_id) \
+                    or self.client.gone():
+                raise Stopped(f"batch {batch_id} left to the next start")
+            with applied_environment(self.env):
+                _batch(self.cfg, df.sparkSession, progress, self.callback or Callback(),
+                       [Arrival.of_row(*row) for row in df.collect()], batch_id)
+        finally:
+            progress.running = None
+            _report(self.cfg, layout, progress)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A terminal's callback stays here (the worker has none)."""
+        return {**self.__dict__, "callback": None}
+
+
+class Follower:
+    """The conductor's view of its batches: the status document they write, read on
+    each look; with ``callback`` (batches run elsewhere, in the warm engine), each new
+    batch's line shown from it."""
+
+    def __init__(self, layout: StateLayout, options: dict[str, Any],
+                 callback: Callback | None) -> None:
+        self.layout, self.options, self.callback = layout, options, callback
+        self.doc: dict[str, Any] = {}
+        self.shown = -1
+
+    def poll(self) -> dict[str, Any]:
+        """The status document as it is now (the last one read if none can be)."""
+        try:
+            self.doc = json.loads(storage_for(self.layout.continuous_status, self.options)
+                                  .read_bytes(self.layout.continuous_status,
+                                              "the continuous copy's status"))
+        except (FileNotFoundError, ValueError):
+            return self.doc
+        for line in self.doc.get("lines", ()):
+            if line["id"] > self.shown:
+                self.shown = line["id"]
+                if self.callback is not None:
+                    self.callback.message(line["text"])
+        return self.doc
+
+    def progress(self, mine: Progress) -> Progress:
+        """``mine`` (the catch-up's) with what the batches did, as they wrote it."""
+        doc = self.doc
+        if not doc.get("batches"):
+            return mine
+        try:
+            summary = Summary.from_dict(json.loads(storage_for(
+                self.layout.continuous_summary, self.options).read_bytes(
+                self.layout.continuous_summary, "the continuous copy's summary")))
+        except (FileNotFoundError, ValueError):
+            return mine
+        mine.summary, mine.batches = summary, int(doc["batches"])
+        mine.last_batch, mine.last_end = doc.get("last_batch", {}), float(doc["last_end"])
+        mine.lines = list(doc.get("lines", ()))
+        mine.waiting = read_waiting(self.layout.continuous_waiting, self.options)
+        return mine
+
+
+def _stop_between_batches(query: Any, layout: StateLayout, options: dict[str, Any],
+                          job_id: str) -> None:
+    """Ask the batches to stop (``stop.json``), wait until none runs, stop the query.
+    A batch that starts meanwhile sees the request after saying it runs: refused."""
+    write_atomic(layout.continuous_stop, json.dumps({"job_id": job_id}).encode(), options,
+                 durable=False)
+    follower = Follower(layout, options, None)
+    while query.isActive and follower.poll().get("running") is not None:
+        query.awaitTermination(FOLLOW_EVERY)
+    query.stop()
+
+
+def _stop_asked(layout: StateLayout, options: dict[str, Any], job_id: str) -> bool:
+    url = layout.continuous_stop
+    try:
+        doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous stop"))
+    except (FileNotFoundError, ValueError):
+        return False
+    return bool(doc.get("job_id") == job_id)
+
+
+def _batch(cfg: CopyConfiguration, spark: Any, progress: Progress, callback: Callback,
+           arrivals: list[Arrival], batch_id: int) -> None:
+    """One batch run, then its line (kept for the status document)."""
     t = time.time()
     done = run_batch(cfg, arrivals, spark, callback)
     added(progress.summary, done)
@@ -165,30 +319,38 @@ def _batch(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: Pr
     progress.last_batch = {"id": batch_id, "files": len(arrivals),
                            "files_copied": done.files_copied, "bytes_copied": done.bytes_copied,
                            "files_failed": done.files_failed, "seconds": round(end - t, 3),
-                           "oldest_age_seconds": round(end - oldest, 3), "ended": end}
-    _report(cfg, layout, progress)
-    callback.message(f"batch {batch_id}: {done.files_copied} file(s) "
-                     f"({human_bytes(done.bytes_copied)}) published, {done.files_failed} "
-                     f"failed, in {end - t:.1f} s; waiting {progress.waiting.files}, "
-                     f"lag {progress.lag(end):.1f} s")
+                           "oldest_age_seconds": round(end - oldest, 3), "ended": end,
+                           "pid": os.getpid()}
+    progress.waiting = read_waiting(StateLayout(progress.root).continuous_waiting,
+                                    dict(cfg.dst_options))
+    text = (f"batch {batch_id}: {done.files_copied} file(s) "
+            f"({human_bytes(done.bytes_copied)}) published, {done.files_failed} "
+            f"failed, in {end - t:.1f} s; waiting {progress.waiting.files}, "
+            f"lag {progress.lag(end):.1f} s")
+    progress.lines = [*progress.lines[-(KEPT_LINES - 1):], {"id": batch_id, "text": text}]
+    callback.message(text)
 
 
-def _idle(cfg: CopyConfiguration, layout: StateLayout, progress: Progress,
-          running: threading.Lock) -> bool:
+#: The batch lines the status document keeps (the conductor shows those it has not).
+KEPT_LINES = 20
+
+
+def _idle(cfg: CopyConfiguration, layout: StateLayout, status: dict[str, Any]) -> bool:
     """A listing after the last batch offered nothing, left nothing and found nothing
     still being written, and no batch runs."""
-    if running.locked():
+    if status.get("running") is not None:
         return False
     seen = read_waiting(layout.continuous_waiting, dict(cfg.dst_options))
-    return (seen.at > progress.last_end and not seen.offered and not seen.files
-            and not seen.unsettled)
+    return (seen.at > float(status.get("last_end", 0.0)) and not seen.offered
+            and not seen.files and not seen.unsettled)
 
 
 def _report(cfg: CopyConfiguration, layout: StateLayout, progress: Progress) -> None:
-    """The status document (``pydistcp status``) and, with ``--metrics-file``, the
-    metrics with the lag gauges."""
+    """The status document (``pydistcp status``), the summary so far and, with
+    ``--metrics-file``, the metrics with the lag gauges."""
     options = dict(cfg.dst_options)
-    progress.waiting = read_waiting(layout.continuous_waiting, options)
+    write_atomic(layout.continuous_summary, progress.summary.to_json().encode(), options,
+                 durable=False)
     write_atomic(layout.continuous_status, json.dumps(progress.document()).encode(), options,
                  durable=False)
     if cfg.metrics_file:

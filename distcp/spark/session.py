@@ -444,6 +444,13 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (the warm engine's, an ``sc://``
+    master's): what its queries call back (``foreachBatch``) runs in the server's Python
+    worker, not in this process."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def default_parallelism(spark: Any) -> int:
     """Cores Spark offers; Spark Connect has no SparkContext, so ask the conf there."""
     try:

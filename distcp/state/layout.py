@@ -22,6 +22,8 @@ layout can be read (and changed) in one screen::
     continuous/status.json        a continuous copy's status: its process, batches, lag
     continuous/waiting.json       what its source's last listing left for later batches
     continuous/checkpoint/        its Spark query's checkpoint (a local state root's)
+    continuous/summary.json       what its batches published and what failed, so far
+    continuous/stop.json          a stop asked of its batches (the job that asks)
 
 Keys and guids are digests, sequence and job ids are made by the tool: no name of the
 data ever becomes a name here (``distcp.state.bounds``).
@@ -133,6 +135,14 @@ class StateLayout:
     @property
     def continuous_checkpoint(self) -> str:
         return self._at("continuous", "checkpoint")
+
+    @property
+    def continuous_summary(self) -> str:
+        return self._at("continuous", "summary.json")
+
+    @property
+    def continuous_stop(self) -> str:
+        return self._at("continuous", "stop.json")
 
     #: Folders commit steps write single documents into: created before a run's first
     #: write on filesystems that need a folder first (FTP, SFTP).

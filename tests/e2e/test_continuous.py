@@ -163,7 +163,8 @@ def test_a_continuous_copy_to_s3_publishes_each_new_file_once(
     (("--until-idle",), "--until-idle needs --continuous"),
     (("--continuous", "--delete"), "--continuous cannot be used with --delete"),
     (("--continuous", "--interval", "0"), "--interval must be at least 0.1"),
-    (("--continuous", "--engine", "warm"), "--continuous cannot be used with --engine warm"),
+    (("--continuous", "--master", "sc://h:15002"),
+     "--continuous cannot be used with a Spark Connect master"),
 ])
 def test_what_a_continuous_copy_refuses_is_one_line_exit_2(tmp_path: Path, flags: tuple[str, ...],
                                                            says: str) -> None:
@@ -296,12 +297,16 @@ def test_a_batch_killed_after_its_commit_record_is_finished_by_the_restart(
     assert "recovered 1" in r.stdout or "replayed" in r.stdout, r.stdout
 
 
-def test_sigterm_to_the_process_group_finishes_the_batch_and_exits_0(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_sigterm_to_the_process_group_finishes_the_batch_and_exits_0(
+        tmp_path: Path, engine: str, request: pytest.FixtureRequest) -> None:
     """As ``systemctl stop`` sends it: to every process of the group, the JVM too, which
-    must outlive it until the batch is published."""
+    must outlive it until the batch is published. On the warm engine the batch runs in
+    the engine's worker: the client waits for it before it stops the query."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
-    proc = _start(src, dst)
+    proc = _start(src, dst, env=request.getfixturevalue("warm_engine")
+                  if engine == "warm" else None)
     begun = time.monotonic()
     while _status(dst / ".pydistcp")["state"] != "running" and time.monotonic() - begun < 120:
         time.sleep(0.1)
@@ -364,3 +369,57 @@ def test_a_stream_dataset_is_replicated_partition_by_partition_as_each_is_ready(
     assert files_of(dst) == files_of(src)
     shown = run_cli("status", str(dst))
     assert "actual high 2026-11-20T05:00:00" in shown.stdout, shown.stdout
+
+
+def test_on_the_warm_engine_the_query_runs_there_and_its_client_shows_each_batch(
+        warm_engine: dict[str, str], tmp_path: Path) -> None:
+    """The batches run in the engine's Python worker (the server's environment, its own
+    folder); the client follows them: each batch's line, the totals, the status. Paths
+    relative to the client's folder and the client's task variables reach the worker."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "before.txt").write_bytes(b"there before the start")
+    writer = Writer(src, seconds=3, every=0.1)
+    writer.start()
+    r = run_cli("copy", "src", "dst", "--continuous", "--interval", "0.5", "--until-idle",
+                "--settle", "0.2", "--max-files-per-batch", "5",
+                "--metrics-file", "metrics.prom", cwd=tmp_path, env=warm_engine)
+    writer.join()
+    assert r.returncode == 0, r.stderr
+    assert files_of(dst) == files_of(src)
+    published = sum(announced_sets(dst).values())
+    assert published == len(files_of(src))
+    status = _status(dst / ".pydistcp")
+    assert status["state"] == "stopped" and status["batches"] >= 3
+    assert status["last_batch"]["pid"] != status["pid"]  # the engine's worker, not the client
+    lines = [line for line in r.stderr.splitlines() if line.startswith("pydistcp: batch ")]
+    assert len(lines) == min(status["batches"], 20), r.stderr  # each batch's line, shown
+    assert f"copied {status['files_copied']} files" in r.stdout
+    assert status["files_copied"] == published
+    assert "pydistcp_continuous_batches" in (tmp_path / "metrics.prom").read_text()
+
+
+def test_a_warm_engines_query_ends_when_its_client_is_killed(
+        warm_engine: dict[str, str], tmp_path: Path) -> None:
+    """SIGKILL of the client (no stop asked): the query it left in the engine stops at
+    its next listing and publishes nothing more; a restart takes over and finishes."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "a.bin").write_bytes(b"a")
+    proc = _start(src, dst, env=warm_engine)
+    begun = time.monotonic()
+    while not (dst / "a.bin").exists() and time.monotonic() - begun < 120:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    while _status(dst / ".pydistcp")["state"] != "running" and time.monotonic() - begun < 120:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    Writer(src, 0).put(Path("after.bin"), b"landed after the client died")
+    time.sleep(4)  # four of its intervals: an orphaned query would have published it
+    assert not (dst / "after.bin").exists()
+    r = run_cli("copy", str(src), str(dst), "--continuous", "--interval", "0.5",
+                "--until-idle", "--no-progress", env=warm_engine)
+    assert r.returncode == 0, r.stderr
+    assert files_of(dst) == files_of(src)
+    assert sum(announced_sets(dst).values()) == 2

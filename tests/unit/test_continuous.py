@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from distcp.metrics import RunMetrics, build_registry
 from distcp.model import FileStatus
 from distcp.planning import offsets
 from distcp.planning.arrivals import Arrival, Arrivals, read_waiting
+from distcp.run.continuous import Client
+from distcp.summary import Failure, Summary
 
 
 def test_an_offset_moves_each_datasets_mark_to_the_newest_file_offered() -> None:
@@ -127,8 +131,6 @@ def test_the_metrics_carry_the_lag_and_a_running_copy_is_not_finished() -> None:
 
 def test_a_failure_a_later_batch_published_is_no_failure_of_the_copy() -> None:
     from distcp.run.batch import Failures
-    from distcp.summary import Failure, Summary
-
     def arrival(name: str) -> Arrival:
         return Arrival("ds", f"/s/{name}", FileStatus(f"/s/{name}", 1, 1.0))
 
@@ -141,3 +143,24 @@ def test_a_failure_a_later_batch_published_is_no_failure_of_the_copy() -> None:
     total = Summary()
     failures.into(total)
     assert [f.path for f in total.failures] == ["/d/x", "/s/b"] and total.files_failed == 1
+
+
+def test_a_summary_crosses_the_state_folder_whole() -> None:
+    """What the warm engine's worker writes (``continuous/summary.json``) is what its
+    client reports: counts, lists of failures, notes, phases."""
+    s = Summary(job_id="j", files_copied=3, bytes_copied=10, files_failed=1,
+                failures=[Failure("/s/a", "changed while copied", "urn:a")],
+                catalog_pending=[Failure("t", "later", files=0)], notes=["n"],
+                phases={"copy_s": 0.5}, requests={"put": 3},
+                strategy={"copy": [{"name": "here", "why": "small"}]})
+    back = Summary.from_dict(json.loads(s.to_json()))
+    assert back == s and back.failures[0].dataset == "urn:a" and not back.ok
+
+
+def test_a_stopped_client_stops_its_batches(tmp_path: Path) -> None:
+    """Its end is known on its host: a pid that no longer runs."""
+    assert not Client.here().gone()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    assert Client(Client.here().host, int(ended.stdout)).gone()
+    assert not Client("another-host", int(ended.stdout)).gone()  # not known from here
