@@ -4,7 +4,9 @@ publication, and the rate that is sustained.
 A writer adds small files (1 KiB, written beside and renamed in, as a landing folder is
 fed) at 10, 100 and 1,000 files per second for ``--seconds``; meanwhile one of:
 
-- ``pydistcp``: ``pydistcp copy SRC DST --continuous --interval I``;
+- ``pydistcp``: ``pydistcp copy SRC DST --continuous --interval I``, its own session;
+- ``pydistcp-warm``: the same on the warm engine (started here first): the query runs
+  in the engine;
 - ``rclone``: ``rclone copy SRC DST`` in a loop, sleeping ``I`` between runs;
 - ``cron``: ``pydistcp copy SRC DST`` every ``--cron`` seconds (60: a crontab's tick),
 
@@ -14,7 +16,7 @@ time from its rename into the source to the poller first seeing it at the destin
 each tool gets up to ``--drain`` seconds to catch up; files never seen count as lost.
 
 Run: ``python benchmarks/bench_continuous.py [--rates 10,100,1000] [--seconds 60]
-[--interval 1] [--tools pydistcp,rclone,cron]``. Writes
+[--interval 1] [--tools pydistcp,pydistcp-warm,rclone,cron]``. Writes
 ``benchmarks/results/continuous.json``; figures worth keeping go to
 ``benchmarks/RESULTS.md``, dated. Run it alone: other work on two cores moves every
 figure here.
@@ -96,7 +98,7 @@ def _tool(name: str, src: Path, dst: Path, interval: float, cron: float, env: di
           ) -> tuple[subprocess.Popen[bytes] | None, threading.Event]:
     """Start the tool; a loop of runs (rclone, cron) is a thread started here."""
     stop = threading.Event()
-    if name == "pydistcp":
+    if name.startswith("pydistcp-") or name == "pydistcp":
         proc = subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--continuous",
                                  "--interval", str(interval), "--settle", "0",
                                  "--no-progress"], env=env, stdout=subprocess.DEVNULL,
@@ -122,7 +124,7 @@ def measure(tool: str, rate: float, seconds: float, interval: float, cron: float
     src, dst = work / "src", work / "dst"
     shutil.rmtree(work, ignore_errors=True)
     src.mkdir(parents=True)
-    env = {**os.environ, "PYDISTCP_ENGINE": "cold"}
+    env = {**os.environ, "PYDISTCP_ENGINE": "warm" if tool == "pydistcp-warm" else "cold"}
     poller = Poller(dst)
     poller.start()
     proc, stop = _tool(tool, src, dst, interval, cron, env)
@@ -163,6 +165,9 @@ def main() -> None:
     ap.add_argument("--drain", type=float, default=90.0)
     ap.add_argument("--tools", default="pydistcp,rclone,cron")
     args = ap.parse_args()
+    if "pydistcp-warm" in args.tools.split(","):
+        subprocess.run([*PYDISTCP, "engine", "start"], check=True,
+                       env={**os.environ, "PYDISTCP_ENGINE": "warm"})
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-continuous-") as tmp:
         for rate in (float(r) for r in args.rates.split(",")):

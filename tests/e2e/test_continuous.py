@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -191,15 +192,46 @@ def _status(state: Path) -> dict[str, Any]:
         return {"job_id": "", "batches": -1, "state": ""}
 
 
+class Dropper(threading.Thread):
+    """Drops an encrypted archive (``drops/dropN.tar.gz.gpg``) every ``every`` seconds
+    for ``seconds``, written beside and renamed in; its members by drop."""
+
+    def __init__(self, root: Path, ring: Any, seconds: float, every: float = 2.0) -> None:
+        super().__init__(daemon=True)
+        self.root, self.ring, self.seconds, self.every = root, ring, seconds, every
+        self.members: dict[str, dict[str, bytes]] = {}
+
+    def run(self) -> None:
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end:
+            n = len(self.members)
+            members = {"rows.csv": f"n,v\n{n},{n * n}\n".encode(),
+                       "blob.bin": random.Random(n).randbytes(5000)}
+            sealed = gpg(self.ring.home, "--trust-model", "always", "-r", ALICE, "--encrypt",
+                         data=tgz(members)).stdout
+            Writer(self.root, 0).put(Path("drops") / f"drop{n}.tar.gz.gpg", sealed)
+            self.members[f"drop{n}"] = members
+            time.sleep(self.every)
+
+    def expanded(self) -> dict[str, bytes]:
+        """What the destination holds of the drops: each archive expanded in place."""
+        return {f"drops/{drop}/{name}": data for drop, members in self.members.items()
+                for name, data in members.items()}
+
+
 def killed_twice_then_caught_up(src: Path, dst: str, state: Path, *extra: str,
-                                env: dict[str, str] | None = None, seconds: float = 30
+                                env: dict[str, str] | None = None, seconds: float = 30,
+                                dropper: Callable[[Path], threading.Thread] | None = None
                                 ) -> None:
-    """A writer adds a file every 0.1 s for ``seconds``; the copy is killed (its whole
-    process group, JVM included) twice at random instants after its batches began, and
-    restarted; a last start with --until-idle catches up."""
+    """A writer adds a file every 0.1 s for ``seconds`` (and ``dropper`` its archives);
+    the copy is killed (its whole process group, JVM included) twice at random instants
+    after its batches began, and restarted; a last start with --until-idle catches up."""
     src.mkdir()
     writer = Writer(src, seconds=seconds, every=0.1)
     writer.start()
+    drops = dropper(src) if dropper else None
+    if drops:
+        drops.start()
     rng = random.Random(2026)
     shown = ("status", dst, "--state-dir", str(state))
     for _ in range(2):
@@ -218,19 +250,46 @@ def killed_twice_then_caught_up(src: Path, dst: str, state: Path, *extra: str,
         killed = run_cli(*shown, env=env)
         assert "continuous copy: not running (ended without stopping)" in killed.stdout
     writer.join()
+    if drops:
+        drops.join()
     last = _start(src, dst, "--until-idle", *extra, env=env)
     _out, err = last.communicate(timeout=300)
     assert last.returncode == 0, err
-    published = sum(announced_sets_at(state).values())
-    assert published == len(files_of(src))  # each once
+    published = sum(announced_sets_at(state).values())  # a file set counts its outputs
+    want = sum(len(m) for m in drops.members.values()) if isinstance(drops, Dropper) \
+        else len(files_of(src))
+    assert published == want  # each once
     assert not list((state / "commits").glob("*.json"))  # nothing pending
 
 
 def test_sigkill_at_random_instants_loses_nothing_and_publishes_each_file_once(
         tmp_path: Path) -> None:
+    """For a minute, files arrive; two kills at random instants."""
     src, dst = tmp_path / "src", tmp_path / "dst"
-    killed_twice_then_caught_up(src, str(dst), dst / ".pydistcp")
+    killed_twice_then_caught_up(src, str(dst), dst / ".pydistcp", seconds=60)
     assert files_of(dst) == files_of(src)
+
+
+def test_sigkill_while_encrypted_archives_land_expands_each_once(tmp_path: Path) -> None:
+    """Archives land in a folder the copy decrypts and expands (a converter applies to
+    every file of a run, so the landing folder holds archives only); two kills at random
+    instants: each archive expanded once, whole, none half-visible."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    ring = keyring()
+    secret = tmp_path / "passphrase"
+    secret.write_text(PASSPHRASE)
+    drops: list[Dropper] = []
+
+    def dropper(root: Path) -> Dropper:
+        drops.append(Dropper(root, ring, seconds=30, every=0.5))
+        return drops[0]
+
+    killed_twice_then_caught_up(src, str(dst), dst / ".pydistcp", "--convert",
+                                "decrypt,gunzip,untar", "--gpg-home", str(ring.home),
+                                "--gpg-passphrase-file", str(secret), seconds=0,
+                                dropper=dropper)
+    assert len(drops[0].members) >= 20
+    assert files_of(dst) == drops[0].expanded()
 
 
 def test_sigkill_of_a_continuous_copy_to_s3_loses_nothing_and_publishes_each_file_once(

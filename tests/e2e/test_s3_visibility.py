@@ -82,7 +82,10 @@ def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
     lean = s3get.requests_sent()
     results = run_work_unit(unit, spec, "a0")
     assert all(r.ok for r in results), [r.message for r in results]
-    assert s3get.requests_sent() - lean == len(files)  # each PUT on the lean wire
+    # each PUT on the lean wire (the task's own counts below say it sent these 4 and
+    # nothing else; the process-wide counter may also see a request an earlier test's
+    # abandoned thread finishes meanwhile: test_s3_timeouts stalls some on purpose)
+    assert s3get.requests_sent() - lean >= len(files)
     assert visible(s3) == files  # before any publish step ran
     assert s3.pending_uploads() == []
     assert all(parse_staged(r.staging).is_published for r in results)
@@ -101,7 +104,7 @@ def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(
     lean = s3get.requests_sent()
     [r] = run_work_unit(WorkUnit(0, tuple(todo), publish_now=(todo[0].guid,)), spec, "a0")
     assert r.ok, r.message
-    assert s3get.requests_sent() - lean == 4  # create, 2 parts, complete: the lean wire
+    assert s3get.requests_sent() - lean >= 4  # create, 2 parts, complete: the lean wire (its counts below: exactly these)
     assert visible(s3) == files and s3.pending_uploads() == []
     counts = dict(r.requests)
     assert (counts["create"], counts["part"], counts["complete"]) == (1, 2, 1)
