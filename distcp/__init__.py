@@ -146,6 +146,8 @@ def copy(
     max_files_per_batch: int = 10_000,
     until_idle: bool = False,
     settle: float | str = 1.0,
+    listing_after_seen: bool = False,
+    full_listing_every: float | str = 600.0,
     # catalog registration of published partitions
     catalog_table: str | None = None,
     catalog_partitions: str | None = None,

@@ -341,6 +341,13 @@ def main() -> None:
 @click.option("--settle", metavar="DURATION", default="1s", show_default=True,
               help="--continuous: leave a file modified less than DURATION ago for a later "
                    "batch, as its writer may not be done (0: copy at once).")
+@click.option("--listing-after-seen", is_flag=True,
+              help="--continuous: where the source's store lists from a key (S3), list only "
+                   "the keys after those already seen, for sources whose new files' names "
+                   "sort last (time-stamped names); the whole tree is still listed every "
+                   "--full-listing-every, which finds any other new file.")
+@click.option("--full-listing-every", metavar="DURATION", default="10m", show_default=True,
+              help="--listing-after-seen: how often the whole source is listed anyway.")
 @click.option("--recovery-retention", default="24h", show_default=True, metavar="DURATION",
               help="Keep verified but unpublished copies this long for the next run to reuse.")
 @click.option("--catalog-table", metavar="DB.TABLE",

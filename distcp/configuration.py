@@ -108,6 +108,11 @@ class CopyConfiguration:
     max_files_per_batch: int = 10_000
     until_idle: bool = False
     settle: float = 1.0
+    #: ``--listing-after-seen``: each read of a source on a store that lists from a key
+    #: (S3) lists only the keys after those it has seen (new files' names sort last),
+    #: and the whole tree every ``full_listing_every`` seconds.
+    listing_after_seen: bool = False
+    full_listing_every: float = 600.0
     #: Symbolic links in a local source tree: skipped and reported, followed, or copied
     #: as links (the destination must hold links: see ``preflight.check_links``).
     links: str = "skip"
@@ -377,6 +382,7 @@ def _continuous_problem(c: CopyConfiguration) -> str | None:
     that the client ended)."""
     if not c.continuous:
         given = next((n for n in ("until_idle",) if getattr(c, n)), None)
+        given = given or next((n for n in ("listing_after_seen",) if getattr(c, n)), None)
         return f"--{given.replace('_', '-')} needs --continuous" if given else None
     refused = next((flag for flag, on in (
         ("--dry-run", c.dry_run), ("--delete", c.delete), ("move", c.move),
@@ -389,7 +395,8 @@ def _continuous_problem(c: CopyConfiguration) -> str | None:
                 "warm engine")
     return (_below(c.interval, 0.1, "--interval must be at least 0.1 (seconds)")
             or _below(c.max_files_per_batch, 1, "--max-files-per-batch must be at least 1")
-            or _below(c.settle, 0, "--settle must not be negative"))
+            or _below(c.settle, 0, "--settle must not be negative")
+            or _below(c.full_listing_every, 1, "--full-listing-every must be at least 1 s"))
 
 
 def _fork_problem(c: CopyConfiguration) -> str | None:
@@ -494,7 +501,7 @@ def _split_size_problem(split_size: int | None, converters: tuple[str, ...]) -> 
 _ENV_SETTINGS = ("master", "parallelism", "buffer_size", "verify", "preserve", "engine",
                  "copying")
 _SIZE_SETTINGS = ("split_size", "min_size", "max_size", "bwlimit")
-_AGE_SETTINGS = ("min_age", "max_age", "lookback", "interval", "settle")
+_AGE_SETTINGS = ("min_age", "max_age", "lookback", "interval", "settle", "full_listing_every")
 _SEQUENCE_SETTINGS = ("include", "exclude", "converters", "check", "fork", "fork_convert")
 
 

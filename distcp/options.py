@@ -23,7 +23,7 @@ COMPARE_FLAGS = {"checksum": "checksum", "size_only": "size-only",
                  "ignore_existing": "ignore-existing"}
 SIZES = ("buffer_size", "split_size", "max_expanded_bytes", "bwlimit", "min_size", "max_size")
 DURATIONS = ("recovery_retention", "min_age", "max_age", "lookback", "fork_queue_timeout",
-             "interval", "settle",
+             "interval", "settle", "full_listing_every",
              "events_timeout")
 LISTS = ("include", "exclude", "convert", "gpg_recipient", "check", "fork", "fork_convert")
 

@@ -13,6 +13,11 @@ lacked). So a file that arrives with an mtime older than what was offered (``cp 
 size or mtime) is offered again. A file younger than ``--settle`` seconds is left for a
 later read: its writer may not be done.
 
+With ``--listing-after-seen``, a dataset on a store that lists from a key (S3) is listed
+from the last key seen below anything still pending, and whole on the first read and
+every ``--full-listing-every``: a read costs what arrived, for sources whose new names
+sort last.
+
 What a read leaves waiting (the files beyond this batch) goes to the status document
 the driver reads after each batch for its lag gauge (``waiting``).
 """
@@ -35,6 +40,7 @@ from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
+from distcp.storage.base import Tree
 
 #: The stream's rows: which dataset, the path as its storage spells it, its status.
 SCHEMA = "urn string, path string, status string"
@@ -98,20 +104,33 @@ class Arrivals:
         self.offered: dict[tuple[str, str], tuple[int, float]] = {}
         #: Files the last listing left for later because they had not settled.
         self.unsettled = 0
+        #: ``--listing-after-seen``, per dataset: the key the next listing starts after,
+        #: when the last full listing was, and what this read listed (in key order) and
+        #: left unsettled.
+        self.starts: dict[str, str] = {}
+        self.full_at: dict[str, float] = {}
+        self.keys: dict[str, list[str]] = {}
+        self.held: dict[str, set[str]] = {}
 
-    def listed(self) -> Iterator[Arrival]:
+    def listed(self, full: bool = False) -> Iterator[Arrival]:
         """Every file of every dataset the run's finder finds now, filtered as the run
-        filters (ages from now), that has settled."""
+        filters (ages from now), that has settled; with ``--listing-after-seen``, of a
+        store that lists from a key, only those after the keys seen (``full``: all)."""
         cfg = self.cfg.with_(started=time.time())
         wanted, settled = cfg.file_filter, time.time() - cfg.settle
+        self.keys, self.held = {}, {}
         for ds in find_datasets(cfg):
             if ds.uses_history:
                 yield from self._planned(with_history(ds, self.state), cfg, settled)
                 continue
             tree = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
+            after = cfg.listing_after_seen and tree.storage.capabilities.lists_after \
+                and not ds.is_file
             if ds.is_file:
                 found: Iterator[tuple[str, FileStatus]] = iter(
                     ((tree.path, tree.storage.stat(tree.url)),))
+            elif after:
+                found = self._after(ds.urn, tree, full)
             else:
                 found = tree.storage.walk(tree.url, cfg.links, [])
             for path, st in found:
@@ -119,11 +138,39 @@ class Arrivals:
                     continue
                 if st.mtime > settled:
                     self.unsettled += 1
+                    if after:
+                        self.held.setdefault(ds.urn, set()).add(path)
                     continue
                 rel = fsutil.relpath(path, tree.path) if not ds.is_file else \
                     path.rstrip("/").rpartition("/")[2]
                 if wanted.admits(rel, st):
                     yield Arrival(ds.urn, path, st)
+
+    def _after(self, urn: str, tree: Tree, full: bool) -> Iterator[tuple[str, FileStatus]]:
+        """The dataset's keys after its start, or all of them when a full listing is
+        due (the first read, then every ``--full-listing-every``): a file whose name
+        does not sort last is found then."""
+        now = time.time()
+        if full or now - self.full_at.get(urn, 0.0) >= self.cfg.full_listing_every:
+            self.full_at[urn] = now
+            start = None
+        else:
+            start = self.starts.get(urn)
+        seen = self.keys[urn] = []
+        for path, st in tree.storage.walk_after(tree.url, start):
+            seen.append(path)
+            yield path, st
+
+    def _moved_starts(self, left: list[Arrival]) -> None:
+        """Each dataset listed after a key starts its next listing after the last key
+        this one listed below the first file still pending (left for a later batch, or
+        not settled): none of those is skipped."""
+        for urn, paths in self.keys.items():
+            held = {a.path for a in left if a.urn == urn} | self.held.get(urn, set())
+            low = min(held) if held else None
+            below = [p for p in paths if low is None or p < low]
+            if below:
+                self.starts[urn] = below[-1]
 
     def _planned(self, ds: CopyableDataset, cfg: CopyConfiguration, settled: float
                  ) -> Iterator[Arrival]:
@@ -145,6 +192,7 @@ class Arrivals:
         new = [a for a in listed if offered.get((a.urn, a.path)) != _seen(a)
                and a.fingerprint not in known]
         batch, left = new[:self.cfg.max_files_per_batch], new[self.cfg.max_files_per_batch:]
+        self._moved_starts(left)
         self._report(Waiting.of(left), len(batch))
         if not batch:
             return [], dict(start)
@@ -156,7 +204,8 @@ class Arrivals:
         """A batch read again after a crash: the files between its marks. Files it had
         offered late (below a mark) are not among them: the catch-up run that starts
         each process copies them."""
-        return sorted((a for a in self.listed() if offsets.between(start, end, a.urn, a.key)),
+        return sorted((a for a in self.listed(full=True)
+                       if offsets.between(start, end, a.urn, a.key)),
                       key=lambda a: a.key)
 
     def _report(self, waiting: Waiting, offered: int) -> None:

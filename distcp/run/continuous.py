@@ -150,7 +150,8 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
              .trigger(processingTime=f"{cfg.interval} seconds")
              .option("checkpointLocation", checkpoint_of(layout, cfg))
              .queryName(f"pydistcp-{progress.job_id}").start())
-    follower = Follower(layout, dict(cfg.dst_options), callback if remote else None)
+    follower = Follower(layout, dict(cfg.dst_options), callback if remote else None,
+                        follow_every(layout, cfg))
     try:
         while query.isActive:
             seen = follower.poll()
@@ -159,15 +160,23 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
             query.awaitTermination(FOLLOW_EVERY)
     finally:
         _stop_between_batches(query, layout, dict(cfg.dst_options), progress.job_id)
-    follower.poll()
+    follower.poll(fresh=True)
     error = query.exception()
     if error is not None and "Stopped" not in str(error):
         raise RuntimeError(f"the continuous copy's query failed: {error}")
     return follower.progress(progress)
 
 
-#: Seconds between two looks of the conductor at its query and the batches' status.
+#: Seconds between two looks of the conductor at its query (and, in a local state root,
+#: at the batches' status).
 FOLLOW_EVERY = 0.2
+
+
+def follow_every(layout: StateLayout, cfg: CopyConfiguration) -> float:
+    """How often the status document is read: each look in a local state root; in an
+    object store's, every half interval (at least 1 s), not five requests a second."""
+    local = storage_for(layout.root, dict(cfg.dst_options)).capabilities.local_paths
+    return FOLLOW_EVERY if local else max(1.0, cfg.interval / 2)
 
 
 @dataclass(frozen=True)
@@ -246,13 +255,19 @@ class Follower:
     batch's line shown from it."""
 
     def __init__(self, layout: StateLayout, options: dict[str, Any],
-                 callback: Callback | None) -> None:
+                 callback: Callback | None, every: float = 0.0) -> None:
         self.layout, self.options, self.callback = layout, options, callback
         self.doc: dict[str, Any] = {}
         self.shown = -1
+        self.every, self.read_at = every, float("-inf")
 
-    def poll(self) -> dict[str, Any]:
-        """The status document as it is now (the last one read if none can be)."""
+    def poll(self, fresh: bool = False) -> dict[str, Any]:
+        """The status document as it is now (the last one read if none can be, or if
+        the last read is less than ``every`` seconds old and not ``fresh``)."""
+        now = time.monotonic()
+        if not fresh and now - self.read_at < self.every:
+            return self.doc
+        self.read_at = now
         try:
             self.doc = json.loads(storage_for(self.layout.continuous_status, self.options)
                                   .read_bytes(self.layout.continuous_status,

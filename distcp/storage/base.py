@@ -76,6 +76,9 @@ class Capabilities:
     file_visibility: bool = False
     #: Creating a file only where none exists is one atomic step (no read-back needed).
     exclusive_create: bool = False
+    #: Lists the keys of a folder after a given one, in key order (``walk_after``: S3's
+    #: StartAfter), so a continuous copy need not list what it has seen.
+    lists_after: bool = False
     #: Remote operations of one commit step worth running concurrently.
     parallel_ops: int = 16
     #: Per-file entries of a commit step from which ``--publishing auto`` has the
@@ -221,6 +224,12 @@ class Storage(ABC):
         on local disks, one listing of the keys on S3, fsspec's ``find`` elsewhere)."""
         fs, path = self.fs(url)
         return fsutil.walk(fs, path, links, skipped, most)
+
+    def walk_after(self, url: str, after: str | None) -> Iterator[tuple[str, FileStatus]]:
+        """The files below the folder ``url`` whose paths (``walk``'s) sort after
+        ``after`` (None: all), in path order, less the tree's state directory; folders
+        are not entries. Only where ``capabilities.lists_after``."""
+        raise NotImplementedError(f"{self.name} storage cannot list after a key")
 
     def glob(self, url: str) -> list[tuple[str, FileStatus]]:
         """The entries whose paths match the pattern ``url`` (fsspec's glob), sorted by

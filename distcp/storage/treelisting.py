@@ -204,6 +204,13 @@ def _key_infos(fs: AbstractFileSystem, task: ListingTask) -> Iterator[dict[str, 
         yield from _scan(fs, task, base, stem + HIGH, task.upto)
 
 
+def scan_keys(fs: AbstractFileSystem, task: ListingTask, prefix: str, after: str | None
+              ) -> Iterator[dict[str, Any]]:
+    """The objects under ``prefix`` after the key ``after``, paged, in key order, as
+    s3fs's listing gives them (``ObjectStorage.walk_after``)."""
+    return _scan(fs, task, prefix, after, None)
+
+
 def _scan(fs: AbstractFileSystem, task: ListingTask, prefix: str, after: str | None,
           upto: str | None, before: str | None = None) -> Iterator[dict[str, Any]]:
     """Keys under ``prefix`` with ``after < key <= upto`` (and ``< before``), paged."""

@@ -24,7 +24,8 @@ import pytest
 import distcp
 from distcp.callbacks import DEFAULT_CALLBACK
 from distcp.configuration import CopyConfiguration
-from distcp.planning.arrivals import Arrival
+from distcp.planning import offsets
+from distcp.planning.arrivals import Arrival, Arrivals
 from distcp.planning.listing import find_datasets
 from distcp.run.batch import run_batch
 from distcp.run.pipeline import Within, run_copy
@@ -482,3 +483,61 @@ def test_a_warm_engines_query_ends_when_its_client_is_killed(
     assert r.returncode == 0, r.stderr
     assert files_of(dst) == files_of(src)
     assert sum(announced_sets(dst).values()) == 2
+
+
+def test_listing_after_seen_lists_only_new_keys_and_skips_none_pending(
+        tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+    """``--listing-after-seen`` on S3: each read lists from StartAfter the last key seen
+    below anything still pending (left by a full batch, or unsettled); a key that sorts
+    before it is found by the next full listing."""
+    client = s3.client()
+
+    def put(key: str) -> None:
+        client.put_object(Bucket="src", Key=f"landing/{key}", Body=key.encode())
+
+    for key in ("2026-11-29T01.bin", "2026-11-29T02.bin", "2026-11-29T03.bin"):
+        put(key)
+    cfg = CopyConfiguration.build(["s3://src/landing"], str(tmp_path / "dst"), continuous=True,
+                                  listing_after_seen=True, settle=0, max_files_per_batch=2)
+    arrivals = Arrivals(cfg)
+
+    def read() -> list[str]:
+        batch, _ = arrivals.read(offsets.initial())
+        return [a.path.rsplit("/", 1)[1] for a in batch]
+
+    assert read() == ["2026-11-29T01.bin", "2026-11-29T02.bin"]  # the first: a full listing
+    (urn,) = arrivals.starts
+    assert arrivals.starts[urn].endswith("T02.bin")  # T03 is left: listed again next time
+    put("2026-11-29T04.bin")
+    assert read() == ["2026-11-29T03.bin", "2026-11-29T04.bin"]
+    assert [p.rsplit("/", 1)[1] for p in arrivals.keys[urn]] == [
+        "2026-11-29T03.bin", "2026-11-29T04.bin"]  # nothing before the start was listed
+    put("2026-11-28-late.bin")  # sorts before everything seen
+    put("2026-11-29T05.bin")
+    assert read() == ["2026-11-29T05.bin"]
+    arrivals.full_at[urn] = 0.0  # --full-listing-every has passed
+    assert read() == ["2026-11-28-late.bin"]
+    assert len(arrivals.keys[urn]) == 6
+    assert read() == []
+
+
+def test_a_continuous_copy_from_s3_listing_after_seen_publishes_each_new_object(
+        spark: Any, tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+    client = s3.client()
+    for n in range(5):
+        client.put_object(Bucket="src", Key=f"landing/{n:04d}.bin", Body=bytes([n]) * 100)
+
+    def more() -> None:
+        for n in range(5, 25):
+            time.sleep(0.1)
+            client.put_object(Bucket="src", Key=f"landing/{n:04d}.bin", Body=bytes([n]) * 100)
+
+    adding = threading.Thread(target=more)
+    adding.start()
+    summary = distcp.copy("s3://src/landing", str(tmp_path / "dst"), continuous=True,
+                          interval=0.5, until_idle=True, settle=0.2, listing_after_seen=True,
+                          max_files_per_batch=4, progress=False)
+    adding.join()
+    assert summary.ok, summary.failures
+    assert files_of(tmp_path / "dst") == {f"{n:04d}.bin": bytes([n]) * 100 for n in range(25)}
+    assert sum(announced_sets(tmp_path / "dst").values()) == 25

@@ -102,6 +102,8 @@ def test_the_filters_apply_and_a_row_round_trips(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("options, says", [
     ({"until_idle": True}, "--until-idle needs --continuous"),
+    ({"listing_after_seen": True}, "--listing-after-seen needs --continuous"),
+    ({"continuous": True, "full_listing_every": 0.5}, "--full-listing-every must be at least"),
     ({"continuous": True, "dry_run": True}, "cannot be used with --dry-run"),
     ({"continuous": True, "finder": "delta"}, "cannot be used with --finder delta"),
     ({"continuous": True, "master": "sc://localhost:15002"}, "a Spark Connect master"),

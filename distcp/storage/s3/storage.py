@@ -8,7 +8,7 @@ document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from distcp.model import FileStatus
@@ -42,7 +42,7 @@ class ObjectStorage(Storage):
     name = "object"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
                                 server_side_ranges=True, conditional_reads=True,
-                                file_visibility=True)
+                                file_visibility=True, lists_after=True)
     write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata", "tags",
                                "requester_pays"})
 
@@ -109,6 +109,21 @@ class ObjectStorage(Storage):
         """By key range, where the API lists keys in order (not a versioned listing,
         whose pages are not cut by key)."""
         return None if getattr(tree.handle, "version_aware", False) else tl.KEYS
+
+    def walk_after(self, url: str, after: str | None) -> Iterator[tuple[str, FileStatus]]:
+        """One ListObjectsV2 from StartAfter on: the keys below ``url`` after ``after``
+        (a path as ``walk`` spells it: ``bucket/key``)."""
+        fs, path = self.fs(url)
+        root = path.rstrip("/")
+        key = root.partition("/")[2]
+        after_key = after.partition("/")[2] if after else None
+        task = tl.ListingTask("keys", url, root)
+        for info in tl.scan_keys(fs, task, f"{key}/" if key else "", after_key):
+            name = info["name"]
+            rel = fsutil.relpath(name, root)
+            if name.endswith("/") or not rel or fsutil.at_state_dir(rel):
+                continue
+            yield name, fsutil.status(fs, info)
 
     def part_size(self, size: int, wanted: int) -> int:
         return s3.part_size_for(size, wanted)
