@@ -217,25 +217,34 @@ def _running_task(work: Path) -> bool:
 
 def test_a_continuous_copy_on_the_standalone_cluster_runs_its_batches_there(
         tmp_path: Path, spark_standalone: SparkMaster) -> None:
-    """The query's driver is this client (client mode); each batch's copy is a job of
-    the cluster's executors, files arriving meanwhile published once each."""
-    from tests.e2e.test_continuous import Writer, announced_sets, files_of
+    """The query's driver is this client (client mode); the catch-up and each batch copy
+    in jobs of the cluster's executors. Files written once the query runs are published
+    once each; SIGTERM ends it with exit 0."""
+    import signal
+
+    from tests.e2e.test_continuous import Writer, _start, _status, announced_sets, files_of
 
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     (src / "first.bin").write_bytes(b"there before the start")
     work = spark_standalone.worker_dir
     apps_before = {p.name for p in work.iterdir()}
-    writer = Writer(src, seconds=3, every=0.1)
+    proc = _start(src, dst, "--master", spark_standalone, "--log-dir", str(tmp_path / "logs"))
+    begun = time.monotonic()
+    while _status(dst / ".pydistcp")["state"] != "running" and time.monotonic() - begun < 300:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    writer = Writer(src, seconds=2, every=0.1)
     writer.start()
-    r = run_cli("copy", str(src), str(dst), "--master", spark_standalone, "--continuous",
-                "--interval", "1", "--until-idle", "--settle", "0.2", "--no-progress",
-                "--log-dir", str(tmp_path / "logs"), timeout=CLI_TIMEOUT)
     writer.join()
-    assert r.returncode == 0, (r.stderr, _driver_log(tmp_path))
+    while files_of(dst) != files_of(src) and time.monotonic() - begun < 300:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _out, err = proc.communicate(timeout=CLI_TIMEOUT)
+    assert proc.returncode == 0, (err, _driver_log(tmp_path))
     assert files_of(dst) == files_of(src) and writer.written >= 10
     assert sum(announced_sets(dst).values()) == len(files_of(src))  # each once
     new_apps = [p for p in work.iterdir() if p.name not in apps_before]
     assert len(new_apps) == 1  # one application: the catch-up and every batch
-    status = json.loads((dst / ".pydistcp" / "continuous" / "status.json").read_text())
+    status = _status(dst / ".pydistcp")
     assert status["state"] == "stopped" and status["batches"] >= 1
