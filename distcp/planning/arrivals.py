@@ -85,6 +85,10 @@ class Waiting:
     offered: int = 0
     unsettled: int = 0
     at: float = 0.0
+    #: Why the last read failed, in one line ("" when it did not), and whether it was
+    #: the storage's (an OSError: a source gone, unreachable), for the conductor to say.
+    error: str = ""
+    storage_error: bool = False
 
     @classmethod
     def of(cls, left: list[Arrival]) -> Waiting:
@@ -208,6 +212,17 @@ class Arrivals:
                        if offsets.between(start, end, a.urn, a.key)),
                       key=lambda a: a.key)
 
+    def failed(self, exc: BaseException) -> None:
+        """A read failed: its cause in one line, for the conductor to end the copy with
+        (Spark would end it with the whole traceback and its own stack)."""
+        lines = str(exc).strip().splitlines()
+        cause = lines[0][:300] if lines else type(exc).__name__
+        if self.waiting_url:
+            doc = {"error": f"listing the continuous copy's sources failed: {cause}",
+                   "storage_error": isinstance(exc, OSError), "at": time.time()}
+            write_atomic(self.waiting_url, json.dumps(doc).encode(),
+                         dict(self.cfg.dst_options), durable=False)
+
     def _report(self, waiting: Waiting, offered: int) -> None:
         """What this read offered and left, for the driver's lag gauge and
         ``--until-idle`` (a read that offered nothing and left nothing)."""
@@ -228,6 +243,7 @@ def read_waiting(url: str, options: dict[str, Any]) -> Waiting:
         doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous copy's status"))
     except (FileNotFoundError, ValueError):
         return Waiting()
-    return Waiting(int(doc["files"]), int(doc["bytes"]), doc.get("oldest"),
+    return Waiting(int(doc.get("files", 0)), int(doc.get("bytes", 0)), doc.get("oldest"),
                    int(doc.get("offered", 0)), int(doc.get("unsettled", 0)),
-                   float(doc.get("at", 0.0)))
+                   float(doc.get("at", 0.0)), str(doc.get("error", "")),
+                   bool(doc.get("storage_error", False)))

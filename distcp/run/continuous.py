@@ -38,6 +38,7 @@ from distcp import metrics, preflight
 from distcp.callbacks import Callback, human_bytes
 from distcp.configuration import CopyConfiguration
 from distcp.copying.taskenv import applied_environment, task_environment
+from distcp.errors import PlanningError
 from distcp.planning.arrivals import Arrival, Arrivals, Waiting, read_waiting
 from distcp.planning.listing import find_datasets, state_root
 from distcp.run.batch import Failures, added, run_batch
@@ -152,17 +153,25 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
              .queryName(f"pydistcp-{progress.job_id}").start())
     follower = Follower(layout, dict(cfg.dst_options), callback if remote else None,
                         follow_every(layout, cfg))
+    failure: Exception | None = None
     try:
         while query.isActive:
             seen = follower.poll()
             if stop.is_set() or (cfg.until_idle and _idle(cfg, layout, seen)):
                 break
             query.awaitTermination(FOLLOW_EVERY)
+    except Exception as exc:  # noqa: BLE001 - a failed query raises here, any type
+        failure = exc
     finally:
         _stop_between_batches(query, layout, dict(cfg.dst_options), progress.job_id)
     follower.poll(fresh=True)
-    error = query.exception()
+    error = failure or query.exception()
     if error is not None and "Stopped" not in str(error):
+        read = read_waiting(layout.continuous_waiting, dict(cfg.dst_options))
+        if read.error and read.storage_error:  # one line and exit 3, as any run's
+            raise OSError(f"{read.error}; the copy stopped")
+        if read.error:
+            raise PlanningError(f"{read.error}; the copy stopped")
         raise RuntimeError(f"the continuous copy's query failed: {error}")
     return follower.progress(progress)
 
@@ -357,7 +366,7 @@ def _idle(cfg: CopyConfiguration, layout: StateLayout, status: dict[str, Any]) -
         return False
     seen = read_waiting(layout.continuous_waiting, dict(cfg.dst_options))
     return (seen.at > float(status.get("last_end", 0.0)) and not seen.offered
-            and not seen.files and not seen.unsettled)
+            and not seen.files and not seen.unsettled and not seen.error)
 
 
 def _report(cfg: CopyConfiguration, layout: StateLayout, progress: Progress) -> None:

@@ -59,14 +59,22 @@ def arrivals_source(cfg: CopyConfiguration, known: frozenset[int], waiting_url: 
         def read(self, start: dict[str, Any]) -> tuple[Iterator[tuple[str, ...]], dict[str, Any]]:
             if client is not None and client.gone():
                 raise RuntimeError("Stopped: the continuous copy's client ended")
-            with applied_environment(env):
-                batch, end = self.arrivals.read(start)
+            try:
+                with applied_environment(env):
+                    batch, end = self.arrivals.read(start)
+            except Exception as exc:
+                self.arrivals.failed(exc)
+                raise
             return iter([a.row() for a in batch]), end
 
         def readBetweenOffsets(self, start: dict[str, Any], end: dict[str, Any]
                                ) -> Iterator[tuple[str, ...]]:
-            with applied_environment(env):
-                return iter([a.row() for a in self.arrivals.between(start, end)])
+            try:
+                with applied_environment(env):
+                    return iter([a.row() for a in self.arrivals.between(start, end)])
+            except Exception as exc:
+                self.arrivals.failed(exc)
+                raise
 
         def commit(self, end: dict[str, Any]) -> None:
             """Nothing to forget: what was offered is known in memory, what was

@@ -541,3 +541,24 @@ def test_a_continuous_copy_from_s3_listing_after_seen_publishes_each_new_object(
     assert summary.ok, summary.failures
     assert files_of(tmp_path / "dst") == {f"{n:04d}.bin": bytes([n]) * 100 for n in range(25)}
     assert sum(announced_sets(tmp_path / "dst").values()) == 25
+
+
+def test_a_source_gone_mid_copy_ends_it_with_one_line(tmp_path: Path) -> None:
+    """A listing that fails (the source folder removed) ends the copy with its cause in
+    one line and the documented exit code, not Spark's traceback; what was published
+    stays."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "a.bin").write_bytes(b"a")
+    proc = _start(src, dst)
+    begun = time.monotonic()
+    while _status(dst / ".pydistcp")["state"] != "running" and time.monotonic() - begun < 120:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    src.rename(tmp_path / "moved")
+    _out, err = proc.communicate(timeout=120)
+    line = one_error_line(err)
+    assert proc.returncode == 2, err
+    assert "listing the continuous copy's sources failed" in line and str(src) in line
+    assert line.endswith("the copy stopped")
+    assert (dst / "a.bin").read_bytes() == b"a"
