@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,14 +46,24 @@ PYDISTCP = [sys.executable, "-m", "distcp"]
 
 #: The suite's warm engines live in a directory of their own, never the user's cache;
 #: CLI runs are cold unless a test asks for ``--engine warm`` (tests/e2e/test_engine.py).
-ENGINE_DIR = os.environ.setdefault("PYDISTCP_ENGINE_DIR",
-                                   tempfile.mkdtemp(prefix="pydistcp-test-engines-"))
+def _own_dir(variable: str, prefix: str) -> str:
+    """The folder ``variable`` names, made here (and removed when the suite ends) unless
+    the environment names one: a suite's archive is 150 MiB, and /tmp filled with them."""
+    if variable not in os.environ:
+        os.environ[variable] = tempfile.mkdtemp(prefix=prefix)
+        _OWN_DIRS.append(os.environ[variable])
+    return os.environ[variable]
+
+
+#: The folders ``_own_dir`` made, removed at the suite's end (``_stop_warm_engines``).
+_OWN_DIRS: list[str] = []
+ENGINE_DIR = _own_dir("PYDISTCP_ENGINE_DIR", "pydistcp-test-engines-")
 #: Every process the tests start runs cold unless it says otherwise: a test that drops
 #: privileges or kills a run's process group must not land on a warm engine that
 #: another test left running (its tasks would run as the engine, outside the group).
 os.environ.setdefault("PYDISTCP_ENGINE", "cold")
 #: Likewise the class-data-sharing archive: built once per test session, in the background.
-CDS_DIR = os.environ.setdefault("PYDISTCP_CDS_DIR", tempfile.mkdtemp(prefix="pydistcp-test-cds-"))
+CDS_DIR = _own_dir("PYDISTCP_CDS_DIR", "pydistcp-test-cds-")
 #: Its first builder is announced on the run's stderr, whichever test's run starts it:
 #: only tests/e2e/test_cds.py, with a folder of its own, sees the announcement.
 Path(CDS_DIR, "build.log").touch()
@@ -68,10 +79,13 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_warm_engines() -> Iterator[None]:
-    """Whatever warm engine a test started is stopped when the suite ends."""
+    """Whatever warm engine a test started is stopped when the suite ends, and the
+    folders the suite made for engines and the archive are removed."""
     yield
     subprocess.run([*PYDISTCP, "engine", "stop", "--all"], env=cli_env(), timeout=120,
                    capture_output=True, check=False)
+    for folder in _OWN_DIRS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from distcp.faults import crash_point, delay_at
 
@@ -104,6 +104,60 @@ def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+    return cast(T | None, _outcome(data))
+
+
+@contextlib.contextmanager
+def shared(work: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
+    """``work()`` started in a forked child, on the other core, while this process does
+    its own share: the block gets a callable that waits for the child's value; None
+    when no child could make it (not allowed here, no fork, the child died or its value
+    cannot travel): the caller then does ``work`` itself. The child's exception is
+    raised. Leaving the block early (an error, Ctrl-C) kills a child still at work.
+
+    Only the command's main thread forks for this: a batch of a continuous copy runs in
+    a thread of Spark's callback server, whose locks a child would inherit."""
+    if not forks() or threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = 0
+    try:
+        with interrupts_held():
+            pid = fork()
+            if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
+                os.close(r)
+                _child(work, w, parent)
+    except OSError:
+        os.close(r)
+        os.close(w)
+        yield lambda: None
+        return
+    os.close(w)
+
+    def wait() -> T | None:
+        nonlocal pid
+        data = _read_all(r)  # before the child is reaped: a big value fills the pipe
+        os.waitpid(pid, 0)
+        pid = 0
+        return cast(T | None, _outcome(data))
+
+    try:
+        yield wait
+    finally:
+        os.close(r)
+        if pid:  # not waited for: its value is not wanted
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+
+def _outcome(data: bytes) -> Any:
+    """The child's pickled value (None: it gave none); its exception raised here."""
     try:
         kind, value = pickle.loads(data)
     except Exception:  # noqa: BLE001 - nothing (the child died) or a value that cannot load

@@ -309,20 +309,21 @@ def _record(tmp: str) -> None:
     driver JVM to exit, which is when it writes the archive."""
     from pyspark.sql import SparkSession
 
-    log_dir = tempfile.mkdtemp(prefix="pydistcp-cds-")
-    conf = base_conf(os.path.join(log_dir, "record.log"), log_dir, "local[1]")
-    conf["spark.driver.extraJavaOptions"] += f" -XX:ArchiveClassesAtExit={tmp}"
-    builder = SparkSession.builder.master("local[1]")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = builder.getOrCreate()
-    df = spark.createDataFrame([(i, b"x" * i) for i in range(8)], "n long, b binary")
-    df.mapInArrow(lambda batches: batches, df.schema).collect()
-    proc = spark.sparkContext._gateway.proc  # type: ignore[union-attr]
-    spark.stop()
-    proc.stdin.close()  # the JVM exits on EOF of its stdin, then dumps the archive
-    proc.wait(timeout=600)
+    with tempfile.TemporaryDirectory(prefix="pydistcp-cds-") as log_dir:  # left behind
+        # by each build before: the session's own logs, of no use once the JVM ended
+        conf = base_conf(os.path.join(log_dir, "record.log"), log_dir, "local[1]")
+        conf["spark.driver.extraJavaOptions"] += f" -XX:ArchiveClassesAtExit={tmp}"
+        builder = SparkSession.builder.master("local[1]")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = builder.getOrCreate()
+        df = spark.createDataFrame([(i, b"x" * i) for i in range(8)], "n long, b binary")
+        df.mapInArrow(lambda batches: batches, df.schema).collect()
+        proc = spark.sparkContext._gateway.proc  # type: ignore[union-attr]
+        spark.stop()
+        proc.stdin.close()  # the JVM exits on EOF of its stdin, then dumps the archive
+        proc.wait(timeout=600)
 
 
 def _main(argv: list[str]) -> int:

@@ -165,8 +165,10 @@ class Lister:
                 if kind == tl.KEYS:
                     self._big[root] = self._more_keys(tree)
                 else:
-                    self._big[root] = more_entries_than(root.rstrip("/") or "/",
-                                                        self.local_from) and self.cheap()
+                    # a session that is not cheap keeps the tree here at any size:
+                    # counting its entries first cost 0.4 s at 300,000
+                    self._big[root] = self.cheap() and more_entries_than(
+                        root.rstrip("/") or "/", self.local_from)
             return (kind if self._big[root] else None), None
         if kind != tl.KEYS:
             return kind, None

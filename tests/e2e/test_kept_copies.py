@@ -284,6 +284,45 @@ def test_the_drivers_walk_keeps_a_big_copy_on_the_executors(
     assert tree(dst) == tree(src)
 
 
+@pytest.mark.parametrize(("held", "collected"), [(25, 0), (35, 0), (100, 60)])
+def test_the_drivers_walk_shares_its_subtrees_with_a_forked_child(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: int,
+        collected: int) -> None:
+    """In the command (forks allowed) the driver's paired walk deals the subtrees into
+    two groups and a forked child walks one (``treeplans.WALKERS``). Each half keeps
+    its files in a copy-rows file of its own past ``HELD`` (25); halves that each stay
+    under it but not together (35) are kept as one walk would keep them; a small copy
+    (100) is held whole and collected. Either way the plan is one walk's plan, and a
+    rerun skips what is there."""
+    from distcp.planning import beside
+
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 6, 10)
+    monkeypatch.setattr(beside, "_enabled", True)
+    monkeypatch.setattr(treeplans, "HELD", held)
+    seen_kept = tmp_path / "kept"  # planned in a forked child (``beside``): a file
+    real = treeplans.assembled
+
+    def seen(ds: Any, cfg: Any, rule: Any, root_dir: Any, values: list[Any],
+             *rest: Any) -> Any:
+        with seen_kept.open("a") as out:
+            out.writelines(f"{Path(v.url).name}\n" for kind, _, v in values if kind == "kept")
+        return real(ds, cfg, rule, root_dir, values, *rest)
+
+    monkeypatch.setattr(treeplans, "assembled", seen)
+    s = distcp.copy(str(src), str(dst), progress=False, listing="driver")
+    assert s.ok, s.failures
+    assert (s.files_copied, s.results_collected) == (60, collected)
+    names = sorted(seen_kept.read_text().split())
+    assert names == {25: ["driver-beside.parquet", "driver.parquet"],
+                     35: ["driver.parquet"], 100: []}[held]
+    assert tree(dst) == tree(src) and _manifest_count(dst) == 60
+    (src / "d003" / "f007").write_bytes(b"changed, and longer\n")
+    again = distcp.copy(str(src), str(dst), progress=False, listing="driver")
+    assert (again.files_copied, again.files_skipped) == (1, 59)
+    assert tree(dst) == tree(src)
+
+
 def _s3_source(src: Path, s3: S3Server) -> Path:  # noqa: F811
     """24 files in 3 directories, locally at ``src`` and as keys under s3://src/in/."""
     _source(src, 3, 8)

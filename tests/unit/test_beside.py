@@ -136,3 +136,43 @@ def test_a_ctrl_c_during_a_fork_reaches_the_parent_after_it_and_the_child_never(
     assert len(children) == 1  # kept before the interrupt was raised
     assert os.waitpid(children[0], 0)[1] == 0
     assert signal.getsignal(signal.SIGINT) is before  # put back
+
+
+def test_a_share_of_the_work_is_done_by_a_child_beside_this_process() -> None:
+    with beside.shared(_pid_and_value) as wait:
+        mine = os.getpid()  # this process's own share, meanwhile
+        pid, value = wait() or (0, "")
+    assert value == "planned" and pid not in (0, mine)
+
+
+def test_a_shared_works_error_is_raised_here_and_nothing_comes_without_a_fork(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails() -> None:
+        raise PlanningError("unreadable directory", path="/src/d1")
+
+    with pytest.raises(PlanningError, match="unreadable") as caught:
+        with beside.shared(fails) as wait:
+            wait()
+    assert caught.value.path == "/src/d1"
+    with beside.shared(lambda: os._exit(137)) as wait:  # a child that died: do it here
+        assert wait() is None
+    monkeypatch.setattr(beside, "_enabled", False)  # an API caller's process
+    with beside.shared(_pid_and_value) as wait:
+        assert wait() is None
+
+
+def test_leaving_the_block_early_kills_the_child_still_at_work() -> None:
+    import time
+
+    r, w = os.pipe()
+
+    def slow() -> None:
+        os.write(w, str(os.getpid()).encode())
+        time.sleep(30)
+
+    with pytest.raises(RuntimeError):
+        with beside.shared(slow):
+            child = int(os.read(r, 32))
+            raise RuntimeError("this process's own share failed")
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(child, 0)
