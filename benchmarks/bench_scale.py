@@ -233,7 +233,9 @@ def bench_listing(keys: int, rounds: int, work: Path,
         proc.wait(timeout=30)
 
 
-#: Runs pydistcp's CLI and writes the process's own peak RSS (KiB) to $RSS_OUT at exit:
+#: Runs the ``pydistcp`` command (``distcp.entry``: the process users run, which forks
+#: its planning and copying processes; ``distcp.cli.main`` alone did neither until
+#: 2026-11-29) and writes the process's own peak RSS (KiB) to $RSS_OUT at exit:
 #: VmHWM, not ru_maxrss, which Linux carries over from the parent at fork and across exec
 #: (this script's own RSS after comparing two trees of a million paths: ~675 MiB, which
 #: the no-op run planned on Spark reported as its peak until 2026-11-25).
@@ -243,9 +245,9 @@ def peak():
     return next(line.split()[1] for line in open("/proc/self/status")
                 if line.startswith("VmHWM"))
 atexit.register(lambda: open(os.environ["RSS_OUT"], "w").write(peak()))
-from distcp.cli import main
+from distcp.entry import run
 sys.argv[0] = "pydistcp"
-main()
+run()
 """
 
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import asdict
@@ -24,7 +23,7 @@ from distcp.state.bounds import Bounds
 from distcp.state.layout import StateLayout, state_root_of
 from distcp.state.lock import DestinationLock, Holder, live_holder
 from distcp.state.outcomes import OutcomeStore, RunOutcome
-from distcp.state.store import DatasetState, StateStore
+from distcp.state.store import DatasetState, StateStore, read_json_or_none
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.summary import StatusReport, Summary
@@ -123,9 +122,8 @@ def _continuous(root: str, options: dict[str, Any], holder: Holder | None
     """The continuous copy's status document, ``running`` while its job holds the lock
     (a killed one's document still says "running": the lock tells)."""
     url = StateLayout(root).continuous_status
-    try:
-        doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous status"))
-    except (FileNotFoundError, ValueError):
+    doc = read_json_or_none(url, options, "the continuous status")
+    if doc is None:
         return None
     return {**doc, "running": holder is not None and holder.job_id == doc.get("job_id")}
 

@@ -36,7 +36,7 @@ from distcp.datasets.base import CopyableDataset
 from distcp.model import FileStatus
 from distcp.planning import offsets
 from distcp.planning.listing import find_datasets, with_history
-from distcp.state.store import StateStore
+from distcp.state.store import StateStore, read_json_or_none
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
@@ -239,9 +239,8 @@ def _seen(a: Arrival) -> tuple[int, float]:
 
 def read_waiting(url: str, options: dict[str, Any]) -> Waiting:
     """What the source's last read left waiting (nothing known: none)."""
-    try:
-        doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous copy's status"))
-    except (FileNotFoundError, ValueError):
+    doc = read_json_or_none(url, options, "the continuous copy's waiting files")
+    if doc is None:
         return Waiting()
     return Waiting(int(doc.get("files", 0)), int(doc.get("bytes", 0)), doc.get("oldest"),
                    int(doc.get("offered", 0)), int(doc.get("unsettled", 0)),

@@ -6,11 +6,14 @@ whether its files to copy stay on the executors, whether every decision is shown
 
 from __future__ import annotations
 
+import os
+
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration
 from distcp.model import CopyableFile
-from distcp.planning import beside
+from distcp.planning import beside, treeplans
 from distcp.planning.strategy import COLLECTED, HERE, KEPT, NOTHING, Strategy
+from distcp.spark.jvm import is_local_master
 from distcp.spark.session import (
     opens_cheaply,
     tasks_run_here,
@@ -26,6 +29,17 @@ BESIDE = "planned in a forked child while PySpark's client was imported"
 def session_cheap(cfg: CopyConfiguration) -> bool:
     """``opens_cheaply`` for this run's master, settings and engine."""
     return opens_cheaply(cfg.master, dict(cfg.spark_conf), cfg.engine)
+
+
+def walks_every_core(cfg: CopyConfiguration) -> bool:
+    """Whether the driver's paired walk uses every core Spark's tasks would: it walks on
+    ``treeplans.WALKERS`` cores where this process forks, so on a local master of as
+    many, ``--listing auto`` keeps a big local tree on the driver however cheaply the
+    session opens. On this 2-core machine with the warm engine, the driver's walk
+    planned 300,000 files' no-op in 1.3 s and Spark's tasks in 2.7 s, their first copy
+    in 2.4 s against 4.5 s (benchmarks/RESULTS.md, 2026-11-29)."""
+    return beside.forks() and tasks_run_here(cfg.master) \
+        and cores_here(cfg) <= treeplans.WALKERS
 
 
 def plans_beside(cfg: CopyConfiguration) -> bool:
@@ -54,6 +68,18 @@ def forks_here(cfg: CopyConfiguration) -> bool:
     trees only. An object store's client keeps threads and locks a child would inherit
     mid-use: a child forked after Azure's client had run was killed by signal 11."""
     return beside.forks() and local_ends(cfg)
+
+
+def cores_here(cfg: CopyConfiguration) -> int:
+    """Processes (or threads) for the units: ``--cores``, else the local master's
+    (``local[N]`` and ``local[N,F]``; ``*`` and anything else: this machine's)."""
+    if cfg.parallelism:
+        return cfg.parallelism
+    master = cfg.master
+    if master == "local":
+        return 1
+    inside = master[len("local["):-1].split(",")[0].strip() if is_local_master(master) else ""
+    return int(inside) if inside.isdigit() and int(inside) > 0 else os.cpu_count() or 2
 
 
 def keeps_copies(cfg: CopyConfiguration, recovery: RecoveryArea) -> bool:

@@ -49,6 +49,7 @@ from distcp.spark.job import Sessions
 from distcp.spark.session import is_connect
 from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
+from distcp.state.store import read_json_or_none
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
 from distcp.summary import Summary
@@ -277,12 +278,11 @@ class Follower:
         if not fresh and now - self.read_at < self.every:
             return self.doc
         self.read_at = now
-        try:
-            self.doc = json.loads(storage_for(self.layout.continuous_status, self.options)
-                                  .read_bytes(self.layout.continuous_status,
-                                              "the continuous copy's status"))
-        except (FileNotFoundError, ValueError):
+        doc = read_json_or_none(self.layout.continuous_status, self.options,
+                                "the continuous copy's status")
+        if doc is None:
             return self.doc
+        self.doc = doc
         for line in self.doc.get("lines", ()):
             if line["id"] > self.shown:
                 self.shown = line["id"]
@@ -295,12 +295,11 @@ class Follower:
         doc = self.doc
         if not doc.get("batches"):
             return mine
-        try:
-            summary = Summary.from_dict(json.loads(storage_for(
-                self.layout.continuous_summary, self.options).read_bytes(
-                self.layout.continuous_summary, "the continuous copy's summary")))
-        except (FileNotFoundError, ValueError):
+        written = read_json_or_none(self.layout.continuous_summary, self.options,
+                                    "the continuous copy's summary")
+        if written is None:
             return mine
+        summary = Summary.from_dict(written)
         mine.summary, mine.batches = summary, int(doc["batches"])
         mine.last_batch, mine.last_end = doc.get("last_batch", {}), float(doc["last_end"])
         mine.lines = list(doc.get("lines", ()))
@@ -321,12 +320,8 @@ def _stop_between_batches(query: Any, layout: StateLayout, options: dict[str, An
 
 
 def _stop_asked(layout: StateLayout, options: dict[str, Any], job_id: str) -> bool:
-    url = layout.continuous_stop
-    try:
-        doc = json.loads(storage_for(url, options).read_bytes(url, "the continuous stop"))
-    except (FileNotFoundError, ValueError):
-        return False
-    return bool(doc.get("job_id") == job_id)
+    doc = read_json_or_none(layout.continuous_stop, options, "the continuous stop")
+    return doc is not None and bool(doc.get("job_id") == job_id)
 
 
 def _batch(cfg: CopyConfiguration, spark: Any, progress: Progress, callback: Callback,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from distcp.callbacks import Callback
 from distcp.planning import visibility
 from distcp.run.branch import BranchRun
-from distcp.run.choice import copies_here, copy_strategies
-from distcp.run.here import copy_here, cores_here
+from distcp.run.choice import copies_here, copy_strategies, cores_here
+from distcp.run.here import copy_here
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
 from distcp.spark.job import Sessions, copy_kept, copy_on_spark, idle_split

@@ -49,11 +49,10 @@ from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import beside, visibility
 from distcp.planning.packing import units_of
-from distcp.run.choice import forks_here
+from distcp.run.choice import cores_here, forks_here
 from distcp.run.planners import preload, preloaded
 from distcp.run.workers import run_forked
 from distcp.spark.job import poll_progress
-from distcp.spark.jvm import is_local_master
 from distcp.storage import filesystems as fsutil
 from distcp.storage.watchdog import bounded_by
 from distcp.summary import CopyTally
@@ -63,18 +62,6 @@ from distcp.timeline import mark, tasks_here
 #: processes copy: pyarrow's first array imports pandas (0.3-0.5 s here, each run's
 #: manifest segment), which this process would otherwise import after the copy.
 WHILE_COPYING = ("pandas",)
-
-
-def cores_here(cfg: CopyConfiguration) -> int:
-    """Processes (or threads) for the units: ``--cores``, else the local master's
-    (``local[N]`` and ``local[N,F]``; ``*`` and anything else: this machine's)."""
-    if cfg.parallelism:
-        return cfg.parallelism
-    master = cfg.master
-    if master == "local":
-        return 1
-    inside = master[len("local["):-1].split(",")[0].strip() if is_local_master(master) else ""
-    return int(inside) if inside.isdigit() and int(inside) > 0 else os.cpu_count() or 2
 
 
 def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],

@@ -33,6 +33,7 @@ from distcp.run.choice import (
     held_here,
     plans_beside,
     session_cheap,
+    walks_every_core,
 )
 from distcp.spark.listing import LazySession, Lister
 from distcp.spark.planning import JoinPlanner
@@ -88,8 +89,9 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
     held = held_here(cfg)  # a plan auto would copy here is held, not kept for Spark
 
     def planned_with(spark: Callable[[], Any]) -> Planned:
-        lister = Lister(cfg.listing, spark, cheap=lambda: session.started or session_cheap(
-            cfg)) if cfg.listing != "driver" else None
+        lister = Lister(cfg.listing, spark, cheap=lambda: (
+            session.started or session_cheap(cfg)) and not walks_every_core(cfg)) \
+            if cfg.listing != "driver" else None
         pairs = DriverPairs(every_decision(cfg), copies_to,
                             lister.reason if lister is not None else lambda tree: PAIRED_HERE,
                             held)

@@ -35,7 +35,8 @@ PROBE_BUDGET = 64
 #: Keys in one ListObjectsV2 page of a listing task.
 PAGE = 1000
 #: ``auto``: entries of a local tree from which it is listed and planned on Spark, when
-#: the session opens cheaply (``session.opens_cheaply``). Below, the driver's paired walk
+#: the session opens cheaply (``session.opens_cheaply``) and its tasks have more cores
+#: than the driver's walk (``run.choice.walks_every_core``). Below, the driver's paired walk
 #: is faster (a no-op of 100,000 files: 1.25 s); above, Spark's tasks plan on every core
 #: (a million files on the warm engine: no-op 6.8 s against 9.7 s, first copy 113.5 s
 #: against 133.2 s).
@@ -149,8 +150,9 @@ class Lister:
         if big:
             return (f"--listing auto: more than {self.local_from:,} entries, and the "
                     "session opens cheaply")
-        return (f"--listing auto: at most {self.local_from:,} entries, or a session that "
-                "does not open cheaply")
+        return (f"--listing auto: at most {self.local_from:,} entries, a session that "
+                "does not open cheaply, or a local master whose cores the driver's walk "
+                "uses")
 
     def _placed(self, tree: Tree) -> tuple[str | None, Mapping[str, Any] | None]:
         """Where a tree is listed: its listing kind when on Spark, None for the driver's

@@ -58,6 +58,16 @@ def read_json(url: str, options: dict[str, Any], what: str) -> Any:
             path=url) from exc
 
 
+def read_json_or_none(url: str, options: dict[str, Any], what: str) -> Any:
+    """A document another process rewrites while this one reads it (a continuous copy's
+    status, summary, stop request): None when it is missing or caught half-written or
+    damaged, which the next read settles; not ``read_json``'s StateError."""
+    try:
+        return json.loads(storage_for(url, options).read_bytes(url, what))
+    except (FileNotFoundError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
 def urn_key(urn: str) -> str:
     return hashlib.sha1(urn.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 

@@ -16,7 +16,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.copying.taskspec import TaskSpec
 from distcp.model import CopyableFile, FileStatus, TaskResult, WorkUnit
 from distcp.planning import beside
-from distcp.run import here
+from distcp.run import choice, here
 from distcp.run.choice import (
     HERE_BYTES,
     HERE_BYTES_COLD,
@@ -100,7 +100,7 @@ def test_an_api_callers_process_keeps_the_small_bound(monkeypatch: pytest.Monkey
     ("local[3]", None, 3), ("local", None, 1), ("local[2]", 5, 5), ("local[2,3]", None, 2)])
 def test_one_thread_per_core_of_the_local_master(master: str, parallelism: int | None,
                                                  threads: int) -> None:
-    assert here.cores_here(_cfg(master=master, parallelism=parallelism)) == threads
+    assert choice.cores_here(_cfg(master=master, parallelism=parallelism)) == threads
 
 
 def _spec(tmp_path: Path) -> TaskSpec:
@@ -175,3 +175,22 @@ def test_a_copying_process_that_dies_fails_the_files_of_its_unit(
     assert results[2].error_type == "ChildProcessError"
     assert results[2].message.startswith("/src/f2: copy failed: copying process ")
     assert "exited with status 137" in results[2].message
+
+
+@pytest.mark.parametrize(("master", "enabled", "every"), [
+    ("local[2]", True, True),  # the command's walk forks: both cores, as Spark's tasks
+    ("local[1]", True, True),
+    ("local[4]", True, False),  # Spark's tasks would have more cores
+    ("spark://cluster:7077", True, False),  # a cluster's executors
+    ("local[2]", False, False),  # an API caller's process walks on one core
+])
+def test_a_big_local_tree_stays_on_the_driver_where_its_walk_has_sparks_cores(
+        monkeypatch: pytest.MonkeyPatch, master: str, enabled: bool, every: bool) -> None:
+    from distcp.planning import beside
+
+    from distcp.spark.jvm import is_local_master
+
+    monkeypatch.setattr(beside, "_enabled", enabled)
+    # no session of another test's is active in a command's process
+    monkeypatch.setattr(choice, "tasks_run_here", is_local_master)
+    assert choice.walks_every_core(_cfg(master=master)) is every
