@@ -223,8 +223,9 @@ def main() -> None:
                    "store is in the run) or auto (driver for a plan of at most 20,000 "
                    "files and 1 GiB between local trees on a local master, 1,000 files "
                    "and 256 MiB with an object store or when the warm engine runs, where a "
-                   "Spark job's start costs more than the copy; spark for more, a cluster, "
-                   "a fork, kept or split files).")
+                   "Spark job's start costs more than the copy; past that, a cold run "
+                   "between local trees copies its kept files' chunks in forked processes "
+                   "too; spark for the rest, a cluster, a fork or split files).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
                                 "share is under 1.5 GiB (default: Spark's cores); "

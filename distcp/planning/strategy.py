@@ -22,6 +22,7 @@ NOTHING = "nothing"                      # nothing to copy: no Spark job
 COLLECTED = "collected"                  # work units on Spark, results to the driver
 KEPT = "kept"                            # files and results stay on the executors
 HERE = "here"                            # work units run in this process, no Spark job
+KEPT_HERE = "kept-here"                  # kept files' chunks copied here, no Spark job
 FORK = "fork"                            # one read into several destinations
 
 

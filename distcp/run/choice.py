@@ -12,7 +12,7 @@ from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration
 from distcp.model import CopyableFile
 from distcp.planning import beside, treeplans
-from distcp.planning.strategy import COLLECTED, HERE, KEPT, NOTHING, Strategy
+from distcp.planning.strategy import COLLECTED, HERE, KEPT, KEPT_HERE, NOTHING, Strategy
 from distcp.spark.jvm import is_local_master
 from distcp.spark.session import (
     opens_cheaply,
@@ -156,13 +156,13 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
                 catalog: bool, splits: bool = False) -> str | None:
     """Why this process copies the plain branch's ``files`` (None: a Spark job does):
     ``--copying driver``, or ``auto`` with a small plan on a local master
-    (``here_bounds``), nothing kept on the executors, no file to split
+    (``here_bounds``), nothing kept for a Spark job (``kept_here``), no file to split
     (``--split-size``, or ``splits``: a big file's ranges spread over idle cores) and no
     catalog (whose registrations start the session anyway)."""
     if cfg.copying == "driver":
         return "--copying driver"
-    if cfg.copying == "spark" or kept or catalog or cfg.split_size or splits \
-            or not tasks_run_here(cfg.master):
+    if cfg.copying == "spark" or (kept and kept_here(cfg) is None) or catalog \
+            or cfg.split_size or splits or not tasks_run_here(cfg.master):
         return None
     size = sum(f.origin.size for f in files)
     most, most_bytes = here_bounds(cfg)
@@ -173,19 +173,37 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
             "would cost more than the copy")
 
 
+def kept_here(cfg: CopyConfiguration) -> str | None:
+    """Why the kept datasets' chunks (files to copy and results in files) are copied by
+    this process's forked copying processes, not a Spark job (None: Spark copies them):
+    ``--copying auto`` between local trees on a local master whose session would start
+    a JVM of its own. The same copy tasks run either way; the JVM's start (3-6 s) is what
+    this saves: 300,000 files of 64 B copied in ... (benchmarks/RESULTS.md, 2026-11-29)."""
+    if cfg.copying != "auto" or session_cheap(cfg) or not forks_here(cfg) \
+            or not tasks_run_here(cfg.master):
+        return None
+    return (f"--copying auto on a local master without a running session: "
+            f"{cores_here(cfg)} processes forked here, no JVM to start")
+
+
 def copy_strategies(collected: int, kept: int, collects: str | None,
-                    here: str | None = None) -> tuple[Strategy, ...]:
+                    here: str | None = None, kept_by: str | None = None
+                    ) -> tuple[Strategy, ...]:
     """How the run copied: ``collected`` files whose results came to the driver, ``kept``
-    files whose results stayed on the executors; ``collects``: ``collects_because``;
-    ``here``: why this process copied the collected ones (``copies_here``)."""
-    if here is not None and collected:
-        return (Strategy(HERE, f"{collected:,} files copied in this process, no Spark job: "
-                               f"{here}"),)
+    files whose results stayed in files; ``collects``: ``collects_because``;
+    ``here``: why this process copied the collected ones (``copies_here``);
+    ``kept_by``: why it copied the kept ones (``kept_here``)."""
     out = []
+    if here is not None and collected:
+        out.append(Strategy(HERE, f"{collected:,} files copied in this process, no Spark "
+                                  f"job: {here}"))
     if kept:
-        out.append(Strategy(KEPT, f"{kept:,} files: each dataset's files to copy and their "
+        out.append(Strategy(KEPT_HERE, f"{kept:,} files: each dataset's files to copy and "
+                                       f"their results in files, copied by {kept_by}")
+                   if kept_by is not None else
+                   Strategy(KEPT, f"{kept:,} files: each dataset's files to copy and their "
                                   "results stay on the executors"))
-    if collected:
+    if collected and here is None:
         out.append(Strategy(COLLECTED, collects or (
             f"{collected:,} files of datasets planned here with few files to copy, or "
             "published whole")))

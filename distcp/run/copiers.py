@@ -1,7 +1,8 @@
 """How a run copies: one branch, or several in one job (driver).
 
-One branch's files on Spark, collected or kept on the executors; several branches' in
-one job that reads each file once (``run.fork``).
+One branch's files on Spark, collected or kept on the executors, or copied here
+(``run.here``: a small plan's files, or a cold run's kept files, by processes forked
+here); several branches' in one job that reads each file once (``run.fork``).
 
 A copier fills each branch's ``results`` (or ``copies``, for files whose results stay
 on the executors) and returns how many files it read, the divisor of the requests per
@@ -13,8 +14,8 @@ from __future__ import annotations
 from distcp.callbacks import Callback
 from distcp.planning import visibility
 from distcp.run.branch import BranchRun
-from distcp.run.choice import copies_here, copy_strategies, cores_here
-from distcp.run.here import copy_here
+from distcp.run.choice import copies_here, copy_strategies, cores_here, kept_here
+from distcp.run.here import copy_here, copy_kept_here
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
 from distcp.spark.job import Sessions, copy_kept, copy_on_spark, idle_split
@@ -41,10 +42,12 @@ def copy_branch(run: BranchRun, sessions: Sessions, session: LazySession, callba
                 session()  # the copy's session stays open for the registrations at publish
             results, tally = copy_on_spark(cfg, spec, run.files, sessions, callback, now)
         run.results += results
+    kept_by = kept_here(cfg) if run.kept else None
     if run.kept:
-        run.copies, more = copy_kept(cfg, spec, run.kept, sessions, callback)
+        run.copies, more = copy_kept_here(cfg, spec, run.kept, callback) \
+            if kept_by is not None else copy_kept(cfg, spec, run.kept, sessions, callback)
         tally = tally + more
     kept = sum(d.files_kept for d in run.kept)
-    ways = copy_strategies(len(run.files), kept, run.collects, here)
+    ways = copy_strategies(len(run.files), kept, run.collects, here, kept_by)
     return len(run.files) + kept, tally + CopyTally(strategy=tuple(record_strategies(
         log, "copy", tuple(("", s) for s in ways), cfg.destination)))

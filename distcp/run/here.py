@@ -37,22 +37,27 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from distcp import collection
 from distcp.callbacks import Callback
 from distcp.configuration import CopyConfiguration
+from distcp.copying.keptunit import KeptUnit
+from distcp.copying.resultfiles import UnitReport
 from distcp.copying.task import stream_work_unit
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import beside, visibility
 from distcp.planning.packing import units_of
+from distcp.planning.plan import DatasetPlan
 from distcp.run.choice import cores_here, forks_here
 from distcp.run.planners import preload, preloaded
 from distcp.run.workers import run_forked
-from distcp.spark.job import poll_progress
+from distcp.spark.job import KEPT_UNITS_FROM, poll_progress
+from distcp.spark.keptcopy import KeptCopy, copy_kept_datasets, requests_of
 from distcp.storage import filesystems as fsutil
 from distcp.storage.watchdog import bounded_by
 from distcp.summary import CopyTally
@@ -78,23 +83,75 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     mark("copying in this process")
     tasks_here()
     spec = replace(spec, env=None, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
-    stop = threading.Event()  # progress from the tasks' files, as on Spark
-    poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
-
-    def started() -> None:  # once the copying processes are forked, never before
-        poller.start()
-        preload(WHILE_COPYING)
-
-    try:
+    with polled(spec, callback) as started:
         results = run_here(units, spec, cores, started, forks_here(cfg)) if units else []
-    finally:
-        stop.set()
-        if poller.is_alive():
-            poller.join()
     callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     mark("copied in this process")
     callback.close()
     return results, CopyTally.of_results(results, (("copy_s", round(time.monotonic() - t, 3)),))
+
+
+@contextmanager
+def polled(spec: TaskSpec, callback: Callback) -> Iterator[Callable[[], None]]:
+    """The tasks' progress files summed into ``callback`` while the block runs, as on
+    Spark; the block gets what starts the poller (and the imports publishing needs
+    next), to call once the copying processes are forked, never before."""
+    stop = threading.Event()
+    poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
+
+    def started() -> None:
+        poller.start()
+        preload(WHILE_COPYING)
+
+    try:
+        yield started
+    finally:
+        stop.set()
+        if poller.is_alive():
+            poller.join()
+
+
+def copy_kept_here(cfg: CopyConfiguration, spec: TaskSpec, kept: tuple[DatasetPlan, ...],
+                   callback: Callback) -> tuple[list[KeptCopy], CopyTally]:
+    """The kept datasets (``spark.keptcopy``: files to copy in copy-rows files, results
+    in results files) copied by this process's forked copying processes, one per core,
+    instead of a Spark job: the same units and copy tasks (``copying.keptunit``), so
+    the same reports, results files and publish (``copy_kept``'s counterpart). Taken
+    where ``choice.kept_here`` says: a run that would start a JVM of its own for them."""
+    cores = cores_here(cfg)
+    files = sum(d.files_kept for d in kept)
+    callback.message(f"copying {files:,} file(s) in {cores} processes of this one, "
+                     "no Spark job")
+    callback.set_size(files, sum(d.bytes_to_copy for d in kept))
+    t = time.monotonic()
+    mark("copying in this process")
+    tasks_here()
+    spec = replace(spec, env=None)
+    attempt = f"here{os.getpid()}"
+
+    def run(_spark: None, items: list[tuple[int, KeptUnit]],
+            runner: Callable[[str], Callable[[list[KeptUnit]], Iterator[Iterator[UnitReport]]]]
+            ) -> list[UnitReport]:
+        task = runner(attempt)  # the spec copy_kept_datasets gave it (its bandwidth share)
+
+        def one(unit: KeptUnit) -> list[UnitReport]:
+            return [report for each in task([unit]) for report in each]
+
+        preloaded()
+        with polled(spec, callback) as started, collection.paused():
+            # a unit that raised, or whose process died, reports nothing: its files fail
+            return run_forked([u for _, u in items], cores, one, lambda _u, _exc: [], started)
+
+    copies = copy_kept_datasets(None, cfg, spec, kept, KEPT_UNITS_FROM, cores, run)
+    reports = [r for c in copies for r in c.reports]
+    callback.update(sum(c.files_copied + c.files_failed for c in copies),
+                    sum(r.bytes_read for r in reports))
+    mark("copied in this process")
+    callback.close()
+    return copies, CopyTally(bytes_read=sum(r.bytes_read for r in reports),
+                             bytes_server_side=sum(r.bytes_server_side for r in reports),
+                             requests=tuple(requests_of(copies).items()),
+                             phases=(("copy_s", round(time.monotonic() - t, 3)),))
 
 
 def run_here(units: list[WorkUnit], spec: TaskSpec, cores: int,

@@ -30,23 +30,24 @@ import select
 import signal
 import sys
 from collections.abc import Callable
+from typing import Any, TypeVar
 
-from distcp.model import TaskResult, WorkUnit
 from distcp.planning.beside import die_with, fork, interrupts_held
+
+U = TypeVar("U")
+R = TypeVar("R")
 
 #: A unit's index on the queue pipe: writes and reads of 4 bytes are atomic.
 _INDEX = 4
 #: A result frame's header: the pickled payload's length.
 _LENGTH = 8
 
-RunUnit = Callable[[WorkUnit], list[TaskResult]]
-FailUnit = Callable[[WorkUnit, BaseException], list[TaskResult]]
-
-
-def run_forked(units: list[WorkUnit], workers: int, one: RunUnit, failed: FailUnit,
-               started: Callable[[], None]) -> list[TaskResult]:
+def run_forked(units: list[U], workers: int, one: Callable[[U], list[R]],
+               failed: Callable[[U, BaseException], list[R]],
+               started: Callable[[], None]) -> list[R]:
     """Each unit run by ``one`` in one of ``workers`` forked children; the results of
-    all, unit by unit. ``failed`` gives a unit's files failed by an exception (a unit
+    all, unit by unit (a copy's work units' TaskResults, or a kept copy's chunks'
+    UnitReports). ``failed`` gives a unit's files failed by an exception (a unit
     that raised, or its child's death); ``started`` runs once the children exist (the
     progress poller's start: no thread of ours is forked)."""
     for stream in (sys.stdout, sys.stderr):
@@ -106,10 +107,10 @@ def _feed(queue_w: int, todo: bytes) -> bytes:
 
 
 def _collect(readers: list[int], queue_w: int, todo: bytes, fds: set[int]
-             ) -> dict[int, list[TaskResult]]:
+             ) -> dict[int, list[Any]]:
     """Every child's results, read as they come, by unit index; the rest of the queue
     fed meanwhile and its pipe closed once fed (the children then read its end)."""
-    out: dict[int, list[TaskResult]] = {}
+    out: dict[int, list[Any]] = {}
     pending = {r: bytearray() for r in readers}
     while pending:
         if not todo:
@@ -129,7 +130,7 @@ def _collect(readers: list[int], queue_w: int, todo: bytes, fds: set[int]
     return out
 
 
-def _frames(data: bytearray, out: dict[int, list[TaskResult]]) -> None:
+def _frames(data: bytearray, out: dict[int, list[Any]]) -> None:
     """Load the whole frames at the start of ``data`` into ``out``, and drop them."""
     while len(data) >= _LENGTH:
         size = int.from_bytes(data[:_LENGTH], "big")
@@ -163,8 +164,8 @@ def _kill(pids: list[int]) -> None:
             os.waitpid(pid, 0)
 
 
-def _child(units: list[WorkUnit], queue_r: int, w: int, one: RunUnit, failed: FailUnit,
-           parent: int) -> None:
+def _child(units: list[U], queue_r: int, w: int, one: Callable[[U], list[R]],
+           failed: Callable[[U, BaseException], list[R]], parent: int) -> None:
     """Run the queue's units until it is empty, each one's results written to ``w``."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

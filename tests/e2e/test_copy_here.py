@@ -103,6 +103,39 @@ def test_a_cold_run_past_the_warm_bound_is_copied_here_by_forked_processes(
     assert tree(dst) == tree(src)
 
 
+def test_a_cold_run_past_the_cold_bound_is_kept_and_copied_by_forked_processes(
+        tmp_path: Path) -> None:
+    """Past ``HERE_FILES_COLD`` the driver's walk keeps the files to copy in copy-rows
+    files (the thin path, no per-file result on the driver), and a cold run copies
+    those chunks in processes forked here, not in a Spark job of a JVM of its own
+    (``choice.kept_here``). A copying process that dies fails its unit's files, the
+    rest is published, and the rerun copies what is missing."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    files = HERE_FILES_COLD + 200
+    for n in range(files):
+        if n % 200 == 0:
+            (src / f"d{n // 200:03d}").mkdir(parents=True)
+        (src / f"d{n // 200:03d}" / f"f{n % 200:03d}").write_bytes(b"%d\n" % n)
+    crash = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
+                    "--cores", "2", "--tasks", "4", "--summary-json", str(tmp_path / "crash.json"),
+                    env={"DISTCP_CRASH_AT": "after_stage:7000"})  # each in its second unit
+    assert crash.returncode == 1, crash.stderr
+    summary = json.loads((tmp_path / "crash.json").read_text())
+    assert _copy_ways(summary) == ["kept-here"], summary["strategy"]
+    assert summary["files_copied"] + summary["files_failed"] == files
+    failed = summary["files_failed"]
+    assert 0 < failed < files and summary["results_collected"] == 0
+    assert "starting Spark" not in crash.stderr
+    assert set(tree(dst)) < set(tree(src))
+    out = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress",
+                  "--summary-json", str(tmp_path / "s.json"))
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((tmp_path / "s.json").read_text())
+    # what is left is within the small bound: held and copied here, results collected
+    assert summary["files_copied"] == failed and _copy_ways(summary) == ["here"]
+    assert tree(dst) == tree(src)
+
+
 def test_a_small_upload_to_s3_is_copied_here(s3: S3Server, tmp_path: Path) -> None:  # noqa: F811
     src = _source(tmp_path / "src")
     out = run_cli("copy", str(src), "s3://dst/here", "--engine", "cold", "--no-progress",

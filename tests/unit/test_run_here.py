@@ -44,7 +44,8 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(engine="cold"), _files(HERE_FILES_COLD), 0, False, True),  # a JVM of its own
     (_cfg(engine="cold"), _files(HERE_FILES_COLD + 1), 0, False, False),
     (_cfg(engine="cold"), _files(2, HERE_BYTES_COLD), 0, False, False),
-    (_cfg(), _files(3), 1, False, False),                      # files kept on executors
+    (_cfg(engine="warm"), _files(3), 1, False, False),         # files kept on executors
+    (_cfg(engine="cold"), _files(3), 1, False, True),  # kept, and copied here too (kept_here)
     (_cfg(), _files(3), 0, True, False),                       # the catalog starts Spark
     (_cfg(master="spark://h:7077"), _files(3), 0, False, False),  # a cluster's tasks
     (_cfg(master="sc://h:15002"), _files(3), 0, False, False),
@@ -194,3 +195,21 @@ def test_a_big_local_tree_stays_on_the_driver_where_its_walk_has_sparks_cores(
     # no session of another test's is active in a command's process
     monkeypatch.setattr(choice, "tasks_run_here", is_local_master)
     assert choice.walks_every_core(_cfg(master=master)) is every
+
+
+@pytest.mark.parametrize(("cfg", "enabled", "here_"), [
+    (_cfg(engine="cold"), True, True),  # the command, cold: no JVM for the kept chunks
+    (_cfg(engine="warm"), True, False),  # the engine's executors copy them
+    (_cfg(engine="cold", copying="spark"), True, False),
+    (_cfg(engine="cold", destination="s3://b/dst"), True, False),  # threads: Spark instead
+    (_cfg(engine="cold", master="spark://h:7077"), True, False),
+    (_cfg(engine="cold"), False, False),  # an API caller's process does not fork
+])
+def test_which_kept_copies_are_copied_by_processes_forked_here(
+        cfg: CopyConfiguration, enabled: bool, here_: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside, "_enabled", enabled)
+    if "pyspark.sql" in sys.modules:  # no caller's session (see above)
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
+    assert (choice.kept_here(cfg) is not None) is here_
