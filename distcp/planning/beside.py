@@ -66,6 +66,37 @@ def refused_session() -> None:
     raise NeedsSession
 
 
+#: ``preload``'s threads not yet joined.
+_importing: list[threading.Thread] = []
+
+
+def preload(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` in a daemon thread, while this one locks, lists and copies
+    (mostly system calls, which let it run). Never before ``plan_beside`` forks: a
+    child must not inherit an import lock a thread holds (``shared`` and
+    ``run.workers`` wait for ``preloaded`` before they fork)."""
+    if all(m in sys.modules for m in modules):
+        return
+    thread = threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
+                              daemon=True)
+    _importing.append(thread)
+    thread.start()
+
+
+def preloaded() -> None:
+    """Wait for ``preload``'s imports: a process forked while a thread imports could
+    inherit the import's lock held, and wait for it forever (a walk's child forked while
+    pyarrow.parquet was being imported hung on its first copy-rows file)."""
+    while _importing:
+        _importing.pop().join()
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        with contextlib.suppress(ImportError):  # imported again, and reported, where it is used
+            importlib.import_module(name)
+
+
 def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
     """``plan()``'s value, made in a forked child while this process imports
     ``meanwhile`` (module names, in order); its exception is raised here. None when the
@@ -120,6 +151,7 @@ def shared(work: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
     if not forks() or threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
+    preloaded()  # no import lock of another thread's inherited held
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -51,10 +51,10 @@ from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import beside, visibility
+from distcp.planning.beside import preload, preloaded
 from distcp.planning.packing import units_of
 from distcp.planning.plan import DatasetPlan
 from distcp.run.choice import cores_here, forks_here
-from distcp.run.planners import preload, preloaded
 from distcp.run.workers import run_forked
 from distcp.spark.job import KEPT_UNITS_FROM, poll_progress
 from distcp.spark.keptcopy import KeptCopy, copy_kept_datasets, requests_of

@@ -11,16 +11,13 @@ driver may run in a forked child while the command imports PySpark's client
 
 from __future__ import annotations
 
-import importlib
-import sys
-import threading
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from distcp import collection
+from distcp.planning import beside
 from distcp.planning.beside import plan_beside, refused_session
 from distcp.planning.listing import FirstPlanner, Planned, plan_all
 from distcp.planning.treeplans import DriverPairs, kept_walked
@@ -47,32 +44,6 @@ from distcp.state.store import StateStore
 #: imports the Spark client after them.
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
-_importing: list[threading.Thread] = []
-
-
-def preload(modules: tuple[str, ...]) -> None:
-    """Import ``modules`` in a daemon thread, while this one locks, lists and copies
-    (mostly system calls, which let it run). Never before ``plan_beside`` forks: a
-    child must not inherit an import lock a thread holds."""
-    if all(m in sys.modules for m in modules):
-        return
-    thread = threading.Thread(target=_import_all, args=(modules,), name="pydistcp-preload",
-                              daemon=True)
-    _importing.append(thread)
-    thread.start()
-
-
-def preloaded() -> None:
-    """Wait for ``preload``'s imports: a process forked while a thread imports could
-    inherit the import's lock held (``run.workers``)."""
-    while _importing:
-        _importing.pop().join()
-
-
-def _import_all(modules: tuple[str, ...]) -> None:
-    for name in modules:
-        with suppress(ImportError):  # imported again, and reported, where it is used
-            importlib.import_module(name)
 
 
 def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
@@ -109,6 +80,6 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))
     if done is None:
-        preload(PUBLISH_MODULES)
+        beside.preload(PUBLISH_MODULES)
         done = planned_with(session)
     return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to, held))

@@ -10,7 +10,7 @@ results back pickled, unit by unit; the parent reads them as they come.
 Only the ``pydistcp`` command forks (``planning.beside.forks``): an API caller's
 process has threads of its own whose locks a child could inherit held. The command
 forks before its progress poller starts and after the publish modules' import thread
-has ended (``run.planners.preloaded``); the only other thread then is the destination
+has ended (``planning.beside.preloaded``); the only other thread then is the destination
 lock's heartbeat, as when planning forks. PySpark's client may be imported (a run
 planning beside imports it), which starts no thread; no session is open.
 

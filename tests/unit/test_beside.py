@@ -176,3 +176,27 @@ def test_leaving_the_block_early_kills_the_child_still_at_work() -> None:
             raise RuntimeError("this process's own share failed")
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(child, 0)
+
+
+def test_a_share_is_forked_only_once_no_thread_of_ours_is_importing(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child forked while ``preload``'s thread held a module's import lock waited for
+    it forever when it imported that module (a walk's first copy-rows file imports
+    pyarrow.parquet): ``shared`` waits for the imports first."""
+    import importlib
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    (folder / "slow_to_import_here.py").write_text("import time\ntime.sleep(0.5)\nVALUE = 7\n")
+    monkeypatch.syspath_prepend(str(folder))
+    beside.preload(("slow_to_import_here",))
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError()))
+    signal.alarm(20)  # a hung child would block the read below forever
+    try:
+        with beside.shared(lambda: importlib.import_module("slow_to_import_here").VALUE) \
+                as wait:
+            assert wait() == 7
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.modules.pop("slow_to_import_here", None)
