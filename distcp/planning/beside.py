@@ -105,36 +105,19 @@ def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
     """
     if not _enabled or not hasattr(os, "fork") or all(m in sys.modules for m in meanwhile):
         return None
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    parent = os.getpid()
-    r, w = os.pipe()
-    pid = 0
     try:
-        with interrupts_held():
-            pid = fork()
-            if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
-                os.close(r)
-                _child(plan, w, parent)
-        os.close(w)
-        w = -1
+        pid, r = _forked(plan)
+    except OSError:
+        return None  # no fork: planned here
+    try:
         _import_until_ready(r, meanwhile)
         data = _read_all(r)
         os.waitpid(pid, 0)
         pid = 0
-    except OSError:
-        if pid:
-            raise
-        return None  # no fork: planned here
     finally:
         os.close(r)
-        if w >= 0:
-            os.close(w)
         if pid:  # interrupted: the child's plan is not wanted
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+            _end(pid)
     return cast(T | None, _outcome(data))
 
 
@@ -152,24 +135,11 @@ def shared(work: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
         yield lambda: None
         return
     preloaded()  # no import lock of another thread's inherited held
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    parent = os.getpid()
-    r, w = os.pipe()
-    pid = 0
     try:
-        with interrupts_held():
-            pid = fork()
-            if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
-                os.close(r)
-                _child(work, w, parent)
+        pid, r = _forked(work)
     except OSError:
-        os.close(r)
-        os.close(w)
         yield lambda: None
         return
-    os.close(w)
 
     def wait() -> T | None:
         nonlocal pid
@@ -183,9 +153,40 @@ def shared(work: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
     finally:
         os.close(r)
         if pid:  # not waited for: its value is not wanted
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+            _end(pid)
+
+
+def _forked(work: Callable[[], Any]) -> tuple[int, int]:
+    """A child forked to run ``work``, and the read end of the pipe its value comes back
+    on. Buffered output is flushed first, or the child would print it again. OSError:
+    no fork, nothing left open."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = 0
+    try:
+        with interrupts_held():
+            pid = fork()
+            if pid == 0:  # pragma: no cover - the child ends in os._exit (tested end to end)
+                os.close(r)
+                _child(work, w, parent)
+    except BaseException:  # no fork, or Ctrl-C held until the fork was done
+        os.close(r)
+        os.close(w)
+        if pid:
+            _end(pid)
+        raise
+    os.close(w)
+    return pid, r
+
+
+def _end(pid: int) -> None:
+    """Kill and reap a child whose value is not wanted."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def _outcome(data: bytes) -> Any:
