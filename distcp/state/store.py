@@ -137,6 +137,11 @@ class DatasetState:
                           sort_keys=True).encode()
 
 
+#: How many times a reader reads a dataset's document again when the segments it named
+#: were merged away meanwhile (``StateStore.table_of``): a merge per publish at most.
+MERGES_RACED = 5
+
+
 class StateStore:
     """The ``datasets/`` and ``manifests/`` parts of a state root."""
 
@@ -287,11 +292,29 @@ class StateStore:
         return int(table.num_rows)
 
     def table_of(self, state: DatasetState, columns: Sequence[str] = mf.COLUMNS) -> Any:
-        """The live segments' rows, unresolved (every publish's rows, oldest first)."""
-        storage = storage_for(self.folder_of(state.urn), self.options)
+        """The live segments' rows, unresolved (every publish's rows, oldest first).
+
+        A reader without the destination's lock (``status`` beside a continuous copy)
+        can find a segment gone: the copy merged it away after the reader had read the
+        document, which now names the merged file instead. The document is then read
+        again, up to ``MERGES_RACED`` times; a segment gone while the document still
+        names it is a damaged folder, reported as it is."""
+        segments = state.segments
+        for attempt in range(MERGES_RACED + 1):
+            try:
+                return self._rows(state.urn, segments, columns)
+            except FileNotFoundError:
+                named = self._read(state.urn).segments if attempt < MERGES_RACED else segments
+                if named == segments:
+                    raise
+                segments = named
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def _rows(self, urn: str, segments: Sequence[mf.Segment], columns: Sequence[str]) -> Any:
+        storage = storage_for(self.folder_of(urn), self.options)
         return mf.concat([mf.from_parquet(storage.read_bytes(
-            self.segment_url(state.urn, s.name), "manifest segment"), columns)
-            for s in state.segments], columns)
+            self.segment_url(urn, s.name), "manifest segment"), columns)
+            for s in segments], columns)
 
     def manifest_of(self, state: DatasetState) -> dict[str, list[Any]]:
         """dest -> [size, origin mtime, digest, guid]: the newest row of each destination."""

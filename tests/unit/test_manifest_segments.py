@@ -104,6 +104,31 @@ def test_the_manifest_is_the_newest_row_of_each_destination_through_any_merges(
     assert StateStore(str(tmp_path), {}).count(store.load("urn:r")) == len(model)
 
 
+def test_a_reader_whose_segments_were_merged_away_reads_the_document_again(
+        tmp_path: Path) -> None:
+    """``status`` beside a continuous copy: the reader read the document, then the copy
+    merged and removed the segments it named (seen: status failed on a missing segment
+    file). The reader finds the merged one; a segment gone while the document still
+    names it is an error, as it is."""
+    writer = StateStore(str(tmp_path), {})
+    for n in range(6):
+        state = writer.load("urn:m")
+        writer.append_segment(state, f"seq{n}", [(f"/d/{n}", n, float(n), f"x{n}", f"g{n}")],
+                              [])
+        writer.save(state)
+    reader = StateStore(str(tmp_path), {})
+    seen = reader.load("urn:m")
+    assert len(seen.segments) == 6
+    assert writer.compact(writer.load("urn:m"), threshold=1)  # merged, the six removed
+    assert len(os.listdir(writer.folder_of("urn:m"))) == 1
+    assert reader.count(seen) == 6
+    assert sorted(seen.manifest) == [f"/d/{n}" for n in range(6)]
+    Path(writer.folder_of("urn:m"), writer.load("urn:m").segments[0].name).unlink()
+    fresh = StateStore(str(tmp_path), {})
+    with pytest.raises(FileNotFoundError):
+        fresh.count(fresh.load("urn:m"))
+
+
 @pytest.mark.parametrize("sizes,merged", [
     ([1] * 5, 0),                  # not past the threshold
     ([1] * 6, 6),                  # equal sizes: all of them
