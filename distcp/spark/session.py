@@ -22,6 +22,7 @@ from typing import Any
 
 from distcp.errors import JavaMissingError, SparkUnavailableError
 from distcp.faults import delay_at
+from distcp.planning.beside import preloaded
 from distcp.spark import cds
 from distcp.spark.engine import Engine, EngineUnavailable, idle_timeout
 from distcp.spark.interrupts import plain_interrupts
@@ -52,7 +53,14 @@ def spark_session(master: str, conf: Mapping[str, str], log_file: str,
     uses it when it already runs. While a new JVM starts, file descriptor 2 points
     at the log file: the JVM and the Python workers it forks inherit it, so Spark's
     own output never reaches the user's terminal.
+
+    The imports a preload thread runs end first (``planning.beside.preloaded``): PySpark
+    imports numpy and pandas in this thread while it starts, and a Ctrl-C landing inside
+    the import machinery then left the two threads waiting on each other's import locks
+    for ever (seen: a run interrupted while its JVM started hung). Both imports hold the
+    interpreter's lock, so running them one after the other costs nothing.
     """
+    preloaded()
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()

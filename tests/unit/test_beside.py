@@ -6,6 +6,8 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +202,23 @@ def test_a_share_is_forked_only_once_no_thread_of_ours_is_importing(
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
         sys.modules.pop("slow_to_import_here", None)
+
+
+def test_a_spark_session_is_opened_only_once_the_preload_thread_has_imported(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PySpark imports numpy and pandas in the run's thread while its context starts; a
+    Ctrl-C landing in the import machinery while the preload thread imported pyarrow
+    left both threads waiting on each other's import locks (an interrupted run hung):
+    ``spark_session`` waits for the preload's imports first."""
+    from distcp.spark.session import spark_session
+
+    (tmp_path / "slow_preload_here.py").write_text("import time\ntime.sleep(0.5)\nDONE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        beside.preload(("slow_preload_here",))
+        with spark_session("local[2]", {}, str(tmp_path / "spark.log")) as session:
+            assert session is spark  # the active one, and the preload's imports done
+            # (a module is in sys.modules from its import's start: its last line says done)
+            assert getattr(sys.modules.get("slow_preload_here"), "DONE", 0) == 1
+    finally:
+        sys.modules.pop("slow_preload_here", None)
