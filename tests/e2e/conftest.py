@@ -7,6 +7,7 @@ import os
 import signal
 from collections.abc import Iterator
 from contextlib import suppress
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,31 @@ def _cds_archive_in_the_background() -> Iterator[None]:
     if pid:
         with suppress(OSError):
             os.killpg(pid, signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def _no_run_outlives_its_test() -> Iterator[None]:
+    """A ``pydistcp`` run a test started and did not end (a check failed before the test
+    stopped it: a continuous copy runs until stopped) is killed when the test ends, with
+    its process group when it leads one, or it would run beside every later test (seen:
+    a continuous copy of encrypted archives polled for the rest of the suite)."""
+    before = _runs_of_ours()
+    yield
+    for pid in _runs_of_ours() - before:
+        with suppress(OSError):
+            if os.getpgid(pid) == pid:  # started in a session of its own
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+
+
+def _runs_of_ours() -> set[int]:
+    """This test process's children that are ``python -m distcp`` runs (Linux: /proc)."""
+    me, runs = str(os.getpid()), set()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        with suppress(OSError, IndexError):
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] != me:
+                continue
+            if (entry / "cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"distcp"]:
+                runs.add(int(entry.name))
+    return runs
