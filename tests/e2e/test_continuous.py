@@ -8,6 +8,7 @@ its whole process group with SIGKILL at random instants while a writer adds file
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -70,8 +71,18 @@ class Writer(threading.Thread):
 
 
 def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and ".pydistcp" not in p.parts}
+    """Every file under ``root`` but its state folder, by relative path. The walk never
+    enters ``.pydistcp``: a running copy removes its staging folders meanwhile (seen: a
+    test's glob failed on a folder gone between listing and reading). A file gone
+    between the two (a writer's temporary file, renamed) is left out."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".pydistcp"]
+        for name in files:
+            path = Path(folder, name)
+            with contextlib.suppress(FileNotFoundError):
+                found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return found
 
 
 def announced_sets(dst: Path) -> dict[str, int]:
