@@ -297,18 +297,19 @@ class StateStore:
         A reader without the destination's lock (``status`` beside a continuous copy)
         can find a segment gone: the copy merged it away after the reader had read the
         document, which now names the merged file instead. The document is then read
-        again, up to ``MERGES_RACED`` times; a segment gone while the document still
-        names it is a damaged folder, reported as it is."""
+        again, up to ``MERGES_RACED`` times. A segment gone while the document still
+        names it, or the document gone too (a merge always names its merged file), is
+        a damaged or removed folder, reported as it is."""
         segments = state.segments
-        for attempt in range(MERGES_RACED + 1):
+        for _ in range(MERGES_RACED):
             try:
                 return self._rows(state.urn, segments, columns)
             except FileNotFoundError:
-                named = self._read(state.urn).segments if attempt < MERGES_RACED else segments
-                if named == segments:
+                named = self._read(state.urn).segments
+                if not named or named == segments:
                     raise
                 segments = named
-        raise AssertionError("unreachable")  # the last attempt returns or raises
+        return self._rows(state.urn, segments, columns)
 
     def _rows(self, urn: str, segments: Sequence[mf.Segment], columns: Sequence[str]) -> Any:
         storage = storage_for(self.folder_of(urn), self.options)
@@ -325,6 +326,17 @@ class StateStore:
             out.pop(dest, None)
         out.update(mf.to_dict(mf.newest(table)))
         return out
+
+    def sizes_of(self, state: DatasetState) -> dict[str, tuple[int, float]]:
+        """dest -> (size, origin mtime): what a plan against the manifest compares
+        (``--incremental``), read from those columns alone (a third of the manifest's
+        time and memory without the digests and guids)."""
+        if state._manifest is not None or state.legacy:
+            return {d: (int(v[0]), float(v[1])) for d, v in state.manifest.items()}
+        table = mf.newest(self.table_of(state, ("destination", "size", "mtime", "seq",
+                                                "deleted")))
+        return dict(zip(mf.destinations(table), zip(table.column("size").to_pylist(),
+                                                     table.column("mtime").to_pylist())))
 
     def count(self, state: DatasetState) -> int:
         """How many files the manifest lists, reading only the columns that say so."""

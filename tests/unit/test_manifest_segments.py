@@ -109,7 +109,7 @@ def test_a_reader_whose_segments_were_merged_away_reads_the_document_again(
     """``status`` beside a continuous copy: the reader read the document, then the copy
     merged and removed the segments it named (seen: status failed on a missing segment
     file). The reader finds the merged one; a segment gone while the document still
-    names it is an error, as it is."""
+    names it, or with the document, is an error, as it is."""
     writer = StateStore(str(tmp_path), {})
     for n in range(6):
         state = writer.load("urn:m")
@@ -127,6 +127,11 @@ def test_a_reader_whose_segments_were_merged_away_reads_the_document_again(
     fresh = StateStore(str(tmp_path), {})
     with pytest.raises(FileNotFoundError):
         fresh.count(fresh.load("urn:m"))
+    # The state folder removed under a reader: an error, never an empty manifest.
+    gone = fresh.load("urn:m")
+    Path(fresh.url_of("urn:m")).unlink()
+    with pytest.raises(FileNotFoundError):
+        fresh.count(gone)
 
 
 @pytest.mark.parametrize("sizes,merged", [
