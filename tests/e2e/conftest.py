@@ -7,11 +7,11 @@ import os
 import signal
 from collections.abc import Iterator
 from contextlib import suppress
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import CDS_DIR
+from tests.fixtures.processes import children
 from tests.fixtures.spark_cluster import (  # noqa: F401
     spark_connect_server,
     spark_standalone,
@@ -54,12 +54,5 @@ def _no_run_outlives_its_test() -> Iterator[None]:
 
 
 def _runs_of_ours() -> set[int]:
-    """This test process's children that are ``python -m distcp`` runs (Linux: /proc)."""
-    me, runs = str(os.getpid()), set()
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        with suppress(OSError, IndexError):
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] != me:
-                continue
-            if (entry / "cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"distcp"]:
-                runs.add(int(entry.name))
-    return runs
+    """This test process's children that are ``python -m distcp`` runs."""
+    return {p.pid for p in children(os.getpid()) if p.argv[1:3] == [b"-m", b"distcp"]}

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
+from tests.fixtures.processes import children, processes, state_of
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     moto_auth_server,
@@ -267,7 +268,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
     while time.monotonic() < deadline and not reached():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
-    jvm = _java_child(proc.pid)
+    jvm = next((p.pid for p in children(proc.pid) if p.name == "java"), None)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
     if phase == "copy-twice":
         time.sleep(0.3)
@@ -287,40 +288,13 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
     assert "py4j" not in err
     assert tree(dst) == {}  # nothing published
     if jvm is not None:  # ended with the run, not left behind
-        assert not Path(f"/proc/{jvm}").exists() or "Z" in _proc_state(jvm)
+        assert not Path(f"/proc/{jvm}").exists() or state_of(jvm) == "Z"
 
 
 def _session_processes(sid: int) -> list[str]:
     """pid, state and command line of every process of session ``sid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[3] == str(sid):  # state, ppid, pgrp, session
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")[:200]
-                found.append(f"{entry.name} {fields[0]} {command.decode(errors='replace')}")
-        except (OSError, IndexError):
-            continue
-    return found
-
-
-def _java_child(parent: int) -> int | None:
-    """The pid of ``parent``'s child JVM (the Spark driver), if one runs."""
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[1] == str(parent) and (entry / "comm").read_text().strip() == "java":
-                return int(entry.name)
-        except (OSError, IndexError, ValueError):
-            continue
-    return None
-
-
-def _proc_state(pid: int) -> str:
-    try:
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() or ["?"])[0]
-    except OSError:
-        return "gone"
+    return [f"{p.pid} {p.state} {b' '.join(p.argv)[:200].decode(errors='replace')}"
+            for p in processes() if p.session == sid]
 
 
 @pytest.mark.parametrize("command", ["status", "recover", "cleanup"])
