@@ -237,7 +237,8 @@ def killed_twice_then_caught_up(src: Path, dst: str, state: Path, *extra: str,
                                 ) -> None:
     """A writer adds a file every 0.1 s for ``seconds`` (and ``dropper`` its archives);
     the copy is killed (its whole process group, JVM included) twice at random instants
-    after its batches began, and restarted; a last start with --until-idle catches up."""
+    after its query started (after its first batch while files arrive), and restarted;
+    a last start with --until-idle catches up."""
     src.mkdir()
     writer = Writer(src, seconds=seconds, every=0.1)
     writer.start()
@@ -251,7 +252,12 @@ def killed_twice_then_caught_up(src: Path, dst: str, state: Path, *extra: str,
         proc = _start(src, dst, *extra, env=env)
         try:
             begun = time.monotonic()
-            while (_status(state)["job_id"] == before or _status(state)["batches"] < 1) \
+            while (_status(state)["job_id"] == before or _status(state)["state"] != "running") \
+                    and time.monotonic() - begun < 120:
+                time.sleep(0.2)
+            # While files still arrive, among its batches; once they stopped no batch comes
+            # (seen: a second start waited 120 s for one), so any instant of the query.
+            while writer.is_alive() and _status(state)["batches"] < 1 \
                     and time.monotonic() - begun < 120:
                 time.sleep(0.2)
             time.sleep(rng.uniform(0.5, 4.0))
