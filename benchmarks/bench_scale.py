@@ -3,7 +3,7 @@
 part ``local``: trees of tiny files copied local to local; part ``linear`` (issue 37): the
 cost per file of each phase as the tree grows, on both engines.
 
-    python benchmarks/bench_scale.py [--only listing,local] [--keys N] [--rounds R]
+    python benchmarks/bench_scale.py [--only listing,local,linear,noop] [--keys N] [--rounds R]
                                      [--files 100000,1000000] [--engine cold|warm]
                                      [--listings auto,driver,spark] [--first-rounds N]
                                      [--workdir DIR]
@@ -33,6 +33,10 @@ side by side in one run, by:
 - ``pydistcp copy --dry-run`` (planning, nothing copied) with ``--listing auto`` (the
   default), ``driver`` and ``spark``, cold (its own JVM) and on the warm engine (started
   untimed first).
+
+Part ``noop``: a tree of ``--files`` files (the first size) copied once by each, then
+``--rounds`` interleaved rounds of no-op reruns: rclone's, and on each of
+``--linear-engines`` pydistcp's default and ``--incremental``.
 
 Part ``linear``: trees of ``--linear-files`` files (30,000, 300,000 and 1,000,000 by
 default), each copied and copied again with nothing to do by rclone and by pydistcp's
@@ -490,6 +494,45 @@ def render_local(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def bench_noop(files: int, work: Path, rounds: int, engines: tuple[str, ...]
+               ) -> dict[str, Any]:
+    """Part ``noop`` (issue 37 point 3): a tree copied once by rclone and once by
+    pydistcp, then ``rounds`` rounds of no-op reruns, interleaved: rclone's, then on
+    each engine pydistcp's default (both trees walked) and ``--incremental`` (the
+    source walked, the state's manifest for the destination)."""
+    base = work / f"noop-{files}"
+    src = base / "src"
+    print(f"[noop] writing {files:,} files", flush=True)
+    make_tree(src, files)
+    rclone_local(src, base / "rclone")
+    pydistcp_local(src, base / "dst", "auto", base, "cold")
+    if "warm" in engines:
+        start_engine()
+    runs: dict[str, list[dict[str, Any]]] = {"rclone": []}
+    for _ in range(rounds):
+        runs["rclone"].append(rclone_local(src, base / "rclone"))
+        for engine in engines:
+            for name, flags in (("default", ()), ("incremental", ("--incremental",))):
+                m = pydistcp_local(src, base / "dst", "auto", base, engine, *flags)
+                assert m["copied"] == 0 and m["skipped"] == files, m
+                runs.setdefault(f"{engine} {name}", []).append(m)
+        print(f"[noop] round: {[(k, v[-1]['wall_s']) for k, v in runs.items()]}", flush=True)
+    return {"files": files, "runs": runs}
+
+
+def render_noop(res: dict[str, Any]) -> list[str]:
+    runs = res["runs"]
+    peer = med([m["wall_s"] for m in runs["rclone"]])
+    lines = [f"No-op reruns of {res['files']:,} files, interleaved (median; ratio to "
+             "rclone's median):", "", "| run | seconds | median | peak MiB | ratio |",
+             "|---|---|---|---|---|"]
+    for name, ms in runs.items():
+        walls = [m["wall_s"] for m in ms]
+        lines.append(f"| {name} | {', '.join(f'{w:.2f}' for w in walls)} | {med(walls):.2f} "
+                     f"| {max(m['rss_mib'] for m in ms)} | {med(walls) / peer:.2f}x |")
+    return [*lines, ""]
+
+
 def render(res: dict[str, Any]) -> str:
     m = res["machine"]
     head = (f"{m['when']}, {m['cpus']} cores, {m['python']}, {m['platform']}; medians of "
@@ -516,6 +559,8 @@ def render(res: dict[str, Any]) -> str:
         engine = res["local_machine"].get("engine", "cold")
         lines.append(f"\nLocal part: {res['local_machine']['when']}, pydistcp on the "
                      f"{'warm engine' if engine == 'warm' else 'cold engine (local[2])'}.")
+    if "noop" in res:
+        lines += ["", *render_noop(res["noop"]), f"No-op part: {res['noop_machine']['when']}."]
     return "\n".join(lines) + "\n"
 
 
@@ -559,6 +604,10 @@ def main() -> None:
             res["linear_machine"] = machine
             res["linear"] = bench_linear([int(n) for n in args.linear_files.split(",")],
                                          work, tuple(args.linear_engines.split(",")))
+        if "noop" in args.only:
+            res["noop_machine"] = machine
+            res["noop"] = bench_noop(int(args.files.split(",")[0]), work, args.rounds,
+                                     tuple(args.linear_engines.split(",")))
         if "local" in args.only:
             res["local_machine"] = {**machine, "engine": args.engine}
             res["local"] = bench_local([int(n) for n in args.files.split(",")], work,
@@ -569,6 +618,9 @@ def main() -> None:
         (RESULTS / "scale.md").write_text(render(res))
         print(render(res), flush=True)
     finally:
+        if "noop" in args.only:
+            subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"],
+                           env=local_env("warm")[0], capture_output=True, check=False)
         if "local" in args.only:
             remove_local([int(n) for n in args.files.split(",")], work)
         if not args.workdir:

@@ -67,12 +67,15 @@ class JoinRule:
     attempt: Callable[[], str] | None = None
 
 
-def plannable(ds: Any, cfg: CopyConfiguration) -> bool:
+def plannable(ds: Any, cfg: CopyConfiguration, manifest: bool = False) -> bool:
     """Whether a dataset is planned from joined listings: a tree of a plain recursive
-    dataset, copied without converters, filters, a list of files or the manifest."""
+    dataset, copied without converters, filters, a list of files or the manifest
+    (``manifest``: the planner can pair the source with the manifest, as the driver's
+    paired walk does under ``--incremental`` without ``--delete``)."""
     return (type(ds) is RecursiveCopyableDataset and not ds.is_file
             and not (ds.converters if ds.converters is not None else cfg.converters)
-            and not cfg.file_filter.active and not cfg.incremental and not cfg.move
+            and not cfg.file_filter.active and not cfg.move
+            and not (cfg.incremental and not (manifest and not cfg.delete))
             and not (cfg.files_from or cfg.files_from_manifest))
 
 

@@ -193,10 +193,11 @@ class _Tally:
     collected: int = 0
 
     def joined(self, ds: CopyableDataset, done: Any) -> None:
-        """A dataset a joined planner planned (both trees listed)."""
+        """A dataset a joined planner planned (both trees listed, or the source and
+        the manifest)."""
         self.plans.append(done.plan)
         self.skipped.extend(done.skipped)
-        self.seen, self.listings = self.seen + done.seen, self.listings + 1
+        self.seen, self.listings = self.seen + done.seen, self.listings + done.listings
         self.collected += done.rows
         self.strategies.append((ds.urn, done.strategy))
 

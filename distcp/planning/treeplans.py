@@ -14,8 +14,9 @@ same items and joins on it).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from distcp.configuration import CopyConfiguration
@@ -28,10 +29,11 @@ from distcp.planning import joined as jp
 from distcp.planning import paired as pp
 from distcp.planning.listing import keeps_mtimes, target_links, target_root
 from distcp.planning.listsplit import grouped
-from distcp.planning.plan import Action, DatasetPlan, Plan
+from distcp.planning.plan import Action, DatasetPlan, Plan, skips_same
+from distcp.planning.published import Published
 from distcp.planning.strategy import DRIVER_PAIRED_WALK, Strategy
 from distcp.planning.tops import Found, tree_tasks
-from distcp.state.store import urn_key
+from distcp.state.store import StateStore, urn_key
 from distcp.storage import filesystems as fsutil
 from distcp.storage import spec_for, storage_for
 from distcp.storage import treelisting as tl
@@ -49,6 +51,8 @@ class JoinedPlan:
     seen: int
     rows: int
     strategy: Strategy
+    #: Listings of the destination it made: none when the manifest stood for it.
+    listings: int = 1
 
 
 #: Pairs of the trees' tops sent with the planning tasks at most (they travel in the
@@ -74,19 +78,21 @@ class DriverPairs:
     ``run.choice.keeps_copies``) a dataset with more than ``HELD`` files to copy writes them to
     a copy-rows file as the planning tasks do, a chunk at a time, so the driver holds a
     chunk, not every file, and the copy stays on the executors (``spark.keptcopy``).
+    With ``state`` it also plans ``--incremental`` (without ``--delete``): the source
+    walked alone, each entry paired with the manifest's row (``planning.published``).
     None (the driver's own walk plans it) when a side is not a local tree or the top is
     too wide to pair (``TOP_PAIRS``)."""
 
     def __init__(self, keep_skips: bool = False, copies_to: str = "",
                  why: Callable[[Tree], str] = lambda tree: "two local trees",
-                 held: int | None = None) -> None:
+                 held: int | None = None, state: StateStore | None = None) -> None:
         """``why``: what made the run plan a source tree here rather than on Spark;
         ``held``: files to copy held before the rest are kept (None: ``HELD``)."""
         self.keep_skips, self.copies_to, self.why = keep_skips, copies_to, why
-        self.held = held
+        self.held, self.state = held, state
 
     def plans(self, ds: Any, cfg: CopyConfiguration) -> bool:
-        if not jp.plannable(ds, cfg):
+        if not jp.plannable(ds, cfg, manifest=self.state is not None):
             return False
         src = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
         dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
@@ -96,41 +102,59 @@ class DriverPairs:
                  ) -> JoinedPlan | None:
         root_dir = ds.root_directory(cfg)  # the source exists (else the usual error)
         source = storage_for(ds.root, dict(cfg.src_options)).tree(ds.root)
-        found_target = target_root(ds, cfg, ds.destination_root)
+        src = source.path.rstrip("/") or "/"
+        published = self._published(ds, cfg, src)
+        found_target = target_root(ds, cfg, ds.destination_root) if published is None \
+            else None
         target = found_target[0] if found_target is not None else None
         if target is not None and target.kind != tl.TREE:
             return None
-        src = source.path.rstrip("/") or "/"
         skipped: list[fsutil.Skipped] = []
         found = replace(tree_tasks(source.url_of(src), src, cfg.links,
                                    cfg.src_options, DRIVER_CUT, skipped), width=WALKERS)
         items = paired_items(found, src, target, target_links(cfg))
         if items is None:
             return None
+        # the manifest holds the sources' own mtimes
         rule = jp.JoinRule(ds, cfg, tl.TREE, tl.TREE, self.keep_skips,
-                           mtimes_kept=keeps_mtimes(ds.destination_root, cfg))
+                           mtimes_kept=published is not None
+                           or keeps_mtimes(ds.destination_root, cfg))
         roots = (src, (target.path.rstrip("/") or "/") if target is not None else "")
+        walk = partial(_pairs_of, roots=roots, published=published)
         folder, options = copies_folder(self.copies_to, ds), dict(cfg.dst_options)
         kept = _Held(folder, options, self.held)
 
         def beside_walk() -> tuple[list[tuple[str, str, Any]], _Held]:
             theirs = _Held(folder, options, self.held, BESIDE_ROWS)
-            return _walked(rule, items[-1:], roots, theirs), theirs.finished()
+            return _walked(rule, items[-1:], walk, theirs), theirs.finished()
 
         if len(items) > 2:  # the top's pairs and a group here, the last group beside
             with beside.shared(beside_walk) as wait:
-                values = _walked(rule, items[:-1], roots, kept)
+                values = _walked(rule, items[:-1], walk, kept)
                 theirs = wait()
             if theirs is None:  # no child could walk it
-                values += _walked(rule, items[-1:], roots, kept)
+                values += _walked(rule, items[-1:], walk, kept)
             else:
                 values += theirs[0]
                 values += kept.joined(theirs[1])
         else:
-            values = _walked(rule, items, roots, kept)
+            values = _walked(rule, items, walk, kept)
         values += kept.close()
-        return assembled(ds, cfg, rule, root_dir, values, skipped, 0,
-                         Strategy(DRIVER_PAIRED_WALK, self.why(source)))
+        if published is None:
+            return assembled(ds, cfg, rule, root_dir, values, skipped, 0,
+                             Strategy(DRIVER_PAIRED_WALK, self.why(source)))
+        return replace(assembled(ds, cfg, rule, root_dir, values, skipped, 0, Strategy(
+            DRIVER_PAIRED_WALK, "--incremental: the source walked, the state's manifest "
+            "for the target")), listings=0)
+
+    def _published(self, ds: RecursiveCopyableDataset, cfg: CopyConfiguration, src: str
+                   ) -> Published | None:
+        """The manifest as the target, under ``--incremental`` (else None)."""
+        if self.state is None or not cfg.incremental or cfg.delete:
+            return None
+        dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
+        return Published(self.state.sizes_of(self.state.load(ds.urn)), src, dst.path,
+                         skips_same(cfg.overwrite, cfg.compare))
 
 
 #: Files to copy a dataset planned on the driver holds before it writes them to a
@@ -139,16 +163,24 @@ class DriverPairs:
 HELD = CHUNK
 
 
-def _walked(rule: jp.JoinRule, items: Sequence[pp.PairedItem], roots: tuple[str, str],
-            kept: _Held) -> list[tuple[str, str, Any]]:
+def _walked(rule: jp.JoinRule, items: Sequence[pp.PairedItem],
+            walk: Callable[[pp.PairedItem], Iterable[pp.Pair]], kept: _Held
+            ) -> list[tuple[str, str, Any]]:
     """The plan rows of ``items``' paired walks; the files to copy that ``kept`` takes
     are left out."""
     values: list[tuple[str, str, Any]] = []
     for item in items:
-        for kind, sort, value, size in jp.plan_rows(rule, pp.item_pairs(item, *roots)):
+        for kind, sort, value, size in jp.plan_rows(rule, walk(item)):
             if kind != jp.COPY or not kept.add(sort, value, size):
                 values.append((kind, sort, value))
     return values
+
+
+def _pairs_of(item: pp.PairedItem, roots: tuple[str, str], published: Published | None
+              ) -> Iterable[pp.Pair]:
+    """One item's pairs: both trees walked, or the source's paired with the manifest."""
+    pairs = pp.item_pairs(item, *roots)
+    return pairs if published is None else published.paired(pairs)
 
 
 #: The copy-rows file of the group of subtrees a forked child walks (``WALKERS``).

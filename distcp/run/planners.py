@@ -65,7 +65,7 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
             if cfg.listing != "driver" else None
         pairs = DriverPairs(every_decision(cfg), copies_to,
                             lister.reason if lister is not None else lambda tree: PAIRED_HERE,
-                            held)
+                            held, store)
         with collection.paused():
             return plan_all(cfg, message, run.datasets, store, lister,
                             FirstPlanner(JoinPlanner(lister, every_decision(cfg), copies_to),

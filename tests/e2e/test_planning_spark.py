@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import distcp
 from distcp.configuration import CopyConfiguration
 from distcp.copying import copyrows
 from distcp.errors import PlanningError
@@ -29,7 +30,7 @@ from distcp.planning.plan import skips_same
 from distcp.planning.treeplans import DriverPairs
 from distcp.spark.listing import Lister
 from distcp.spark.planning import JoinPlanner
-from distcp.state.store import urn_key
+from distcp.state.store import StateStore, urn_key
 from tests.conftest import cli_env
 from tests.fixtures.s3_server import S3Server, moto_server, s3  # noqa: F401 - fixtures
 
@@ -156,6 +157,52 @@ def test_the_drivers_paired_walks_plan_as_its_walk(
     assert p.skip == (d.skip if keep_skips else ())
     assert paired.skipped == walked.skipped
     assert paired.rows_collected == walked.rows_collected == 0
+
+
+@pytest.mark.parametrize("keep_skips", [True, False])
+@pytest.mark.parametrize("settings", [
+    {}, {"overwrite": True}, {"compare": "size-only"}, {"compare": "checksum"},
+    {"compare": "ignore-existing"}, {"preserve": ""}, {"links": "copy"}])
+def test_incremental_paired_with_the_manifest_plans_as_the_manifest_listing(
+        tmp_path: Path, settings: dict[str, Any], keep_skips: bool) -> None:
+    """``--incremental``: the source walked alone, each entry paired with the manifest's
+    row (``DriverPairs`` with the state), gives the plan of the driver's planner over
+    the manifest listing, file for file; the destination is listed by neither, so a
+    change made there behind pydistcp's back is seen by neither."""
+    src, dst = trees(tmp_path)
+    for n in range(12):  # a wider top: the walks start below it
+        _file(src / f"d{n}" / "f.txt", "f" * n)
+    shutil.rmtree(dst)
+    first = distcp.copy(str(src), str(dst), links=settings.get("links", "skip"),
+                        progress=False)
+    assert first.ok and first.files_copied >= 19
+    _file(src / "size.txt", "longer still")  # each way a source can change
+    _file(src / "older.txt", "o", NEW + 1)
+    _file(src / "d3" / "f.txt", "fff", NEW)
+    _file(src / "brand" / "new.txt", "new")
+    _file(dst / "same.txt", "changed behind its back")  # unseen without a listing
+    (dst / "d5" / "f.txt").unlink()
+    (dst / "sub" / "deep" / "x.txt").chmod(0o600)  # a mode alone: no decision sees it
+    cfg = CopyConfiguration(sources=(str(src),), destination=str(dst), incremental=True,
+                            **settings)
+    store = StateStore(str(dst / ".pydistcp"), {})
+    listed = plan_all(cfg, lambda _m: None, state=store)
+    paired = plan_all(cfg, lambda _m: None, state=store,
+                      joined=DriverPairs(keep_skips, state=store))
+    d, p = listed.plan.datasets[0], paired.plan.datasets[0]
+    assert paired.strategies[0][1].why.startswith("--incremental")
+    assert p.copy == d.copy and p.directories == d.directories and p.delete == d.delete == ()
+    assert p.files_skipped == d.files_skipped
+    assert p.skip == (d.skip if keep_skips else ())
+    assert paired.skipped == listed.skipped
+    assert paired.destination_listings == listed.destination_listings == 0
+    copied = {Path(a.file.destination).relative_to(dst).as_posix() for a in p.copy}
+    if settings.get("overwrite") or settings.get("compare") == "checksum":
+        return  # every file, or every file of the same size (its contents to compare)
+    assert "same.txt" not in copied and "d5/f.txt" not in copied  # the manifest's word
+    assert "brand/new.txt" in copied
+    if settings.get("compare") != "ignore-existing":
+        assert "size.txt" in copied
 
 
 @pytest.mark.parametrize("held", [0, 3, 100])
