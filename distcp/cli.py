@@ -322,7 +322,10 @@ def main() -> None:
 @click.option("--max-replays", type=int, default=3, show_default=True,
               help="Set an unfinished commit of an earlier run aside after this many replays.")
 @click.option("--incremental", is_flag=True,
-              help="Skip what the state says was published, without listing DST.")
+              help="Skip what the state's manifest says was published (same size and "
+                   "source mtime), without listing DST: a faster rerun for a DST only "
+                   "pydistcp writes. A file changed or removed at DST by someone else is "
+                   "not seen; a run without it finds it.")
 @click.option("--continuous", is_flag=True,
               help="Keep running: a Spark Structured Streaming query that lists the sources "
                    "every --interval and publishes each batch of new files through the "

@@ -88,6 +88,20 @@ def task_pairs(task: PairedTask, src_root: str, dst_root: str) -> Iterator[Pair]
     yield from ((s, None) for s in skipped)
 
 
+def source_entries(item: PairedItem) -> Iterator[jp.Entry]:
+    """The source's entries of an item whose target is not walked (the driver listed
+    no target top: ``--incremental``), in no particular order: the top's, then each
+    subtree's, its entries not copied last."""
+    for s, _t in item.top:
+        if s is not None:
+            yield tl.entry_of(s)
+    for task in item.tasks:
+        skipped: list[fsutil.Skipped] = []
+        if task.source is not None:
+            yield from tl.tree_entries(task.source, skipped, fsutil.raw_stat)
+        yield from skipped
+
+
 def _entry(row: Row | None) -> jp.Entry | None:
     """A listing row of the driver's as the walk's value."""
     return tl.entry_of(row) if row is not None else None

@@ -15,19 +15,20 @@ planners give the same plan.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from distcp.model import FileStatus
 from distcp.mtimes import same_mtime
-from distcp.planning.paired import Pair
+from distcp.planning.paired import Pair, PairedItem, source_entries
+from distcp.storage.filesystems import Skipped
 
 
 class Published:
-    """The manifest's ``dest -> (size, origin mtime)`` of one dataset, as the target of
-    the pairs of a walk of ``src_root`` whose files land under ``dst_root``.
-    ``vouch``: whether a file the manifest holds as it is may be skipped on its stat
-    (``plan.skips_same``: not under ``--checksum`` or ``--overwrite``, whose decisions
-    keep the target they were made against)."""
+    """The manifest's rows of one dataset (path relative to its destination root ->
+    size, origin mtime), as the target of a walk of ``src_root``. ``vouch``: whether a
+    file the manifest holds as it is may be skipped on its stat (``plan.skips_same``:
+    not under ``--checksum`` or ``--overwrite``, whose decisions keep the target they
+    were made against)."""
 
     def __init__(self, rows: Mapping[str, tuple[int, float]], src_root: str,
                  dst_root: str, vouch: bool = True) -> None:
@@ -35,19 +36,21 @@ class Published:
         self.cut = len(src_root.rstrip("/")) + 1
         self.prefix = dst_root.rstrip("/") + "/"
 
-    def paired(self, pairs: Iterable[Pair]) -> Iterator[Pair]:
-        """``pairs`` (a source entry each, its target not looked for) with the target
-        the manifest holds at each source entry's destination."""
-        rows, cut, prefix, vouch = self.rows, self.cut, self.prefix, self.vouch
-        for source, target in pairs:
-            if target is None and isinstance(source, tuple):
-                dest = prefix + source[0][cut:]
-                row = rows.get(dest)
-                if row is not None:
-                    status = source[1]
-                    if vouch and isinstance(status, os.stat_result) \
-                            and row[0] == status.st_size and same_mtime(row[1], status.st_mtime):
-                        target = dest, status  # vouched for: skipped on its stat
-                    else:
-                        target = dest, FileStatus(dest, row[0], row[1])
-            yield source, target
+    def pairs(self, item: PairedItem) -> Iterator[Pair]:
+        """The item's source entries, each with the target the manifest holds at its
+        destination (None: it holds none). No merge: each entry finds its row."""
+        get, cut, prefix, vouch = self.rows.get, self.cut, self.prefix, self.vouch
+        for entry in source_entries(item):
+            if isinstance(entry, Skipped):  # an entry not copied
+                yield entry, None
+                continue
+            path, status = entry
+            rel = path[cut:]
+            row = get(rel)
+            if row is None:
+                yield entry, None
+            elif vouch and type(status) is os.stat_result and row[0] == status.st_size \
+                    and (row[1] == status.st_mtime or same_mtime(row[1], status.st_mtime)):
+                yield entry, (prefix + rel, status)  # vouched for: skipped on its stat
+            else:
+                yield entry, (prefix + rel, FileStatus(prefix + rel, row[0], row[1]))

@@ -153,8 +153,8 @@ class DriverPairs:
         if self.state is None or not cfg.incremental or cfg.delete:
             return None
         dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
-        return Published(self.state.sizes_of(self.state.load(ds.urn)), src, dst.path,
-                         skips_same(cfg.overwrite, cfg.compare))
+        rows = self.state.sizes_of(self.state.load(ds.urn), dst.path)
+        return Published(rows, src, dst.path, skips_same(cfg.overwrite, cfg.compare))
 
 
 #: Files to copy a dataset planned on the driver holds before it writes them to a
@@ -179,8 +179,7 @@ def _walked(rule: jp.JoinRule, items: Sequence[pp.PairedItem],
 def _pairs_of(item: pp.PairedItem, roots: tuple[str, str], published: Published | None
               ) -> Iterable[pp.Pair]:
     """One item's pairs: both trees walked, or the source's paired with the manifest."""
-    pairs = pp.item_pairs(item, *roots)
-    return pairs if published is None else published.paired(pairs)
+    return pp.item_pairs(item, *roots) if published is None else published.pairs(item)
 
 
 #: The copy-rows file of the group of subtrees a forked child walks (``WALKERS``).

@@ -327,16 +327,40 @@ class StateStore:
         out.update(mf.to_dict(mf.newest(table)))
         return out
 
-    def sizes_of(self, state: DatasetState) -> dict[str, tuple[int, float]]:
-        """dest -> (size, origin mtime): what a plan against the manifest compares
-        (``--incremental``), read from those columns alone (a third of the manifest's
-        time and memory without the digests and guids)."""
+    def sizes_of(self, state: DatasetState, under: str) -> dict[str, tuple[int, float]]:
+        """Path relative to ``under`` -> (size, origin mtime) of each destination below
+        it: what a plan against the manifest compares (``--incremental``), read from
+        those columns alone (no digests, no guids).
+
+        Rows are read oldest first (segments in publish order, rows in write order), so
+        a later row replaces an earlier one and a tombstone removes it: the resolution
+        of ``manifest.newest`` without its sort of every destination (a quarter of the
+        read at 300,000 files); a folder whose rows are not in that order (none is
+        written so) is resolved by it."""
+        import pyarrow.compute as pc
+
+        prefix = under.rstrip("/") + "/"
+        cut = len(prefix)
         if state._manifest is not None or state.legacy:
-            return {d: (int(v[0]), float(v[1])) for d, v in state.manifest.items()}
-        table = mf.newest(self.table_of(state, ("destination", "size", "mtime", "seq",
-                                                "deleted")))
-        return dict(zip(mf.destinations(table), zip(table.column("size").to_pylist(),
-                                                     table.column("mtime").to_pylist())))
+            return {d[cut:]: (int(v[0]), float(v[1])) for d, v in state.manifest.items()
+                    if d.startswith(prefix)}
+        table = self.table_of(state, ("destination", "size", "mtime", "seq", "deleted"))
+        seq = table.column("seq")
+        if table.num_rows > 1 and not pc.all(pc.greater_equal(
+                seq.slice(1), seq.slice(0, table.num_rows - 1))).as_py():
+            table = mf.newest(table, keep_tombstones=True)
+        rows: dict[str, tuple[int, float]] = {}
+        for d, size, mtime, deleted in zip(mf.destinations(table),
+                                           table.column("size").to_pylist(),
+                                           table.column("mtime").to_pylist(),
+                                           table.column("deleted").to_pylist()):
+            if not d.startswith(prefix):
+                continue
+            if deleted:
+                rows.pop(d[cut:], None)
+            else:
+                rows[d[cut:]] = size, mtime
+        return rows
 
     def count(self, state: DatasetState) -> int:
         """How many files the manifest lists, reading only the columns that say so."""

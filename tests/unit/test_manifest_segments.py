@@ -330,3 +330,31 @@ def test_spark_reads_the_manifest_folder_as_it_is_at_any_instant(
     assert {r["destination"]: [r["size"], r["mtime"], r["digest"], r["guid"]]
             for r in plain} == state.manifest
     assert len(plain) == len(state.manifest)
+
+
+def test_sizes_under_a_root_resolve_as_the_manifest_does(tmp_path: Path) -> None:
+    """``--incremental``'s rows (path below the root -> size, source mtime): a later row
+    replaces an earlier one, a tombstone removes it, merged or not; what lies outside
+    the root is left out; and they equal the manifest's own resolution."""
+    store = StateStore(str(tmp_path), {})
+    state = store.load("urn:s")
+    publishes = [[("/d/a", 1, 1.0), ("/d/b", 2, 2.0), ("/other/x", 9, 9.0)],
+                 [("/d/a", 10, 10.5), ("/d/sub/c", 3, 3.0)], [], [("/d/b", 20, 20.0)]]
+    removed = [[], [], ["/d/b"], []]
+    for n, (rows, gone) in enumerate(zip(publishes, removed)):
+        store.append_segment(state, f"seq{n}", [(d, s, m, "x", "g") for d, s, m in rows], gone)
+        store.save(state)
+    want = {"a": (10, 10.5), "b": (20, 20.0), "sub/c": (3, 3.0)}
+    assert store.sizes_of(store.load("urn:s"), "/d") == want
+    store.save(state)
+    store.append_segment(state, "seq9", [], ["/d/sub/c"])
+    store.save(state)
+    del want["sub/c"]
+    assert store.sizes_of(store.load("urn:s"), "/d/") == want
+    manifest = store.load("urn:s").manifest
+    assert want == {d[3:]: (v[0], v[1]) for d, v in manifest.items() if d.startswith("/d/")}
+    shuffled = store.load("urn:s")  # a document listing them out of order: sorted
+    shuffled.segments.reverse()
+    assert store.sizes_of(shuffled, "/d") == want
+    assert store.compact(store.load("urn:s"), threshold=1)  # merged: the same rows
+    assert store.sizes_of(store.load("urn:s"), "/d") == want
