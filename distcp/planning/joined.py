@@ -75,7 +75,7 @@ def plannable(ds: Any, cfg: CopyConfiguration, manifest: bool = False) -> bool:
     return (type(ds) is RecursiveCopyableDataset and not ds.is_file
             and not (ds.converters if ds.converters is not None else cfg.converters)
             and not cfg.file_filter.active and not cfg.move
-            and not (cfg.incremental and not (manifest and not cfg.delete))
+            and (not cfg.incremental or (manifest and not cfg.delete))
             and not (cfg.files_from or cfg.files_from_manifest))
 
 

@@ -77,6 +77,10 @@ class Progress:
     root: str = ""
     #: The batch that runs now (None: none).
     running: int | None = None
+    #: The batch refused after a stop was asked (None: none): the conductor knows its
+    #: query's error for a clean stop from this, not from the error's text, which Spark
+    #: Connect may shorten.
+    refused: int | None = None
     #: The last batches' lines (``KEPT_LINES``), for a conductor that follows them.
     lines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -94,7 +98,7 @@ class Progress:
                 "files_failed": s.files_failed, "last_batch": self.last_batch,
                 "lag_seconds": self.lag(now), "waiting_files": self.waiting.files,
                 "waiting_bytes": self.waiting.bytes, "running": self.running,
-                "last_end": self.last_end, "lines": self.lines}
+                "refused": self.refused, "last_end": self.last_end, "lines": self.lines}
 
 
 def run_continuous(cfg: CopyConfiguration, callback: Callback) -> Summary:
@@ -165,9 +169,9 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
         failure = exc
     finally:
         _stop_between_batches(query, layout, dict(cfg.dst_options), progress.job_id)
-    follower.poll(fresh=True)
+    refused = follower.poll(fresh=True).get("refused") is not None
     error = failure or query.exception()
-    if error is not None and "Stopped" not in str(error):
+    if error is not None and not refused and "Stopped" not in str(error):
         read = read_waiting(layout.continuous_waiting, dict(cfg.dst_options))
         if read.error and read.storage_error:  # one line and exit 3, as any run's
             raise OSError(f"{read.error}; the copy stopped")
@@ -246,6 +250,7 @@ class Batches:
         try:
             if _stop_asked(layout, dict(self.cfg.dst_options), progress.job_id) \
                     or self.client.gone():
+                progress.refused = batch_id
                 raise Stopped(f"batch {batch_id} left to the next start")
             with applied_environment(self.env):
                 _batch(self.cfg, df.sparkSession, progress, self.callback or Callback(),

@@ -9,7 +9,6 @@ a Ctrl-C always ends the run with exit 130, never with every file "failed".
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from collections.abc import Iterator
@@ -35,17 +34,13 @@ def plain_interrupts() -> Iterator[None]:
 
     PySpark's SIGINT handler calls ``cancelAllJobs`` through the gateway the main thread
     is blocked in; py4j then logs the reentrant call's tracebacks on the root logger
-    (``logging.exception``: tens of lines on stderr). We end the JVM ourselves on
-    interrupt, so raising is enough, and a NullHandler on the root logger keeps py4j's
-    root-level records off the terminal meanwhile.
+    (``logging.exception``: tens of lines on stderr, kept off the terminal by
+    ``spark.session``). We end the JVM ourselves on interrupt, so raising is enough.
     """
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_interrupt) if main else None
-    null = logging.NullHandler()
-    logging.getLogger().addHandler(null)
     try:
         yield
     finally:
-        logging.getLogger().removeHandler(null)
         if main and previous is not None:
             signal.signal(signal.SIGINT, previous)

@@ -17,7 +17,8 @@ from distcp.metrics import RunMetrics, build_registry
 from distcp.model import FileStatus
 from distcp.planning import offsets
 from distcp.planning.arrivals import Arrival, Arrivals, read_waiting
-from distcp.run.continuous import Client
+from distcp.run.continuous import Batches, Client, Progress, Stopped
+from distcp.state.layout import StateLayout
 from distcp.summary import Failure, Summary
 
 
@@ -166,3 +167,18 @@ def test_a_stopped_client_stops_its_batches(tmp_path: Path) -> None:
                            capture_output=True, text=True, check=True)
     assert Client(Client.here().host, int(ended.stdout)).gone()
     assert not Client("another-host", int(ended.stdout)).gone()  # not known from here
+
+
+def test_a_batch_started_after_a_stop_is_refused_and_says_so(tmp_path: Path) -> None:
+    """The refusal is in the status document the conductor reads, so a clean stop is
+    known without the query's error text (Spark Connect may shorten it)."""
+    layout = StateLayout(str(tmp_path / "state"))
+    progress = Progress(time.time(), "job-1", 1.0, Summary(job_id="job-1"), root=layout.root)
+    sink = Batches(_cfg(tmp_path / "src", tmp_path / "dst"), layout.root, progress,
+                   Client.here())
+    Path(layout.continuous_stop).parent.mkdir(parents=True)
+    Path(layout.continuous_stop).write_text(json.dumps({"job_id": "job-1"}))
+    with pytest.raises(Stopped, match="batch 7 left to the next start"):
+        sink(None, 7)  # the batch's rows are never read
+    status = json.loads(Path(layout.continuous_status).read_text())
+    assert (status["refused"], status["running"], status["batches"]) == (7, None, 0)

@@ -31,3 +31,24 @@ def test_an_interrupt_caught_by_the_cli_exits_130_under_python_m(tmp_path: Path,
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == ("pydistcp: error: interrupted; nothing unverified was published, "
                            "rerun to finish\n")
+
+
+def test_a_broken_gateway_logged_by_py4j_stays_off_the_terminal() -> None:
+    """py4j's ``logging.exception`` on the root logger (a gateway call broken by Ctrl-C,
+    even before our interrupt handler is in place) prints nothing and leaves no stderr
+    handler behind; pydistcp's own warnings still reach stderr as before."""
+    script = (
+        "import logging, py4j.java_gateway as g\n"
+        "from distcp.spark.session import _quiet_py4j_logger\n"
+        "_quiet_py4j_logger()\n"
+        "try:\n"
+        "    raise ConnectionResetError(104, 'Connection reset by peer')\n"
+        "except ConnectionResetError:\n"
+        "    exec(compile('logging.exception(\"Exception while sending command.\")',\n"
+        "                 g.__file__, 'exec'))\n"
+        "logging.getLogger('pydistcp.events').warning('events: kept for the next run')\n")
+    proc = subprocess.run([sys.executable, "-c", script],
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "events: kept for the next run\n"
