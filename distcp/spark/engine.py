@@ -32,9 +32,12 @@ This module only adds what a tool on a user's machine needs around it:
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
+import importlib.util
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -78,9 +81,11 @@ def idle_timeout(value: str | float | None = None) -> float:
     return parse_duration(raw) if raw not in (None, "") else DEFAULT_IDLE_S
 
 
+@functools.cache
 def _code_hash() -> str:
     """Names, sizes and mtimes of the installed distcp sources: an edited checkout
-    gets a new engine (reused Python workers would keep running the old code)."""
+    gets a new engine (reused Python workers would keep running the old code). Once
+    per process: a run asks for its engine's key more than once."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
@@ -89,16 +94,33 @@ def _code_hash() -> str:
     return h.hexdigest()
 
 
-def fingerprint_inputs(master: str, java: str, jvm_conf: Mapping[str, str]) -> dict[str, Any]:
-    from pyspark.version import __version__ as pyspark_version
+@functools.cache
+def pyspark_version() -> str:
+    """PySpark's version, read from its ``version.py`` without importing the package:
+    every run asks for its engine's key, and the import (0.1 s) is wasted on a run that
+    opens no session, such as a no-op rerun."""
+    spec = importlib.util.find_spec("pyspark")
+    for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
+        try:
+            text = Path(folder, "version.py").read_text()
+        except OSError:
+            continue
+        found = re.search(r"""__version__(?:\s*:\s*str)?\s*=\s*['"]([^'"]+)['"]""", text)
+        if found:
+            return found.group(1)
+    from pyspark.version import __version__
 
+    return __version__
+
+
+def fingerprint_inputs(master: str, java: str, jvm_conf: Mapping[str, str]) -> dict[str, Any]:
     from distcp import __version__
 
     try:
         version = java_version(java).splitlines()
     except (OSError, subprocess.SubprocessError):
         version = []
-    return {"pydistcp": __version__, "code": _code_hash(), "pyspark": pyspark_version,
+    return {"pydistcp": __version__, "code": _code_hash(), "pyspark": pyspark_version(),
             "python": interpreter(), "java": os.path.realpath(java),
             "java_version": version[:2], "master": master, "conf": dict(sorted(jvm_conf.items())),
             "identity": identity()}

@@ -108,9 +108,14 @@ def to_parquet(table: Any) -> bytes:
 
 
 def from_parquet(data: bytes, columns: Sequence[str] | None = None) -> Any:
+    """A segment's rows (``columns`` alone, if given). Read as one file, not through
+    ``pq.read_table``, whose first call imports ``pyarrow.dataset``: 0.3 s of a 300,000
+    file no-op rerun, where the read itself takes 0.03 s."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.read_table(io.BytesIO(data), columns=list(columns) if columns else None)
+    return pq.ParquetFile(pa.BufferReader(data)).read(
+        columns=list(columns) if columns else None)
 
 
 def concat(tables: Sequence[Any], columns: Sequence[str] = COLUMNS) -> Any:

@@ -349,6 +349,17 @@ class StateStore:
         if table.num_rows > 1 and not pc.all(pc.greater_equal(
                 seq.slice(1), seq.slice(0, table.num_rows - 1))).as_py():
             table = mf.newest(table, keep_tombstones=True)
+        dest = table.column("destination")
+        if table.num_rows and not pc.any(table.column("deleted")).as_py() \
+                and not pc.any(pc.match_substring(dest, "\x00")).as_py():
+            # no tombstone, no escaped name (nearly every folder): the rows as they are,
+            # cut below ``under`` in Arrow, a later row replacing an earlier one in dict
+            below = pc.starts_with(dest, prefix)
+            if not pc.all(below).as_py():
+                table = table.filter(below)
+            return dict(zip(pc.utf8_slice_codeunits(table.column("destination"), cut)
+                            .to_pylist(), zip(table.column("size").to_pylist(),
+                                              table.column("mtime").to_pylist())))
         rows: dict[str, tuple[int, float]] = {}
         for d, size, mtime, deleted in zip(mf.destinations(table),
                                            table.column("size").to_pylist(),

@@ -29,3 +29,16 @@ def test_python_and_python3_of_one_environment_share_the_key() -> None:
     keys = [_key_of(str(p)) for p in names]
     assert keys[0] == keys[1] == [sys.prefix, os.path.realpath(sys.executable)]
 
+
+
+def test_the_key_names_pysparks_version_without_importing_pyspark() -> None:
+    """Every run asks for its engine's key; one that opens no session (a no-op rerun)
+    must not pay PySpark's import for it."""
+    ask = ("import json, sys; from distcp.spark.engine import pyspark_version; "
+           "v = pyspark_version(); print(json.dumps([v, 'pyspark' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         timeout=60).stdout
+    from pyspark.version import __version__
+
+    assert json.loads(out) == [__version__, False]

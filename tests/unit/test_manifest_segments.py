@@ -360,3 +360,29 @@ def test_sizes_under_a_root_resolve_as_the_manifest_does(tmp_path: Path) -> None
     assert store.sizes_of(shuffled, "/d") == want
     assert store.compact(store.load("urn:s"), threshold=1)  # merged: the same rows
     assert store.sizes_of(store.load("urn:s"), "/d") == want
+
+
+@pytest.mark.parametrize("odd", ["", "caf\u00e9", "bad\udce9"])
+def test_sizes_without_tombstones_resolve_as_the_manifest_does(tmp_path: Path, odd: str) -> None:
+    """The rows of a folder without tombstones (read in Arrow, not row by row) equal
+    the manifest's resolution: the last row of a path wins, other roots are left out, a
+    name with undecodable bytes comes back as the engine names it, in order or not."""
+    store = StateStore(str(tmp_path), {})
+    state = store.load("urn:s")
+    root = f"/d{odd}"
+    publishes = [[(f"{root}/a", 1, 1.0), (f"{root}/b{odd}", 2, 2.0), ("/other/x", 9, 9.0),
+                  (f"{root}x/y", 8, 8.0)],
+                 [(f"{root}/a", 10, 10.5), (f"{root}/sub/c", 3, 3.0)]]
+    for n, rows in enumerate(publishes):
+        store.append_segment(state, f"seq{n}", [(d, s, m, "x", "g") for d, s, m in rows], [])
+        store.save(state)
+    want = {"a": (10, 10.5), f"b{odd}": (2, 2.0), "sub/c": (3, 3.0)}
+    fresh = StateStore(str(tmp_path), {})
+    assert fresh.sizes_of(fresh.load("urn:s"), root) == want
+    manifest = StateStore(str(tmp_path), {}).load("urn:s").manifest
+    cut = len(root) + 1
+    assert want == {d[cut:]: (v[0], v[1]) for d, v in manifest.items()
+                    if d.startswith(root + "/")}
+    shuffled = StateStore(str(tmp_path), {}).load("urn:s")
+    shuffled.segments.reverse()
+    assert store.sizes_of(shuffled, root) == want
