@@ -17,13 +17,13 @@ import contextlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, write_to_textfile
-from prometheus_client.parser import text_string_to_metric_families
+from typing import TYPE_CHECKING, Any
 
 from distcp.callbacks import Callback
 from distcp.summary import Summary
+
+if TYPE_CHECKING:  # imported where a file is written: most runs write none (0.03 s)
+    from prometheus_client import CollectorRegistry
 
 LAST_SUCCESS = "pydistcp_last_success_timestamp_seconds"
 #: Seconds between two writes on progress ticks: 0, every tick (the driver ticks twice a second).
@@ -79,6 +79,8 @@ class RunMetrics:
 def previous_last_success(path: str) -> float | None:
     """The last success recorded by an earlier run's file, or None (no file, none
     recorded, or a file that is not in the text format)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -94,6 +96,8 @@ def previous_last_success(path: str) -> float | None:
 def build_registry(metrics: RunMetrics, last_success: float | None) -> CollectorRegistry:
     """The registry for ``metrics``; ``last_success`` is the earlier runs' value,
     replaced by ``metrics.now`` when this run finished successfully."""
+    from prometheus_client import CollectorRegistry, Counter, Gauge
+
     registry = CollectorRegistry()
     s = metrics.summary
     totals = {f: getattr(s, f) for _, f in _TOTALS.values()} if s else {
@@ -130,6 +134,8 @@ def build_registry(metrics: RunMetrics, last_success: float | None) -> Collector
 def _continuous(registry: CollectorRegistry, figures: Mapping[str, Any]) -> None:
     """A continuous copy's lag: the age of the oldest source file not yet published,
     what waits for later batches, and the batches so far."""
+    from prometheus_client import Gauge
+
     for name, text, key in (
             ("pydistcp_continuous_lag_seconds", ("Age of the oldest source file not yet "
              "published (0: none waiting)"), "lag"),
@@ -142,6 +148,8 @@ def _continuous(registry: CollectorRegistry, figures: Mapping[str, Any]) -> None
 
 def _labelled(registry: CollectorRegistry, specs: Mapping[str, tuple[str, str]], label: str,
               rows: Mapping[str, Mapping[str, Any]]) -> None:
+    from prometheus_client import Counter
+
     if not rows:
         return
     for name, (text, key) in specs.items():
@@ -152,6 +160,8 @@ def _labelled(registry: CollectorRegistry, specs: Mapping[str, tuple[str, str]],
 
 def _watermarks(registry: CollectorRegistry, per_dataset: Mapping[str, Mapping[str, Any]]) -> None:
     """A stream dataset's three watermarks (the start of a partition, Unix time)."""
+    from prometheus_client import Gauge
+
     marks = {(urn, which): at for urn, counts in per_dataset.items()
              for which, at in (counts.get("watermarks") or {}).items() if at is not None}
     if not marks:
@@ -166,6 +176,8 @@ def _watermarks(registry: CollectorRegistry, per_dataset: Mapping[str, Mapping[s
 def _tables(registry: CollectorRegistry, per_dataset: Mapping[str, Mapping[str, Any]]) -> None:
     """A table's version at the destination after the run, and how many versions of
     its source it is behind (a vacuumed file or a failed copy keeps it behind)."""
+    from prometheus_client import Gauge
+
     tables = {urn: counts["table"] for urn, counts in per_dataset.items() if "table" in counts}
     if not tables:
         return
@@ -180,6 +192,8 @@ def _tables(registry: CollectorRegistry, per_dataset: Mapping[str, Mapping[str, 
 
 def write_metrics_file(path: str, metrics: RunMetrics) -> None:
     """Write ``metrics`` to ``path`` atomically, keeping the earlier runs' last success."""
+    from prometheus_client import write_to_textfile
+
     write_to_textfile(path, build_registry(metrics, previous_last_success(path)))
 
 

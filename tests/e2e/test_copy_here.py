@@ -255,3 +255,25 @@ def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path:
     again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
     assert again.returncode == 0, again.stderr
     assert tree(dst) == tree(src)
+
+
+@pytest.mark.parametrize("flags", [(), ("--incremental",)])
+def test_a_rerun_with_nothing_to_copy_imports_neither_spark_nor_what_it_does_not_use(
+        tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """A no-op rerun's cost is its walk: the engine's key is named without importing
+    PySpark, the manifest read without ``pyarrow.dataset``, and the metrics file's and
+    S3's libraries are imported only by the runs that use them (0.45 s in all)."""
+    src, dst = _source(tmp_path / "src"), tmp_path / "dst"
+    assert run_cli("copy", str(src), str(dst), "--no-progress").returncode == 0
+    env = cli_env({"PYDISTCP_ENGINE": "auto",  # asks for the engine's key; none runs
+                   "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")})
+    out = subprocess.run([*PYDISTCP[:1], "-X", "importtime", *PYDISTCP[1:], "copy", str(src),
+                          str(dst), "--no-progress", *flags], capture_output=True, text=True,
+                         env=env, timeout=300, stdin=subprocess.DEVNULL, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("copied 0 files"), out.stdout
+    imported = {line.split("|")[2].strip() for line in out.stderr.splitlines()
+                if line.startswith("import time:") and line.count("|") == 2}
+    assert "distcp.run.pipeline" in imported  # the record is read
+    assert sorted(imported & {"pyspark", "pyarrow.dataset", "prometheus_client",
+                              "xml.sax.saxutils"}) == []
