@@ -29,8 +29,6 @@ import logging
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,6 +224,9 @@ def _append_line(path: str, body: str) -> None:
 
 def _post(url: str, key: str, body: str, timeout: float) -> None:
     """POST with backoff (0.25 s, doubling) until ``timeout`` seconds have passed."""
+    import urllib.error  # here: most runs post no event (0.01 s)
+    import urllib.request
+
     headers = {"Content-Type": "application/json", "Idempotency-Key": key}
     if os.environ.get(AUTH_ENV):
         headers["Authorization"] = os.environ[AUTH_ENV]
