@@ -58,15 +58,11 @@ from distcp.run.choice import cores_here, forks_here
 from distcp.run.workers import run_forked
 from distcp.spark.job import KEPT_UNITS_FROM, poll_progress
 from distcp.spark.keptcopy import KeptCopy, copy_kept_datasets, requests_of
+from distcp.spark.pandasprobe import skip_pandas_probe
 from distcp.storage import filesystems as fsutil
 from distcp.storage.watchdog import bounded_by
 from distcp.summary import CopyTally
 from distcp.timeline import mark, tasks_here
-
-#: What publishing imports after ``planners.PUBLISH_MODULES``, imported while the
-#: processes copy: pyarrow's first array imports pandas (0.3-0.5 s here, each run's
-#: manifest segment), which this process would otherwise import after the copy.
-WHILE_COPYING = ("pandas",)
 
 
 def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
@@ -91,17 +87,29 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     return results, CopyTally.of_results(results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
+def _pandas_probe() -> None:
+    """Publishing's first array from Python objects (the manifest's segment) has pyarrow
+    probe for pandas, which it imports to ask (0.2-0.3 s, more than a small copy takes).
+    The command answers "absent", as a task does (a run here opens no session, whose
+    client would import pandas anyway); an API caller's process, whose own code may
+    hand pyarrow pandas objects, imports it while the processes copy."""
+    if beside.forks():
+        skip_pandas_probe()
+    else:
+        preload(("pandas",))
+
+
 @contextmanager
 def polled(spec: TaskSpec, callback: Callback) -> Iterator[Callable[[], None]]:
     """The tasks' progress files summed into ``callback`` while the block runs, as on
-    Spark; the block gets what starts the poller (and the imports publishing needs
-    next), to call once the copying processes are forked, never before."""
+    Spark; the block gets what starts the poller (and readies publishing's arrays,
+    ``_pandas_probe``), to call once the copying processes are forked, never before."""
     stop = threading.Event()
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
 
     def started() -> None:
         poller.start()
-        preload(WHILE_COPYING)
+        _pandas_probe()
 
     try:
         yield started

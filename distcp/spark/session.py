@@ -442,20 +442,14 @@ def _quiet_py4j_logger() -> None:
     """py4j logs every broken gateway call (on Ctrl-C, tens of lines of tracebacks from its
     callback threads); the same failures reach us as exceptions, so its records stay off
     the terminal for the rest of the process, whenever the JVM breaks (an interrupt while
-    the session starts or winds down included).
-
-    Some of them py4j logs on the root logger (``logging.exception``), which first calls
-    ``basicConfig`` when the root has no handler, leaving a stderr handler behind: the
-    root gets Python's own last-resort handler (what it would use anyway) and a filter
-    that drops py4j's records."""
+    the session starts or winds down included): its logger is quiet, and a root-logger
+    filter drops what it logs through ``logging``'s module functions (on the root)."""
     import logging
 
     logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
     root = logging.getLogger()
     if not any(isinstance(f, _NotPy4j) for f in root.filters):
         root.addFilter(_NotPy4j())
-    if not root.handlers and logging.lastResort is not None:
-        root.addHandler(logging.lastResort)
 
 
 class _NotPy4j:

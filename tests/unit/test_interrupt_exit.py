@@ -34,12 +34,15 @@ def test_an_interrupt_caught_by_the_cli_exits_130_under_python_m(tmp_path: Path,
 
 
 def test_a_broken_gateway_logged_by_py4j_stays_off_the_terminal() -> None:
-    """py4j's ``logging.exception`` on the root logger (a gateway call broken by Ctrl-C,
-    even before our interrupt handler is in place) prints nothing and leaves no stderr
-    handler behind; pydistcp's own warnings still reach stderr as before."""
+    """In the command, py4j's ``logging.exception`` on the root logger (a gateway call
+    broken by Ctrl-C, even before our interrupt handler is in place) prints nothing and
+    leaves no stderr handler behind; pydistcp's own warnings still reach stderr as
+    before."""
     script = (
         "import logging, py4j.java_gateway as g\n"
+        "from distcp.entry import logging_of_the_command\n"
         "from distcp.spark.session import _quiet_py4j_logger\n"
+        "logging_of_the_command()\n"
         "_quiet_py4j_logger()\n"
         "try:\n"
         "    raise ConnectionResetError(104, 'Connection reset by peer')\n"
