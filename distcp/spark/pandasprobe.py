@@ -27,9 +27,12 @@ class _NoPandas(MetaPathFinder):
 
 
 def skip_pandas_probe() -> None:
-    """Answer pyarrow's pandas probe with "absent", once per process (executor side: the
-    driver's Spark Connect client imports pandas anyway, and converts pandas objects).
-    A no-op where pandas is already imported."""
+    """Answer pyarrow's pandas probe with "absent", once per process: a task's, and the
+    ``pydistcp`` command's when it copies a plan itself (``run.here``). pyarrow then takes
+    no pandas object for one for the rest of the process (``pa.array`` of a pandas
+    Series with nulls fails), which pydistcp's code never hands it; not in an API
+    caller's process, whose code may. A no-op where pandas is already imported (the
+    driver's Spark Connect client imports it)."""
     if "pandas" in sys.modules or not _done.acquire(blocking=False):
         return
     import pyarrow as pa
