@@ -521,8 +521,6 @@ def _debug_logging(level: str) -> None:
 
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(OneLine("pydistcp: %(name)s: %(message)s"))
-        if logging.lastResort is not None:  # the command's (``entry``)
-            logging.getLogger().removeHandler(logging.lastResort)
         logging.basicConfig(handlers=[handler])
         for name in ("distcp", "pydistcp"):
             logging.getLogger(name).setLevel(logging.DEBUG)

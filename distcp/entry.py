@@ -14,7 +14,6 @@ API's callers, click's test runner) returns or raises as any function does.
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import sys
 import threading
@@ -29,24 +28,12 @@ def run() -> None:
     left to the interpreter, traceback and all)."""
     timeline.client_started()
     beside.enable()  # this process's own threads are known: planning may fork
-    logging_of_the_command()
     try:
         main(prog_name="pydistcp")
         code = 0
     except SystemExit as exc:
         code = status_of(exc)
     end_process(code)
-
-
-def logging_of_the_command() -> None:
-    """The root logger gets Python's last-resort handler, which it would use anyway
-    (warnings on stderr, as they are): a library logging through ``logging``'s module
-    functions then finds a handler and calls no ``basicConfig``, whose stderr handler
-    would print every record after it (py4j does so on a broken gateway, whose records
-    ``spark.session`` drops). ``-vv`` replaces it with pydistcp's own format."""
-    root = logging.getLogger()
-    if not root.handlers and logging.lastResort is not None:
-        root.addHandler(logging.lastResort)
 
 
 def status_of(exc: SystemExit) -> int:

@@ -105,7 +105,7 @@ def _new_session(master: str, conf: Mapping[str, str], log_file: str) -> Iterato
     starts ignoring SIGINT and which would outlive us holding our stdout."""
     builder, settings = _builder(master, conf, log_file)
     python = None if master.startswith("sc://") else settings["spark.pyspark.python"]
-    _quiet_py4j_logger()
+    _quiet_py4j_logger(master)
     spark: Any = None
     jvm: int | None = None
     abandoned = False  # interrupted, or its JVM lost: ended, not stopped
@@ -438,25 +438,38 @@ def _end_jvm(pid: int | None) -> None:
         pass
 
 
-def _quiet_py4j_logger() -> None:
+def _quiet_py4j_logger(master: str) -> None:
     """py4j logs every broken gateway call (on Ctrl-C, tens of lines of tracebacks from its
     callback threads); the same failures reach us as exceptions, so its records stay off
     the terminal for the rest of the process, whenever the JVM breaks (an interrupt while
-    the session starts or winds down included): its logger is quiet, and a root-logger
-    filter drops what it logs through ``logging``'s module functions (on the root)."""
+    the session starts or winds down included). Some it logs through ``logging``'s
+    module functions, on the root logger, whose first call also installs a stderr
+    handler (``basicConfig``): its module's ``logging`` is pointed at its own logger.
+    Not for Spark Connect (``sc://``), which has no gateway."""
     import logging
 
     logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
-    root = logging.getLogger()
-    if not any(isinstance(f, _NotPy4j) for f in root.filters):
-        root.addFilter(_NotPy4j())
+    if master.startswith("sc://"):
+        return
+    from py4j import java_gateway
+
+    if not isinstance(java_gateway.logging, _Py4jLogging):
+        java_gateway.logging = _Py4jLogging(logging.getLogger("py4j.java_gateway"))
 
 
-class _NotPy4j:
-    """A root-logger filter: records py4j logs through ``logging``'s module functions."""
+class _Py4jLogging:
+    """``logging`` as ``py4j.java_gateway`` uses it: the module functions that log go to
+    its own logger (quiet), anything else to ``logging`` itself."""
 
-    def filter(self, record: Any) -> bool:
-        return f"{os.sep}py4j{os.sep}" not in record.pathname
+    LOGS = frozenset({"debug", "info", "warning", "error", "exception", "critical", "log"})
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(self.logger if name in self.LOGS else logging, name)
 
 
 def _cause(exc: BaseException) -> str:
