@@ -169,9 +169,9 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
         failure = exc
     finally:
         _stop_between_batches(query, layout, dict(cfg.dst_options), progress.job_id)
-    refused = follower.poll(fresh=True).get("refused") is not None
+    status = follower.poll(fresh=True)
     error = failure or query.exception()
-    if error is not None and not refused and "Stopped" not in str(error):
+    if not stopped_cleanly(error, status):
         read = read_waiting(layout.continuous_waiting, dict(cfg.dst_options))
         if read.error and read.storage_error:  # one line and exit 3, as any run's
             raise OSError(f"{read.error}; the copy stopped")
@@ -179,6 +179,14 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
             raise PlanningError(f"{read.error}; the copy stopped")
         raise RuntimeError(f"the continuous copy's query failed: {error}")
     return follower.progress(progress)
+
+
+def stopped_cleanly(error: BaseException | None, status: dict[str, Any]) -> bool:
+    """Whether the query ended as asked: without an error, or with the one a batch
+    refused after the stop raised (``Batches``), known from the status document it wrote
+    (``refused``) or, failing that, from the error's text (``Stopped``), which Spark
+    Connect may shorten."""
+    return error is None or status.get("refused") is not None or "Stopped" in str(error)
 
 
 #: Seconds between two looks of the conductor at its query (and, in a local state root,

@@ -17,7 +17,7 @@ from distcp.metrics import RunMetrics, build_registry
 from distcp.model import FileStatus
 from distcp.planning import offsets
 from distcp.planning.arrivals import Arrival, Arrivals, read_waiting
-from distcp.run.continuous import Batches, Client, Progress, Stopped
+from distcp.run.continuous import Batches, Client, Progress, Stopped, stopped_cleanly
 from distcp.state.layout import StateLayout
 from distcp.summary import Failure, Summary
 
@@ -182,3 +182,9 @@ def test_a_batch_started_after_a_stop_is_refused_and_says_so(tmp_path: Path) -> 
         sink(None, 7)  # the batch's rows are never read
     status = json.loads(Path(layout.continuous_status).read_text())
     assert (status["refused"], status["running"], status["batches"]) == (7, None, 0)
+    # the conductor takes that document for a clean stop, whatever the error says
+    shortened = RuntimeError("StreamingQueryException: [FOREACH_BATCH_USER_FUNCTION_...")
+    assert stopped_cleanly(shortened, status)
+    assert not stopped_cleanly(shortened, {**status, "refused": None})
+    assert stopped_cleanly(RuntimeError("... Stopped: batch 7 left ..."), {})
+    assert stopped_cleanly(None, {})
