@@ -243,15 +243,18 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, phase: str) -> None:
     too, not left holding the run's stdout."""
     src, dst, logs = tmp_path / "src", tmp_path / "dst", tmp_path / "logs"
     src.mkdir()
-    for i in range(6):  # enough bytes that the copy phase lasts a while
-        (src / f"f{i}.bin").write_bytes(os.urandom(1 << 20) * 48)
+    for i in range(6):  # Spark's start outlasts their copy; the copy phases pause (below)
+        (src / f"f{i}.bin").write_bytes(os.urandom(1 << 20) * 4)
     # The spark phases need a Spark job: 288 MiB would otherwise be copied here.
     on_spark = ["--copying", "spark"] if phase.startswith("spark") else []
+    # The copy phases pause after each staged file: the copy here is fast enough that a
+    # run seen copying could otherwise end before the signal reaches it (seen in CI).
+    slow = {"spark-started": "spark_started=90", "copy": "after_stage=30",
+            "copy-twice": "after_stage=30"}.get(phase)
     proc = subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--no-progress",
                              "--buffer-size", "64K", *on_spark],
-                            env=cli_env({"PYDISTCP_LOG_DIR": str(logs), **(
-                                {"DISTCP_SLOW_AT": "spark_started=90"}
-                                if phase == "spark-started" else {})}),
+                            env=cli_env({"PYDISTCP_LOG_DIR": str(logs),
+                                         **({"DISTCP_SLOW_AT": slow} if slow else {})}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     staging = dst / ".pydistcp" / "staging"
