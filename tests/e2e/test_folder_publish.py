@@ -72,3 +72,30 @@ def test_new_folders_are_renamed_whole_and_a_full_one_gets_each_file(
     assert (again.files_copied, again.ok) == (1, True)
     assert (dst / "d0" / "f0").read_bytes() == b"changed"
     assert renamed == first
+
+
+def test_small_folders_of_a_collected_plan_are_each_renamed_whole(
+        spark: Any, tmp_path: Path, renamed: list[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """A plan the driver holds (under ``treeplans.HELD`` files) is packed into units
+    a small folder's files at a time (``packing.FOLDER_SHARE``): each of the 40 is
+    published by one rename, no file by its own, as when packing file by file cut a
+    folder's files between units (the first part renamed whole, the rest one by one)."""
+    from distcp.storage.local import storage as local
+
+    alone: list[str] = []
+    real = local.publish_folders
+
+    def spy(files: Any, after_each: Any, os_path: Any) -> Any:
+        rest = real(files, after_each, os_path)
+        alone.extend(f.final for f in rest)
+        return rest
+
+    monkeypatch.setattr(local, "publish_folders", spy)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    _source(src, 40, 3)
+    s = distcp.copy(str(src), str(dst), listing="driver", progress=False)
+    assert s.ok, s.failures
+    assert sorted(renamed) == sorted(f"d{d}" for d in range(40))
+    assert alone == []
+    assert tree(dst) == tree(src)

@@ -98,6 +98,32 @@ def test_packing_balances_bytes_plus_per_file_cost() -> None:
     assert sorted(f.origin.url for u in units for f in u.files) == sorted(f.origin.url for f in files)
 
 
+def test_a_small_folders_files_go_to_one_unit_and_units_stay_balanced() -> None:
+    """Its staging folder then publishes the folder by one rename (storage.folders)."""
+    files = [cf(f"d{d:02d}/f{n}", size=1 + (d * 7 + n) % 13, dest=f"/dst/d{d:02d}/f{n}")
+             for d in range(40) for n in range(25)]
+    units = pack(files, 4, file_cost=2)
+    where = {f.destination.rsplit("/", 1)[0]: u.unit_id for u in units for f in u.files}
+    for u in units:
+        assert {f.destination.rsplit("/", 1)[0] for f in u.files} == \
+            {d for d, i in where.items() if i == u.unit_id}  # no folder in two units
+    loads = [sum(f.origin.size + 2 for f in u.files) for u in units]
+    folder = max(sum(f.origin.size + 2 for f in files if f.destination.startswith(d + "/"))
+                 for d in where)
+    assert len(units) == 4 and max(loads) - min(loads) <= folder
+    assert sorted(f.origin.url for u in units for f in u.files) == \
+        sorted(f.origin.url for f in files)
+
+
+def test_a_folder_too_big_for_one_unit_is_spread_file_by_file() -> None:
+    big = [cf(f"big/f{n}", size=100, dest=f"/dst/big/f{n}") for n in range(40)]
+    small = [cf(f"s{d}/f", size=1, dest=f"/dst/s{d}/f") for d in range(8)]
+    units = pack(big + small, 4, file_cost=0)
+    assert all(any(f.destination.startswith("/dst/big/") for f in u.files) for u in units)
+    loads = [sum(f.origin.size for f in u.files) for u in units]
+    assert max(loads) - min(loads) <= 100
+
+
 def test_task_count_follows_cores_not_files() -> None:
     assert unit_count(20000, cores=2) == 4
     assert unit_count(3, cores=8) == 3
