@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 
 _seen: Counter[str] = Counter()
 
@@ -30,6 +31,16 @@ def armed(name: str) -> bool:
     """Whether ``DISTCP_CRASH_AT`` names ``name``: a loop over a million files asks
     once, not at each passage."""
     return os.environ.get("DISTCP_CRASH_AT", "").rpartition(":")[0] == name
+
+
+def _never(_: object) -> None:
+    """The crash hook of a point no test armed."""
+
+
+def crash_hook(name: str) -> Callable[[object], None]:
+    """``crash_point(name)`` as a per-item callback, asked once: a publish of 300,000
+    files paid 0.8 s (profiled) for an environment lookup at each file."""
+    return (lambda _: crash_point(name)) if armed(name) else _never
 
 
 def fail_point(name: str) -> None:

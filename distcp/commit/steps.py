@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from distcp.errors import PublishError, StateError
-from distcp.faults import crash_point
+from distcp.faults import crash_hook, crash_point
 from distcp.state.bounds import DESTINATION, NAME, STATE, Bounds
 from distcp.storage import Staged, Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
@@ -238,7 +238,7 @@ class PublishFiles(CommitStep):
         if not self.moves:
             return
         ctx.storage(self.moves[0][0]).publish_all(
-            self._files(), lambda _: crash_point("mid_publish"))
+            self._files(), crash_hook("mid_publish"))
 
     def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
         return iter(self._files())

@@ -20,6 +20,7 @@ from distcp import request_count
 from distcp.model import CopyableFile, TaskResult
 from distcp.names import from_utf8, to_utf8
 from distcp.storage import parse_staged, storage_for
+from distcp.storage.staged import is_path
 
 #: Results of one row group (written as they come: a task holds at most these).
 GROUP = 2_048
@@ -172,10 +173,9 @@ def publishing_of(url: str, options: dict[str, Any]) -> tuple[list[Move], list[U
         for i, good in enumerate(ok):
             if not (good and staging[i]):
                 continue
-            staged = parse_staged(staging[i])
-            if staged.needs_rename:
+            if is_path(staging[i]):
                 moves.append((staging[i], dest[i], size[i]))
-            elif staged.needs_complete:
+            elif parse_staged(staging[i]).needs_complete:
                 uploads.append((staging[i], dest[i], size[i], tuple(
                     (p["number"], p["etag"], p["size"]) for p in parts[i] or ())))
     return moves, uploads

@@ -14,6 +14,7 @@ from pyspark import cloudpickle
 from distcp.copying.taskspec import TaskSpec
 from distcp.storage import Staged, StagedKind, StorageSpec, parse_staged, spec_for, storage_for
 from distcp.storage.spec import backend_class
+from distcp.storage.staged import is_path
 
 
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps])
@@ -85,6 +86,9 @@ def test_a_staged_value_and_its_logged_text_are_one() -> None:
     assert done.is_published and not done.needs_complete and done.final == "s3://b/p"
     path = parse_staged("/st/u0-a/0-0")
     assert path.needs_rename and path.final == "" and not path.in_store
+    for text in (upload.text, "s3-empty:s3://b/e", "s3-published:s3://b/p", "/st/u0-a/0-0",
+                 "s3://b/.pydistcp/staging/u0/k", "file:///st/s3-upload:x"):
+        assert is_path(text) is parse_staged(text).needs_rename, text
 
 
 def test_local_storage_publishes_with_a_rename_and_keeps_links_as_links(tmp_path: Path) -> None:
