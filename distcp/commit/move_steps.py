@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from distcp.commit.steps import CommitContext, CommitStep
 from distcp.errors import PublishError
-from distcp.faults import crash_point, delay_at
+from distcp.faults import crash_hook, delay_at
 from distcp.mtimes import same_mtime
 from distcp.state.bounds import DESTINATION, SOURCE
 from distcp.storage import Storage
@@ -49,13 +49,14 @@ class DeleteSources(CommitStep):
 
     def execute(self, ctx: CommitContext) -> None:
         pause = delay_at("mid_move")  # lets a test kill the run mid-deletion
+        crash = crash_hook("mid_move")
         for src, size, mtime, outputs in self.entries:
             if not _still_there(ctx, src, size, mtime):
                 continue
             for dst, want in outputs:
                 _check_destination(ctx, src, dst, want)
             ctx.source_storage(src).remove(src)
-            crash_point("mid_move")
+            crash(src)
             if pause:  # time.sleep(0) is not free: one per source deleted
                 time.sleep(pause)
 
