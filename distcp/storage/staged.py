@@ -115,13 +115,13 @@ def is_path(text: str) -> bool:
 
 def parse_staged(text: str) -> Staged:
     """The value a ``staging`` string written by this or an earlier version stands for."""
+    if is_path(text):
+        return Staged.path(text)
     if text.startswith(EMPTY_PREFIX):
         return Staged.empty(text[len(EMPTY_PREFIX):])
     if text.startswith(PUBLISHED_PREFIX):
         return Staged.published(text[len(PUBLISHED_PREFIX):])
-    if text.startswith(UPLOAD_PREFIX):
-        found = _FINAL_URL.search(text, len(UPLOAD_PREFIX))
-        if found is None:
-            raise ValueError(f"not a staged upload: {text!r}")
-        return Staged.upload(text[len(UPLOAD_PREFIX):found.start()], text[found.start() + 1:])
-    return Staged.path(text)
+    found = _FINAL_URL.search(text, len(UPLOAD_PREFIX))  # the one prefix left: an upload
+    if found is None:
+        raise ValueError(f"not a staged upload: {text!r}")
+    return Staged.upload(text[len(UPLOAD_PREFIX):found.start()], text[found.start() + 1:])
