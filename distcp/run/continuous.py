@@ -328,7 +328,10 @@ def _stop_between_batches(query: Any, layout: StateLayout, options: dict[str, An
                  durable=False)
     follower = Follower(layout, options, None)
     while query.isActive and follower.poll().get("running") is not None:
-        query.awaitTermination(FOLLOW_EVERY)
+        try:
+            query.awaitTermination(FOLLOW_EVERY)
+        except Exception:  # noqa: BLE001 - it ended failing (a batch refused): the
+            break  # conductor judges query.exception() next (stopped_cleanly)
     query.stop()
 
 

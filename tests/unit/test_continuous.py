@@ -188,3 +188,30 @@ def test_a_batch_started_after_a_stop_is_refused_and_says_so(tmp_path: Path) -> 
     assert not stopped_cleanly(shortened, {**status, "refused": None})
     assert stopped_cleanly(RuntimeError("... Stopped: batch 7 left ..."), {})
     assert stopped_cleanly(None, {})
+
+
+def test_the_stop_ends_a_query_that_fails_while_a_batch_is_said_to_run(tmp_path: Path
+                                                                        ) -> None:
+    """A batch refused after the stop fails the query while the status document may still
+    name a running batch: Spark Connect's ``awaitTermination`` then raises the query's
+    error, which the stop must leave to the conductor's judgement (``stopped_cleanly``)
+    instead of raising it as an internal error (seen in CI on the warm engine)."""
+    from distcp.run.continuous import _stop_between_batches
+
+    layout = StateLayout(str(tmp_path / ".pydistcp"))
+    Path(layout.continuous_status).parent.mkdir(parents=True, exist_ok=True)
+    Path(layout.continuous_status).write_text(json.dumps({"running": 2, "refused": 2}))
+
+    class FailedQuery:
+        isActive, stopped = True, False
+
+        def awaitTermination(self, timeout: float) -> None:  # noqa: N802 - Spark's name
+            raise RuntimeError("[STREAM_FAILED] ... Stopped: batch 2 left to the next start")
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    query = FailedQuery()
+    _stop_between_batches(query, layout, {}, "job")
+    assert query.stopped
+    assert json.loads(Path(layout.continuous_stop).read_text()) == {"job_id": "job"}
