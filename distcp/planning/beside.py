@@ -7,8 +7,10 @@ session module). Both are Python holding the GIL, so a thread runs them one afte
 other (measured: no gain); two processes run them at once on two cores. The child
 forked here plans (its copy-rows files land where the run's staging is) and sends the
 ``Planned`` back pickled; meanwhile this process imports the client's modules one at a
-time, stopping as soon as the plan arrives: a run with nothing to copy waits for at
-most one module's import it did not need.
+time, stopping as soon as the plan arrives. It starts only once the child has found a
+file to copy (``copies_ahead``): a run with nothing to copy (a no-op rerun) leaves both
+cores to its walks, which the imports would otherwise share them with (three processes
+on two cores), and waits for no import it did not need.
 
 Only the ``pydistcp`` command forks (``enable``, called by ``distcp.entry``): the API's
 caller's process (a notebook's kernel, a test runner) has threads of its own whose locks
@@ -35,6 +37,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any, TypeVar, cast
 
 from distcp.faults import crash_point, delay_at
@@ -97,25 +100,67 @@ def _import_all(modules: tuple[str, ...]) -> None:
             importlib.import_module(name)
 
 
+#: What this process does the first time its plan decides to copy a file
+#: (``copies_ahead``): a planning child tells its parent; the command planning in its own
+#: process starts importing what publishing needs (``when_copying``). None: nothing.
+_ahead: Callable[[], None] | None = None
+
+
+def when_copying(action: Callable[[], None] | None) -> None:
+    """Do ``action`` once, the first time this process's plan copies a file (None: do
+    nothing). A process forked from this one starts with nothing to do."""
+    global _ahead
+    _ahead = action
+
+
+def copies_ahead() -> None:
+    """Called by a planner as it decides that a file is to be copied: the action set by
+    ``when_copying``, once (a no-op rerun never gets here: its walks keep both cores,
+    and it imports nothing it does not use)."""
+    global _ahead
+    if _ahead is not None:
+        action, _ahead = _ahead, None
+        action()
+
+
+def _tell(fd: int) -> None:
+    with contextlib.suppress(OSError):  # a parent gone: the child dies with it
+        os.write(fd, b"!")
+
+
 def plan_beside(plan: Callable[[], T], meanwhile: Sequence[str]) -> T | None:
     """``plan()``'s value, made in a forked child while this process imports
-    ``meanwhile`` (module names, in order); its exception is raised here. None when the
-    plan is to be made here instead: no fork (not enabled, not POSIX, the modules are
-    imported already), or the child could not give its plan (see the module docstring).
+    ``meanwhile`` (module names, in order) once the child has found a file to copy; its
+    exception is raised here. None when the plan is to be made here instead: no fork
+    (not enabled, not POSIX, the modules are imported already), or the child could not
+    give its plan (see the module docstring).
     """
     if not _enabled or not hasattr(os, "fork") or all(m in sys.modules for m in meanwhile):
         return None
+    ahead, told = os.pipe()
+
+    def planned() -> T:
+        os.close(ahead)
+        when_copying(partial(_tell, told))
+        return plan()
+
     try:
-        pid, r = _forked(plan)
-    except OSError:
-        return None  # no fork: planned here
+        pid, r = _forked(planned)
+    except BaseException as exc:
+        os.close(ahead)
+        if isinstance(exc, OSError):
+            return None  # no fork: planned here
+        raise
+    finally:
+        os.close(told)
     try:
-        _import_until_ready(r, meanwhile)
+        _import_until_ready(r, meanwhile, ahead)
         data = _read_all(r)
         os.waitpid(pid, 0)
         pid = 0
     finally:
         os.close(r)
+        os.close(ahead)
         if pid:  # interrupted: the child's plan is not wanted
             _end(pid)
     return cast(T | None, _outcome(data))
@@ -234,6 +279,7 @@ def _child(plan: Callable[[], object], w: int, parent: int) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         die_with(parent)
+        when_copying(None)  # the parent's, not this child's
         pause = delay_at("planning_beside")  # lets a test interrupt the child's planning
         if pause:
             time.sleep(pause)
@@ -272,8 +318,12 @@ def die_with(parent: int) -> None:
         os._exit(0)
 
 
-def _import_until_ready(r: int, modules: Sequence[str]) -> None:
-    """Import ``modules`` one at a time until the child's answer starts arriving."""
+def _import_until_ready(r: int, modules: Sequence[str], ahead: int) -> None:
+    """Once the child says its plan copies something (``ahead``), import ``modules`` one
+    at a time until its answer starts arriving (``r``); nothing if the answer comes
+    first (a child that dies closes both)."""
+    if r in select.select([r, ahead], [], [])[0]:
+        return
     for name in modules:
         if select.select([r], [], [], 0)[0]:
             return

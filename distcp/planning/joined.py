@@ -45,6 +45,19 @@ OUT_SCHEMA = "kind string, sort binary, payload binary"
 Entry = tuple[str, FileStatus | os.stat_result] | fsutil.Skipped
 
 
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    """As a pair's source, with no target: ``files`` files a walk found as the target
+    holds them and counted instead of pairing each (``published.Published``); skipped,
+    as ``plan_rows`` skips a walked twin, with no object made of any."""
+
+    files: int
+
+
+#: What ``plan_rows`` takes: a ``(source, target)`` pair, or a count of unchanged files.
+Joined = tuple[Entry | None, Entry | None] | tuple[Unchanged, None]
+
+
 @dataclass(frozen=True)
 class JoinRule:
     """Everything a planning task needs: the dataset, the run's settings, the listing
@@ -79,8 +92,7 @@ def plannable(ds: Any, cfg: CopyConfiguration, manifest: bool = False) -> bool:
             and not (cfg.files_from or cfg.files_from_manifest))
 
 
-def plan_rows(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
-              ) -> Iterator[tuple[str, str, Any, int]]:
+def plan_rows(rule: JoinRule, rows: Iterable[Joined]) -> Iterator[tuple[str, str, Any, int]]:
     """``(kind, sort key, value, size)`` for each joined ``(source, target)`` pair of
     entries (size: a file to copy's, else 0), and a last ``count`` row whose value is
     ``(files seen, files skipped)``; ``arrow_plan`` pickles the values.
@@ -99,6 +111,9 @@ def plan_rows(rule: JoinRule, rows: Iterable[tuple[Entry | None, Entry | None]]
                 files, skips = files + 1, skips + 1  # what decide says of it: skip
                 continue
             source = source[0], fsutil.file_status(source[0], st)
+        elif isinstance(source, Unchanged):
+            files, skips = files + source.files, skips + source.files
+            continue
         yield from pairs.rows(source, t)
     yield COUNT, "", (files + pairs.files, skips + pairs.skips), 0
 

@@ -14,6 +14,7 @@ from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset, DatasetHistory, DatasetListing
 from distcp.errors import ConfigurationError, PlanningError
 from distcp.model import FileStatus
+from distcp.planning import beside
 from distcp.planning.filesfrom import files_from_entries, files_from_list, list_flag
 from distcp.planning.moving import check_max_move
 from distcp.planning.plan import (
@@ -167,6 +168,8 @@ def plan_all(cfg: CopyConfiguration, message: Callable[[str], None],
         tally.strategies.append((ds.urn, listed_strategy(ds, cfg, lister)))
         tally.listed(listing)
         tally.plans.append(walked_plan(ds, cfg, listing, state, lister, tally))
+        if tally.plans[-1].copy:
+            beside.copies_ahead()
     if cfg.include and tally.seen and not tally.selected:
         raise PlanningError(f"--include {' '.join(cfg.include)}: no file matched, out of "
                             f"{tally.seen} file(s) in the source; check the patterns (a "

@@ -22,7 +22,8 @@ found; the target's walk of the subtree leaves its own first entry out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -88,17 +89,20 @@ def task_pairs(task: PairedTask, src_root: str, dst_root: str) -> Iterator[Pair]
     yield from ((s, None) for s in skipped)
 
 
-def source_entries(item: PairedItem) -> Iterator[jp.Entry]:
+def source_entries(item: PairedItem,
+                   files: Callable[[str, os.stat_result], os.stat_result | None]
+                   = fsutil.raw_stat) -> Iterator[jp.Entry]:
     """The source's entries of an item whose target is not walked (the driver listed
     no target top: ``--incremental``), in no particular order: the top's, then each
-    subtree's, its entries not copied last."""
+    subtree's, its entries not copied last. A regular file's value is its stat, or
+    nothing where ``files`` accounts for it (``fsutil.walk_local``)."""
     for s, _t in item.top:
         if s is not None:
             yield tl.entry_of(s)
     for task in item.tasks:
         skipped: list[fsutil.Skipped] = []
         if task.source is not None:
-            yield from tl.tree_entries(task.source, skipped, fsutil.raw_stat)
+            yield from tl.tree_entries(task.source, skipped, files)
         yield from skipped
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from distcp import timeline
 from distcp.configuration import CopyConfiguration
 from distcp.copying.copyrows import CHUNK, CopyRows, CopyRowsWriter
 from distcp.datasets.recursive import RecursiveCopyableDataset
@@ -126,11 +127,14 @@ class DriverPairs:
 
         def beside_walk() -> tuple[list[tuple[str, str, Any]], _Held]:
             theirs = _Held(folder, options, self.held, BESIDE_ROWS)
-            return _walked(rule, items[-1:], walk, theirs), theirs.finished()
+            walked = _walked(rule, items[-1:], walk, theirs), theirs.finished()
+            timeline.mark("walked beside")
+            return walked
 
         if len(items) > 2:  # the top's pairs and a group here, the last group beside
             with beside.shared(beside_walk) as wait:
                 values = _walked(rule, items[:-1], walk, kept)
+                timeline.mark("walked here")
                 theirs = wait()
             if theirs is None:  # no child could walk it
                 values += _walked(rule, items[-1:], walk, kept)
@@ -154,7 +158,9 @@ class DriverPairs:
             return None
         dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
         rows = self.state.sizes_of(self.state.load(ds.urn), dst.path)
-        return Published(rows, src, dst.path, skips_same(cfg.overwrite, cfg.compare))
+        timeline.mark("manifest read")
+        return Published(rows, src, dst.path, skips_same(cfg.overwrite, cfg.compare),
+                         count=not self.keep_skips)
 
 
 #: Files to copy a dataset planned on the driver holds before it writes them to a
@@ -164,20 +170,23 @@ HELD = CHUNK
 
 
 def _walked(rule: jp.JoinRule, items: Sequence[pp.PairedItem],
-            walk: Callable[[pp.PairedItem], Iterable[pp.Pair]], kept: _Held
+            walk: Callable[[pp.PairedItem], Iterable[jp.Joined]], kept: _Held
             ) -> list[tuple[str, str, Any]]:
     """The plan rows of ``items``' paired walks; the files to copy that ``kept`` takes
     are left out."""
     values: list[tuple[str, str, Any]] = []
     for item in items:
         for kind, sort, value, size in jp.plan_rows(rule, walk(item)):
-            if kind != jp.COPY or not kept.add(sort, value, size):
-                values.append((kind, sort, value))
+            if kind == jp.COPY:
+                beside.copies_ahead()  # the run's parent may import what copying needs
+                if kept.add(sort, value, size):
+                    continue
+            values.append((kind, sort, value))
     return values
 
 
 def _pairs_of(item: pp.PairedItem, roots: tuple[str, str], published: Published | None
-              ) -> Iterable[pp.Pair]:
+              ) -> Iterable[jp.Joined]:
     """One item's pairs: both trees walked, or the source's paired with the manifest."""
     return pp.item_pairs(item, *roots) if published is None else published.pairs(item)
 

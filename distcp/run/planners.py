@@ -39,9 +39,10 @@ from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 
 #: What every copy imports when it publishes (the manifest's Parquet segments, ~0.1 s),
-#: imported while the run plans: first in the parent while a run plans beside, else in
-#: a thread (``preload``). A small plan, copied in this process (``run.here``), never
-#: imports the Spark client after them.
+#: imported while the run plans, once its plan copies a file: first in the parent while
+#: a run plans beside, else in a thread (``preload``). A small plan, copied in this
+#: process (``run.here``), never imports the Spark client after them; a plan with
+#: nothing to copy imports neither.
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
 
@@ -79,7 +80,12 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
         if done is not None:
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))
-    if done is None:
-        beside.preload(PUBLISH_MODULES)
-        done = planned_with(session)
+    if done is None:  # publishing's imports start once the plan copies a file (else never)
+        beside.when_copying(partial(beside.preload, PUBLISH_MODULES))
+        try:
+            done = planned_with(session)
+        finally:
+            beside.when_copying(None)
+        if any(d.copy or d.kept or d.delete for d in done.plan.datasets):
+            beside.preload(PUBLISH_MODULES)  # planned on Spark, or deletions only
     return replace(done, plan=kept_walked(done.plan, run.datasets, cfg, copies_to, held))

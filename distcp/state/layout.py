@@ -11,6 +11,8 @@ layout can be read (and changed) in one screen::
     datasets/<key>.json           each dataset's state document (watermark, runs)
     outcomes/<key>.json           each dataset's last run: ok, or failed and why
     manifests/<key>/<segment>     each dataset's manifest, in Parquet segments
+    sizes/<key>.bin               its sizes and mtimes as --incremental reads them, kept
+                                  until its segments change (``state.sizes``)
     staging/<job>/                a job's staged copies, results files, kept plan
     progress/<job>/               a job's progress counters and journal
     splits/<guid>/                split files' range records
@@ -82,6 +84,10 @@ class StateLayout:
 
     def manifests(self, key: str) -> str:
         return self._at("manifests", key)
+
+    def sizes(self, key: str = "") -> str:
+        """A dataset's kept sizes (``state.sizes``); the folder without ``key``."""
+        return self._at("sizes", f"{key}.bin") if key else self._at("sizes")
 
     def staging(self, job: str = "") -> str:
         return self._at("staging", job) if job else self._at("staging")

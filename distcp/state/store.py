@@ -30,6 +30,7 @@ from distcp.datasets.partitions import Watermarks
 from distcp.errors import StateError
 from distcp.faults import crash_point
 from distcp.state import manifest as mf
+from distcp.state import sizes
 from distcp.state.bounds import plain_name
 from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
@@ -336,14 +337,39 @@ class StateStore:
         a later row replaces an earlier one and a tombstone removes it: the resolution
         of ``manifest.newest`` without its sort of every destination (a quarter of the
         read at 300,000 files); a folder whose rows are not in that order (none is
-        written so) is resolved by it."""
-        import pyarrow.compute as pc
+        written so) is resolved by it.
 
+        The answer is kept (``state.sizes``) and read back while the live segments are
+        the ones it was made from."""
         prefix = under.rstrip("/") + "/"
         cut = len(prefix)
         if state._manifest is not None or state.legacy:
             return {d[cut:]: (int(v[0]), float(v[1])) for d, v in state.manifest.items()
                     if d.startswith(prefix)}
+        names = [s.name for s in state.segments]
+        layout = StateLayout(self.root)
+        url = layout.sizes(urn_key(state.urn))
+        storage = storage_for(url, self.options)
+        try:
+            kept = sizes.unpack(storage.read_bytes(url, "manifest sizes"), names, prefix)
+        except FileNotFoundError:
+            kept = None
+        if kept is not None:
+            return kept
+        rows = self._sizes_read(state, prefix)
+        try:
+            data = sizes.pack(rows, names, prefix)
+        except UnicodeError:  # a name no file can hold: read from the segments each time
+            return rows
+        storage.prepare_folder(layout.sizes())
+        storage.write_atomic(url, data, durable=False)  # lost in a crash: read again
+        return rows
+
+    def _sizes_read(self, state: DatasetState, prefix: str) -> dict[str, tuple[int, float]]:
+        """``sizes_of`` from the segments themselves."""
+        import pyarrow.compute as pc
+
+        cut = len(prefix)
         table = self.table_of(state, ("destination", "size", "mtime", "seq", "deleted"))
         seq = table.column("seq")
         if table.num_rows > 1 and not pc.all(pc.greater_equal(

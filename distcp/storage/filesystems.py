@@ -489,7 +489,7 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
 @overload
 def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list[Skipped],
                ancestors: frozenset[tuple[int, int]],
-               files: Callable[[str, os.stat_result], S]
+               files: Callable[[str, os.stat_result], S | None]
                ) -> Iterator[tuple[str, FileStatus | S]]: ...
 
 
@@ -502,7 +502,9 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
     directory that cannot be listed is reported, not created empty at the destination.
 
     ``files`` makes a regular file's value from its stat (``file_status``; ``raw_stat``
-    keeps the stat itself for a planner that compares it before anything is made of it).
+    keeps the stat itself for a planner that compares it before anything is made of it);
+    a file it gives None for is not yielded (a planner that accounts for it there: a
+    no-op rerun's walk counts 300,000 unchanged files without a pair each).
     """
     for entry in entries or ():
         path = entry.path
@@ -514,7 +516,9 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
                 pass  # entry_stat below says why
             else:
                 if stat.S_ISREG(st.st_mode):
-                    yield path, files(path, st)
+                    value = files(path, st)
+                    if value is not None:
+                        yield path, value
                     continue
         elif links == "copy":
             link = link_status(path, skipped)
@@ -525,7 +529,9 @@ def walk_local(entries: list[os.DirEntry[str]] | None, links: str, skipped: list
         if st is None:
             continue
         if stat.S_ISREG(st.st_mode):  # a followed link to a file
-            yield path, files(path, st)
+            value = files(path, st)
+            if value is not None:
+                yield path, value
             continue
         kind = special_kind(st.st_mode)
         if kind:

@@ -148,7 +148,7 @@ def _tree_entries(task: ListingTask, skipped: list[Skipped]
 
 
 def tree_entries(task: ListingTask, skipped: list[Skipped],
-                 files: Callable[[str, os.stat_result], S]
+                 files: Callable[[str, os.stat_result], S | None]
                  ) -> Iterator[tuple[str, FileStatus | S]]:
     """The subtree's entries, its own first; a regular file's value made by ``files``
     (``fsutil.walk_local``)."""

@@ -31,11 +31,29 @@ def test_the_plan_is_made_in_a_child_and_comes_back() -> None:
     assert pid not in (0, os.getpid())  # made by another process
 
 
-def test_meanwhile_modules_are_imported_here() -> None:
+def _copies_then_waits() -> int:
+    beside.copies_ahead()
+    beside.copies_ahead()  # told once: a second call writes nothing more
+    os.system("sleep 0.3")  # the parent's import, not the answer, comes first
+    return 7
+
+
+def test_meanwhile_modules_are_imported_here_once_the_plan_copies_something() -> None:
     sys.modules.pop("colorsys", None)
-    # the child waits for the parent's import: its answer must not arrive first
-    assert beside.plan_beside(lambda: (os.system("sleep 0.3"), 7)[1], ["colorsys"]) == 7
+    assert beside.plan_beside(_copies_then_waits, ["colorsys"]) == 7
     assert "colorsys" in sys.modules
+
+
+def test_a_plan_with_nothing_to_copy_leaves_the_imports_undone() -> None:
+    """A no-op rerun's walks keep both cores: nothing is imported beside them."""
+    sys.modules.pop("colorsys", None)
+    assert beside.plan_beside(lambda: (os.system("sleep 0.3"), 7)[1], ["colorsys"]) == 7
+    assert "colorsys" not in sys.modules
+
+
+def test_copies_ahead_outside_a_planning_child_does_nothing() -> None:
+    beside.copies_ahead()
+    assert beside._ahead is None
 
 
 def test_the_childs_error_is_raised_here_as_it_was() -> None:

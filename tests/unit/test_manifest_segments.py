@@ -23,6 +23,8 @@ import pytest
 from distcp.commit.log import CommitStepStore
 from distcp.commit.status import render_status, status_report
 from distcp.state import manifest as mf
+from distcp.state import sizes
+from distcp.state.layout import StateLayout
 from distcp.state.store import MIGRATED, StateStore, urn_key
 from distcp.summary import Summary
 from tests.fixtures.commit_scenarios import (
@@ -386,3 +388,35 @@ def test_sizes_without_tombstones_resolve_as_the_manifest_does(tmp_path: Path, o
     shuffled = StateStore(str(tmp_path), {}).load("urn:s")
     shuffled.segments.reverse()
     assert store.sizes_of(shuffled, root) == want
+
+
+def test_sizes_are_kept_until_the_segments_change(tmp_path: Path) -> None:
+    """``--incremental``'s rows are read from the segments once and kept: read again
+    they come from ``sizes/<key>.bin`` (the segments themselves are not read); a
+    publish (new segments) makes the kept file stale, and a damaged one, or one made
+    for another root, is ignored and rewritten."""
+    store = StateStore(str(tmp_path), {})
+    state = store.load("urn:s")
+    store.append_segment(state, "seq0", [("/d/a", 1, 1.5, "x", "g"), ("/d/b\udce9", 2, 2.5,
+                                                                        "x", "g")], [])
+    store.save(state)
+    want = {"a": (1, 1.5), "b\udce9": (2, 2.5)}
+    assert store.sizes_of(store.load("urn:s"), "/d") == want
+    kept = Path(StateLayout(str(tmp_path)).sizes(urn_key("urn:s")))
+    assert kept.is_file()
+    segments = list((tmp_path / "manifests").rglob("*.parquet"))
+    saved = {p: p.read_bytes() for p in segments}
+    for p in segments:
+        p.write_bytes(b"not parquet")  # a read of the segments would fail now
+    assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/d") == want
+    for p, data in saved.items():
+        p.write_bytes(data)
+    store.append_segment(state, "seq1", [("/d/c", 3, 3.5, "x", "g")], ["/d/a"])
+    store.save(state)
+    want = {"b\udce9": (2, 2.5), "c": (3, 3.5)}
+    assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/d") == want
+    assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/") == {
+        f"d/{k}": v for k, v in want.items()}  # another root: read again, kept for it
+    kept.write_bytes(kept.read_bytes()[:-3])  # cut short
+    assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/d") == want
+    assert sizes.unpack(kept.read_bytes(), [s.name for s in state.segments], "/d/") == want

@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from distcp.planning.paired import PairedTask, merged, task_pairs
+from distcp.planning.joined import Unchanged
+from distcp.planning.paired import PairedItem, PairedTask, merged, task_pairs
+from distcp.planning.published import Published
 from distcp.storage import treelisting as tl
-from distcp.storage.filesystems import local_status
+from distcp.storage.filesystems import local_status, scandir_entries, walk_local
 
 
 def keyed(*rels: str) -> Any:
@@ -54,3 +56,51 @@ def test_a_subtree_task_pairs_its_root_with_the_drivers_row_and_walks_both(
     assert isinstance(source_file, tuple) and isinstance(source_file[1], os.stat_result)
     assert isinstance(target_file, tuple) and target_file[1].st_size == 3
     assert isinstance(pairs[0][1], tuple) and pairs[0][1][1].is_dir
+
+
+def test_the_manifests_unchanged_files_are_counted_in_the_walk_the_rest_paired(
+        tmp_path: Path) -> None:
+    """``--incremental``'s walk (``Published``): a file the manifest holds at its size
+    and mtime never leaves the walk, only its number (last); a changed one, a new one
+    and the directories come paired as before; ``count=False`` (``-v``, ``--dry-run``:
+    every decision kept) pairs them all."""
+    src = tmp_path / "src"
+    for rel in ("d/same", "d/e/same", "d/grown", "d/new"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(rel)
+
+    def row(rel: str, grown: int = 0) -> tuple[int, float]:
+        st = os.stat(src / rel)
+        return st.st_size + grown, st.st_mtime
+
+    rows = {"d/same": row("d/same"), "d/e/same": row("d/e/same"), "d/grown": row("d/grown", 1)}
+    task = tl.ListingTask(tl.TREE, str(src), str(src), "skip", start=str(src / "d"))
+    item = PairedItem(tasks=(PairedTask("d", task, None),))
+
+    def walked(count: bool) -> list[Any]:
+        out = []
+        for s, t in Published(rows, str(src), "/dst", count=count).pairs(item):
+            if isinstance(s, Unchanged):
+                out.append(s)
+            else:
+                assert isinstance(s, tuple)
+                out.append((s[0][len(str(src)) + 1:], t[0] if isinstance(t, tuple) else None))
+        return out
+
+    assert sorted(walked(True)[:-1]) == [
+        ("d", None), ("d/e", None), ("d/grown", "/dst/d/grown"), ("d/new", None)]
+    assert walked(True)[-1] == Unchanged(2)
+    assert sorted(walked(False)) == [
+        ("d", None), ("d/e", None), ("d/e/same", "/dst/d/e/same"),
+        ("d/grown", "/dst/d/grown"), ("d/new", None), ("d/same", "/dst/d/same")]
+
+
+def test_a_walks_file_value_of_none_is_left_out(tmp_path: Path) -> None:
+    """``walk_local``: a file its ``files`` gives None for is accounted for there."""
+    for rel in ("a.txt", "b.py", "d/c.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    walked = [p[len(str(tmp_path)) + 1:] for p, _ in walk_local(
+        scandir_entries(str(tmp_path), []), "skip", [], frozenset(),
+        lambda path, st: None if path.endswith(".py") else st)]
+    assert walked == ["a.txt", "d"]

@@ -13,6 +13,7 @@ def test_every_name_under_the_state_root() -> None:
     assert s.commit("j-1", aside=True) == "/d/.pydistcp/commits/aside/j-1.json"
     assert s.dataset("k") == "/d/.pydistcp/datasets/k.json"
     assert s.manifests("k") == "/d/.pydistcp/manifests/k"
+    assert (s.sizes(), s.sizes("k")) == ("/d/.pydistcp/sizes", "/d/.pydistcp/sizes/k.bin")
     assert (s.staging(), s.staging("j")) == ("/d/.pydistcp/staging", "/d/.pydistcp/staging/j")
     assert s.progress("j") == "/d/.pydistcp/progress/j"
     assert s.check_progress("j") == "/d/.pydistcp/progress/check-j"
