@@ -42,8 +42,9 @@ class Published:
         """The item's source entries, each with the target the manifest holds at its
         destination (None: it holds none). No merge: each entry finds its row. With
         ``count``, the files the manifest holds as they are never leave the walk: their
-        number comes last (``Unchanged``), at ~1 us each instead of ~4 (a 300,000-file
-        no-op rerun's walk, on each of two cores, 0.97 -> s)."""
+        number comes last (``Unchanged``). A 300,000-file no-op rerun's two walking
+        processes took 0.73 s each instead of 0.97 s (their bare ``scandir`` and
+        ``stat``: 0.54 s)."""
         get, cut, prefix, vouch = self.rows.get, self.cut, self.prefix, self.vouch
         unchanged = 0
 
