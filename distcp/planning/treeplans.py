@@ -157,7 +157,7 @@ class DriverPairs:
         if self.state is None or not cfg.incremental or cfg.delete:
             return None
         dst = storage_for(ds.destination_root, dict(cfg.dst_options)).tree(ds.destination_root)
-        rows = self.state.sizes_of(self.state.load(ds.urn), dst.path)
+        rows = self.state.sizes_of(self.state.load(ds.urn), dst.path, keep=not cfg.dry_run)
         timeline.mark("manifest read")
         return Published(rows, src, dst.path, skips_same(cfg.overwrite, cfg.compare),
                          count=not self.keep_skips)

@@ -328,7 +328,8 @@ class StateStore:
         out.update(mf.to_dict(mf.newest(table)))
         return out
 
-    def sizes_of(self, state: DatasetState, under: str) -> dict[str, tuple[int, float]]:
+    def sizes_of(self, state: DatasetState, under: str, keep: bool = True
+                 ) -> dict[str, tuple[int, float]]:
         """Path relative to ``under`` -> (size, origin mtime) of each destination below
         it: what a plan against the manifest compares (``--incremental``), read from
         those columns alone (no digests, no guids).
@@ -339,8 +340,8 @@ class StateStore:
         read at 300,000 files); a folder whose rows are not in that order (none is
         written so) is resolved by it.
 
-        The answer is kept (``state.sizes``) and read back while the live segments are
-        the ones it was made from."""
+        The answer is kept (``state.sizes``; not with ``keep=False``: a dry run writes
+        nothing) and read back while the live segments are the ones it was made from."""
         prefix = under.rstrip("/") + "/"
         cut = len(prefix)
         if state._manifest is not None or state.legacy:
@@ -357,6 +358,8 @@ class StateStore:
         if kept is not None:
             return kept
         rows = self._sizes_read(state, prefix)
+        if not keep:
+            return rows
         try:
             data = sizes.pack(rows, names, prefix)
         except UnicodeError:  # a name no file can hold: read from the segments each time

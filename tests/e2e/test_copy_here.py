@@ -308,3 +308,22 @@ def test_a_rerun_with_nothing_to_copy_imports_neither_spark_nor_what_it_does_not
                               "xml.sax.saxutils", "urllib.request"}) == []
     kept = dst / ".pydistcp" / "sizes"
     assert [p.suffix for p in kept.iterdir()] == [".bin"] if flags else not kept.exists()
+
+
+def test_an_incremental_dry_run_writes_nothing_to_the_state(tmp_path: Path) -> None:
+    """``--incremental`` keeps the manifest's sizes in the state; a dry run reads them as
+    a run does and writes nothing, neither them nor anything else."""
+    src, dst = _source(tmp_path / "src"), tmp_path / "dst"
+    assert run_cli("copy", str(src), str(dst), "--no-progress").returncode == 0
+
+    def state() -> dict[str, bytes]:
+        return {p.relative_to(dst).as_posix(): p.read_bytes()
+                for p in (dst / ".pydistcp").rglob("*") if p.is_file()}
+
+    before = state()
+    dry = run_cli("copy", str(src), str(dst), "--incremental", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would copy 0 files" in dry.stdout, dry.stdout
+    assert state() == before
+    assert run_cli("copy", str(src), str(dst), "--incremental", "--no-progress").returncode == 0
+    assert any(name.startswith(".pydistcp/sizes/") for name in state())
