@@ -123,8 +123,7 @@ class Tree:
         tree's root or lies below it: the same filesystem (class and options), and
         the same place once the storage spelled both its one way (a local link
         resolved), so a destination inside its own source is refused."""
-        if type(self.handle) is not type(other.handle) or \
-                self.handle.storage_options != other.handle.storage_options:
+        if not fsutil.same_filesystem(self.handle, other.handle):
             return False
         inner = other.path if path is None else path
         outer = self.storage.same_place(self.path.rstrip("/"))

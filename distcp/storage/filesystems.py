@@ -16,19 +16,18 @@ import operator
 import os
 import posixpath
 import stat
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from urllib.parse import quote
-
-import fsspec
-from fsspec import AbstractFileSystem
-from fsspec.implementations.local import LocalFileSystem
 
 from distcp.model import FileStatus
 from distcp.storage import writes
 from distcp.storage.keptmtimes import kept_mtime
-from distcp.storage.s3 import ops as s3
+
+if TYPE_CHECKING:  # fsspec is imported by the runs that use it (``LocalPaths``)
+    from fsspec import AbstractFileSystem
 
 S = TypeVar("S")
 
@@ -65,6 +64,47 @@ def top_entries(entries: list[os.DirEntry[str]] | None, skipped: list[Skipped] |
 _SECRET_HINTS = ("secret", "password", "token", "passphrase", "session", "key")
 
 
+class LocalPaths:
+    """fsspec's local filesystem, made at its first use: what ``filesystem`` gives for a
+    plain local path. Importing fsspec costs ~0.06 s (it brings asyncio and
+    importlib.metadata), a tenth of a small local run, which asks a filesystem of its
+    paths only for their spelling (``_local_path``, fsspec's own rule for POSIX paths);
+    the local storage does its work with ``os`` calls. Anything else asked of it is
+    asked of fsspec's ``LocalFileSystem``."""
+
+    def __init__(self) -> None:
+        #: What ``Tree.holds`` compares: a local path takes no options.
+        self.storage_options: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        from fsspec.implementations.local import LocalFileSystem
+
+        return getattr(LocalFileSystem(), name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return LocalPaths, ()
+
+    def __repr__(self) -> str:
+        return "LocalPaths()"
+
+
+_LOCAL = LocalPaths()
+
+
+def _local_path(url: str) -> str | None:
+    """A plain POSIX path as fsspec's ``LocalFileSystem`` spells it (absolute, ``~``
+    expanded, no trailing slash), or None for anything else, which fsspec itself
+    resolves: another OS, or any ``:`` (a URL, a chain, ``data:`` and its kin)."""
+    if os.sep != "/" or ":" in url:
+        return None
+    if url.startswith("~"):
+        url = os.path.expanduser(url)
+    elif not url.startswith("/"):
+        rel = "" if url == "." else url.removeprefix("./")
+        url = f"{os.getcwd()}/{rel}"
+    return url.rstrip("/") or "/"
+
+
 def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[AbstractFileSystem, str]:
     """The filesystem for ``url`` and the path inside it.
 
@@ -72,7 +112,14 @@ def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[Abst
     host, port and user from the URL are storage options; ``options`` win.
     """
     options = writes.for_fsspec(url, options)  # ours, not the filesystem's (storage.writes)
+    path = None if options else _local_path(url)
+    if path is not None:
+        return cast("AbstractFileSystem", _LOCAL), path
+    import fsspec
+
     if url.split("://", 1)[0] in ("s3", "s3a"):
+        from distcp.storage.s3 import ops as s3
+
         options = s3.bounded_options(options)  # every request bounded: see s3.py
     typed = typed_options(url, options or {})
     keys = _url_keys(_protocol(url))
@@ -91,6 +138,8 @@ def filesystem_class(protocol: str) -> type[AbstractFileSystem]:
     """The class pydistcp uses for ``protocol``: ours where we have one, else fsspec's."""
     own = _OWN_CLASSES.get(protocol)
     if own is None:
+        import fsspec
+
         cls: type[AbstractFileSystem] = fsspec.get_filesystem_class(protocol)
         return cls
     module, _, name = own.partition(":")
@@ -194,7 +243,19 @@ def _option_kinds(protocol: str) -> dict[str, type]:
 
 
 def is_local(fs: AbstractFileSystem) -> bool:
-    return isinstance(fs, LocalFileSystem)
+    if isinstance(fs, LocalPaths):
+        return True
+    local = sys.modules.get("fsspec.implementations.local")  # none made unless imported
+    return local is not None and isinstance(fs, local.LocalFileSystem)
+
+
+def same_filesystem(a: AbstractFileSystem, b: AbstractFileSystem) -> bool:
+    """Whether two filesystems reach the same entries: this machine's for any two local
+    ones (a plain path's ``LocalPaths`` and a ``file://`` URL's fsspec filesystem alike),
+    else the same class with the same options."""
+    if is_local(a) or is_local(b):
+        return is_local(a) and is_local(b)
+    return type(a) is type(b) and a.storage_options == b.storage_options
 
 
 def holds_symlinks(fs: AbstractFileSystem) -> bool:
@@ -615,6 +676,9 @@ def forget_listings() -> None:
     """Drop every cached directory listing of this process's fsspec filesystems (the
     instances stay, with their connections): what was true for an earlier run is not
     evidence for this one."""
+    fsspec = sys.modules.get("fsspec")
+    if fsspec is None:  # no filesystem of fsspec's in this process: nothing cached
+        return
     for cls in list(fsspec.registry.values()):  # the implementations imported so far
         for instance in list(getattr(cls, "_cache", {}).values()):
             with contextlib.suppress(Exception):

@@ -15,15 +15,15 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from fsspec import AbstractFileSystem
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from distcp.model import FileStatus
 from distcp.names import from_utf8, to_utf8
 from distcp.storage import filesystems as fsutil
 from distcp.storage.filesystems import Skipped
-from distcp.storage.s3 import listing as s3list
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 S = TypeVar("S")
 
@@ -172,6 +172,8 @@ def list_page(fs: AbstractFileSystem, root: str, after: str | None = None,
               max_keys: int = 1000, prefix: str | None = None) -> dict[str, Any]:
     """One ListObjectsV2 page of the keys under ``root`` (or ``prefix``) after ``after``."""
     bucket, stem = _bucket_key(fs, root)
+    from distcp.storage.s3 import listing as s3list
+
     lean = s3list.list_page(fs, bucket, stem if prefix is None else prefix, after, max_keys)
     if lean is not None:
         return lean
@@ -218,6 +220,8 @@ def _scan(fs: AbstractFileSystem, task: ListingTask, prefix: str, after: str | N
 
     def beyond(key: str) -> bool:
         return (upto is not None and key > upto) or (bool(before) and key >= str(before))
+
+    from distcp.storage.s3 import listing as s3list
 
     pages = s3list.page_stream(fs, bucket, prefix, after, task.page, beyond) or \
         _pages(fs, task, prefix, after)

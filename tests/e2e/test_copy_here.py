@@ -279,6 +279,7 @@ def test_a_small_copy_here_imports_neither_spark_nor_pandas(tmp_path: Path) -> N
     assert tree(dst) == tree(src)
     # (pyarrow's probe is answered by an import refused at once: "pandas" alone)
     assert sorted(m for m in _imported(out) if m.startswith(("pyspark", "pandas."))) == []
+    assert "fsspec" not in _imported(out)  # local paths are spelled without it
     assert len(list((dst / ".pydistcp" / "manifests").rglob("*.parquet"))) == 1
     again = run_cli("copy", str(src), str(dst), "--no-progress", "--incremental")
     # the segment reads back: every file is in the manifest, none copied again
@@ -305,7 +306,7 @@ def test_a_rerun_with_nothing_to_copy_imports_neither_spark_nor_what_it_does_not
     imported = _imported(out)
     assert "distcp.run.pipeline" in imported  # the record is read
     assert sorted(imported & {"pyspark", "pandas", "pyarrow", "numpy", "prometheus_client",
-                              "xml.sax.saxutils", "urllib.request"}) == []
+                              "xml.sax.saxutils", "urllib.request", "fsspec", "asyncio"}) == []
     kept = dst / ".pydistcp" / "sizes"
     assert [p.suffix for p in kept.iterdir()] == [".bin"] if flags else not kept.exists()
 

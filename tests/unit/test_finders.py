@@ -48,6 +48,15 @@ def test_destination_inside_source_is_refused(src: Path) -> None:
         targets([src], src / "sub" / "copy")
 
 
+def test_destination_inside_source_is_refused_however_each_is_spelled(src: Path) -> None:
+    """A ``file://`` URL and a plain path reach the same disk (fsspec's filesystem for
+    one, ``LocalPaths`` for the other): still inside."""
+    with pytest.raises(PlanningError, match="is inside source"):
+        targets([f"file://{src}"], src / "sub" / "copy")
+    with pytest.raises(PlanningError, match="is inside source"):
+        targets([src], f"file://{src}/sub/copy")
+
+
 def test_missing_source_is_named(tmp_path: Path) -> None:
     with pytest.raises(PlanningError, match=f"source not found: {tmp_path / 'nope'}"):
         targets([tmp_path / "nope"], tmp_path / "out")

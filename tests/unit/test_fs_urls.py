@@ -78,3 +78,31 @@ def test_ftplib_errors_become_oserrors_naming_the_path(exc: Exception, kind: typ
 def test_oserrors_pass_unchanged() -> None:
     exc = TimeoutError("slow")
     assert translate(exc, "/a") is exc
+
+
+@pytest.mark.parametrize("url", ["/a/b", "/a/b/", "/", "//", "a", "a/b/", "./a", ".", "./",
+                                 "~", "~/x/", "/a/./b", "/a/../b", "caf\u00e9/bad\udce9",
+                                 "file:///a/b", "local:///a", "file:/a", "/a:b"])
+def test_a_local_path_is_spelled_as_fsspec_spells_it_without_importing_it(
+        url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A plain path is resolved without fsspec (``LocalPaths``), to fsspec's own
+    spelling; a ``file:`` URL goes through fsspec, as before; either is local."""
+    from fsspec.core import url_to_fs
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "/home/someone")
+    fs, path = fsutil.filesystem(url)
+    assert path == url_to_fs(url)[1]
+    assert fsutil.is_local(fs) and fsutil.to_url(fs, path) == path
+    assert isinstance(fs, fsutil.LocalPaths) == (":" not in url)
+
+
+def test_the_lazy_local_filesystem_answers_as_fsspecs_does(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("abc")
+    fs, path = fsutil.filesystem(str(tmp_path))
+    assert isinstance(fs, fsutil.LocalPaths)
+    assert fs.ls(path, detail=False) == [f"{path}/f"]
+    assert fs.size(f"{path}/f") == 3
+    assert fs.storage_options == {}
+    fs2, _ = fsutil.filesystem(str(tmp_path), {"auto_mkdir": True})
+    assert not isinstance(fs2, fsutil.LocalPaths) and fsutil.is_local(fs2)
