@@ -28,9 +28,13 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return src
 
 
-def _start(src: Path, dst: Path) -> subprocess.Popen[bytes]:
+def _start(src: Path, dst: Path, slow: bool = False) -> subprocess.Popen[bytes]:
+    """The copy in a session of its own; ``slow``: each file's copy followed by a pause
+    (``DISTCP_SLOW_AT``), so that a run cannot publish before the test kills it: on a
+    quiet machine the 300 files were copied, journaled and published between two polls."""
+    env = cli_env({"DISTCP_SLOW_AT": "after_stage=0.05"} if slow else None)
     return subprocess.Popen([sys.executable, "-m", "distcp", "copy", str(src), str(dst),
-                             "--no-progress"], env=cli_env(), stdout=subprocess.DEVNULL,
+                             "--no-progress"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -50,7 +54,7 @@ def _journaled(dst: Path) -> int:
 
 
 def _kill_after_journal(src: Path, dst: Path) -> None:
-    proc = _start(src, dst)
+    proc = _start(src, dst, slow=True)
     try:
         _wait_for(lambda: _journaled(dst) >= 2, 240, "journaled copies")
     finally:
