@@ -51,8 +51,7 @@ class Published:
         def counted(path: str, status: os.stat_result) -> os.stat_result | None:
             nonlocal unchanged
             row = get(path[cut:])
-            if row is not None and row[0] == status.st_size \
-                    and (row[1] == status.st_mtime or same_mtime(row[1], status.st_mtime)):
+            if row is not None and _holds(row, status):
                 unchanged += 1
                 return None
             return status
@@ -66,10 +65,16 @@ class Published:
             row = get(rel)
             if row is None:
                 yield entry, None
-            elif vouch and type(status) is os.stat_result and row[0] == status.st_size \
-                    and (row[1] == status.st_mtime or same_mtime(row[1], status.st_mtime)):
+            elif vouch and type(status) is os.stat_result and _holds(row, status):
                 yield entry, (prefix + rel, status)  # vouched for: skipped on its stat
             else:
                 yield entry, (prefix + rel, FileStatus(prefix + rel, row[0], row[1]))
         if unchanged:
             yield Unchanged(unchanged), None
+
+
+def _holds(row: tuple[int, float], status: os.stat_result) -> bool:
+    """Whether the manifest's row (size, origin mtime) still describes the source file
+    ``status`` stats: what lets a file be skipped on its stat."""
+    return row[0] == status.st_size \
+        and (row[1] == status.st_mtime or same_mtime(row[1], status.st_mtime))

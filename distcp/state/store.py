@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
+
+_log = logging.getLogger("pydistcp.state")
 
 MAX_RUNS = 50
 MAX_APPLIED = 300  # three markers per sequence (manifest, watermark, run)
@@ -353,7 +356,12 @@ class StateStore:
         storage = storage_for(url, self.options)
         try:
             kept = sizes.unpack(storage.read_bytes(url, "manifest sizes"), names, prefix)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            kept = None
+        except OSError as exc:  # only a cache: read from the segments, not kept again
+            _log.warning("state: cannot read the kept manifest sizes %s (%s); "
+                         "reading the manifest instead", url, exc.strerror or exc)
+            keep = False
             kept = None
         if kept is not None:
             return kept
@@ -364,8 +372,12 @@ class StateStore:
             data = sizes.pack(rows, names, prefix)
         except UnicodeError:  # a name no file can hold: read from the segments each time
             return rows
-        storage.prepare_folder(layout.sizes())
-        storage.write_atomic(url, data, durable=False)  # lost in a crash: read again
+        try:
+            storage.prepare_folder(layout.sizes())
+            storage.write_atomic(url, data, durable=False)  # lost in a crash: read again
+        except OSError as exc:  # a full disk, a folder it may not write: only a cache
+            _log.warning("state: cannot keep the manifest sizes in %s (%s); "
+                         "the next run reads the manifest again", url, exc.strerror or exc)
         return rows
 
     def _sizes_read(self, state: DatasetState, prefix: str) -> dict[str, tuple[int, float]]:

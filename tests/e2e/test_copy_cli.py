@@ -142,6 +142,46 @@ def test_dry_run_changes_nothing_and_delete_mirrors(tmp_path: Path,
     assert summary(sj)["files_deleted"] == 2  # the file and its directory
 
 
+def test_an_incremental_rerun_on_the_warm_engine_keeps_and_renews_the_sizes(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
+    """The warm engine's ``--incremental`` rerun plans in a forked child, which keeps
+    the manifest's sizes in the state as a cold run does: the next rerun skips every
+    file from them, a file changed behind the tool's back is still copied (its size and
+    mtime differ from its row) and the publish renews them; a state folder where they
+    cannot be kept costs one line on stderr, never the run."""
+    src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
+    make_tree(src)
+    inc = ["--incremental", "--no-progress", "--summary-json", str(sj)]
+    assert run_cli("copy", str(src), str(dst), "--no-progress", env=warm_engine
+                   ).returncode == 0
+    kept = dst / ".pydistcp" / "sizes"
+    assert not kept.exists()  # only --incremental reads the manifest's sizes
+    first = run_cli("copy", str(src), str(dst), *inc, env=warm_engine)
+    assert first.returncode == 0, first.stderr
+    assert (summary(sj)["files_copied"], summary(sj)["files_skipped"]) == (0, 5)
+    [made] = kept.iterdir()
+    before = made.read_bytes()
+    (src / "top.csv").chmod(0o644)
+    (src / "top.csv").write_text("id,v\n1,2,3\n")  # another size: changed behind its back
+    second = run_cli("copy", str(src), str(dst), *inc, env=warm_engine)
+    assert second.returncode == 0, second.stderr
+    assert (summary(sj)["files_copied"], summary(sj)["files_skipped"]) == (1, 4)
+    assert tree(dst) == tree(src)
+    third = run_cli("copy", str(src), str(dst), *inc, env=warm_engine)
+    assert (summary(sj)["files_copied"], summary(sj)["files_skipped"]) == (0, 5)
+    assert [p.name for p in kept.iterdir()] == [made.name]
+    assert made.read_bytes() != before  # made again from the segments after the publish
+    assert third.stderr.strip() == ""
+    made.unlink()
+    kept.rmdir()
+    kept.write_bytes(b"")  # a file where the folder goes: the sizes cannot be kept
+    blocked = run_cli("copy", str(src), str(dst), *inc, env=warm_engine)
+    assert blocked.returncode == 0, blocked.stderr
+    assert (summary(sj)["files_copied"], summary(sj)["files_skipped"]) == (0, 5)
+    [line] = [x for x in blocked.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"state: cannot keep the manifest sizes in {kept}/"), line
+
+
 def test_glob_datasets_land_at_their_relative_paths(tmp_path: Path,
                                                     warm_engine: dict[str, str]) -> None:
     wh, out = tmp_path / "warehouse", tmp_path / "out"

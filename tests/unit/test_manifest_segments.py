@@ -11,6 +11,7 @@ lost; ``pydistcp status`` counts the same files.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import subprocess
@@ -420,3 +421,32 @@ def test_sizes_are_kept_until_the_segments_change(tmp_path: Path) -> None:
     kept.write_bytes(kept.read_bytes()[:-3])  # cut short
     assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/d") == want
     assert sizes.unpack(kept.read_bytes(), [s.name for s in state.segments], "/d/") == want
+
+
+def test_sizes_that_cannot_be_kept_are_read_and_said_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The kept sizes are only a cache: a state folder where they cannot be written (a
+    file where their folder goes) or read (a folder where their file goes) still plans,
+    from the segments, and says so in one line naming the file (an unreadable one is not
+    written again)."""
+    store = StateStore(str(tmp_path), {})
+    state = store.load("urn:s")
+    store.append_segment(state, "seq0", [("/d/a", 1, 1.5, "x", "g")], [])
+    store.save(state)
+    layout = StateLayout(str(tmp_path))
+    Path(layout.sizes()).write_bytes(b"in the way")  # the folder cannot be made
+    with caplog.at_level(logging.WARNING, "pydistcp.state"):
+        assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/d") == {
+            "a": (1, 1.5)}
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "cannot keep the manifest sizes in" in line and "\n" not in line
+    assert Path(layout.sizes()).read_bytes() == b"in the way"
+    Path(layout.sizes()).unlink()
+    Path(layout.sizes(urn_key("urn:s"))).mkdir(parents=True)  # the file cannot be read
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "pydistcp.state"):
+        assert StateStore(str(tmp_path), {}).sizes_of(store.load("urn:s"), "/d") == {
+            "a": (1, 1.5)}
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "cannot read the kept manifest sizes" in line and urn_key("urn:s") in line
+    assert Path(layout.sizes(urn_key("urn:s"))).is_dir()
