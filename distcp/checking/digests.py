@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from distcp.copying.taskenv import applied_environment
 from distcp.storage import StorageSpec, storage_for
 from distcp.storage import filesystems as fsutil
+from distcp.storage.buffers import ReadBuffer
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ def digest_one(job: DigestJob, buffer: bytearray) -> DigestResult:
 def digest_runner(buffer_size: int, attempt: str
                   ) -> Callable[[list[DigestUnit]], Iterator[Iterable[DigestResult]]]:
     """``distcp.spark.arrow`` runner factory: each unit's results, one buffer per task."""
-    buffer = bytearray(buffer_size)
+    buffer = ReadBuffer(buffer_size)
 
     def run(units: list[DigestUnit]) -> Iterator[Iterable[DigestResult]]:
         for unit in units:

@@ -18,6 +18,7 @@ from distcp.copying.results import failed
 from distcp.copying.taskenv import applied_environment
 from distcp.model import TaskResult
 from distcp.storage import storage_for
+from distcp.storage.buffers import ReadBuffer
 from distcp.storage.joins import SplitParts
 
 
@@ -56,7 +57,7 @@ def joiner(options: dict[str, Any], buffer_size: int, verify: str,
     Joins with one buffer, one list of one result per Join, in the client's task
     environment (``env``: a warm engine's workers have none of the client's own, such
     as an emulator's address that the storage reads from it)."""
-    buffer = bytearray(buffer_size)
+    buffer = ReadBuffer(buffer_size)
 
     def run(jobs: list[Join]) -> list[list[TaskResult]]:
         with applied_environment(env):

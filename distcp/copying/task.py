@@ -53,6 +53,7 @@ from distcp.storage import (
     storage_for,
 )
 from distcp.storage import filesystems as fsutil
+from distcp.storage.buffers import ReadBuffer
 from distcp.storage.filesystems import os_path
 from distcp.storage.staging import StagedStream, StageWriter
 from distcp.streams import FileAwareInputStream
@@ -159,7 +160,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         for f in unit.files)
     now = set(unit.publish_now)
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
-        buffer = bytearray(spec.buffer_size)
+        buffer = ReadBuffer(spec.buffer_size)
         folders = Folders(staging_dir)
         # a plain file's own way: nothing per file counted, it sends no request
         side = _plain_side(spec)
@@ -178,7 +179,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
 
     def copy(index: int, file: CopyableFile) -> Outputs:
         if not hasattr(local, "buffer"):
-            local.buffer = bytearray(spec.buffer_size)
+            local.buffer = ReadBuffer(spec.buffer_size)
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
                              local.buffer, publish_now=bool(now) and file.guid in now)
 
@@ -196,7 +197,7 @@ def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> TaskResult:
     file, split = unit.files[0], unit.split
     assert split is not None
     key = ResultKey.of(file, unit.unit_id, attempt)
-    buffer = bytearray(spec.buffer_size)
+    buffer = ReadBuffer(spec.buffer_size)
     by_store = server_side(file, spec) and spec.server_side_ranges
     return copy_range(file, split, replace(spec, server_side=by_store), key, buffer)
 

@@ -19,6 +19,7 @@ from distcp.copying.throttle import Throttle
 from distcp.errors import CopyError, SourceReadError
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.buffers import aligned
 from distcp.storage.local import copyfile as localcopy
 from distcp.storage.staging import StagedStream, StageWriter
 
@@ -163,7 +164,7 @@ def stage_stream(stream: Any, writer: StageWriter, buffer: bytearray) -> StagedS
 
 
 def _pump(stream: Any, out: StageWriter, buffer: bytearray, digest: Digest) -> None:
-    view = memoryview(buffer)
+    view = aligned(buffer)
     readinto = getattr(stream, "readinto", None)
     while True:
         if readinto is not None:
@@ -172,7 +173,7 @@ def _pump(stream: Any, out: StageWriter, buffer: bytearray, digest: Digest) -> N
                 return
             chunk = view[:n]
         else:
-            data = stream.read(len(buffer))
+            data = stream.read(len(view))
             if not data:
                 return
             chunk = memoryview(data)

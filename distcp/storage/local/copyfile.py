@@ -29,6 +29,7 @@ from typing import Any
 
 from distcp.checksum import Digest
 from distcp.errors import SourceReadError
+from distcp.storage.buffers import aligned
 from distcp.storage.local.holes import HASH_CHUNK, hash_zeros, segments
 
 #: Ways to move bytes, best first; ``copy_span(method=...)`` starts lower (tests, tuning).
@@ -88,9 +89,10 @@ def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
     digest = Digest()
     dst = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        if end - start <= min(SMALL, len(buffer)) and method is None \
+        view = aligned(buffer)
+        if end - start <= min(SMALL, len(view)) and method is None \
                 and st.st_blocks * 512 >= st.st_size:
-            _copy_small(src, dst, start, end - start, memoryview(buffer), digest, source)
+            _copy_small(src, dst, start, end - start, view, digest, source)
         else:
             copy_span(src, dst, start, max(0, end - start), buffer, digest, source=source,
                       method=method, dst_offset=0)
@@ -136,7 +138,7 @@ def copy_span(src: int, dst: int, offset: int, length: int, buffer: bytearray,
     if os.fstat(src).st_size < offset + length:  # holes past the end would hash as zeros
         raise SourceReadError(f"source ended before its listed size: {source}", path=source)
     shift = (offset if dst_offset is None else dst_offset) - offset
-    mover = _Mover(src, dst, shift, memoryview(buffer), digest, source,
+    mover = _Mover(src, dst, shift, aligned(buffer), digest, source,
                    method or first_method(dst))
     for start, stop, data in segments(src, offset, offset + length):
         if data:

@@ -17,6 +17,7 @@ from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.base import Capabilities, Storage, Tree
+from distcp.storage.buffers import aligned
 from distcp.storage.files import FileWriter
 from distcp.storage.filesystems import os_path
 from distcp.storage.folders import publish_folders
@@ -325,7 +326,7 @@ class LocalStorage(Storage):
                 localcopy.extend_to(fd, at.offset + at.length)
             else:
                 pos = at.offset
-                for chunk in source.chunks(memoryview(buffer), digest):
+                for chunk in source.chunks(aligned(buffer), digest):
                     os.pwrite(fd, chunk, pos)
                     pos += len(chunk)
         except OSError as exc:
