@@ -220,10 +220,10 @@ def main() -> None:
               show_default=True, envvar="PYDISTCP_COPYING",
               help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
                    "same tasks in forked processes, one per core; threads when an object "
-                   "store is in the run) or auto (driver for a plan of at most 20,000 "
-                   "files and 1 GiB between local trees on a local master, 1,000 files "
-                   "and 256 MiB with an object store or when the warm engine runs, where a "
-                   "Spark job's start costs more than the copy; past that, a cold run "
+                   "store is in the run) or auto (driver for a plan between local trees "
+                   "on a local master of at most 20,000 files, 1,000 when the warm engine "
+                   "runs, whatever their size; 1,000 files and 256 MiB with an object "
+                   "store: where a Spark job's start costs more than the copy; past that, a cold run "
                    "between local trees copies its kept files' chunks in forked processes "
                    "too; spark for the rest, a cluster, a fork or split files).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),

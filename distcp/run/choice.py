@@ -114,7 +114,8 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
 #: whose Spark session opens cheaply (the warm engine, a caller's session): a warm job's
 #: start is ~0.2 s before its first file, where this process copies 1,000 small files
 #: in ~0.2 s (benchmarks/RESULTS.md, 2026-11-29); past these the executors' kept results
-#: (``keeps_copies``) pay for the job.
+#: (``keeps_copies``) pay for the job. The bytes bound only threads (an object store in
+#: the run): forked processes have no bound of bytes (``here_bounds``).
 HERE_FILES = 1_000
 HERE_BYTES = 256 << 20
 #: The same without a session to reuse (the run would start its own JVM): a cold Spark
@@ -123,14 +124,18 @@ HERE_BYTES = 256 << 20
 #: in each of 5 rounds (benchmarks/RESULTS.md, 2026-11-29). Planning on the driver holds
 #: up to this many files to copy (``held_here``) rather than keeping them for Spark.
 HERE_FILES_COLD = 20_000
-HERE_BYTES_COLD = 1 << 30
 
 
-def here_bounds(cfg: CopyConfiguration) -> tuple[int, int]:
-    """The most files and bytes ``auto`` copies here: more when the session is cold and
-    processes copy (threads, bound by the GIL, keep the small bound)."""
-    return (HERE_FILES_COLD, HERE_BYTES_COLD) if cold_bound(cfg) else (HERE_FILES,
-                                                                         HERE_BYTES)
+def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
+    """The most files and bytes (None: any) ``auto`` copies here. Forked processes
+    (``forks_here``) copy on every core as Spark's local tasks would, a big file at
+    their pace (8 × 256 MiB: copy phase 1.04 s here, 1.15 s on the warm engine's tasks,
+    against a cold JVM's 6-7 s start; benchmarks/RESULTS.md, 2026-11-30), so only the
+    number of files is bounded, more when the session is cold. Threads, bound by the
+    GIL, keep the small bounds."""
+    if not forks_here(cfg):
+        return HERE_FILES, HERE_BYTES
+    return (HERE_FILES_COLD if cold_bound(cfg) else HERE_FILES), None
 
 
 def cold_bound(cfg: CopyConfiguration) -> bool:
@@ -166,11 +171,12 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
         return None
     size = sum(f.origin.size for f in files)
     most, most_bytes = here_bounds(cfg)
-    if len(files) > most or size > most_bytes:
+    if len(files) > most or (most_bytes is not None and size > most_bytes):
         return None
+    bound = f"at most {most:,} files" + (f" and {most_bytes >> 20:,} MiB"
+                                        if most_bytes is not None else "")
     return (f"--copying auto: {len(files):,} files of {size:,} bytes on a local master, "
-            f"at most {most:,} and {most_bytes >> 20:,} MiB: a Spark job's start "
-            "would cost more than the copy")
+            f"{bound}: a Spark job's start would cost more than the copy")
 
 
 def kept_here(cfg: CopyConfiguration) -> str | None:

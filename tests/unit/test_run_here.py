@@ -19,7 +19,6 @@ from distcp.planning import beside
 from distcp.run import choice, here
 from distcp.run.choice import (
     HERE_BYTES,
-    HERE_BYTES_COLD,
     HERE_FILES,
     HERE_FILES_COLD,
     copies_here,
@@ -40,10 +39,11 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(), _files(3), 0, False, True),
     (_cfg(engine="warm"), _files(HERE_FILES), 0, False, True),
     (_cfg(engine="warm"), _files(HERE_FILES + 1), 0, False, False),  # a cheap session
-    (_cfg(engine="warm"), _files(2, HERE_BYTES), 0, False, False),
+    # forked processes copy big files at a task's pace: no bound of bytes
+    (_cfg(engine="warm"), _files(8, 256 << 20), 0, False, True),
     (_cfg(engine="cold"), _files(HERE_FILES_COLD), 0, False, True),  # a JVM of its own
     (_cfg(engine="cold"), _files(HERE_FILES_COLD + 1), 0, False, False),
-    (_cfg(engine="cold"), _files(2, HERE_BYTES_COLD), 0, False, False),
+    (_cfg(engine="cold"), _files(2, 1 << 40), 0, False, True),
     (_cfg(engine="warm"), _files(3), 1, False, False),         # files kept on executors
     (_cfg(engine="cold"), _files(3), 1, False, True),  # kept, and copied here too (kept_here)
     (_cfg(), _files(3), 0, True, False),                       # the catalog starts Spark
@@ -56,6 +56,11 @@ def _cfg(**kw: object) -> CopyConfiguration:
     # an object store in the run: threads copy, with the small bound
     (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES), 0, False, True),
     (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="cold", destination="s3://b/dst"), _files(1, HERE_BYTES), 0, False, True),
+    (_cfg(engine="cold", destination="s3://b/dst"), _files(1, HERE_BYTES + 1), 0, False,
+     False),
+    (_cfg(engine="warm", sources=("s3://b/src",)), _files(2, HERE_BYTES + 1), 0, False,
+     False),
     (_cfg(engine="cold", sources=("az://c/src",)), _files(HERE_FILES + 1), 0, False, False),
     (_cfg(engine="cold", state_dir="s3://b/state"), _files(HERE_FILES + 1), 0, False, False),
 ])
