@@ -28,6 +28,7 @@ from distcp.fork.tee import Tee
 from distcp.model import CopyableFile, TaskResult
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.buffers import ReadBuffer
 
 #: The tee's read size: the queues hold chunks of this many bytes at most.
 CHUNK = 1 << 20
@@ -77,7 +78,7 @@ def fork_unit(unit: ForkUnit, fork: ForkSpec, attempt: str) -> Iterator[TaskResu
     for b in used:
         storage_for(dirs[b], fork.specs[b].dst_options).makedirs(dirs[b])
     progress = {b: Progress(fork.specs[b], unit.unit_id, attempt) for b in used}
-    buffers = {b: bytearray(fork.specs[b].buffer_size) for b in used}
+    buffers: dict[int, bytearray] = {b: ReadBuffer(fork.specs[b].buffer_size) for b in used}
     with ExitStack() as stack:
         for p in progress.values():
             stack.enter_context(p.ticking())
