@@ -225,7 +225,8 @@ def main() -> None:
                    "runs, whatever their size; 1,000 files and 256 MiB with an object "
                    "store: where a Spark job's start costs more than the copy; past that, a cold run "
                    "between local trees copies its kept files' chunks in forked processes "
-                   "too; spark for the rest, a cluster, a fork or split files).")
+                   "too (and the ranges of --split-size); spark for the rest, a cluster, a fork or "
+                   "files split to an object store).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
                                 "share is under 1.5 GiB (default: Spark's cores); "

@@ -145,8 +145,8 @@ def cold_bound(cfg: CopyConfiguration) -> bool:
 
 def may_copy_here(cfg: CopyConfiguration) -> bool:
     """Whether ``auto`` may copy this run's plan here, its size aside (``copies_here``)."""
-    return (cfg.copying == "auto" and not cfg.split_size and not cfg.catalog_table
-            and tasks_run_here(cfg.master))
+    return (cfg.copying == "auto" and (not cfg.split_size or forks_here(cfg))
+            and not cfg.catalog_table and tasks_run_here(cfg.master))
 
 
 def held_here(cfg: CopyConfiguration) -> int | None:
@@ -162,12 +162,15 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
     """Why this process copies the plain branch's ``files`` (None: a Spark job does):
     ``--copying driver``, or ``auto`` with a small plan on a local master
     (``here_bounds``), nothing kept for a Spark job (``kept_here``), no file to split
-    (``--split-size``, or ``splits``: a big file's ranges spread over idle cores) and no
-    catalog (whose registrations start the session anyway)."""
+    (``--split-size``, or ``splits``: a big file's ranges spread over idle cores) unless
+    processes copy (``forks_here``: local trees, whose ranges are written at their
+    offsets, each range a unit of a forked process), and no catalog (whose registrations
+    start the session anyway)."""
     if cfg.copying == "driver":
         return "--copying driver"
     if cfg.copying == "spark" or (kept and kept_here(cfg) is None) or catalog \
-            or cfg.split_size or splits or not tasks_run_here(cfg.master):
+            or ((cfg.split_size or splits) and not forks_here(cfg)) \
+            or not tasks_run_here(cfg.master):
         return None
     size = sum(f.origin.size for f in files)
     most, most_bytes = here_bounds(cfg)

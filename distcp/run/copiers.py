@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from distcp.callbacks import Callback
 from distcp.planning import visibility
+from distcp.planning.splitting import idle_split
 from distcp.run.branch import BranchRun
 from distcp.run.choice import copies_here, copy_strategies, cores_here, kept_here
 from distcp.run.here import copy_here, copy_kept_here
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
-from distcp.spark.job import Sessions, copy_kept, copy_on_spark, idle_split
+from distcp.spark.job import Sessions, copy_kept, copy_on_spark
 from distcp.spark.listing import LazySession
 from distcp.summary import CopyTally
 

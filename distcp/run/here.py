@@ -50,10 +50,10 @@ from distcp.copying.task import stream_work_unit
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.planning import beside, visibility
+from distcp.planning import beside
 from distcp.planning.beside import preload, preloaded
-from distcp.planning.packing import units_of
 from distcp.planning.plan import DatasetPlan
+from distcp.planning.splitting import split_units, whole_results
 from distcp.run.choice import cores_here, forks_here
 from distcp.run.workers import run_forked
 from distcp.spark.job import KEPT_UNITS_FROM, poll_progress
@@ -68,11 +68,12 @@ from distcp.timeline import mark, tasks_here
 def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
               callback: Callback, publish_now: frozenset[str] = frozenset()
               ) -> tuple[list[TaskResult], CopyTally]:
-    """``files`` copied in this process (``copy_on_spark``'s counterpart, without
-    ranges); their results and what the copy reports to the summary."""
+    """``files`` copied in this process (``copy_on_spark``'s counterpart: big files in
+    ranges too, except where their parts would need a join task); their results and
+    what the copy reports to the summary."""
     cores = cores_here(cfg)
-    units = visibility.mark(units_of(files, cfg.tasks or cores, cfg.tasks, cfg.file_cost),
-                            publish_now)
+    units, splits, resumed = split_units(cfg, spec, files, cores, publish_now,
+                                         ranges=not spec.dst.capabilities.joins_parts)
     callback.message(f"copying {len(files):,} file(s) in this process, no Spark job")
     callback.set_size(len(files), sum(f.origin.size for f in files))
     t = time.monotonic()
@@ -84,7 +85,8 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     callback.update(len({r.guid for r in results}), sum(r.bytes_read for r in results))
     mark("copied in this process")
     callback.close()
-    return results, CopyTally.of_results(results, (("copy_s", round(time.monotonic() - t, 3)),))
+    return whole_results(results, splits, spec.dst_options), resumed + CopyTally.of_results(
+        results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
 def _pandas_probe() -> None:

@@ -26,17 +26,8 @@ from distcp.copying.task import unit_runner
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
 from distcp.model import CopyableFile, TaskResult, WorkUnit
-from distcp.planning import visibility
-from distcp.planning.packing import units_of
 from distcp.planning.plan import DatasetPlan
-from distcp.planning.splitting import (
-    SplitFile,
-    SplitStore,
-    assemble_ranges,
-    idle_core_split,
-    resumed_results,
-    units_for,
-)
+from distcp.planning.splitting import SplitFile, split_units, whole_results
 from distcp.spark.arrow import RunnerFactory, run_pickled
 from distcp.spark.keptcopy import (
     KeptCopy,
@@ -64,12 +55,7 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
     with sessions() as spark:
         started = round(time.monotonic() - t, 3)
         cores = cfg.parallelism or default_parallelism(spark)
-        splits, resumed = _prepare_splits(cfg, spec, files, cores)
-        whole = [f for f in files if f.guid not in splits] if splits else files
-        units = visibility.mark(units_of(whole, cfg.tasks or cores, cfg.tasks, cfg.file_cost),
-                                publish_now)
-        for sf in splits.values():
-            units += units_for(sf, len(units))
+        units, splits, resumed = split_units(cfg, spec, files, cores, publish_now)
         callback.set_size(len(files), sum(f.origin.size for f in files))
         t = time.monotonic()
         spec = replace(spec, bwlimit=per_task(cfg.bwlimit, min(len(units), cores)))
@@ -79,8 +65,7 @@ def copy_on_spark(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFi
         collected = len(results)
         phases = [("spark_start_s", started), ("copy_s", round(time.monotonic() - t, 3))]
         callback.close()
-        results += [r for sf in splits.values() for r in resumed_results(sf)]
-        assembled = assemble_ranges(results, splits, spec.dst_options)
+        assembled = whole_results(results, splits, spec.dst_options)
         if spec.dst.capabilities.joins_parts and splits:
             t = time.monotonic()
             callback.message(f"joining the ranges of {len(splits)} split files")
@@ -128,50 +113,6 @@ def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, Spli
             message=f"{fsutil.display(j.result.origin)}: join failed: {reason}; the next "
                     "run joins its ranges again") for j in jobs}
     return [done.get(r.guid, r) if r.guid in splits else r for r in results]
-
-
-def _prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
-                    cores: int) -> tuple[dict[str, SplitFile], CopyTally]:
-    """The split files of this run, with the ranges earlier runs already sent
-    (``--split-size 0``: none), and what the summary says of them."""
-    wanted = cfg.split_size if cfg.split_size is not None else idle_split(
-        cfg, spec, files, cores)
-    if not wanted:
-        return {}, CopyTally()
-    dst = spec.dst.open()
-    store = SplitStore(spec.state_root, spec.dst_options, dst)
-    # a name the destination cannot hold is not split: its task fails it by name, where
-    # preparing its ranges (an upload created here, on S3) would fail the run
-    splits = {f.guid: store.prepare(f, wanted) for f in files
-              if f.origin.size > wanted and not f.converters
-              and dst.name_problem(f.destination) is None}
-    notes = []
-    if not cfg.split_size and splits:
-        notes.append(f"{len(splits)} big file(s) copied in ranges of about "
-                     f"{wanted >> 20} MiB over the idle cores (--split-size unset)")
-    # the idle cores' ranges are approximate anyway: only a size the user gave is noted
-    adjusted = {sf.range_size for sf in splits.values()} - {wanted} if cfg.split_size else set()
-    for size in sorted(adjusted):
-        notes.append(f"split ranges of {size} bytes instead of --split-size "
-                     f"{cfg.split_size}: ranges are whole MiB (the digest block) and, "
-                     "on S3, parts of 5 MiB or more, at most 10,000 per file")
-    return splits, CopyTally(ranges_resumed=sum(len(sf.done) for sf in splits.values()),
-                             bytes_resumed=sum(sf.bytes_resumed for sf in splits.values()),
-                             notes=tuple(notes))
-
-
-def idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
-                cores: int) -> int | None:
-    """``--split-size`` unset: ranges for the idle cores (``idle_core_split``) where the
-    ranges are parts of one upload that completing joins for free (object stores), and
-    nothing needs a file whole in one task (``--check``, ``--visibility file``). Not on a
-    local disk: a whole file moves through the kernel at ~1.6 GB/s here, and ranges add
-    the joined file's re-read at publish (warm engine, 2 cores, medians of 3: one 2 GiB
-    file 3.00 s split against 3.26 s whole, the skew set 3.45 s against 3.09 s)."""
-    if cfg.check or cfg.visibility != "file-set" or not spec.dst.capabilities.multipart:
-        return None
-    return idle_core_split([f.origin.size for f in files if not f.converters],
-                           cfg.tasks or cores)
 
 
 def run_units(spark: Any, units: list[WorkUnit], spec: TaskSpec,

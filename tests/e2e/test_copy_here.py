@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import distcp
-from distcp.run.choice import HERE_BYTES_COLD, HERE_FILES, HERE_FILES_COLD
+from distcp.run.choice import HERE_FILES, HERE_FILES_COLD
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
@@ -52,8 +52,7 @@ def test_a_small_plan_is_copied_here_with_no_spark_at_all(tmp_path: Path) -> Non
         "strategy": "here",
         "why": "5 files copied in this process, no Spark job: --copying auto: 5 files of "
                f"{sum(p.stat().st_size for p in src.rglob('*.txt')):,} bytes on a local "
-               f"master, at most {HERE_FILES_COLD:,} and {HERE_BYTES_COLD >> 20:,} MiB: a Spark "
-               "job's start would "
+               f"master, at most {HERE_FILES_COLD:,} files: a Spark job's start would "
                "cost more than the copy"}]
     assert summary["files_copied"] == 5 and summary["log_file"] == ""
     assert "starting Spark" not in out.stderr and not list(logs.glob("spark-*.log"))

@@ -42,31 +42,43 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return src, digest.hexdigest()
 
 
-def copy(src: Path, dst: str, tmp: Path, name: str, env: dict[str, str] | None = None) -> dict:
+def copy(src: Path, dst: str, tmp: Path, name: str, env: dict[str, str] | None = None,
+         *flags: str) -> dict:
     r = run_cli("copy", str(src), dst, "--no-progress", "--master", "local[2]",
-                "--split-size", "32M", "--summary-json", str(tmp / name), env=env)
+                "--split-size", "32M", "--summary-json", str(tmp / name), *flags, env=env)
     if not (tmp / name).exists():
         return {"returncode": r.returncode, "stderr": r.stderr}
     return {**json.loads((tmp / name).read_text()), "returncode": r.returncode,
             "stderr": r.stderr}
 
 
-def check_resumed(first: dict, second: dict, records_before: int) -> None:
+def check_resumed(first: dict, second: dict, records_before: int,
+                  small_kept: bool = False) -> None:
+    """``small_kept``: the killed run published the small file (its unit's process
+    lived: forked processes, not a failed Spark job), so the rerun does not read it."""
     assert first["returncode"] == 1 and second["returncode"] == 0, second["stderr"]
+    assert first.get("files_copied", 0) == (1 if small_kept else 0)
     assert 2 <= records_before < 8, "the kill should leave some ranges done, some not"
     assert second["ranges_resumed"] == records_before
     assert second["bytes_resumed"] == records_before * RANGE
-    assert second["bytes_read"] == BIG - records_before * RANGE + len(b"small\n")
+    assert second["bytes_read"] == BIG - records_before * RANGE + (
+        0 if small_kept else len(b"small\n"))
 
 
+@pytest.mark.parametrize("copying", ["spark", "auto"])
 def test_local_destination_resumes_a_split_file_after_a_killed_task(
-        source: tuple[Path, str], tmp_path: Path) -> None:
+        source: tuple[Path, str], tmp_path: Path, copying: str) -> None:
+    """On Spark, and by the run's forked processes (``auto`` between local trees): the
+    ranges are units of either, written at their offsets into one staging file."""
     src, digest = source
     dst = tmp_path / "dst"
-    first = copy(src, str(dst), tmp_path, "1.json", {"DISTCP_CRASH_AT": "after_range:2"})
+    first = copy(src, str(dst), tmp_path, "1.json", {"DISTCP_CRASH_AT": "after_range:2"},
+                 "--copying", copying)
     records = list((dst / ".pydistcp" / "splits").glob("*/r*.json"))
-    second = copy(src, str(dst), tmp_path, "2.json")
-    check_resumed(first, second, len(records))
+    second = copy(src, str(dst), tmp_path, "2.json", None, "--copying", copying)
+    ways = [w["strategy"] for w in second["strategy"]["copy"]]
+    assert ways == (["here"] if copying == "auto" else ["collected"]), ways
+    check_resumed(first, second, len(records), small_kept=copying == "auto")
     assert (dst / "big.bin").read_bytes() == (src / "big.bin").read_bytes()
     assert not list((dst / ".pydistcp" / "splits").glob("*")), "split staging left behind"
     manifest = status_report(str(dst / ".pydistcp"), {})["datasets"][0]

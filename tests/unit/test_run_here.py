@@ -49,9 +49,11 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(), _files(3), 0, True, False),                       # the catalog starts Spark
     (_cfg(master="spark://h:7077"), _files(3), 0, False, False),  # a cluster's tasks
     (_cfg(master="sc://h:15002"), _files(3), 0, False, False),
-    (_cfg(split_size=8 << 20), _files(3), 0, False, False),
+    # ranges of a big file: units of the forked processes, written at their offsets
+    (_cfg(split_size=8 << 20), _files(3), 0, False, True),
+    (_cfg(split_size=8 << 20, destination="s3://b/dst"), _files(3), 0, False, False),
     (_cfg(copying="spark"), _files(3), 0, False, False),
-    (_cfg(), _files(3), 0, False, "splits"),                   # ranges over idle cores
+    (_cfg(destination="s3://b/dst"), _files(3), 0, False, "splits"),  # ranges over idle cores
     (_cfg(copying="driver"), _files(HERE_FILES_COLD + 1, HERE_BYTES), 0, False, True),
     # an object store in the run: threads copy, with the small bound
     (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES), 0, False, True),
@@ -79,7 +81,9 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
 
 @pytest.mark.parametrize(("cfg", "held"), [
     (_cfg(engine="cold"), HERE_FILES_COLD), (_cfg(engine="warm"), None),
-    (_cfg(engine="cold", copying="spark"), None), (_cfg(engine="cold", split_size=1 << 20), None),
+    (_cfg(engine="cold", copying="spark"), None),
+    (_cfg(engine="cold", split_size=1 << 20), HERE_FILES_COLD),  # ranges: forked units too
+    (_cfg(engine="cold", split_size=1 << 20, destination="s3://b/dst"), None),
     (_cfg(engine="cold", master="spark://h:7077"), None),
     (_cfg(engine="cold", destination="s3://b/dst"), None)])
 def test_driver_planning_holds_what_auto_would_copy_here(
