@@ -276,21 +276,30 @@ def bench_skew(sets: dict[str, Path], rounds: int, tmp: Path) -> dict:
     dst = tmp / "skew-dst"
     for path in sets["skew"].iterdir():  # every variant reads from the page cache
         path.read_bytes()
-    runs: dict[str, list[Any]] = {"empty": [], "cp": [], "single": [], "whole": [],
-                                  "split-256M": [], "idle-split": []}
+    runs: dict[str, list[Any]] = {"empty": [], "cp": [], "single": [], "single-split": [],
+                                  "whole": [], "split-256M": [], "idle-split": []}
     for _ in range(rounds):
         runs["empty"].append(empty_job(tmp))
         runs["cp"].append(cp_seconds(sets["one"], dst))
         # "0": never split (unset, pydistcp would give the idle core ranges itself)
         runs["single"].append(pydistcp_local(sets["one"], dst, "0", tmp))
+        runs["single-split"].append(pydistcp_local(sets["one"], dst, "256M", tmp))
         runs["whole"].append(pydistcp_local(sets["skew"], dst, "0", tmp))
         runs["split-256M"].append(pydistcp_local(sets["skew"], dst, "256M", tmp))
         runs["idle-split"].append(pydistcp_local(sets["skew"], dst, None, tmp))
         print(f"  skew round: empty {runs['empty'][-1]} s, cp {runs['cp'][-1]:.2f} s, "
               + ", ".join(f"{k} {runs[k][-1][1]['phases']['copy_s']} s"
-                          for k in ("single", "whole", "split-256M", "idle-split")), flush=True)
+                          for k in ("single", "single-split", "whole", "split-256M",
+                                    "idle-split")), flush=True)
     fixed = statistics.median(runs["empty"])
-    single_net = statistics.median(s["phases"]["copy_s"] for _, s in runs["single"]) - fixed
+
+    def net(summary: dict) -> float:
+        """The copy phase less a Spark job's fixed cost, where a job copied (a run
+        copied by its own processes, ``here``, has none)."""
+        on_spark = summary["phases"].get("spark_start_s") is not None
+        return summary["phases"]["copy_s"] - (fixed if on_spark else 0.0)
+
+    single_net = statistics.median(net(s) for _, s in runs["single"])
     best_stream = (2048 * MIB) / single_net
     total = sum(p.stat().st_size for p in sets["skew"].iterdir())
     ideal = total / best_stream / 2
@@ -299,11 +308,15 @@ def bench_skew(sets: dict[str, Path], rounds: int, tmp: Path) -> dict:
         "cp_2GiB_s": round(statistics.median(runs["cp"]), 2),
         "best_single_stream_MBps": round(best_stream / 1e6, 1),
         "ideal_copy_s": round(ideal, 2)}
-    for label in ("whole", "split-256M", "idle-split"):
+    for label in ("single-split", "whole", "split-256M", "idle-split"):
         copy_s = statistics.median(s["phases"]["copy_s"] for _, s in runs[label])
+        net_s = statistics.median(net(s) for _, s in runs[label])
+        best = single_net / 2 if label == "single-split" else ideal  # the 2 GiB file alone
         out[label] = {"wall_s": round(statistics.median(w for w, _ in runs[label]), 2),
-                      "copy_s": round(copy_s, 2), "net_copy_s": round(copy_s - fixed, 2),
-                      "net_vs_ideal": round((copy_s - fixed) / ideal, 2)}
+                      "copy_s": round(copy_s, 2), "net_copy_s": round(net_s, 2),
+                      "net_vs_ideal": round(net_s / best, 2),
+                      "copied_by": sorted({w["strategy"] for _, s in runs[label]
+                                           for w in s["strategy"]["copy"]})}
     return out
 
 
@@ -542,16 +555,20 @@ def render(res: dict[str, Any]) -> str:
                   f"({_meta(k)})", "",
                   f"Medians of {k['rounds']} interleaved rounds. The fixed cost of a job (an "
                   f"empty two-task job: Python workers start) is {k['empty_job_s']} s and is "
-                  "taken out of every copy phase (net). Best single stream: pydistcp's net "
-                  f"copy phase on the 2 GiB file alone, {k['best_single_stream_MBps']} MB/s "
-                  f"(`cp -a` of the same file: {k['cp_2GiB_s']} s). Ideal net copy phase on "
-                  f"2 cores: {k['ideal_copy_s']} s; target: split within 1.2x of it.", "",
-                  "| | wall (with Spark start) | copy phase | net copy phase | net / ideal |",
-                  "|---|---|---|---|---|"]
-        for label in (n for n in ("whole", "split-256M", "idle-split") if n in k):
+                  "taken out of the copy phase of a run that copied on Spark (net; a run "
+                  "copied by its own processes, `here`, has none). Best single stream: "
+                  "pydistcp's net copy phase on the 2 GiB file alone, "
+                  f"{k['best_single_stream_MBps']} MB/s (`cp -a` of the same file: "
+                  f"{k['cp_2GiB_s']} s). Ideal net copy phase on 2 cores: half the single "
+                  f"stream's for the file alone, {k['ideal_copy_s']} s for the set; target: "
+                  "split within 1.2x of it.", "",
+                  "| | copied by | wall | copy phase | net copy phase | net / ideal |",
+                  "|---|---|---|---|---|---|"]
+        for label in (n for n in ("single-split", "whole", "split-256M", "idle-split")
+                      if n in k):
             v = k[label]
-            lines.append(f"| {label} | {v['wall_s']} s | {v['copy_s']} s | "
-                         f"{v['net_copy_s']} s | {v['net_vs_ideal']}x |")
+            lines.append(f"| {label} | {', '.join(v.get('copied_by', []))} | {v['wall_s']} s "
+                         f"| {v['copy_s']} s | {v['net_copy_s']} s | {v['net_vs_ideal']}x |")
         lines.append("")
     if "resume" in res:
         lines += ["## (c) resume: 1 GiB split into 8 ranges of 128 MiB, a task killed after "
