@@ -219,8 +219,9 @@ def main() -> None:
 @click.option("--copying", type=click.Choice(["auto", "driver", "spark"]), default="auto",
               show_default=True, envvar="PYDISTCP_COPYING",
               help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
-                   "same tasks in forked processes, one per core; threads when an object "
-                   "store is in the run) or auto (driver for a plan between local trees "
+                   "same tasks in forked processes, one per core, and the ranges of "
+                   "--split-size between local trees; threads when an object store is in "
+                   "the run) or auto (driver for a plan between local trees "
                    "on a local master of at most 20,000 files, 1,000 when the warm engine "
                    "runs, whatever their size; 1,000 files and 256 MiB with an object "
                    "store: where a Spark job's start costs more than the copy; past that, a cold run "

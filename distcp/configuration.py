@@ -20,6 +20,7 @@ from distcp.converters.base import ConverterOptions, check_chain
 from distcp.errors import ConfigurationError
 from distcp.filters import FileFilter
 from distcp.quantities import parse_duration, parse_size
+from distcp.storage import storage_for
 from distcp.storage import writes as writeopts
 
 if TYPE_CHECKING:
@@ -369,10 +370,21 @@ def _copying_problem(c: CopyConfiguration) -> str | None:
     if c.fork:
         return ("--copying driver cannot run a fork (--fork): its branches share one read "
                 "in Spark tasks; use --copying auto or spark")
-    if c.split_size:
-        return ("--copying driver cannot split files (--split-size): ranges are Spark "
+    if c.split_size and not local_ends(c):
+        return ("--copying driver splits files (--split-size) only between local trees, "
+                "whose ranges are written at their offsets: elsewhere ranges are Spark "
                 "tasks; use --copying auto or spark")
     return None
+
+
+def local_ends(c: CopyConfiguration) -> bool:
+    """Whether every source, the destination and the state folder are this machine's
+    filesystem (no object store's client, with its threads and pools, in the run)."""
+    options = dict(c.dst_options)
+    return all(storage_for(url, dict(c.src_options)).capabilities.local_paths
+               for url in c.sources) and all(
+        storage_for(url, options).capabilities.local_paths
+        for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
 
 
 def _continuous_problem(c: CopyConfiguration) -> str | None:

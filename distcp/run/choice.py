@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from distcp.commit.recovery import RecoveryArea
-from distcp.configuration import CopyConfiguration
+from distcp.configuration import CopyConfiguration, local_ends
 from distcp.model import CopyableFile
 from distcp.planning import beside, treeplans
 from distcp.planning.strategy import COLLECTED, HERE, KEPT, KEPT_HERE, NOTHING, Strategy
@@ -18,7 +18,6 @@ from distcp.spark.session import (
     opens_cheaply,
     tasks_run_here,
 )
-from distcp.storage import storage_for
 
 #: Why a run without Spark listing plans two local trees in its own process.
 PAIRED_HERE = "--listing driver: two local trees walked side by side in this process"
@@ -50,16 +49,6 @@ def plans_beside(cfg: CopyConfiguration) -> bool:
     could not hand back: the run would walk them twice."""
     return not cfg.dry_run and cfg.listing != "spark" and local_ends(cfg) \
         and session_cheap(cfg)
-
-
-def local_ends(cfg: CopyConfiguration) -> bool:
-    """Whether every source, the destination and the state folder are this machine's
-    filesystem (no object store's client, with its threads and pools, in the run)."""
-    options = dict(cfg.dst_options)
-    return all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
-               for url in cfg.sources) and all(
-        storage_for(url, options).capabilities.local_paths
-        for url in (cfg.destination, *((cfg.state_dir,) if cfg.state_dir else ())))
 
 
 def forks_here(cfg: CopyConfiguration) -> bool:

@@ -151,9 +151,6 @@ def test_a_small_upload_to_s3_is_copied_here(s3: S3Server, tmp_path: Path) -> No
     (["--fork", "{tmp}/f1"], ("pydistcp: error: --copying driver cannot run a fork (--fork): "
                              "its branches share one read in Spark tasks; use --copying auto "
                              "or spark")),
-    (["--split-size", "8M"], ("pydistcp: error: --copying driver cannot split files "
-                             "(--split-size): ranges are Spark tasks; use --copying auto or "
-                             "spark")),
 ])
 def test_what_copying_here_cannot_do_is_refused_before_anything(
         tmp_path: Path, flags: list[str], line: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from distcp.checksum import Digest
 from distcp.state.store import StateStore
-from tests.conftest import PYDISTCP, run_cli
+from tests.conftest import PYDISTCP, one_error_line, run_cli
 from tests.fixtures.ftp_server import (  # noqa: F401 - fixtures
     CANARY,
     FTPServer,
@@ -160,6 +160,22 @@ def test_killed_range_task_then_rerun_sends_only_the_missing_ranges_to_ftp(
     assert (dst / "big.bin").read_bytes() == (src / "big.bin").read_bytes()
     assert not list((dst / ".pydistcp" / "splits").glob("*")), "split staging left behind"
     assert manifest_digest(dst / ".pydistcp", "big.bin") == digest
+
+
+def test_split_size_copied_by_this_process_is_refused_for_ftp_before_anything(
+        ftp: FTPServer, tmp_path: Path, source: tuple[Path, str]) -> None:  # noqa: F811
+    """``--copying driver`` splits only between local trees (ranges written at their
+    offsets); FTP's parts need a join task, which only Spark runs."""
+    src, _ = source
+    r = run_cli("copy", str(src), ftp.url("here"), "--no-progress", "--copying", "driver",
+                "--split-size", "4M", *ftp.cli_options("--dst-option"))
+    assert r.returncode == 2, r.stderr
+    assert one_error_line(r.stderr) == (
+        "pydistcp: error: --copying driver splits files (--split-size) only between local "
+        "trees, whose ranges are written at their offsets: elsewhere ranges are Spark tasks; "
+        "use --copying auto or spark")
+    assert not (ftp.root / "here").exists(), "a refused run wrote to the destination"
+    assert_no_canary(r.stdout, r.stderr)
 
 
 def test_split_size_with_a_converter_is_refused_on_ftp(

@@ -65,11 +65,12 @@ def check_resumed(first: dict, second: dict, records_before: int,
         0 if small_kept else len(b"small\n"))
 
 
-@pytest.mark.parametrize("copying", ["spark", "auto"])
+@pytest.mark.parametrize("copying", ["spark", "auto", "driver"])
 def test_local_destination_resumes_a_split_file_after_a_killed_task(
         source: tuple[Path, str], tmp_path: Path, copying: str) -> None:
-    """On Spark, and by the run's forked processes (``auto`` between local trees): the
-    ranges are units of either, written at their offsets into one staging file."""
+    """On Spark, and by the run's forked processes (``auto`` and ``driver`` between local
+    trees): the ranges are units of either, written at their offsets into one staging
+    file."""
     src, digest = source
     dst = tmp_path / "dst"
     first = copy(src, str(dst), tmp_path, "1.json", {"DISTCP_CRASH_AT": "after_range:2"},
@@ -77,8 +78,8 @@ def test_local_destination_resumes_a_split_file_after_a_killed_task(
     records = list((dst / ".pydistcp" / "splits").glob("*/r*.json"))
     second = copy(src, str(dst), tmp_path, "2.json", None, "--copying", copying)
     ways = [w["strategy"] for w in second["strategy"]["copy"]]
-    assert ways == (["here"] if copying == "auto" else ["collected"]), ways
-    check_resumed(first, second, len(records), small_kept=copying == "auto")
+    assert ways == (["collected"] if copying == "spark" else ["here"]), ways
+    check_resumed(first, second, len(records), small_kept=copying != "spark")
     assert (dst / "big.bin").read_bytes() == (src / "big.bin").read_bytes()
     assert not list((dst / ".pydistcp" / "splits").glob("*")), "split staging left behind"
     manifest = status_report(str(dst / ".pydistcp"), {})["datasets"][0]
