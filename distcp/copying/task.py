@@ -138,6 +138,26 @@ def _without_refused(unit: WorkUnit, spec: TaskSpec, attempt: str
     return (replace(unit, files=tuple(keep)) if refused else unit), refused
 
 
+#: The least read buffer of a unit whose files are all smaller than ``--buffer-size``.
+SMALL_BUFFER = 64 << 10
+
+
+def unit_buffer(unit: WorkUnit, spec: TaskSpec) -> ReadBuffer:
+    """The buffer a unit's copy reads into (one per copying thread): ``--buffer-size``,
+    or the unit's largest file rounded up to ``SMALL_BUFFER`` when every file is smaller
+    and none is converted (a converter's output has no size known here).
+
+    A buffer of 8 MiB costs about 7 ms to map and fault in (AMD EPYC, 2026-11-30), and a
+    unit of small objects from S3 has 32 threads with one each: about 0.23 s of CPU per
+    unit of 1,000 files, 4.6 s for 20,000 objects of 64 B (1.2 MiB). A smaller
+    buffer only reads a file that grew since its listing in more pieces; what sizes an
+    upload's parts is ``--buffer-size`` itself (``open_stage``'s ``buffer_size``)."""
+    if any(f.converters for f in unit.files):
+        return ReadBuffer(spec.buffer_size)
+    largest = max((f.origin.size for f in unit.files), default=0)
+    return ReadBuffer(min(spec.buffer_size, max(1, -(-largest // SMALL_BUFFER)) * SMALL_BUFFER))
+
+
 #: Files one task copies at a time when a remote end makes each file a few round trips.
 FILES_IN_FLIGHT = 8
 #: ... and when every file is a small object read in one GET (SMALL_OBJECT bytes or less):
@@ -160,7 +180,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         for f in unit.files)
     now = set(unit.publish_now)
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
-        buffer = ReadBuffer(spec.buffer_size)
+        buffer = unit_buffer(unit, spec)
         folders = Folders(staging_dir)
         # a plain file's own way: nothing per file counted, it sends no request
         side = _plain_side(spec)
@@ -179,7 +199,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
 
     def copy(index: int, file: CopyableFile) -> Outputs:
         if not hasattr(local, "buffer"):
-            local.buffer = ReadBuffer(spec.buffer_size)
+            local.buffer = unit_buffer(unit, spec)
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
                              local.buffer, publish_now=bool(now) and file.guid in now)
 
@@ -290,7 +310,8 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
         with source as fd:
             storage = spec.dst.open()
             writer = storage.open_stage(file.destination, staging_url, verify=spec.verify,
-                                        size_hint=file.origin.size, buffer_size=len(buffer))
+                                        size_hint=file.origin.size,
+                                        buffer_size=spec.buffer_size)
             digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url), source.st)
             assert digest is not None  # local staging copies files (copies_files)
             read = digest.size
@@ -438,7 +459,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     storage = spec.dst.open()
     writer = storage.open_stage(out.destination, staging_url, verify=spec.verify,
                                 size_hint=0 if file.converters else file.origin.size,
-                                buffer_size=len(buffer), hold_small=held is not None)
+                                buffer_size=spec.buffer_size, hold_small=held is not None)
     kept = writer.attributes_with_bytes and _keep_attributes(
         storage, staging_url, file, spec, out, writer=writer)
     checks = spec.checks.start()

@@ -493,3 +493,55 @@ def test_the_filesystem_type_comes_from_the_mount_table(tmp_path: Path) -> None:
 @pytest.mark.skipif(not Path("/proc/self/mountinfo").exists(), reason="Linux mount table")
 def test_this_machines_mount_table_names_the_proc_filesystem() -> None:
     assert localcopy.filesystem_type(os.stat("/proc").st_dev) == "proc"
+
+
+def test_a_stream_is_staged_through_one_descriptor_that_sets_and_verifies_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream's bytes (an object's GET) go to a staging file opened once, read and
+    write, whose verify, mode and mtime go through that descriptor: the path is never
+    opened again, and a short write is finished, not lost."""
+    import io
+
+    from distcp.storage.local.storage import LocalFileWriter
+
+    opened: list[int] = []
+    real_open, real_write = os.open, os.write
+
+    def spy(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        if str(path) == str(out):
+            opened.append(flags)
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", spy)
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data)[:3]))
+    data = os.urandom(5000)
+    out, moved = tmp_path / "out", tmp_path / "moved"
+    writer = LocalFileWriter(str(out), "digest")
+    digest = Digest()
+    digest.update(data)
+    for at in range(0, len(data), 1024):
+        writer.write(memoryview(data)[at:at + 1024])
+    os.rename(out, moved)  # the descriptor is what it sets and reads back, not the path
+    mtime = 1_600_000_000_123_456_789
+    assert writer.keep_attributes(0o604, mtime)
+    staged = writer.commit(digest, bytearray(MIB))
+    st = os.stat(moved)
+    assert (st.st_mode & 0o7777, st.st_mtime_ns) == (0o604, mtime)
+    assert (staged.size, staged.checksum, moved.read_bytes()) == (5000, digest.hexdigest(), data)
+    assert len(opened) == 1 and opened[0] & os.O_ACCMODE == os.O_RDWR
+    assert _open_fds_to(moved) == []
+    empty = tmp_path / "empty"
+    assert write_staged(io.BytesIO(b""), str(empty), {}, bytearray(MIB), "digest").size == 0
+    assert empty.read_bytes() == b""
+
+
+def test_a_stream_staged_wrong_fails_the_verify_and_leaves_nothing_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, b"\xff" + bytes(data)[1:]))
+    out = tmp_path / "out"
+    with pytest.raises(IntegrityError, match="digest differs"):
+        write_staged(io.BytesIO(b"an object's bytes"), str(out), {}, bytearray(MIB), "digest")
+    assert not out.exists() and _open_fds_to(out) == []

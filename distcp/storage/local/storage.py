@@ -52,6 +52,21 @@ class LocalFileWriter(FileWriter):
     def _open(self) -> BinaryIO:
         return open(self.path, "wb", buffering=0)
 
+    def write(self, chunk: memoryview) -> None:
+        """A stream's bytes (an object's GET, a converter's output) into the staging
+        file, kept open as a kernel copy's is: the verify reads it back, and its mode
+        and mtime are set, through the one descriptor, without opening or walking its
+        path again (open, stat, re-open, chmod and utime by path were most of a small
+        object's calls on its staging file; with ``copying.task.unit_buffer`` the
+        workers' CPU of a warm download of 20,000 objects of 64 B fell from 12.5-13.5 s
+        to 8.4-11.2 s, 2026-11-30)."""
+        if self._copy is None:
+            self._copied = True  # the file exists from here on: abort removes it
+            self._copy = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC
+                                 | os.O_CLOEXEC, 0o666)
+        while chunk:
+            chunk = chunk[os.write(self._copy, chunk):]
+
     def copy_file(self, fd: int, buffer: bytearray, source: str,
                   fresh: os.stat_result | None = None) -> Digest | None:
         self._copied = True  # the file exists from here on: abort removes it
