@@ -51,6 +51,10 @@ class Converter(ABC):
 
     name: ClassVar[str] = ""
     one_to_many: ClassVar[bool] = False
+    #: Whether a copying process forked by the command may run it (``run.workers``):
+    #: not when its preflight already ran a library's threads and child processes in
+    #: the command's own process, whose state a forked child would inherit mid-use.
+    forks: ClassVar[bool] = True
 
     def __init__(self, options: ConverterOptions | None = None) -> None:
         self.options = options or ConverterOptions()
@@ -103,6 +107,11 @@ def expands(names: Sequence[str]) -> bool:
     """Whether a chain of these converter names expands a file into many (an archive):
     only then can two sources' outputs meet on one file unseen by planning."""
     return any(CONVERTERS.get(name).one_to_many for name in names)
+
+
+def forks_safely(names: Sequence[str]) -> bool:
+    """Whether every converter of a chain may run in a forked copying process."""
+    return all(CONVERTERS.get(name).forks for name in names)
 
 
 def rename_through(converters: Sequence[Converter], destination: str) -> str:

@@ -54,9 +54,15 @@ def _gpg(home: str) -> Any:
 
 
 class _GpgConverter(Converter):
-    """Shared plumbing: private home, the pipe, cleanup when the task is done."""
+    """Shared plumbing: private home, the pipe, cleanup when the task is done.
+
+    Never in a forked copying process: the preflight ran python-gnupg (its reader
+    threads, a gpg child) in the command's process, and a child forked after it was
+    killed by signal 11 or 6 starting gnupg's threads, in about one run of eight
+    (2026-11-30), as a child forked after Azure's client had run was."""
 
     verb = ""
+    forks = False
 
     def error(self, origin: str, why: str) -> ConversionError:
         return ConversionError(f"cannot {self.verb} {display(origin)}: {why}", path=origin)

@@ -10,6 +10,7 @@ import os
 
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration, local_ends
+from distcp.converters.base import forks_safely
 from distcp.model import CopyableFile
 from distcp.planning import beside, treeplans
 from distcp.planning.strategy import COLLECTED, HERE, KEPT, KEPT_HERE, NOTHING, Strategy
@@ -54,9 +55,10 @@ def plans_beside(cfg: CopyConfiguration) -> bool:
 def forks_here(cfg: CopyConfiguration) -> bool:
     """Whether a plan copied here is copied by forked processes (``run.workers``), not
     threads: in the command's own process (``planning.beside.forks``), between local
-    trees only. An object store's client keeps threads and locks a child would inherit
-    mid-use: a child forked after Azure's client had run was killed by signal 11."""
-    return beside.forks() and local_ends(cfg)
+    trees only, and no converter that may not (``Converter.forks``: gpg's). An object
+    store's client keeps threads and locks a child would inherit mid-use: a child forked
+    after Azure's client had run was killed by signal 11."""
+    return beside.forks() and local_ends(cfg) and forks_safely(cfg.converters)
 
 
 def cores_here(cfg: CopyConfiguration) -> int:

@@ -213,6 +213,9 @@ def test_a_big_local_tree_stays_on_the_driver_where_its_walk_has_sparks_cores(
     (_cfg(engine="cold", destination="s3://b/dst"), True, False),  # threads: Spark instead
     (_cfg(engine="cold", master="spark://h:7077"), True, False),
     (_cfg(engine="cold"), False, False),  # an API caller's process does not fork
+    (_cfg(engine="cold", converters=("gunzip",)), True, True),
+    (_cfg(engine="cold", converters=("decrypt", "gunzip")), True, False),  # gpg: never forked
+    (_cfg(engine="cold", converters=("decrypt", "untar")), True, False),
 ])
 def test_which_kept_copies_are_copied_by_processes_forked_here(
         cfg: CopyConfiguration, enabled: bool, here_: bool,
@@ -222,3 +225,14 @@ def test_which_kept_copies_are_copied_by_processes_forked_here(
         monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
                             classmethod(lambda cls: None))
     assert (choice.kept_here(cfg) is not None) is here_
+
+
+@pytest.mark.parametrize(("converters", "forks"), [
+    ((), True), (("gunzip", "untar"), True), (("decrypt",), False), (("decrypt", "gunzip"), False),
+])
+def test_a_gpg_chain_is_copied_here_by_threads_never_by_forked_processes(
+        converters: tuple[str, ...], forks: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child forked after the preflight ran python-gnupg in this process was killed by
+    signal 11 or 6 starting gnupg's threads: gpg's converters copy here in threads."""
+    monkeypatch.setattr(beside, "_enabled", True)
+    assert choice.forks_here(_cfg(converters=converters)) is forks
