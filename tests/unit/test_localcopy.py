@@ -498,8 +498,8 @@ def test_this_machines_mount_table_names_the_proc_filesystem() -> None:
 def test_a_stream_is_staged_through_one_descriptor_that_sets_and_verifies_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stream's bytes (an object's GET) go to a staging file opened once, read and
-    write, whose verify, mode and mtime go through that descriptor: the path is never
-    opened again, and a short write is finished, not lost."""
+    write, whose verify (and, asked before the commit, mode and mtime) go through that
+    descriptor: the path is never opened again, and a short write is finished."""
     import io
 
     from distcp.storage.local.storage import LocalFileWriter

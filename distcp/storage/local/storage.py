@@ -54,12 +54,11 @@ class LocalFileWriter(FileWriter):
 
     def write(self, chunk: memoryview) -> None:
         """A stream's bytes (an object's GET, a converter's output) into the staging
-        file, kept open as a kernel copy's is: the verify reads it back, and its mode
-        and mtime are set, through the one descriptor, without opening or walking its
-        path again (open, stat, re-open, chmod and utime by path were most of a small
-        object's calls on its staging file; with ``copying.task.unit_buffer`` the
-        workers' CPU of a warm download of 20,000 objects of 64 B fell from 12.5-13.5 s
-        to 8.4-11.2 s, 2026-11-30)."""
+        file, kept open as a kernel copy's is: the verify's size and read go through
+        the one descriptor, without opening the path again (``keep_attributes`` can set
+        mode and mtime through it too, before the commit). With
+        ``copying.task.unit_buffer``, the workers' CPU of a warm download of 20,000
+        objects of 64 B fell from 12.5-13.5 s to 8.4-11.2 s (2026-11-30)."""
         if self._copy is None:
             self._copied = True  # the file exists from here on: abort removes it
             self._copy = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC
