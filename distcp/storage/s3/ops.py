@@ -189,7 +189,9 @@ def create(fs: Any, url: str, extra: Mapping[str, Any] | None = None) -> str:
                f"({exc.strerror or exc}) through {settings.THROTTLE_RETRIES} retries: it is "
                "overloaded or caps pending uploads (rclone serve s3 allows 1,000); every "
                "file of a file set is a pending upload until the set publishes, so copy "
-               "fewer files per run (--include/--exclude) or use another server")
+               "fewer files per run (--include/--exclude), publish each file as it is "
+               "copied (--visibility file: a small file is one PutObject, never pending), "
+               "or use another server")
         _refused[bucket] = (time.monotonic(), why)
         raise OSError(errno.EBUSY, why) from exc
 
