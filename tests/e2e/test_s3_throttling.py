@@ -4,7 +4,8 @@
 are pending. pydistcp stages each file of a file set as a pending upload until the
 set publishes, so on such a server a big file set cannot be staged: the file must
 fail with that explanation, and the files after it must fail at once rather than
-each waiting out the throttle retries.
+each waiting out the throttle retries. The explanation's way out, ``--visibility file``
+(a small file is one PutObject), must then copy on that same server.
 """
 
 from __future__ import annotations
