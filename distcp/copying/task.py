@@ -142,10 +142,11 @@ def _without_refused(unit: WorkUnit, spec: TaskSpec, attempt: str
 SMALL_BUFFER = 64 << 10
 
 
-def unit_buffer(unit: WorkUnit, spec: TaskSpec) -> ReadBuffer:
-    """The buffer a unit's copy reads into (one per copying thread): ``--buffer-size``,
-    or the unit's largest file rounded up to ``SMALL_BUFFER`` when every file is smaller
-    and none is converted (a converter's output has no size known here).
+def unit_buffer_size(unit: WorkUnit, spec: TaskSpec) -> int:
+    """The size of the buffer a unit's copy reads into (one per copying thread, sized
+    once per unit): ``--buffer-size``, or the unit's largest file rounded up to
+    ``SMALL_BUFFER`` when every file is smaller and none is converted (a converter's
+    output has no size known here).
 
     A buffer of 8 MiB costs about 7 ms to map and fault in (AMD EPYC, 2026-11-30), and a
     unit of small objects from S3 has 32 threads with one each: about 0.23 s of CPU per
@@ -153,9 +154,9 @@ def unit_buffer(unit: WorkUnit, spec: TaskSpec) -> ReadBuffer:
     buffer only reads a file that grew since its listing in more pieces; what sizes an
     upload's parts is ``--buffer-size`` itself (``open_stage``'s ``buffer_size``)."""
     if any(f.converters for f in unit.files):
-        return ReadBuffer(spec.buffer_size)
+        return spec.buffer_size
     largest = max((f.origin.size for f in unit.files), default=0)
-    return ReadBuffer(min(spec.buffer_size, max(1, -(-largest // SMALL_BUFFER)) * SMALL_BUFFER))
+    return min(spec.buffer_size, max(1, -(-largest // SMALL_BUFFER)) * SMALL_BUFFER)
 
 
 #: Files one task copies at a time when a remote end makes each file a few round trips.
@@ -180,7 +181,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         for f in unit.files)
     now = set(unit.publish_now)
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
-        buffer = unit_buffer(unit, spec)
+        buffer = ReadBuffer(unit_buffer_size(unit, spec))
         folders = Folders(staging_dir)
         # a plain file's own way: nothing per file counted, it sends no request
         side = _plain_side(spec)
@@ -196,10 +197,11 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
                                       folders=folders)
         return
     local = threading.local()
+    size = unit_buffer_size(unit, spec)  # the unit's files read once, not by each thread
 
     def copy(index: int, file: CopyableFile) -> Outputs:
         if not hasattr(local, "buffer"):
-            local.buffer = unit_buffer(unit, spec)
+            local.buffer = ReadBuffer(size)
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
                              local.buffer, publish_now=bool(now) and file.guid in now)
 

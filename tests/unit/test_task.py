@@ -166,14 +166,15 @@ def test_a_unit_of_small_files_reads_into_a_buffer_the_size_of_its_largest(
     """Mapping an 8 MiB buffer costs ~7 ms, once per copying thread of each unit: a unit
     whose files are all smaller gets its largest file rounded up to 64 KiB (at most
     ``--buffer-size``), and still copies every byte."""
-    from distcp.copying.task import unit_buffer
+    from distcp.copying.task import unit_buffer_size
+    from distcp.storage.buffers import ReadBuffer
 
     src = tmp_path / "src"
     src.mkdir()
     for n, size in enumerate(sizes):
         (src / f"f{n}").write_bytes(os.urandom(size))
     unit, spec = _unit(src, tmp_path / "dst")
-    assert len(unit_buffer(unit, spec).view) == expected
+    assert len(ReadBuffer(unit_buffer_size(unit, spec)).view) == expected
     results = run_work_unit(unit, spec, attempt="t1")
     assert sorted(Path(r.staging).read_bytes() for r in results) == sorted(
         p.read_bytes() for p in src.iterdir())
