@@ -223,11 +223,12 @@ def main() -> None:
                    "--split-size between local trees; threads when an object store is in "
                    "the run) or auto (driver for a plan between local trees "
                    "on a local master of at most 20,000 files, 1,000 when the warm engine "
-                   "runs, whatever their size; 1,000 files and 256 MiB with an object "
-                   "store: where a Spark job's start costs more than the copy; past that, a cold run "
-                   "between local trees copies its kept files' chunks in forked processes "
-                   "too (and the ranges of --split-size); spark for the rest, a cluster, a fork or "
-                   "files split to an object store).")
+                   "runs, whatever their size; 1,000 files of any size with an object "
+                   "store, 256 MiB with a converter: where a Spark job's start costs more "
+                   "than the copy; past that, a cold run between local trees copies its kept "
+                   "files' chunks in forked processes too (and the ranges of --split-size); "
+                   "spark for the rest, a cluster, a fork or ranges a join task "
+                   "concatenates, as on GCS, FTP and SFTP).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
                                 "share is under 1.5 GiB (default: Spark's cores); "

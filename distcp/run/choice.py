@@ -19,6 +19,7 @@ from distcp.spark.session import (
     opens_cheaply,
     tasks_run_here,
 )
+from distcp.storage import storage_for
 
 #: Why a run without Spark listing plans two local trees in its own process.
 PAIRED_HERE = "--listing driver: two local trees walked side by side in this process"
@@ -101,13 +102,13 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
     return why
 
 
-#: The most files and bytes ``--copying auto`` copies in this process on a local master
-#: whose Spark session opens cheaply (the warm engine, a caller's session): a warm job's
-#: start is ~0.2 s before its first file, where this process copies 1,000 small files
-#: in ~0.2 s (benchmarks/RESULTS.md, 2026-11-29); past these the executors' kept results
-#: (``keeps_copies``) pay for the job. The bytes bound only threads (an object store in
-#: the run): forked processes have no bound of bytes (``here_bounds``).
+#: The most files ``--copying auto`` copies in this process on a local master whose
+#: Spark session opens cheaply (the warm engine, a caller's session): a warm job's start
+#: is ~0.2 s before its first file, where this process copies 1,000 small files in
+#: ~0.2 s (benchmarks/RESULTS.md, 2026-11-29); past these the executors' kept results
+#: (``keeps_copies``) pay for the job.
 HERE_FILES = 1_000
+#: The most bytes threads copy here when a converter runs in them (``here_bounds``).
 HERE_BYTES = 256 << 20
 #: The same without a session to reuse (the run would start its own JVM): a cold Spark
 #: job's start is 3-6 s before its first file, and the copying processes forked here
@@ -122,11 +123,25 @@ def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
     (``forks_here``) copy on every core as Spark's local tasks would, a big file at
     their pace (8 × 256 MiB: copy phase 1.04 s here, 1.15 s on the warm engine's tasks,
     against a cold JVM's 6-7 s start; benchmarks/RESULTS.md, 2026-11-30), so only the
-    number of files is bounded, more when the session is cold. Threads, bound by the
-    GIL, keep the small bounds."""
+    number of files is bounded, more when the session is cold. Threads keep the small
+    bound of files, whose per-file work holds the GIL; their bytes pass through calls that
+    release it (reads, sockets, the digest), so only a converter's chain, whose work on
+    each byte is partly Python's, bounds their bytes too: 1 GiB in 4 files to and from
+    S3 copied in threads at the warm engine's tasks' pace (uploads 4.37 s against 4.46 s,
+    downloads 2.09 s against 2.02 s) without a job's start (benchmarks/RESULTS.md,
+    2026-11-30, afternoon)."""
     if not forks_here(cfg):
-        return HERE_FILES, HERE_BYTES
+        return HERE_FILES, HERE_BYTES if cfg.converters else None
     return (HERE_FILES_COLD if cold_bound(cfg) else HERE_FILES), None
+
+
+def splits_here(cfg: CopyConfiguration) -> bool:
+    """Whether this process copies a big file's ranges: each range one unit, written at
+    its offset (local trees) or uploaded as parts of the file's staged upload (an
+    object store's multipart); a destination whose ranges need a join task (FTP, SFTP)
+    leaves them to Spark."""
+    return forks_here(cfg) or not storage_for(
+        cfg.destination, dict(cfg.dst_options)).capabilities.joins_parts
 
 
 def cold_bound(cfg: CopyConfiguration) -> bool:
@@ -136,7 +151,7 @@ def cold_bound(cfg: CopyConfiguration) -> bool:
 
 def may_copy_here(cfg: CopyConfiguration) -> bool:
     """Whether ``auto`` may copy this run's plan here, its size aside (``copies_here``)."""
-    return (cfg.copying == "auto" and (not cfg.split_size or forks_here(cfg))
+    return (cfg.copying == "auto" and (not cfg.split_size or splits_here(cfg))
             and not cfg.catalog_table and tasks_run_here(cfg.master))
 
 
@@ -154,13 +169,12 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
     ``--copying driver``, or ``auto`` with a small plan on a local master
     (``here_bounds``), nothing kept for a Spark job (``kept_here``), no file to split
     (``--split-size``, or ``splits``: a big file's ranges spread over idle cores) unless
-    processes copy (``forks_here``: local trees, whose ranges are written at their
-    offsets, each range a unit of a forked process), and no catalog (whose registrations
+    each range can be a unit here (``splits_here``), and no catalog (whose registrations
     start the session anyway)."""
     if cfg.copying == "driver":
         return "--copying driver"
     if cfg.copying == "spark" or (kept and kept_here(cfg) is None) or catalog \
-            or ((cfg.split_size or splits) and not forks_here(cfg)) \
+            or ((cfg.split_size or splits) and not splits_here(cfg)) \
             or not tasks_run_here(cfg.master):
         return None
     size = sum(f.origin.size for f in files)

@@ -37,14 +37,20 @@ def _objects(server: S3Server) -> dict[str, bytes]:
             if not k.startswith("t/.pydistcp/")}
 
 
+@pytest.mark.parametrize("copying", ["auto", "spark"])
 def test_a_big_file_alone_is_spread_over_the_idle_cores(
         spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, copying: str) -> None:
+    """By the run's threads (``auto``: a small plan, each range a part of the file's
+    upload) and by a Spark job."""
     src = tmp_path / "src"
     files = _source(src)
     monkeypatch.setattr(splitting, "IDLE_SPLIT_FROM", 2 * MiB)
-    s = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, progress=False)
+    s = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, progress=False,
+                    copying=copying)
     assert s.ok, s.failures
+    assert [w["strategy"] for w in s.strategy["copy"]] == \
+        (["here"] if copying == "auto" else ["collected"])
     assert s.files_copied == 4
     # half a share (6 MiB and 3 bytes) is just over 3 MiB; S3 parts are 5 MiB at least
     assert s.results_collected == 3 + 3  # so 3 ranges (5 + 5 + 2 MiB) and 3 small files

@@ -5,7 +5,8 @@ in benchmarks/bench_s3.py, sized down here for a 2-core machine shared with
 other test runs). A task is killed (os._exit(137), like SIGKILL) after its
 second range; the next run sends only the missing ranges, reports the bytes
 saved, and publishes a byte-identical file whose digest equals the source's
-whole-file digest. Once to a local destination, once to S3.
+whole-file digest. To a local destination and to S3, on Spark and in the run's
+own process.
 """
 
 from __future__ import annotations
@@ -53,10 +54,11 @@ def copy(src: Path, dst: str, tmp: Path, name: str, env: dict[str, str] | None =
 
 
 def check_resumed(first: dict, second: dict, records_before: int,
-                  small_kept: bool = False) -> None:
+                  small_kept: bool = False, first_code: int = 1) -> None:
     """``small_kept``: the killed run published the small file (its unit's process
-    lived: forked processes, not a failed Spark job), so the rerun does not read it."""
-    assert first["returncode"] == 1 and second["returncode"] == 0, second["stderr"]
+    lived: forked processes, not a failed Spark job), so the rerun does not read it.
+    ``first_code``: the killed run's exit code (137: the kill was the run's own)."""
+    assert first["returncode"] == first_code and second["returncode"] == 0, second["stderr"]
     assert first.get("files_copied", 0) == (1 if small_kept else 0)
     assert 2 <= records_before < 8, "the kill should leave some ranges done, some not"
     assert second["ranges_resumed"] == records_before
@@ -87,15 +89,25 @@ def test_local_destination_resumes_a_split_file_after_a_killed_task(
     assert state.manifest[str(dst / "big.bin")][2] == digest, manifest
 
 
+@pytest.mark.parametrize("copying", ["spark", "auto"])
 def test_s3_destination_resumes_a_split_file_from_its_uploaded_parts(
-        source: tuple[Path, str], tmp_path: Path, s3: S3Server) -> None:  # noqa: F811
+        source: tuple[Path, str], tmp_path: Path, s3: S3Server,  # noqa: F811
+        copying: str) -> None:
+    """On Spark, and by the run's threads (``auto``: the ranges are parts of the file's
+    upload, each a unit of a thread). A thread's kill is the run's: the small file's
+    upload is left pending too, and the next run aborts it as an orphan."""
     src, digest = source
     env = {**s3.env, "DISTCP_CRASH_AT": "after_range:2"}
-    first = copy(src, "s3://dst/big", tmp_path, "1.json", env)
-    assert len(s3.pending_uploads()) == 1, "the split file's upload is kept for the next run"
+    first = copy(src, "s3://dst/big", tmp_path, "1.json", env, "--copying", copying)
+    pending = {u["Key"] for u in s3.pending_uploads()}
+    # the split file's upload is kept for the next run
+    assert pending == ({"big/big.bin"} if copying == "spark" else {"big/big.bin",
+                                                                   "big/small.txt"})
     records = [k for k in s3.objects("dst", "big/.pydistcp/splits/") if "/r" in k]
-    second = copy(src, "s3://dst/big", tmp_path, "2.json", s3.env)
-    check_resumed(first, second, len(records))
+    second = copy(src, "s3://dst/big", tmp_path, "2.json", s3.env, "--copying", copying)
+    ways = [w["strategy"] for w in second["strategy"]["copy"]]
+    assert ways == (["collected"] if copying == "spark" else ["here"]), ways
+    check_resumed(first, second, len(records), first_code=1 if copying == "spark" else 137)
     client = s3.client()
     head = client.head_object(Bucket="dst", Key="big/big.bin")
     assert head["ContentLength"] == BIG and head["ETag"].endswith('-8"')
