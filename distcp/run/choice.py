@@ -116,6 +116,12 @@ HERE_BYTES = 256 << 20
 #: in each of 5 rounds (benchmarks/RESULTS.md, 2026-11-29). Planning on the driver holds
 #: up to this many files to copy (``held_here``) rather than keeping them for Spark.
 HERE_FILES_COLD = 20_000
+#: ... and for threads (an object store in the run), whose per-file work holds one core:
+#: cold, 5,000 uploads of 1-64 KiB took 6.7-6.9 s in threads against 12.6-13.4 s on a
+#: Spark job of its own, 20,000 downloads of 64 B 15.8-16.0 s against 15.6-17.3 s and
+#: 20,000 uploads 39.6 s against 36.6 s (``rclone serve s3``; benchmarks/RESULTS.md,
+#: 2026-11-30, afternoon): half-way to the tie.
+HERE_THREADS_COLD = 10_000
 
 
 def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
@@ -123,16 +129,23 @@ def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
     (``forks_here``) copy on every core as Spark's local tasks would, a big file at
     their pace (8 × 256 MiB: copy phase 1.04 s here, 1.15 s on the warm engine's tasks,
     against a cold JVM's 6-7 s start; benchmarks/RESULTS.md, 2026-11-30), so only the
-    number of files is bounded, more when the session is cold. Threads keep the small
-    bound of files, whose per-file work holds the GIL; their bytes pass through calls that
-    release it (reads, sockets, the digest), so only a converter's chain, whose work on
+    number of files is bounded, more when the session is cold. Threads have smaller
+    bounds of files (``here_files``), whose per-file work holds the GIL; their bytes pass
+    through calls that release it (reads, sockets, the digest), so only a converter's chain, whose work on
     each byte is partly Python's, bounds their bytes too: 1 GiB in 4 files to and from
     S3 copied in threads at the warm engine's tasks' pace (uploads 4.37 s against 4.46 s,
     downloads 2.09 s against 2.02 s) without a job's start (benchmarks/RESULTS.md,
     2026-11-30, afternoon)."""
-    if not forks_here(cfg):
-        return HERE_FILES, HERE_BYTES if cfg.converters else None
-    return (HERE_FILES_COLD if cold_bound(cfg) else HERE_FILES), None
+    return here_files(cfg), (HERE_BYTES if cfg.converters and not forks_here(cfg) else None)
+
+
+def here_files(cfg: CopyConfiguration) -> int:
+    """The most files ``auto`` copies here: ``HERE_FILES`` where a session opens
+    cheaply; else ``HERE_FILES_COLD`` for forked processes, ``HERE_THREADS_COLD`` for
+    threads."""
+    if session_cheap(cfg):
+        return HERE_FILES
+    return HERE_FILES_COLD if forks_here(cfg) else HERE_THREADS_COLD
 
 
 def splits_here(cfg: CopyConfiguration) -> bool:
@@ -144,11 +157,6 @@ def splits_here(cfg: CopyConfiguration) -> bool:
         cfg.destination, dict(cfg.dst_options)).capabilities.joins_parts
 
 
-def cold_bound(cfg: CopyConfiguration) -> bool:
-    """Whether ``auto``'s copy here takes the cold bounds (``HERE_FILES_COLD``)."""
-    return not session_cheap(cfg) and forks_here(cfg)
-
-
 def may_copy_here(cfg: CopyConfiguration) -> bool:
     """Whether ``auto`` may copy this run's plan here, its size aside (``copies_here``)."""
     return (cfg.copying == "auto" and (not cfg.split_size or splits_here(cfg))
@@ -158,9 +166,9 @@ def may_copy_here(cfg: CopyConfiguration) -> bool:
 def held_here(cfg: CopyConfiguration) -> int | None:
     """How many files to copy a dataset planned on the driver holds before it keeps
     them for the executors (None: ``treeplans.HELD``, a chunk, as ``HERE_FILES``): the
-    cold bound of ``auto``'s copy here, so that a plan it would copy here is not kept
-    for a Spark job."""
-    return HERE_FILES_COLD if may_copy_here(cfg) and cold_bound(cfg) else None
+    cold bound of ``auto``'s copy here (``here_files``), so that a plan it would copy
+    here is not kept for a Spark job."""
+    return here_files(cfg) if may_copy_here(cfg) and not session_cheap(cfg) else None
 
 
 def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,

@@ -129,7 +129,8 @@ def test_a_source_that_changed_is_never_published_not_even_for_a_moment(
 def test_a_put_the_server_stored_differently_is_removed_and_fails(
         s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """moto ignores Content-MD5 (S3 answers BadDigest): the answer's ETag still tells."""
-    def garbling(fs: Any, url: str, data: bytes, extra: Any = None) -> str:  # a body cut short
+    def garbling(fs: Any, url: str, data: bytes, extra: Any = None,
+                 digest: bytes | None = None) -> str:  # a body cut short
         out = s3ops.call(fs, "put_object", Bucket="dst", Key=url.split("/", 3)[3],
                          Body=data[:-1])
         return str(out["ETag"])

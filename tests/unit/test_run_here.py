@@ -21,6 +21,7 @@ from distcp.run.choice import (
     HERE_BYTES,
     HERE_FILES,
     HERE_FILES_COLD,
+    HERE_THREADS_COLD,
     copies_here,
     held_here,
 )
@@ -61,16 +62,21 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(copying="driver"), _files(HERE_FILES_COLD + 1, HERE_BYTES), 0, False, True),
     # an object store in the run: threads copy, with the small bound of files; their
     # bytes are bound only when a converter's chain runs in them
-    (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES), 0, False, True),
-    (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_THREADS_COLD), 0, False, True),
+    (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_THREADS_COLD + 1), 0, False,
+     False),
+    (_cfg(engine="warm", destination="s3://b/dst"), _files(HERE_FILES), 0, False, True),
+    (_cfg(engine="warm", destination="s3://b/dst"), _files(HERE_FILES + 1), 0, False, False),
     (_cfg(engine="cold", destination="s3://b/dst"), _files(4, 256 << 20), 0, False, True),
     (_cfg(engine="warm", sources=("s3://b/src",)), _files(2, 1 << 40), 0, False, True),
     (_cfg(engine="cold", destination="s3://b/dst", converters=("gzip",)),
      _files(1, HERE_BYTES), 0, False, True),
     (_cfg(engine="cold", destination="s3://b/dst", converters=("gzip",)),
      _files(1, HERE_BYTES + 1), 0, False, False),
-    (_cfg(engine="cold", sources=("az://c/src",)), _files(HERE_FILES + 1), 0, False, False),
-    (_cfg(engine="cold", state_dir="s3://b/state"), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="cold", sources=("az://c/src",)), _files(HERE_THREADS_COLD + 1), 0, False,
+     False),
+    (_cfg(engine="cold", state_dir="s3://b/state"), _files(HERE_THREADS_COLD + 1), 0, False,
+     False),
 ])
 def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[CopyableFile],
                                      kept: int, catalog: bool, here_: bool | str,
@@ -90,9 +96,12 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
     (_cfg(engine="cold"), HERE_FILES_COLD), (_cfg(engine="warm"), None),
     (_cfg(engine="cold", copying="spark"), None),
     (_cfg(engine="cold", split_size=1 << 20), HERE_FILES_COLD),  # ranges: forked units too
-    (_cfg(engine="cold", split_size=1 << 20, destination="s3://b/dst"), None),
+    # threads: their own cold bound, ranges too (parts of the file's upload)
+    (_cfg(engine="cold", split_size=1 << 20, destination="s3://b/dst"), HERE_THREADS_COLD),
+    (_cfg(engine="cold", split_size=1 << 20, destination="gs://b/dst"), None),
     (_cfg(engine="cold", master="spark://h:7077"), None),
-    (_cfg(engine="cold", destination="s3://b/dst"), None)])
+    (_cfg(engine="cold", destination="s3://b/dst"), HERE_THREADS_COLD),
+    (_cfg(engine="warm", destination="s3://b/dst"), None)])
 def test_driver_planning_holds_what_auto_would_copy_here(
         cfg: CopyConfiguration, held: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(beside, "_enabled", True)
@@ -102,15 +111,17 @@ def test_driver_planning_holds_what_auto_would_copy_here(
     assert held_here(cfg) == held
 
 
-def test_an_api_callers_process_keeps_the_small_bound(monkeypatch: pytest.MonkeyPatch
-                                                     ) -> None:
-    """Threads copy there (its own threads' locks are not ours to fork): the GIL."""
+def test_an_api_callers_process_copies_in_threads_with_their_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads copy there (its own threads' locks are not ours to fork), held by the
+    GIL: cold, they take the threads' bound, not the forked processes'."""
     monkeypatch.setattr(beside, "_enabled", False)
     if "pyspark.sql" in sys.modules:
         monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
                             classmethod(lambda cls: None))
-    assert held_here(_cfg(engine="cold")) is None
-    assert copies_here(_cfg(engine="cold"), _files(HERE_FILES + 1), 0, False) is None
+    assert held_here(_cfg(engine="cold")) == HERE_THREADS_COLD
+    assert copies_here(_cfg(engine="cold"), _files(HERE_THREADS_COLD), 0, False) is not None
+    assert copies_here(_cfg(engine="cold"), _files(HERE_THREADS_COLD + 1), 0, False) is None
 
 
 @pytest.mark.parametrize(("master", "parallelism", "threads"), [

@@ -269,12 +269,13 @@ def abort(fs: Any, url: str, upload_id: str) -> None:
         pass
 
 
-def put(fs: Any, url: str, data: bytes, extra: Mapping[str, Any] | None = None) -> str:
+def put(fs: Any, url: str, data: bytes, extra: Mapping[str, Any] | None = None,
+        digest: bytes | None = None) -> str:
     """One PutObject with the body's Content-MD5: a server that received other bytes
     refuses the request (BadDigest) instead of storing them. Returns the ETag.
-    ``extra`` as ``create``'s."""
+    ``extra`` as ``create``'s; ``digest``: the body's MD5 where the caller has it."""
     bucket, key = bucket_key(fs, url)
-    md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+    md5 = base64.b64encode(digest or hashlib.md5(data).digest()).decode()
     try:
         etag = None if extra else _lean_put(fs, "put_object", bucket, key, data, {},
                                             {"Content-MD5": md5})

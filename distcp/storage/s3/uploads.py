@@ -106,8 +106,9 @@ def put_whole(fs: Any, url: str, body: bytes, extra: Mapping[str, Any] | None = 
     a HEAD for the size. An object found wrong is deleted before the error goes up.
     """
     try:
-        etag = s3.put(fs, url, body, extra)
-        if etag.strip('"') != hashlib.md5(body).hexdigest() and not s3.holds(fs, url, len(body)):
+        md5 = hashlib.md5(body)  # one digest for the request and the answer's check
+        etag = s3.put(fs, url, body, extra, md5.digest())
+        if etag.strip('"') != md5.hexdigest() and not s3.holds(fs, url, len(body)):
             _remove(fs, url)
             raise IntegrityError(f"{fsutil.display(url)}: the server holds other bytes than "
                                  f"the {len(body)} sent (ETag {etag})", path=url)
