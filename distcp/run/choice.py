@@ -130,12 +130,12 @@ def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
     their pace (8 × 256 MiB: copy phase 1.04 s here, 1.15 s on the warm engine's tasks,
     against a cold JVM's 6-7 s start; benchmarks/RESULTS.md, 2026-11-30), so only the
     number of files is bounded, more when the session is cold. Threads have smaller
-    bounds of files (``here_files``), whose per-file work holds the GIL; their bytes pass
-    through calls that release it (reads, sockets, the digest), so only a converter's chain, whose work on
-    each byte is partly Python's, bounds their bytes too: 1 GiB in 4 files to and from
-    S3 copied in threads at the warm engine's tasks' pace (uploads 4.37 s against 4.46 s,
-    downloads 2.09 s against 2.02 s) without a job's start (benchmarks/RESULTS.md,
-    2026-11-30, afternoon)."""
+    bounds of files (``here_files``): their per-file work holds the GIL. Their bytes
+    pass through calls that release it (reads, sockets, the digest), so only a
+    converter's chain, whose work on each byte is partly Python's, bounds their bytes
+    too: 1 GiB in 4 files to and from S3 copied in threads at the warm engine's tasks'
+    pace (uploads 4.37 s against 4.46 s, downloads 2.09 s against 2.02 s) without a
+    job's start (benchmarks/RESULTS.md, 2026-11-30, afternoon)."""
     return here_files(cfg), (HERE_BYTES if cfg.converters and not forks_here(cfg) else None)
 
 
@@ -151,8 +151,8 @@ def here_files(cfg: CopyConfiguration) -> int:
 def splits_here(cfg: CopyConfiguration) -> bool:
     """Whether this process copies a big file's ranges: each range one unit, written at
     its offset (local trees) or uploaded as parts of the file's staged upload (an
-    object store's multipart); a destination whose ranges need a join task (FTP, SFTP)
-    leaves them to Spark."""
+    object store's multipart); a destination whose ranges need a join task (GCS, FTP,
+    SFTP) leaves them to Spark."""
     return forks_here(cfg) or not storage_for(
         cfg.destination, dict(cfg.dst_options)).capabilities.joins_parts
 
