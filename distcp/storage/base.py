@@ -151,13 +151,15 @@ class Storage(ABC):
         self.options: dict[str, Any] = writeopts.without(options)
         if self.writes.requester_pays and "requester_pays" in self.write_options:
             self.options["requester_pays"] = True  # s3fs's and gcsfs's option so named
+        self._filesystems = fsutil.Filesystems()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
     def fs(self, url: str) -> tuple[Any, str]:
-        """The fsspec filesystem and path of ``url`` (fsspec caches instances)."""
-        return fsutil.filesystem(url, self.options)
+        """The fsspec filesystem and path of ``url``, resolved once per root of URLs
+        (``filesystems.Filesystems``)."""
+        return self._filesystems.resolve(url, self.options)
 
     # -- reading ------------------------------------------------------------------
     def stat(self, url: str) -> FileStatus:

@@ -134,6 +134,60 @@ def filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[Abst
     return fs, cls._strip_protocol(url)
 
 
+class Filesystems:
+    """One storage's filesystems, by the root of the URLs they serve.
+
+    ``filesystem`` resolves a URL through fsspec each time (its chain, the instance
+    cache's token of the options, the class's URL arguments): ~50 µs, twice per small
+    file of an upload, where the request itself costs the client ~0.4 ms
+    (benchmarks/RESULTS.md, 2026-11-30). Files under one root (``scheme://netloc``)
+    share the filesystem; only their path differs, and that is the class's own spelling
+    of the URL. A root is kept only where that spelling gave the path ``filesystem``
+    gave (a protocol whose server moves into the options, a chain, a query or a
+    fragment are resolved every time), only for a filesystem fsspec shares between
+    threads (an async one: a blocking one is made per thread), and only while fsspec
+    still holds that instance: cleared there (new credentials, a forked process), it
+    is resolved again here."""
+
+    __slots__ = ("_roots",)
+
+    def __init__(self) -> None:
+        self._roots: dict[str, AbstractFileSystem] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Filesystems, ()  # filesystems are rebuilt where they are used
+
+    def resolve(self, url: str, options: Mapping[str, Any]) -> tuple[AbstractFileSystem, str]:
+        """What ``filesystem(url, options)`` gives."""
+        root = _root(url)
+        fs = self._roots.get(root) if root is not None else None
+        if fs is not None and _shared(fs):
+            return fs, type(fs)._strip_protocol(url)
+        fs, path = filesystem(url, options)
+        if root is not None and _shared(fs) and type(fs)._strip_protocol(url) == path:
+            self._roots[root] = fs
+        return fs, path
+
+
+def _shared(fs: AbstractFileSystem) -> bool:
+    """Whether fsspec's instance cache holds ``fs`` for every thread of this process."""
+    cls = type(fs)
+    return bool(getattr(cls, "async_impl", False)) and \
+        getattr(cls, "_cache", {}).get(getattr(fs, "_fs_token_", None)) is fs
+
+
+def _root(url: str) -> str | None:
+    """``scheme://netloc`` of a URL whose filesystem depends on no more than that, and
+    on the storage's options; None for a plain path, a chain, a query or a fragment,
+    and the protocols whose paths drop the server (``_url_keys``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "::" in url or "?" in url or "#" in url or scheme in ("file", "local"):
+        return None
+    if _url_keys(scheme):
+        return None
+    return f"{scheme}://{rest.partition('/')[0]}"
+
+
 def filesystem_class(protocol: str) -> type[AbstractFileSystem]:
     """The class pydistcp uses for ``protocol``: ours where we have one, else fsspec's."""
     own = _OWN_CLASSES.get(protocol)

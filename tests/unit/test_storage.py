@@ -75,6 +75,48 @@ def test_options_changed_in_place_get_their_own_storage() -> None:
                        ) is first
 
 
+def test_files_under_one_root_share_its_filesystem_resolved_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from distcp.storage import filesystems as fsutil
+
+    resolved: list[str] = []
+    real = fsutil.filesystem
+
+    def counted(url: str, options: Any = None) -> Any:
+        resolved.append(url)
+        return real(url, options)
+
+    monkeypatch.setattr(fsutil, "filesystem", counted)
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+    roots = fsutil.Filesystems()
+    got = [roots.resolve(url, options) for url in
+           ("s3://b/x/1", "s3://b/x/2/", "s3://c/y", "s3://b/z?versionId=v1")]
+    assert [path for _, path in got] == [real(u, options)[1] for u in
+                                         ("s3://b/x/1", "s3://b/x/2/", "s3://c/y",
+                                          "s3://b/z?versionId=v1")]
+    assert [path for _, path in got[:3]] == ["b/x/1", "b/x/2", "c/y"]
+    assert got[0][0] is got[1][0] is got[2][0]
+    # one resolution per root; a query is resolved each time (it may ask for versions)
+    assert resolved == ["s3://b/x/1", "s3://c/y", "s3://b/z?versionId=v1"]
+    # a copy elsewhere (an executor) resolves its own; a client fsspec dropped (new
+    # credentials, a forked process) is dropped here too
+    assert pickle.loads(pickle.dumps(roots))._roots == {}
+    type(got[0][0]).clear_instance_cache()
+    assert roots.resolve("s3://b/x/3", options)[0] is not got[0][0]
+    assert resolved[-1] == "s3://b/x/3"
+    # a blocking filesystem is fsspec's per thread: never kept by root
+    roots.resolve("memory://m/a", {})
+    roots.resolve("memory://m/b", {})
+    assert resolved[-2:] == ["memory://m/a", "memory://m/b"]
+    # a chain, and a server moved into the options (FTP connects when built): never
+    # kept by root
+    for url in ("simplecache::memory://m/a", "simplecache::memory://m/b"):
+        roots.resolve(url, {})
+    assert resolved[-2:] == ["simplecache::memory://m/a", "simplecache::memory://m/b"]
+    assert fsutil._root("ftp://user@127.0.0.1:9/a") is None
+    assert fsutil._root("gs://b/a") == "gs://b" and fsutil._root("/a/b") is None
+
+
 def test_a_staged_value_and_its_logged_text_are_one() -> None:
     upload = Staged.upload("id:with:colons", "s3://b/k")
     assert upload.text == "s3-upload:id:with:colons:s3://b/k"

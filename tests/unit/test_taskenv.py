@@ -45,13 +45,17 @@ def test_cached_s3_clients_are_dropped_when_credentials_change() -> None:
         os.environ["AWS_ACCESS_KEY_ID"] = "AKIAOLD"
         import s3fs
         from distcp.copying.taskenv import applied_environment
-        s3fs.S3FileSystem(key="k", secret="s", client_kwargs={"endpoint_url": "http://127.0.0.1:9"})
+        from distcp.storage import storage_for
+        options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+        old = storage_for("s3://b/k", options).fs("s3://b/k")[0]
         before = len(s3fs.S3FileSystem._cache)
         with applied_environment({"AWS_ACCESS_KEY_ID": "AKIANEW"}):
             during = len(s3fs.S3FileSystem._cache)
-        print(before, during, os.environ["AWS_ACCESS_KEY_ID"])
+            new = storage_for("s3://b/k", options).fs("s3://b/k")[0]
+        print(before, during, os.environ["AWS_ACCESS_KEY_ID"], new is old)
     """)
-    assert out == "1 0 AKIAOLD"
+    # a storage keeps no client by its root that fsspec dropped
+    assert out == "1 0 AKIAOLD False"
 
 
 def test_same_credentials_keep_cached_clients() -> None:
