@@ -253,8 +253,10 @@ def written(fs: Any, bucket: str, key: str) -> None:
     only on writes of its own API. It answers ``info`` (every ``stat``) from a folder's
     cached listing once one was taken (a destination's ``isdir`` takes one): a key
     written after it would stay missing there, and a copy planned on that stat would
-    publish the file again."""
-    fs.invalidate_cache(f"{bucket}/{key}")
+    publish the file again. Where none was taken (an upload's usual case) there is
+    nothing to forget, and the walk up the key's folders is skipped."""
+    if len(fs.dircache):
+        fs.invalidate_cache(f"{bucket}/{key}")
 
 
 _XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
