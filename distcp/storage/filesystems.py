@@ -2,7 +2,8 @@
 
 Work units carry URLs and storage options, never filesystem objects (those do
 not survive pickling to executors); fsspec caches instances per process, so
-rebuilding one per call is cheap.
+rebuilding one per call is cheap, but not free: per-file calls ask a storage, which
+keeps one per root of URLs (``Filesystems``).
 """
 
 from __future__ import annotations
