@@ -181,12 +181,10 @@ def _root(url: str) -> str | None:
     """``scheme://netloc`` of a URL whose filesystem depends on no more than that, and
     on the storage's options; None for a plain path, a chain, a query or a fragment,
     and the protocols whose paths drop the server (``_url_keys``)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "::" in url or "?" in url or "#" in url or scheme in ("file", "local"):
+    protocol = _protocol(url)
+    if not protocol or "?" in url or "#" in url or _url_keys(protocol):
         return None
-    if _url_keys(scheme):
-        return None
-    return f"{scheme}://{rest.partition('/')[0]}"
+    return f"{protocol}://{url[len(protocol) + 3:].partition('/')[0]}"
 
 
 def filesystem_class(protocol: str) -> type[AbstractFileSystem]:
