@@ -122,6 +122,17 @@ HERE_FILES_COLD = 20_000
 #: 20,000 uploads 39.6 s against 36.6 s (``rclone serve s3``; benchmarks/RESULTS.md,
 #: 2026-11-30, afternoon): half-way to the tie.
 HERE_THREADS_COLD = 10_000
+#: ... and for threads uploading local files where a session opens cheaply, to a store
+#: whose small writes are thin (``Capabilities.thin_writes``): each file is a read of
+#: this machine's disk and one request, and the threads wait on the server. On the
+#: warm engine (``rclone serve s3``, ``--visibility file``), 2,000 uploads of 1-64 KiB
+#: took 2.15-2.31 s in threads against 2.89-3.15 s on its Spark job, 5,000 4.30-4.33 s
+#: against 4.87-5.06 s, 10,000 8.62-8.96 s against 8.71-8.72 s; 2,000 downloads tied
+#: (1.81-2.08 s against 1.88-2.23 s) and 20,000 took 10.5-11.7 s against 6.9-7.7 s,
+#: where each file's write, attributes and check hold the GIL; 2,000 uploads to Azurite
+#: through Azure's SDK took 15.3 s in threads against 13.1 s on the job
+#: (benchmarks/RESULTS.md, 2026-11-30, evening): half-way to S3's tie.
+HERE_UPLOADS = 5_000
 
 
 def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
@@ -140,12 +151,21 @@ def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
 
 
 def here_files(cfg: CopyConfiguration) -> int:
-    """The most files ``auto`` copies here: ``HERE_FILES`` where a session opens
-    cheaply; else ``HERE_FILES_COLD`` for forked processes, ``HERE_THREADS_COLD`` for
-    threads."""
+    """The most files ``auto`` copies here: where a session opens cheaply
+    ``HERE_UPLOADS`` for thin uploads of local files (``thin_uploads``), ``HERE_FILES``
+    for the rest;
+    else ``HERE_FILES_COLD`` for forked processes, ``HERE_THREADS_COLD`` for threads."""
     if session_cheap(cfg):
-        return HERE_FILES
+        return HERE_UPLOADS if thin_uploads(cfg) else HERE_FILES
     return HERE_FILES_COLD if forks_here(cfg) else HERE_THREADS_COLD
+
+
+def thin_uploads(cfg: CopyConfiguration) -> bool:
+    """Whether the run copies this machine's files to a store whose small writes are
+    one request each through a thin client (``Capabilities.thin_writes``)."""
+    return all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
+               for url in cfg.sources) and storage_for(
+        cfg.destination, dict(cfg.dst_options)).capabilities.thin_writes
 
 
 def splits_here(cfg: CopyConfiguration) -> bool:
@@ -166,9 +186,10 @@ def may_copy_here(cfg: CopyConfiguration) -> bool:
 def held_here(cfg: CopyConfiguration) -> int | None:
     """How many files to copy a dataset planned on the driver holds before it keeps
     them for the executors (None: ``treeplans.HELD``, a chunk, as ``HERE_FILES``): the
-    cold bound of ``auto``'s copy here (``here_files``), so that a plan it would copy
-    here is not kept for a Spark job."""
-    return here_files(cfg) if may_copy_here(cfg) and not session_cheap(cfg) else None
+    bound of ``auto``'s copy here (``here_files``) where it is more, so that a plan it
+    would copy here is not kept for a Spark job."""
+    most = here_files(cfg)
+    return most if may_copy_here(cfg) and most > treeplans.HELD else None
 
 
 def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,

@@ -79,6 +79,10 @@ class Capabilities:
     #: Lists the keys of a folder after a given one, in key order (``walk_after``: S3's
     #: StartAfter), so a continuous copy need not list what it has seen.
     lists_after: bool = False
+    #: A small file is written by one request through this package's own thin client,
+    #: not an SDK's per-file machinery: threads writing many of them wait on the server,
+    #: not on the GIL (``run.choice.HERE_UPLOADS``; S3's PutObject).
+    thin_writes: bool = False
     #: Remote operations of one commit step worth running concurrently.
     parallel_ops: int = 16
     #: Per-file entries of a commit step from which ``--publishing auto`` has the

@@ -22,6 +22,7 @@ from distcp.run.choice import (
     HERE_FILES,
     HERE_FILES_COLD,
     HERE_THREADS_COLD,
+    HERE_UPLOADS,
     copies_here,
     held_here,
 )
@@ -65,8 +66,19 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_THREADS_COLD), 0, False, True),
     (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_THREADS_COLD + 1), 0, False,
      False),
-    (_cfg(engine="warm", destination="s3://b/dst"), _files(HERE_FILES), 0, False, True),
-    (_cfg(engine="warm", destination="s3://b/dst"), _files(HERE_FILES + 1), 0, False, False),
+    # warm, thin uploads of local files wait on their requests: their own bound;
+    # downloads (each file's write and check hold the GIL), stores to stores and
+    # uploads through an SDK (Azure's, Google's) keep the small one
+    (_cfg(engine="warm", destination="s3://b/dst"), _files(HERE_UPLOADS), 0, False, True),
+    (_cfg(engine="warm", destination="s3://b/dst"), _files(HERE_UPLOADS + 1), 0, False,
+     False),
+    (_cfg(engine="warm", sources=("s3://b/src",)), _files(HERE_FILES), 0, False, True),
+    (_cfg(engine="warm", sources=("s3://b/src",)), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="warm", sources=("s3://b/src",), destination="az://c/dst"),
+     _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="warm", state_dir="s3://b/state"), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="warm", destination="az://c/dst"), _files(HERE_FILES + 1), 0, False, False),
+    (_cfg(engine="warm", destination="gs://b/dst"), _files(HERE_FILES + 1), 0, False, False),
     (_cfg(engine="cold", destination="s3://b/dst"), _files(4, 256 << 20), 0, False, True),
     (_cfg(engine="warm", sources=("s3://b/src",)), _files(2, 1 << 40), 0, False, True),
     (_cfg(engine="cold", destination="s3://b/dst", converters=("gzip",)),
@@ -101,7 +113,8 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
     (_cfg(engine="cold", split_size=1 << 20, destination="gs://b/dst"), None),
     (_cfg(engine="cold", master="spark://h:7077"), None),
     (_cfg(engine="cold", destination="s3://b/dst"), HERE_THREADS_COLD),
-    (_cfg(engine="warm", destination="s3://b/dst"), None)])
+    (_cfg(engine="warm", destination="s3://b/dst"), HERE_UPLOADS),
+    (_cfg(engine="warm", sources=("s3://b/src",)), None)])
 def test_driver_planning_holds_what_auto_would_copy_here(
         cfg: CopyConfiguration, held: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(beside, "_enabled", True)

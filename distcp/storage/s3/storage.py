@@ -42,7 +42,7 @@ class ObjectStorage(Storage):
     name = "object"
     capabilities = Capabilities(multipart=True, server_side_copy=True, directories=False,
                                 server_side_ranges=True, conditional_reads=True,
-                                file_visibility=True, lists_after=True)
+                                file_visibility=True, lists_after=True, thin_writes=True)
     write_options = frozenset({"storage_class", "kms_key_id", "acl", "metadata", "tags",
                                "requester_pays"})
 
