@@ -38,6 +38,7 @@ from distcp.spark.logfiles import run_log_file
 from distcp.spark.session import (
     default_parallelism,
     spark_session,
+    warm_serves,
 )
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
@@ -87,8 +88,10 @@ class Sessions:
     def __call__(self) -> AbstractContextManager[Any]:
         if not self.log_file:
             self.log_file = run_log_file(self.cfg, f"spark-{self.job_id}.log")
-            self.callback.message(f"starting Spark ({self.cfg.master}); its log: "
-                                  f"{self.log_file}")
+            conf, engine = dict(self.cfg.spark_conf), self.cfg.engine
+            how = ("using the warm engine" if warm_serves(self.cfg.master, conf, engine)
+                   else "starting Spark")  # the message a user reads: no JVM starts then
+            self.callback.message(f"{how} ({self.cfg.master}); its log: {self.log_file}")
         return spark_session(self.cfg.master, dict(self.cfg.spark_conf), self.log_file,
                              self.cfg.engine)
 

@@ -260,9 +260,13 @@ def opens_cheaply(master: str, conf: Mapping[str, str], engine: str) -> bool:
 
         if SparkSession.getActiveSession() is not None:
             return True
-    if not is_local_master(master):
-        return True
-    if engine == "cold":
+    return not is_local_master(master) or warm_serves(master, conf, engine)
+
+
+def warm_serves(master: str, conf: Mapping[str, str], engine: str) -> bool:
+    """Whether the warm engine serves this run's Spark session (a local master):
+    ``engine`` warm, or auto while an engine of these settings runs and takes it."""
+    if engine == "cold" or not is_local_master(master):
         return False
     if engine == "warm":
         return True  # started for this run if it does not run: the user asked for it

@@ -135,9 +135,10 @@ def test_start_readies_the_python_workers_the_first_run_uses(tmp_path: Path) -> 
     assert len(daemons) == 1
     src = tmp_path / "src"
     make_files(src, 3, 100)
-    run = run_cli("copy", str(src), str(tmp_path / "dst"), "--engine", "warm", "--no-progress",
-                  env=env)
+    run = run_cli("copy", str(src), str(tmp_path / "dst"), "--engine", "warm", env=env)
     assert run.returncode == 0, run.stderr
+    assert "using the warm engine (local[*])" in run.stderr  # not a JVM of its own
+    assert "starting Spark" not in run.stderr
     assert tree(tmp_path / "dst") == tree(src)
     assert python_daemons(running["pid"]) == daemons
     # new workers (a run a minute after the last gets them) are forked with the copy
