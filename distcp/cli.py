@@ -225,7 +225,7 @@ def main() -> None:
                    "on a local master of at most 20,000 files, 1,000 when the warm engine "
                    "runs, whatever their size; with an object store 10,000 files of any "
                    "size, 1,000 when the warm engine runs (5,000 uploads of local files to "
-                   "S3), 256 MiB with a converter "
+                   "S3 without write options), 256 MiB with a converter "
                    "(threads): where a Spark job's start costs more "
                    "than the copy; past that, a cold run between local trees copies its kept "
                    "files' chunks in forked processes too (and the ranges of --split-size); "

@@ -151,10 +151,10 @@ def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
 
 
 def here_files(cfg: CopyConfiguration) -> int:
-    """The most files ``auto`` copies here: where a session opens cheaply
-    ``HERE_UPLOADS`` for thin uploads of local files (``thin_uploads``), ``HERE_FILES``
-    for the rest;
-    else ``HERE_FILES_COLD`` for forked processes, ``HERE_THREADS_COLD`` for threads."""
+    """The most files ``auto`` copies here: where a session opens cheaply,
+    ``HERE_UPLOADS`` for thin uploads of local files (``thin_uploads``) and
+    ``HERE_FILES`` for the rest; else ``HERE_FILES_COLD`` for forked processes,
+    ``HERE_THREADS_COLD`` for threads."""
     if session_cheap(cfg):
         return HERE_UPLOADS if thin_uploads(cfg) else HERE_FILES
     return HERE_FILES_COLD if forks_here(cfg) else HERE_THREADS_COLD
@@ -162,10 +162,12 @@ def here_files(cfg: CopyConfiguration) -> int:
 
 def thin_uploads(cfg: CopyConfiguration) -> bool:
     """Whether the run copies this machine's files to a store whose small writes are
-    one request each through a thin client (``Capabilities.thin_writes``)."""
+    one request each through a thin client (``Capabilities.thin_writes``), with no write
+    option (a storage class, a KMS key, an ACL, metadata, tags, requester pays): S3
+    sends those through botocore, whose work on each request holds the GIL."""
+    dst = storage_for(cfg.destination, dict(cfg.dst_options))
     return all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
-               for url in cfg.sources) and storage_for(
-        cfg.destination, dict(cfg.dst_options)).capabilities.thin_writes
+               for url in cfg.sources) and dst.capabilities.thin_writes and not dst.writes
 
 
 def splits_here(cfg: CopyConfiguration) -> bool:
@@ -186,10 +188,12 @@ def may_copy_here(cfg: CopyConfiguration) -> bool:
 def held_here(cfg: CopyConfiguration) -> int | None:
     """How many files to copy a dataset planned on the driver holds before it keeps
     them for the executors (None: ``treeplans.HELD``, a chunk, as ``HERE_FILES``): the
-    bound of ``auto``'s copy here (``here_files``) where it is more, so that a plan it
-    would copy here is not kept for a Spark job."""
-    most = here_files(cfg)
-    return most if may_copy_here(cfg) and most > treeplans.HELD else None
+    bound of ``auto``'s copy here (``here_files``) where no session opens cheaply, or
+    for thin uploads (``thin_uploads``), so that a plan it would copy here is not kept
+    for a Spark job."""
+    if not may_copy_here(cfg) or (session_cheap(cfg) and not thin_uploads(cfg)):
+        return None
+    return here_files(cfg)
 
 
 def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,

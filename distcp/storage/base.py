@@ -81,7 +81,7 @@ class Capabilities:
     lists_after: bool = False
     #: A small file is written by one request through this package's own thin client,
     #: not an SDK's per-file machinery: threads writing many of them wait on the server,
-    #: not on the GIL (``run.choice.HERE_UPLOADS``; S3's PutObject).
+    #: not on the GIL (``run.choice.HERE_UPLOADS``; S3's PutObject without write options).
     thin_writes: bool = False
     #: Remote operations of one commit step worth running concurrently.
     parallel_ops: int = 16

@@ -79,6 +79,9 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(engine="warm", state_dir="s3://b/state"), _files(HERE_FILES + 1), 0, False, False),
     (_cfg(engine="warm", destination="az://c/dst"), _files(HERE_FILES + 1), 0, False, False),
     (_cfg(engine="warm", destination="gs://b/dst"), _files(HERE_FILES + 1), 0, False, False),
+    # write options take botocore's path on S3: the small bound
+    (_cfg(engine="warm", destination="s3://b/dst", storage_class="STANDARD_IA"),
+     _files(HERE_FILES + 1), 0, False, False),
     (_cfg(engine="cold", destination="s3://b/dst"), _files(4, 256 << 20), 0, False, True),
     (_cfg(engine="warm", sources=("s3://b/src",)), _files(2, 1 << 40), 0, False, True),
     (_cfg(engine="cold", destination="s3://b/dst", converters=("gzip",)),
