@@ -377,12 +377,17 @@ def _copying_problem(c: CopyConfiguration) -> str | None:
     return None
 
 
+def local_sources(c: CopyConfiguration) -> bool:
+    """Whether every source is this machine's filesystem."""
+    return all(storage_for(url, dict(c.src_options)).capabilities.local_paths
+               for url in c.sources)
+
+
 def local_ends(c: CopyConfiguration) -> bool:
     """Whether every source, the destination and the state folder are this machine's
     filesystem (no object store's client, with its threads and pools, in the run)."""
     options = dict(c.dst_options)
-    return all(storage_for(url, dict(c.src_options)).capabilities.local_paths
-               for url in c.sources) and all(
+    return local_sources(c) and all(
         storage_for(url, options).capabilities.local_paths
         for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from distcp.commit.recovery import RecoveryArea
-from distcp.configuration import CopyConfiguration, local_ends
+from distcp.configuration import CopyConfiguration, local_ends, local_sources
 from distcp.converters.base import forks_safely
 from distcp.model import CopyableFile
 from distcp.planning import beside, treeplans
@@ -166,8 +166,7 @@ def thin_uploads(cfg: CopyConfiguration) -> bool:
     option (a storage class, a KMS key, an ACL, metadata, tags, requester pays): S3
     sends those through botocore, whose work on each request holds the GIL."""
     dst = storage_for(cfg.destination, dict(cfg.dst_options))
-    return all(storage_for(url, dict(cfg.src_options)).capabilities.local_paths
-               for url in cfg.sources) and dst.capabilities.thin_writes and not dst.writes
+    return local_sources(cfg) and dst.capabilities.thin_writes and not dst.writes
 
 
 def splits_here(cfg: CopyConfiguration) -> bool:

@@ -86,14 +86,13 @@ class Sessions:
         self.log_file = ""
 
     def __call__(self) -> AbstractContextManager[Any]:
+        master, conf, engine = self.cfg.master, dict(self.cfg.spark_conf), self.cfg.engine
         if not self.log_file:
             self.log_file = run_log_file(self.cfg, f"spark-{self.job_id}.log")
-            conf, engine = dict(self.cfg.spark_conf), self.cfg.engine
-            how = ("using the warm engine" if warm_serves(self.cfg.master, conf, engine)
+            how = ("using the warm engine" if warm_serves(master, conf, engine)
                    else "starting Spark")  # the message a user reads: no JVM starts then
-            self.callback.message(f"{how} ({self.cfg.master}); its log: {self.log_file}")
-        return spark_session(self.cfg.master, dict(self.cfg.spark_conf), self.log_file,
-                             self.cfg.engine)
+            self.callback.message(f"{how} ({master}); its log: {self.log_file}")
+        return spark_session(master, conf, self.log_file, engine)
 
 
 def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, SplitFile],
