@@ -314,15 +314,18 @@ def check(
     state_dir: str | None = None,
     summary_json: str | None = None,
     log_dir: str | None = None,
+    copying: Literal["auto", "driver", "spark"] = "auto",
 ) -> CheckReport:
     """Compare ``sources`` with their copy at ``destination``, like ``rclone check``.
 
     Both sides are listed as ``copy`` lists them (same dataset mapping and filters);
     each path is equal (``=``), only in the source (``-``), only in the destination
     (``+``), differing (``*``) or unreadable (``!``). Files of equal size are compared
-    by digest, read on Spark; where the destination's state records the digest of a
+    by digest; where the destination's state records the digest of a
     file whose source still has the size and mtime it had when copied, that digest
-    stands in for the source and only the destination is read. ``size_only``: sizes
+    stands in for the source and only the destination is read; few files are read in
+    this process (``copying``, as ``copy`` copies: ``report.read_here`` says why), more
+    on Spark. ``size_only``: sizes
     only, nothing read. ``one_way``: files only in the destination are not reported.
     ``stored_digests=False`` reads both sides of every file. A Delta table
     (``finder="delta"``, or a table a ``dataset_glob`` matches) is compared at the

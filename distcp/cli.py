@@ -229,8 +229,8 @@ def main() -> None:
                    "(threads): where a Spark job's start costs more "
                    "than the copy; past that, a cold run between local trees copies its kept "
                    "files' chunks in forked processes too (and the ranges of --split-size); "
-                   "spark for the rest, a cluster, a fork or ranges a join task "
-                   "concatenates, as on GCS, FTP and SFTP).")
+                   "a fork by the smallest of its branches' bounds; spark for the rest, a "
+                   "cluster, or ranges a join task concatenates, as on GCS, FTP and SFTP).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
               metavar="N", help="Cores to plan for: 2 tasks per core, 1 when each core's "
                                 "share is under 1.5 GiB (default: Spark's cores); "
@@ -981,7 +981,7 @@ _CHECK_SHARED = ("finder", "dataset_glob", "include", "exclude", "min_size", "ma
                  "parallelism", "tasks", "spark_conf", "buffer_size", "src_option",
                  "dst_option", "src_options_file", "dst_options_file", "state_dir",
                  "no_progress", "quiet", "summary_json", "log_dir", "iceberg_catalog",
-                 "iceberg_table")
+                 "iceberg_table", "copying")
 #: Where copy's help speaks of copying: check's own words.
 _CHECK_HELP_TEXTS = {
     "finder": "How datasets are found, as copy finds them: single, glob, delta (SRC is "
@@ -1000,6 +1000,12 @@ _CHECK_HELP_TEXTS = {
     "links": "Symbolic links in a local source tree: skip, follow (compare the target's "
              "content) or copy (compare the link's target text), as copy was run.",
     "tasks": "Exactly N tasks read the files (fewer only when there are fewer files).",
+    "copying": "Who reads the files whose digests are compared: spark (a Spark job), "
+               "driver (this process: forked processes, one per core, between local "
+               "trees; threads when an object store is in the check) or auto (driver on "
+               "a local master for at most 20,000 files between local trees, 10,000 with "
+               "an object store, 1,000 when the warm engine runs; else spark): where a "
+               "Spark job's start costs more than the reads.",
     "buffer_size": "Read buffer per task.",
     "summary_json": "Write the report as JSON to this file (counts and every difference); "
                     "'-': to stdout (the human lines then go to stderr).",

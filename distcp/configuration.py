@@ -367,9 +367,6 @@ def _copying_problem(c: CopyConfiguration) -> str | None:
     """What ``--copying driver`` cannot do: the work that only Spark tasks share."""
     if c.copying != "driver":
         return None
-    if c.fork:
-        return ("--copying driver cannot run a fork (--fork): its branches share one read "
-                "in Spark tasks; use --copying auto or spark")
     if c.split_size and not local_ends(c):
         return ("--copying driver splits files (--split-size) only between local trees, "
                 "whose ranges are written at their offsets: elsewhere ranges are Spark "

@@ -32,6 +32,9 @@ class CheckReport:
     stored_digests: int = 0
     duration_s: float = 0.0
     log_file: str = ""
+    #: Why the digests were read in this process, not a Spark job ("": on Spark, or
+    #: nothing was read).
+    read_here: str = ""
     #: How far each destination table is behind its source: said, not a difference.
     tables: list[TableLag] = field(default_factory=list)
 

@@ -5,7 +5,8 @@ takes no lock, replays nothing, routes nothing; its plan lists both sides with t
 listing code (a table's check listing: the version the destination holds, the files it
 only requires present, how far it is behind) and judges what sizes and recorded digests
 decide (``checking.compare``);
-its copy reads the rest on Spark (``spark.check``); it publishes nothing and sweeps only
+its copy reads the rest, in this process when they are few (``run.here``, as a small
+copy is copied there) and else on Spark (``spark.check``); it publishes nothing and sweeps only
 its own progress folder. What it returns is a ``CheckReport``.
 
 Reads only: nothing is written to either side, except the progress documents of the
@@ -38,6 +39,8 @@ from distcp.model import FileStatus
 from distcp.planning.filesfrom import list_flag
 from distcp.planning.listing import source_listing, target_listing
 from distcp.run.branch import BranchRun, new_job_id
+from distcp.run.choice import reads_here
+from distcp.run.here import read_here
 from distcp.spark.check import check_log_file, read_digests
 from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
@@ -106,16 +109,22 @@ class CheckSteps:
         return False
 
     def copy(self, runs: list[BranchRun]) -> int:
-        """Read on Spark what the listings could not decide (one job; none when nothing
-        is left to read); returns the files read."""
+        """Read what the listings could not decide, in this process when few
+        (``choice.reads_here``), else in one Spark job (none when nothing is left to
+        read); returns the files read."""
         unread = self._unread()
         if not unread:
             return 0
         jobs = digest_jobs(unread, self.cfg.src_options, self.cfg.dst_options)
-        self.report.log_file = check_log_file(self.cfg, self.job_id)
         self.progress = _progress_folder(runs[0].root, self.job_id, self.cfg)
-        results = read_digests(self.cfg, jobs, self.progress, self.report.log_file,
-                               self.callback)
+        self.report.read_here = reads_here(self.cfg, len(jobs)) or ""
+        if self.report.read_here:
+            results = read_here(self.cfg, jobs, self.progress, self.callback)
+            self.callback.close()
+        else:
+            self.report.log_file = check_log_file(self.cfg, self.job_id)
+            results = read_digests(self.cfg, jobs, self.progress, self.report.log_file,
+                                   self.callback)
         self.report.files_read = sum(1 for r in results if not r.error)
         self.report.bytes_read = sum(r.size for r in results)
         self.read = {p.path: o for p, o in zip(unread, judge_read(unread, results),

@@ -7,6 +7,7 @@ whether its files to copy stay on the executors, whether every decision is shown
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration, local_ends, local_sources
@@ -217,6 +218,37 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
                                         if most_bytes is not None else "")
     return (f"--copying auto: {len(files):,} files of {size:,} bytes on a local master, "
             f"{bound}: a Spark job's start would cost more than the copy")
+
+
+def reads_here(cfg: CopyConfiguration, files: int) -> str | None:
+    """Why this process reads the digests of ``files`` files for a check or
+    ``--checksum``'s comparison (None: a Spark job does): the copy's rule
+    (``here_because``) with its bound of files (``here_files``; no converter runs on a
+    read, so no bound of bytes). The same digest tasks run either way: a check of 500
+    small files took 4.3 s cold with its Spark job, 0.8 s here (benchmarks/RESULTS.md,
+    2026-11-30)."""
+    return here_because(cfg, files, here_files(cfg), "files to read")
+
+
+def fork_copies_here(cfgs: Sequence[CopyConfiguration], files: int) -> str | None:
+    """Why this process copies a fork's ``files`` for all its branches (None: one Spark
+    job does): the copy's rule (``here_because``, the first branch's ``--copying`` and
+    master) with the smallest of the branches' bounds (``here_files``), and no branch
+    registering in a catalog (whose registrations start the session anyway)."""
+    if cfgs[0].copying != "driver" and any(c.catalog_table for c in cfgs):
+        return None
+    return here_because(cfgs[0], files, min(here_files(c) for c in cfgs), "files")
+
+
+def here_because(cfg: CopyConfiguration, files: int, most: int, what: str) -> str | None:
+    """Why this process runs the tasks of ``files`` files (None: a Spark job does):
+    ``--copying driver``, or ``auto`` on a local master for at most ``most``."""
+    if cfg.copying == "driver":
+        return "--copying driver"
+    if cfg.copying == "spark" or not tasks_run_here(cfg.master) or files > most:
+        return None
+    return (f"--copying auto: {files:,} {what} on a local master, at most {most:,}: a "
+            "Spark job's start would cost more")
 
 
 def kept_here(cfg: CopyConfiguration) -> str | None:

@@ -3,9 +3,9 @@
 Planning leaves each file of its target's size whose digests are not both known among
 the copies, waiting on its contents (``distcp.planning.contents`` says how they are
 settled). Here the waiting pairs are settled before anything is copied: those the
-stores' own checksums decide without a read, the rest read on the executors by the
-check's digest tasks, in one Spark job on the run's session; the plan then skips what
-is the same. A dry run compares too: it reads, it changes nothing.
+stores' own checksums decide without a read, the rest read by the check's digest
+tasks: in this process when they are few (``choice.reads_here``), else in one Spark job
+on the run's session; the plan then skips what is the same. A dry run compares too: it reads, it changes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from distcp.configuration import CopyConfiguration
 from distcp.model import FileStatus
 from distcp.planning.contents import judge_unread, pairs_of, resolved, waiting
 from distcp.run.branch import BranchRun
+from distcp.run.choice import reads_here
+from distcp.run.here import read_here
 from distcp.spark.check import digests_on
 from distcp.spark.listing import LazySession
 from distcp.state.store import StateStore
@@ -42,7 +44,9 @@ def compare_contents(run: BranchRun, session: LazySession, callback: Callback) -
         callback.message(f"comparing the contents of {len(unread)} files of the same size "
                          "(--checksum)")
         jobs = digest_jobs(unread, cfg.src_options, cfg.dst_options)
-        results = digests_on(session(), cfg, jobs, "", DEFAULT_CALLBACK)
+        results = read_here(cfg, jobs, "", DEFAULT_CALLBACK) \
+            if reads_here(cfg, len(jobs)) is not None \
+            else digests_on(session(), cfg, jobs, "", DEFAULT_CALLBACK)
         outcomes.update((p.path, o) for p, o in zip(unread, judge_read(unread, results),
                                                       strict=True))
         read = sum(r.size for r in results)

@@ -8,7 +8,8 @@ PySpark's and connects. So a small plan's work units run here (``run.choice``'s
 bounds: 20,000 files when the session would be cold, 1,000 when it opens cheaply),
 through the same task code Spark's tasks run (``copying.task.stream_work_unit``): the
 same staging, results, request counts and commit log. Only who runs the units changes; planning and
-publishing do not know.
+publishing do not know. A small fork's units (``run.fork``, one read for all branches)
+and a check's digests (``read_here``) run here by the same rule (``run_units``).
 
 Who runs them: in the ``pydistcp`` command, one forked process per core
 (``run.workers``), which take the units one at a time and send each one's results
@@ -40,9 +41,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import TypeVar
 
 from distcp import collection
 from distcp.callbacks import Callback
+from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_runner
 from distcp.configuration import CopyConfiguration
 from distcp.copying.keptunit import KeptUnit
 from distcp.copying.resultfiles import UnitReport
@@ -56,6 +59,7 @@ from distcp.planning.plan import DatasetPlan
 from distcp.planning.splitting import split_units, whole_results
 from distcp.run.choice import cores_here, forks_here
 from distcp.run.workers import run_forked
+from distcp.spark.check import digest_units, poll_counters
 from distcp.spark.job import KEPT_UNITS_FROM, poll_progress
 from distcp.spark.keptcopy import KeptCopy, copy_kept_datasets, requests_of
 from distcp.spark.pandasprobe import skip_pandas_probe
@@ -167,36 +171,13 @@ def copy_kept_here(cfg: CopyConfiguration, spec: TaskSpec, kept: tuple[DatasetPl
 def run_here(units: list[WorkUnit], spec: TaskSpec, cores: int,
              started: Callable[[], None] = lambda: None, fork: bool = True
              ) -> list[TaskResult]:
-    """Each unit in one of ``cores`` forked processes (``run.workers``), or threads
-    where this process may not fork (an API caller's; ``fork`` false: an object store
-    in the run, ``choice.forks_here``); the results of all, unit by unit. A unit whose code raised fails its files (``failed_unit``). ``started`` runs
-    once the units are under way (the progress poller's start)."""
+    """Each unit in one of ``cores`` forked processes or threads (``run_units``); the
+    results of all, unit by unit. A unit whose code raised fails its files
+    (``failed_unit``). ``started`` runs once the units are under way (the progress
+    poller's start)."""
     attempt = f"here{os.getpid()}"
 
-    def one(unit: WorkUnit) -> list[TaskResult]:
-        with bounded_by(spec.request_timeout):
-            return list(stream_work_unit(unit, spec, attempt))
-
-    if fork and beside.forks():
-        preloaded()
-        with collection.paused():
-            return run_forked(units, cores, one, failed_unit, started)
-    started()
-    return run_in_threads(units, spec, attempt, cores)
-
-
-def run_in_threads(units: list[WorkUnit], spec: TaskSpec, attempt: str, threads: int
-                   ) -> list[TaskResult]:
-    """Each unit in one of ``threads`` threads. Daemon threads, not a
-    ``ThreadPoolExecutor``, whose threads the interpreter's exit waits for: after Ctrl-C
-    the command ends at once, not after each thread's file."""
-    stop = threading.Event()
-    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for n in range(len(units)):
-        todo.put(n)
-    out: list[list[TaskResult]] = [[] for _ in units]
-
-    def one(unit: WorkUnit) -> list[TaskResult]:
+    def one(unit: WorkUnit, stop: threading.Event) -> list[TaskResult]:
         results: list[TaskResult] = []
         with bounded_by(spec.request_timeout):
             for result in stream_work_unit(unit, spec, attempt):
@@ -205,6 +186,75 @@ def run_in_threads(units: list[WorkUnit], spec: TaskSpec, attempt: str, threads:
                     break
         return results
 
+    return run_units(units, cores, one, failed_unit, started, fork)
+
+
+def read_here(cfg: CopyConfiguration, jobs: list[DigestJob], progress: str,
+              callback: Callback) -> list[DigestResult]:
+    """A check's (or ``--checksum``'s) digests read in this process (``read_digests``'
+    counterpart, taken where ``choice.reads_here`` says): the same digest tasks and
+    progress documents, in forked processes between local trees, else threads."""
+    cores = cores_here(cfg)
+    units = digest_units(cfg, jobs, progress, cores, None)
+    callback.message(f"reading {len(jobs):,} file(s) in this process, no Spark job")
+    callback.set_size(len(jobs), sum(j.size for j in jobs))
+    attempt = f"here{os.getpid()}"
+
+    def one(unit: DigestUnit, _stop: threading.Event) -> list[DigestResult]:
+        task = digest_runner(cfg.buffer_size, attempt)  # its own buffer: one per thread
+        return [r for each in task([unit]) for r in each]
+
+    def failed(unit: DigestUnit, exc: BaseException) -> list[DigestResult]:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        return [DigestResult(j.key, j.side, error=f"cannot read {fsutil.display(j.url)}: "
+                                                  f"{reason}") for j in unit.jobs]
+
+    stop = threading.Event()
+    poller = threading.Thread(target=poll_counters, args=(progress, cfg, callback, stop),
+                              daemon=True)
+    try:
+        results = run_units(units, cores, one, failed, poller.start, forks_here(cfg))
+    finally:
+        stop.set()
+        if poller.is_alive():
+            poller.join()
+    callback.update(len(results), sum(r.size for r in results))
+    return results
+
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+
+def run_units(units: list[U], cores: int, one: Callable[[U, threading.Event], list[R]],
+              failed: Callable[[U, BaseException], list[R]], started: Callable[[], None],
+              fork: bool) -> list[R]:
+    """Each unit run by ``one`` in one of ``cores`` forked processes (``run.workers``),
+    or threads where this process may not fork (an API caller's; ``fork`` false: an
+    object store in the run, ``choice.forks_here``); the results of all, unit by unit.
+    ``failed`` gives a unit's results failed by what it raised; ``started`` runs once
+    the units are under way, after any fork."""
+    if fork and beside.forks():
+        preloaded()
+        never = threading.Event()
+        with collection.paused():
+            return run_forked(units, cores, lambda u: one(u, never), failed, started)
+    started()
+    return run_in_threads(units, cores, one, failed)
+
+
+def run_in_threads(units: list[U], threads: int, one: Callable[[U, threading.Event], list[R]],
+                   failed: Callable[[U, BaseException], list[R]]) -> list[R]:
+    """Each unit in one of ``threads`` threads, ``one`` told by its event to stop after
+    the file it is on. Daemon threads, not a ``ThreadPoolExecutor``, whose threads the
+    interpreter's exit waits for: after Ctrl-C the command ends at once, not after each
+    thread's file."""
+    stop = threading.Event()
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for n in range(len(units)):
+        todo.put(n)
+    out: list[list[R]] = [[] for _ in units]
+
     def work() -> None:
         while not stop.is_set():
             try:
@@ -212,9 +262,9 @@ def run_in_threads(units: list[WorkUnit], spec: TaskSpec, attempt: str, threads:
             except queue.Empty:
                 return
             try:
-                out[n] = one(units[n])
+                out[n] = one(units[n], stop)
             except Exception as exc:  # noqa: BLE001 - any failure of a unit is its files'
-                out[n] = failed_unit(units[n], exc)
+                out[n] = failed(units[n], exc)
 
     workers = [threading.Thread(target=work, name=f"pydistcp-copy-{n}", daemon=True)
                for n in range(max(1, min(threads, len(units))))]

@@ -42,19 +42,26 @@ def digests_on(spark: Any, cfg: CopyConfiguration, jobs: list[DigestJob], progre
                callback: Callback) -> list[DigestResult]:
     """``read_digests`` on a session the caller holds (a copy's, for ``--checksum``'s
     comparison of contents: ``distcp.run.contents``)."""
-    cores = cfg.parallelism or default_parallelism(spark)
-    options = tuple(sorted((k, str(v)) for k, v in cfg.dst_options.items()))
-    env = task_environment()
-    units = [DigestUnit(n, group, progress, options, env)
-             for n, group in enumerate(pack(jobs, (cfg.tasks or cores * 2)))]
+    units = digest_units(cfg, jobs, progress, cfg.parallelism or default_parallelism(spark),
+                         task_environment())
     callback.set_size(len(jobs), sum(j.size for j in jobs))
     return _run_units(spark, units, cfg, callback, progress)
+
+
+def digest_units(cfg: CopyConfiguration, jobs: list[DigestJob], progress: str, cores: int,
+                 env: dict[str, str] | None) -> list[DigestUnit]:
+    """``jobs`` in ``--tasks`` units (else two per core) of about equal bytes; ``env``:
+    the client's task variables for a server's workers (None: the process's own)."""
+    options = tuple(sorted((k, str(v)) for k, v in cfg.dst_options.items()))
+    return [DigestUnit(n, group, progress, options, env)
+            for n, group in enumerate(pack(jobs, (cfg.tasks or cores * 2)))]
 
 
 def _run_units(spark: Any, units: list[DigestUnit], cfg: CopyConfiguration,
                callback: Callback, progress: str) -> list[DigestResult]:
     stop = threading.Event()
-    poller = threading.Thread(target=_poll, args=(progress, cfg, callback, stop), daemon=True)
+    poller = threading.Thread(target=poll_counters, args=(progress, cfg, callback, stop),
+                              daemon=True)
     poller.start()
     try:
         results: list[DigestResult] = run_pickled(
@@ -70,9 +77,9 @@ def _run_units(spark: Any, units: list[DigestUnit], cfg: CopyConfiguration,
     return results
 
 
-def _poll(folder: str, cfg: CopyConfiguration, callback: Callback,
-          stop: threading.Event) -> None:
-    """Report the tasks' counters about twice a second until the job ends."""
+def poll_counters(folder: str, cfg: CopyConfiguration, callback: Callback,
+                  stop: threading.Event) -> None:
+    """Report the tasks' counters about twice a second until ``stop`` is set."""
     if not folder:
         return
     while not stop.wait(0.5):

@@ -75,14 +75,17 @@ def test_a_fresh_copy_checks_equal_reading_only_the_destination(spark: Any,
     assert spark.range(2).count() == 2  # the shared session is left running
 
 
-def test_a_flipped_byte_with_size_and_mtime_kept_is_found(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("copying", ["auto", "spark"])  # read in this process's threads
+def test_a_flipped_byte_with_size_and_mtime_kept_is_found(spark: Any, tmp_path: Path,
+                                                          copying: str) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     make_source(src)
     assert distcp.copy(str(src), str(dst)).ok
     flip_byte_keeping_size_and_mtime(dst / "a.bin", 2 * (1 << 20) + 77)  # in the 3rd block
     flip_byte_keeping_size_and_mtime(dst / "d" / "e" / "f.txt", 0)
     for stored in (True, False):
-        report = distcp.check(str(src), str(dst), stored_digests=stored)
+        report = distcp.check(str(src), str(dst), stored_digests=stored, copying=copying)
+        assert bool(report.read_here) is (copying == "auto")
         assert not report.ok
         assert report.lines("*") == ["* a.bin", "* d/e/f.txt"], stored
         assert report.counts == {"match": 3, "differ": 2, "missing_on_dst": 0,
@@ -190,3 +193,29 @@ def test_cli_exit_status_and_combined_report(spark: Any, tmp_path: Path) -> None
     assert usage.returncode == 2 and "give at least one SRC and a DST" in usage.stderr
     missing = run_cli("check", str(tmp_path / "nope"), str(dst), "--master", "local[2]")
     assert missing.returncode == 2 and "nope" in missing.stderr, missing.stderr
+
+
+def test_a_small_check_reads_here_with_no_spark_and_spark_reads_the_same(
+        tmp_path: Path) -> None:
+    """A cold check of a few files reads them in forked processes of its own, no JVM;
+    ``--copying spark`` reads them in a Spark job: the same verdicts either way."""
+    src, dst, logs = tmp_path / "src", tmp_path / "dst", tmp_path / "logs"
+    make_source(src)
+    assert run_cli("copy", str(src), str(dst), "--no-progress").returncode == 0
+    flip_byte_keeping_size_and_mtime(dst / "d" / "g.csv", 123)
+    reports = {}
+    for copying in ("auto", "spark"):
+        r = run_cli("check", str(src), str(dst), "--engine", "cold", "--no-progress",
+                    "--copying", copying, "--log-dir", str(logs), "--summary-json", "-")
+        assert r.returncode == 1, r.stderr
+        assert "* d/g.csv  (contents differ" in r.stderr
+        reports[copying] = json.loads(r.stdout)
+        assert reports[copying]["counts"]["differ"] == 1
+        assert reports[copying]["files_read"] == 5
+    assert reports["auto"]["read_here"] == (
+        "--copying auto: 5 files to read on a local master, at most 20,000: a Spark job's "
+        "start would cost more")
+    assert reports["auto"]["log_file"] == "" and reports["spark"]["read_here"] == ""
+    assert [p.name for p in logs.glob("spark-*.log")] == [
+        Path(reports["spark"]["log_file"]).name]
+    assert not list((dst / ".pydistcp" / "progress").glob("check-*"))  # no debris

@@ -147,19 +147,28 @@ def test_a_small_upload_to_s3_is_copied_here(s3: S3Server, tmp_path: Path) -> No
     assert s3.pending_uploads() == []
 
 
-@pytest.mark.parametrize(("flags", "line"), [
-    (["--fork", "{tmp}/f1"], ("pydistcp: error: --copying driver cannot run a fork (--fork): "
-                             "its branches share one read in Spark tasks; use --copying auto "
-                             "or spark")),
-])
-def test_what_copying_here_cannot_do_is_refused_before_anything(
-        tmp_path: Path, flags: list[str], line: str) -> None:
-    src = _source(tmp_path / "src")
-    out = run_cli("copy", str(src), str(tmp_path / "dst"), "--copying", "driver",
-                  *[f.format(tmp=tmp_path) for f in flags])
-    assert out.returncode == 2, out.stderr
-    assert one_error_line(out.stderr) == line
-    assert not (tmp_path / "dst").exists()
+@pytest.mark.parametrize("copying", ["auto", "driver"])
+def test_a_small_fork_is_copied_here_for_every_branch_with_no_spark(
+        tmp_path: Path, copying: str) -> None:
+    """One read for both branches, in this process's forked processes: the same bytes,
+    modes and mtimes in each, no Spark log; a rerun has nothing to copy in either."""
+    src, logs = _source(tmp_path / "src"), tmp_path / "logs"
+    a, b = tmp_path / "a", tmp_path / "b"
+    out = run_cli("copy", str(src), str(a), "--fork", str(b), "--engine", "cold",
+                  "--copying", copying, "--no-progress", "--log-dir", str(logs),
+                  "--summary-json", str(tmp_path / "s.json"))
+    assert out.returncode == 0, out.stderr
+    assert tree(a) == tree(src) and tree(b) == tree(src)
+    summary = json.loads((tmp_path / "s.json").read_text())
+    (way,) = summary["strategy"]["copy"]
+    assert way["strategy"] == "fork" and "in this process, no Spark job: --copying " \
+        f"{copying}" in way["why"], way
+    assert summary["files_copied"] == 10 and summary["log_file"] == ""
+    assert "starting Spark" not in out.stderr and not list(logs.glob("spark-*.log"))
+    again = run_cli("copy", str(src), str(a), "--fork", str(b), "--engine", "cold",
+                    "--no-progress", "--summary-json", str(tmp_path / "s2.json"))
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "s2.json").read_text())["files_skipped"] == 10
 
 
 def _paused_in_staging(src: Path, dst: Path) -> subprocess.Popen[str]:

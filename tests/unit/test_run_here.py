@@ -270,3 +270,85 @@ def test_a_gpg_chain_is_copied_here_by_threads_never_by_forked_processes(
     signal 11 or 6 starting gnupg's threads: gpg's converters copy here in threads."""
     monkeypatch.setattr(beside, "_enabled", True)
     assert choice.forks_here(_cfg(converters=converters)) is forks
+
+
+@pytest.mark.parametrize(("cfg", "files", "why"), [
+    (_cfg(engine="cold"), HERE_FILES_COLD, "at most 20,000"),
+    (_cfg(engine="cold"), HERE_FILES_COLD + 1, None),
+    (_cfg(engine="warm"), HERE_FILES, "at most 1,000"),  # a cheap session: its job is quick
+    (_cfg(engine="warm"), HERE_FILES + 1, None),
+    (_cfg(engine="cold", destination="s3://b/dst"), HERE_THREADS_COLD, "at most 10,000"),
+    (_cfg(engine="cold", destination="s3://b/dst"), HERE_THREADS_COLD + 1, None),
+    (_cfg(engine="cold", copying="spark"), 1, None),
+    (_cfg(engine="warm", copying="driver"), HERE_FILES + 1, "--copying driver"),
+    (_cfg(engine="cold", master="spark://h:7077"), 1, None)])  # a cluster's tasks
+def test_which_checks_read_here(cfg: CopyConfiguration, files: int, why: str | None,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)
+    if "pyspark.sql" in sys.modules:  # an earlier test's session would make it cheap
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
+    got = choice.reads_here(cfg, files)
+    assert (got is None) is (why is None) and (why is None or why in str(got))
+
+
+@pytest.mark.parametrize(("cfgs", "files", "here_"), [
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/dst2")], HERE_FILES_COLD, True),
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/dst2")], HERE_FILES_COLD + 1,
+     False),
+    # one branch on S3: threads for all, whose bound is the smaller
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="s3://b/d")], HERE_THREADS_COLD,
+     True),
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="s3://b/d")],
+     HERE_THREADS_COLD + 1, False),
+    # a branch registering in the catalog starts the session anyway
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/d2", catalog_table="db.t")], 3,
+     False),
+    ([_cfg(engine="cold", copying="spark"), _cfg(engine="cold", destination="/d2")], 3,
+     False)])
+def test_which_forks_are_copied_here(cfgs: list[CopyConfiguration], files: int,
+                                     here_: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)
+    if "pyspark.sql" in sys.modules:
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
+    assert (choice.fork_copies_here(cfgs, files) is not None) is here_
+
+
+def test_a_checks_digests_read_here_in_each_way(tmp_path: Path, forks: bool,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real files: each job's digest as the storage reads it, a missing file an error
+    of its own, a unit whose code raised an error for each of its files."""
+    from distcp.callbacks import Callback
+    from distcp.checking import digests
+    from distcp.checking.digests import DigestJob
+    from distcp.storage import spec_for
+
+    paths = []
+    for n in range(6):
+        paths.append(tmp_path / f"f{n}")
+        paths[-1].write_bytes(os.urandom(1000 + n))
+    paths[3].unlink()
+    jobs = [DigestJob(n, "src", str(p), 1000 + n, spec_for(str(p), {}))
+            for n, p in enumerate(paths)]
+    cfg = _cfg(engine="cold", tasks=2)
+    results = {r.key: r for r in here.read_here(cfg, jobs, "", Callback())}
+    buffer = bytearray(1 << 16)
+    for n, p in enumerate(paths):
+        if n != 3:
+            want = spec_for(str(p), {}).open().digest_of(str(p), buffer)
+            assert (results[n].digest, results[n].size) == (want.hexdigest(), 1000 + n)
+    assert results[3].error.startswith(f"cannot read {paths[3]}")
+    real = digests.digest_one
+
+    def flaky(job: DigestJob, buffer: bytearray) -> digests.DigestResult:
+        if job.key == 4:
+            raise RuntimeError("reader on fire")
+        return real(job, buffer)
+
+    monkeypatch.setattr(digests, "digest_one", flaky)
+    results = {r.key: r for r in here.read_here(cfg, jobs, "", Callback())}
+    failed = {k for k, r in results.items() if r.error}
+    assert 4 in failed and 3 in failed and len(results) == 6
+    assert results[4].error == f"cannot read {paths[4]}: reader on fire"
+    assert all(not results[k].error for k in set(range(6)) - failed)
