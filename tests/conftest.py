@@ -129,6 +129,20 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
                           timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
 
+def traced_cli(*args: str, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    """``run_cli`` under ``python -X importtime`` (``imported_by`` reads its stderr)."""
+    return subprocess.run([*PYDISTCP[:1], "-X", "importtime", *PYDISTCP[1:], *args],
+                          capture_output=True, text=True, env=cli_env(env), timeout=300,
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def imported_by(out: subprocess.CompletedProcess[str]) -> set[str]:
+    """The modules a ``traced_cli`` run imported."""
+    return {line.split("|")[2].strip() for line in out.stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2}
+
+
 def reported(out: str) -> dict[str, str]:
     """``pydistcp check``'s lines of differences: path -> symbol."""
     return {line[2:].split("  (")[0]: line[0] for line in out.splitlines()

@@ -36,12 +36,14 @@ from distcp.checking.report import CheckReport
 from distcp.configuration import CopyConfiguration
 from distcp.datasets.base import CopyableDataset, DatasetListing
 from distcp.model import FileStatus
+from distcp.planning import beside
 from distcp.planning.filesfrom import list_flag
 from distcp.planning.listing import source_listing, target_listing
 from distcp.run.branch import BranchRun, new_job_id
 from distcp.run.choice import reads_here
 from distcp.run.here import read_here
 from distcp.spark.check import check_log_file, read_digests
+from distcp.spark.pandasprobe import skip_pandas_probe
 from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
@@ -76,6 +78,8 @@ class CheckSteps:
     def plan(self, runs: list[BranchRun]) -> None:
         """Both sides listed and paired, dataset by dataset, and what the listings decide."""
         run = runs[0]
+        if beside.forks():  # the command's process: the manifest's arrays, without pandas
+            skip_pandas_probe()
         store = StateStore(run.root, dict(self.cfg.dst_options))
         for ds in run.datasets:
             self.callback.message(f"listing {fsutil.display(ds.urn)}")

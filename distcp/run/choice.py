@@ -223,11 +223,16 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
 def reads_here(cfg: CopyConfiguration, files: int) -> str | None:
     """Why this process reads the digests of ``files`` files for a check or
     ``--checksum``'s comparison (None: a Spark job does): the copy's rule
-    (``here_because``) with its bound of files (``here_files``; no converter runs on a
-    read, so no bound of bytes). The same digest tasks run either way: a check of 500
-    small files took 4.3 s cold with its Spark job, 0.8 s here (benchmarks/RESULTS.md,
-    2026-11-30)."""
-    return here_because(cfg, files, here_files(cfg), "files to read")
+    (``here_because``). Forked processes read at Spark's local tasks' pace, so between
+    local trees the cold bound holds whatever the session: on the warm engine a check of
+    2,000 small files took 0.42 s here against 0.95 s on its Spark job, of 20,000 1.2 s
+    against 1.95 s, cold 0.37 s against 4.4 s for 500 (benchmarks/RESULTS.md,
+    2026-11-30). Threads (an object store) take a download's bound: ``HERE_FILES`` where
+    a session opens cheaply, else ``HERE_THREADS_COLD``. No converter runs on a read: no
+    bound of bytes."""
+    most = HERE_FILES_COLD if forks_here(cfg) else \
+        HERE_FILES if session_cheap(cfg) else HERE_THREADS_COLD
+    return here_because(cfg, files, most, "files to read")
 
 
 def fork_copies_here(cfgs: Sequence[CopyConfiguration], files: int) -> str | None:

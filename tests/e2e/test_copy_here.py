@@ -17,7 +17,15 @@ import pytest
 
 import distcp
 from distcp.run.choice import HERE_FILES, HERE_FILES_COLD
-from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
+from tests.conftest import (
+    PYDISTCP,
+    cli_env,
+    imported_by,
+    one_error_line,
+    run_cli,
+    traced_cli,
+    tree,
+)
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     moto_server,
@@ -262,29 +270,17 @@ def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path:
     assert tree(dst) == tree(src)
 
 
-def _imported(out: subprocess.CompletedProcess[str]) -> set[str]:
-    """The modules a ``python -X importtime`` run imported."""
-    return {line.split("|")[2].strip() for line in out.stderr.splitlines()
-            if line.startswith("import time:") and line.count("|") == 2}
-
-
-def _traced(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PYDISTCP[:1], "-X", "importtime", *PYDISTCP[1:], *args],
-                          capture_output=True, text=True, env=cli_env(env), timeout=300,
-                          stdin=subprocess.DEVNULL, check=False)
-
-
 def test_a_small_copy_here_imports_neither_spark_nor_pandas(tmp_path: Path) -> None:
     """Publishing's first array has pyarrow probe for pandas, which it would import to
     ask (0.25 s of a 0.7 s run): the command answers "absent", as a task does."""
     src, dst = _source(tmp_path / "src"), tmp_path / "dst"
-    out = _traced("copy", str(src), str(dst), "--no-progress")
+    out = traced_cli("copy", str(src), str(dst), "--no-progress")
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("copied 5 files"), out.stdout
     assert tree(dst) == tree(src)
     # (pyarrow's probe is answered by an import refused at once: "pandas" alone)
-    assert sorted(m for m in _imported(out) if m.startswith(("pyspark", "pandas."))) == []
-    assert "fsspec" not in _imported(out)  # local paths are spelled without it
+    assert sorted(m for m in imported_by(out) if m.startswith(("pyspark", "pandas."))) == []
+    assert "fsspec" not in imported_by(out)  # local paths are spelled without it
     assert len(list((dst / ".pydistcp" / "manifests").rglob("*.parquet"))) == 1
     again = run_cli("copy", str(src), str(dst), "--no-progress", "--incremental")
     # the segment reads back: every file is in the manifest, none copied again
@@ -303,12 +299,12 @@ def test_a_rerun_with_nothing_to_copy_imports_neither_spark_nor_what_it_does_not
     src, dst = _source(tmp_path / "src"), tmp_path / "dst"
     assert run_cli("copy", str(src), str(dst), "--no-progress").returncode == 0
     for _ in range(2 if flags else 1):  # the first --incremental keeps the sizes
-        out = _traced("copy", str(src), str(dst), "--no-progress", *flags,
+        out = traced_cli("copy", str(src), str(dst), "--no-progress", *flags,
                       env={"PYDISTCP_ENGINE": "auto",  # asks for the engine's key; none runs
                            "PYDISTCP_ENGINE_DIR": str(tmp_path / "engines")})
         assert out.returncode == 0, out.stderr[-2000:]
         assert out.stdout.startswith("copied 0 files"), out.stdout
-    imported = _imported(out)
+    imported = imported_by(out)
     assert "distcp.run.pipeline" in imported  # the record is read
     assert sorted(imported & {"pyspark", "pandas", "pyarrow", "numpy", "prometheus_client",
                               "xml.sax.saxutils", "urllib.request", "fsspec", "asyncio"}) == []
