@@ -1003,9 +1003,9 @@ _CHECK_HELP_TEXTS = {
     "copying": "Who reads the files whose digests are compared: spark (a Spark job), "
                "driver (this process: forked processes, one per core, between local "
                "trees; threads when an object store is in the check) or auto (driver on "
-               "a local master for at most 20,000 files between local trees, whatever the "
-               "engine; with an object store 10,000, 1,000 when the warm engine runs; "
-               "else spark): where a Spark job's start costs more than the reads.",
+               "a local master: between local trees whatever the number of files, which "
+               "the forked processes read at Spark's local tasks' pace; with an object "
+               "store 10,000 reads, 1,000 when the warm engine runs; else spark).",
     "buffer_size": "Read buffer per task.",
     "summary_json": "Write the report as JSON to this file (counts and every difference); "
                     "'-': to stdout (the human lines then go to stderr).",

@@ -221,16 +221,16 @@ def copies_here(cfg: CopyConfiguration, files: list[CopyableFile], kept: int,
 
 
 def reads_here(cfg: CopyConfiguration, files: int) -> str | None:
-    """Why this process reads the digests of ``files`` files for a check or
-    ``--checksum``'s comparison (None: a Spark job does): the copy's rule
-    (``here_because``). Forked processes read at Spark's local tasks' pace, so between
-    local trees the cold bound holds whatever the session: on the warm engine a check of
-    2,000 small files took 0.42 s here against 0.95 s on its Spark job, of 20,000 1.2 s
-    against 1.95 s, cold 0.37 s against 4.4 s for 500 (benchmarks/RESULTS.md,
-    2026-11-30). Threads (an object store) take a download's bound: ``HERE_FILES`` where
-    a session opens cheaply, else ``HERE_THREADS_COLD``. No converter runs on a read: no
-    bound of bytes."""
-    most = HERE_FILES_COLD if forks_here(cfg) else \
+    """Why this process reads ``files`` files (both sides' reads counted) for a check
+    or ``--checksum``'s comparison (None: a Spark job does): the copy's rule
+    (``here_because``). Between local trees, forked processes read at the pace of
+    Spark's local tasks, whose results come to the driver too, so no number of files is
+    better read by a Spark job: cold, a check of 500 small files took 0.38 s here against
+    4.44 s with its job, of 20,000 1.22 s against 5.35 s; on the warm engine, 2,000 files
+    0.42 s against 0.95 s, 20,000 1.2 s against 1.95 s (benchmarks/RESULTS.md,
+    2026-11-30). Threads (an object store) take a download's bound: ``HERE_FILES``
+    where a session opens cheaply, else ``HERE_THREADS_COLD``."""
+    most = None if forks_here(cfg) else \
         HERE_FILES if session_cheap(cfg) else HERE_THREADS_COLD
     return here_because(cfg, files, most, "files to read")
 
@@ -245,15 +245,19 @@ def fork_copies_here(cfgs: Sequence[CopyConfiguration], files: int) -> str | Non
     return here_because(cfgs[0], files, min(here_files(c) for c in cfgs), "files")
 
 
-def here_because(cfg: CopyConfiguration, files: int, most: int, what: str) -> str | None:
+def here_because(cfg: CopyConfiguration, files: int, most: int | None, what: str
+                 ) -> str | None:
     """Why this process runs the tasks of ``files`` files (None: a Spark job does):
-    ``--copying driver``, or ``auto`` on a local master for at most ``most``."""
+    ``--copying driver``, or ``auto`` on a local master for at most ``most`` (None: any
+    number, forked processes working at its tasks' pace)."""
     if cfg.copying == "driver":
         return "--copying driver"
-    if cfg.copying == "spark" or not tasks_run_here(cfg.master) or files > most:
+    if cfg.copying == "spark" or not tasks_run_here(cfg.master) \
+            or (most is not None and files > most):
         return None
-    return (f"--copying auto: {files:,} {what} on a local master, at most {most:,}: a "
-            "Spark job's start would cost more")
+    bound = f"at most {most:,}" if most is not None else "forked processes at its tasks' pace"
+    return (f"--copying auto: {files:,} {what} on a local master, {bound}: a Spark job's "
+            "start would cost more")
 
 
 def kept_here(cfg: CopyConfiguration) -> str | None:

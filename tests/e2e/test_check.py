@@ -213,8 +213,8 @@ def test_a_small_check_reads_here_with_no_spark_and_spark_reads_the_same(
         assert reports[copying]["counts"]["differ"] == 1
         assert reports[copying]["files_read"] == 5
     assert reports["auto"]["read_here"] == (
-        "--copying auto: 5 files to read on a local master, at most 20,000: a Spark job's "
-        "start would cost more")
+        "--copying auto: 5 files to read on a local master, forked processes at its "
+        "tasks' pace: a Spark job's start would cost more")
     assert reports["auto"]["log_file"] == "" and reports["spark"]["read_here"] == ""
     assert [p.name for p in logs.glob("spark-*.log")] == [
         Path(reports["spark"]["log_file"]).name]

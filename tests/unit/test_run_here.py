@@ -273,11 +273,9 @@ def test_a_gpg_chain_is_copied_here_by_threads_never_by_forked_processes(
 
 
 @pytest.mark.parametrize(("cfg", "files", "why"), [
-    (_cfg(engine="cold"), HERE_FILES_COLD, "at most 20,000"),
-    (_cfg(engine="cold"), HERE_FILES_COLD + 1, None),
-    # forked processes read at the warm engine's pace, without its client's start
-    (_cfg(engine="warm"), HERE_FILES_COLD, "at most 20,000"),
-    (_cfg(engine="warm"), HERE_FILES_COLD + 1, None),
+    # forked processes read at the pace of Spark's local tasks, without a job's start
+    (_cfg(engine="cold"), 10 * HERE_FILES_COLD, "forked processes at its tasks' pace"),
+    (_cfg(engine="warm"), 10 * HERE_FILES_COLD, "forked processes at its tasks' pace"),
     # threads (an object store) take the copy's bound: on a cheap session, its job is quick
     (_cfg(engine="warm", destination="s3://b/dst"), HERE_FILES, "at most 1,000"),
     (_cfg(engine="warm", destination="s3://b/dst"), HERE_FILES + 1, None),
