@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from distcp import request_count
 from distcp.copying.outputs import Outputs
@@ -124,6 +125,15 @@ def copy_forked(forked: ForkedFile, unit_id: int, attempt: str, dirs: dict[int, 
         finally:
             tee.detach(i)
 
+    if tee.read_ahead():  # all of it fits each branch's queue: no thread per branch
+        try:
+            tee.pump()
+            for i, (b, f) in enumerate(targets):
+                branch(i, b, f)
+        finally:
+            if not reader.closed:
+                reader.close()
+        return _checked(forked, keys, outs, errors, fork, tee, reader, lead_spec)
     threads = [threading.Thread(target=branch, args=(i, b, f), daemon=True,
                                 name=f"fork-{fork.names[b]}")
                for i, (b, f) in enumerate(targets)]
@@ -136,6 +146,14 @@ def copy_forked(forked: ForkedFile, unit_id: int, attempt: str, dirs: dict[int, 
             t.join()
         if not reader.closed:
             reader.close()
+    return _checked(forked, keys, outs, errors, fork, tee, reader, lead_spec)
+
+
+def _checked(forked: ForkedFile, keys: dict[int, ResultKey], outs: dict[int, Outputs],
+             errors: dict[int, BaseException], fork: ForkSpec, tee: Tee, reader: Any,
+             lead_spec: TaskSpec) -> list[tuple[int, CopyableFile, Outputs]]:
+    """The branches' outputs once the source is known unchanged since its listing."""
+    targets = forked.targets
     try:
         if len(errors) < len(targets):
             check_unchanged(forked.lead, reader, lead_spec)

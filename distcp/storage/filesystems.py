@@ -162,16 +162,18 @@ class Filesystems:
         """What ``filesystem(url, options)`` gives."""
         root = _root(url)
         fs = self._roots.get(root) if root is not None else None
-        if fs is not None and _shared(fs):
+        if fs is not None and shared(fs):
             return fs, type(fs)._strip_protocol(url)
         fs, path = filesystem(url, options)
-        if root is not None and _shared(fs) and type(fs)._strip_protocol(url) == path:
+        if root is not None and shared(fs) and type(fs)._strip_protocol(url) == path:
             self._roots[root] = fs
         return fs, path
 
 
-def _shared(fs: AbstractFileSystem) -> bool:
-    """Whether fsspec's instance cache holds ``fs`` for every thread of this process."""
+def shared(fs: AbstractFileSystem) -> bool:
+    """Whether fsspec's instance cache holds ``fs`` for every thread of this process: a
+    filesystem remembered past that (new credentials in the environment, a forked
+    process, ``forget_environment_clients``) is resolved again."""
     cls = type(fs)
     return bool(getattr(cls, "async_impl", False)) and \
         getattr(cls, "_cache", {}).get(getattr(fs, "_fs_token_", None)) is fs

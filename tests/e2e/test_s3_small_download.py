@@ -24,7 +24,9 @@ from distcp.storage.s3 import ops as s3api
 from distcp.storage.s3 import lean as s3get
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
+    LoggedS3Server,
     S3Server,
+    moto_logged_server,
     moto_server,
     rclone_server,
     s3_any,
@@ -253,3 +255,30 @@ def test_small_objects_tree_to_local_is_identical_with_mtimes_and_rerun_copies_n
     assert again.returncode == 0, again.stderr
     s = json.loads(sj.read_text())
     assert (s["files_copied"], s["files_skipped"]) == (0, 500)
+
+
+def test_a_buckets_remembered_client_follows_the_environment_to_another_server(
+        moto_server: S3Server, moto_logged_server: LoggedS3Server,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A storage remembers each bucket's filesystem only while fsspec holds it: when a
+    process's AWS variables move to another server and its clients are dropped (the
+    warm engine's workers do so for each run, ``forget_environment_clients``; so does an
+    API caller's process), the next small read goes to the new server, not the old."""
+    from distcp.storage import storage_for
+    from distcp.storage.spec import forget_environment_clients
+
+    servers = (moto_server, moto_logged_server.server)
+    for server, body in zip(servers, (b"on the first", b"on the second"), strict=True):
+        server.reset()
+        server.client().put_object(Bucket="src", Key="k.bin", Body=body)
+    url, got = "s3://src/k.bin", []
+    storage = storage_for(url, {})
+    try:
+        for server in servers:
+            for key, value in server.env.items():
+                monkeypatch.setenv(key, value)
+            forget_environment_clients()
+            got.append(storage.read_version(url, storage.stat(url).etag or ""))
+    finally:
+        forget_environment_clients()
+    assert got == [b"on the first", b"on the second"]

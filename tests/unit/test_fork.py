@@ -244,3 +244,45 @@ def test_a_job_files_branches_each_get_their_own_settings(tmp_path: object) -> N
     assert raw.route.empty and lake.route.globs == ("*.gz",)
     assert raw.cfg.commit_policy == lake.cfg.commit_policy == "full"
     assert lake.cfg.fork_policy == "independent"
+
+
+def _read_all(tee: Tee, index: int) -> bytes | BaseException:
+    stream, parts = tee.stream(index), []
+    try:
+        while part := stream.read(7):
+            parts.append(part)
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return exc
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize(("size", "whole"), [(0, True), (29, True), (30, True),
+                                             (31, False), (5_000, False)])
+def test_a_source_that_fits_every_queue_is_read_ahead_and_its_branches_read_in_turn(
+        size: int, whole: bool) -> None:
+    """Capacity 4, chunks of 10: three chunks and the end (b"") fit; the branches then read
+    one after the other in this thread, with nothing waiting. A longer source is read
+    ahead as far as that and the rest pumped to the branches' threads: every byte once."""
+    data = bytes(range(256)) * 20
+    data = data[:size]
+    tee = Tee(io.BytesIO(data), ["a", "b", "c"], capacity=4, chunk=10)
+    assert tee.read_ahead() is whole
+    if whole:
+        tee.pump()  # would wait forever on a full queue: nobody reads yet
+        assert [_read_all(tee, i) for i in range(3)] == [data] * 3
+        assert [s.puts for s in tee.stats()] == [-(-size // 10) + 1] * 3  # chunks, the end
+        return
+    out: dict[int, bytes] = {}
+    threads = [consume(tee, i, out) for i in range(3)]
+    tee.pump()
+    for t in threads:
+        t.join()
+    assert [out[i] for i in range(3)] == [data] * 3
+
+
+def test_a_read_failure_while_reading_ahead_reaches_every_branch() -> None:
+    tee = Tee(Broken(), ["a", "b"], capacity=4, chunk=10)
+    assert tee.read_ahead()  # two chunks, then the failure: all of it fits
+    tee.pump()
+    got = [_read_all(tee, i) for i in range(2)]
+    assert all(isinstance(g, SourceReadError) and "connection reset" in str(g) for g in got)

@@ -83,14 +83,15 @@ class ObjectStorage(Storage):
         return f"md5:{etag}" if _MD5.fullmatch(etag) else None
 
     def _bucket_fs(self, url: str) -> Any:
-        """The filesystem of ``url``, remembered per bucket: resolving it from the URL
-        for each small object cost ~70 µs, a sixth of the object's whole copy. Keys
-        holding ``?`` are not remembered (s3fs reads a version id from the query)."""
+        """The filesystem of ``url``, remembered per bucket while fsspec holds it (as
+        ``filesystems.Filesystems`` does): resolving it from the URL for each small
+        object cost ~70 µs, a sixth of the object's whole copy. Keys holding ``?`` are
+        not remembered (s3fs reads a version id from the query)."""
         bucket = url[:url.find("/", url.find("://") + 3) + 1]
         if not bucket or "?" in url:
             return self.fs(url)[0]
         fs = self._buckets.get(bucket)
-        if fs is None:
+        if fs is None or not fsutil.shared(fs):  # fsspec dropped it: new credentials
             if len(self._buckets) > 64:
                 self._buckets.clear()
             fs = self._buckets[bucket] = self.fs(url)[0]
