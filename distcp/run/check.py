@@ -5,9 +5,9 @@ takes no lock, replays nothing, routes nothing; its plan lists both sides with t
 listing code (a table's check listing: the version the destination holds, the files it
 only requires present, how far it is behind) and judges what sizes and recorded digests
 decide (``checking.compare``);
-its copy reads the rest, in this process when they are few (``run.here``, as a small
-copy is copied there) and else on Spark (``spark.check``); it publishes nothing and sweeps only
-its own progress folder. What it returns is a ``CheckReport``.
+its copy reads the rest, in this process on a local master (``run.here``, by the copy's
+rule: ``choice.reads_here``) and else on Spark (``spark.check``); it publishes nothing
+and sweeps only its own progress folder. What it returns is a ``CheckReport``.
 
 Reads only: nothing is written to either side, except the progress documents of the
 digest tasks, under the state directory's ``progress/`` folder when the destination
@@ -113,8 +113,8 @@ class CheckSteps:
         return False
 
     def copy(self, runs: list[BranchRun]) -> int:
-        """Read what the listings could not decide, in this process when few
-        (``choice.reads_here``), else in one Spark job (none when nothing is left to
+        """Read what the listings could not decide, in this process where
+        ``choice.reads_here`` says, else in one Spark job (none when nothing is left to
         read); returns the files read."""
         unread = self._unread()
         if not unread:

@@ -4,8 +4,9 @@ Planning leaves each file of its target's size whose digests are not both known 
 the copies, waiting on its contents (``distcp.planning.contents`` says how they are
 settled). Here the waiting pairs are settled before anything is copied: those the
 stores' own checksums decide without a read, the rest read by the check's digest
-tasks: in this process when they are few (``choice.reads_here``), else in one Spark job
-on the run's session; the plan then skips what is the same. A dry run compares too: it reads, it changes nothing.
+tasks: in this process where ``choice.reads_here`` says, else in one Spark job on the
+run's session; the plan then skips what is the same. A dry run compares too: it reads,
+it changes nothing.
 """
 
 from __future__ import annotations

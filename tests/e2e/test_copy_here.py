@@ -251,8 +251,9 @@ def test_a_copying_process_that_dies_fails_its_files_and_the_rerun_copies_them(
     assert tree(dst) == tree(src)
 
 
-def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path: Path
-                                                                         ) -> None:
+@pytest.mark.parametrize("attempt", range(3))  # a lost interrupt hung 1 run in 5-8
+def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path: Path,
+                                                                         attempt: int) -> None:
     src, dst = _source(tmp_path / "src", 4), tmp_path / "dst"
     proc = _paused_in_staging(src, dst)
     workers = _children(proc.pid)
