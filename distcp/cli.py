@@ -32,6 +32,7 @@ from distcp.errors import (
     DistcpError,
     EnvironmentProblem,
     PlanningError,
+    one_line,
 )
 from distcp.names import printable
 from distcp.quantities import parse_duration, parse_size
@@ -886,7 +887,7 @@ def _warm_up(master: str, conf: dict[str, str], log_file: Path) -> None:
     try:
         warm_workers(master, conf, str(log_file))
     except Exception as exc:  # noqa: BLE001 - Spark raises many types; the engine still runs
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        reason = one_line(exc, 200)
         click.echo(f"pydistcp: warning: the Python workers did not start ({reason}); the "
                    "next run starts them", err=True)
 

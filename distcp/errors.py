@@ -28,6 +28,13 @@ class DistcpError(Exception):
         return self.message
 
 
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of what ``exc`` says (its type's name when it says nothing), cut to
+    ``limit`` characters: a failed job's or task's reason as a summary line or a record
+    carries it, without a JVM's stack trace."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
+
+
 def _rebuild(cls: type[DistcpError], message: str, attrs: dict[str, Any]) -> DistcpError:
     return cls(message, **attrs)
 

@@ -25,6 +25,7 @@ from functools import partial
 
 from distcp import request_count
 from distcp.callbacks import Callback
+from distcp.errors import one_line
 from distcp.fork.branches import ForkSettings
 from distcp.fork.operators import decide, operator_for
 from distcp.fork.task import ForkedFile, ForkSpec, ForkUnit, fork_runner, fork_unit
@@ -181,7 +182,7 @@ def _failed(runs: list[BranchRun], todo: list[ForkedFile], exc: BaseException, w
             error_type: str) -> list[TaskResult]:
     """Every branch's copy of each of ``todo`` failed by ``exc`` (a failed job, or a unit
     here that raised): the next run copies them again."""
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    reason = one_line(exc)
     return [TaskResult(guid=f.guid, unit_id=-1, attempt="", origin=f.origin.url,
                        destination=f.destination, dataset_urn=f.dataset_urn,
                        file_set=f.file_set, status="failed", error_type=error_type,

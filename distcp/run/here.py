@@ -52,6 +52,7 @@ from distcp.copying.resultfiles import UnitReport
 from distcp.copying.task import stream_work_unit
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
+from distcp.errors import one_line
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning import beside
 from distcp.planning.beside import preload, preloaded
@@ -205,7 +206,7 @@ def read_here(cfg: CopyConfiguration, jobs: list[DigestJob], progress: str,
         return [r for each in task([unit]) for r in each]
 
     def failed(unit: DigestUnit, exc: BaseException) -> list[DigestResult]:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        reason = one_line(exc)
         return [DigestResult(j.key, j.side, error=f"cannot read {fsutil.display(j.url)}: "
                                                   f"{reason}") for j in unit.jobs]
 
@@ -282,7 +283,7 @@ def run_in_threads(units: list[U], threads: int, one: Callable[[U, threading.Eve
 
 def failed_unit(unit: WorkUnit, exc: BaseException) -> list[TaskResult]:
     """Every file of ``unit`` failed by what its copy raised (the next run copies it)."""
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    reason = one_line(exc)
     return [TaskResult(guid=f.guid, unit_id=unit.unit_id, attempt="", origin=f.origin.url,
                        destination=f.destination, dataset_urn=f.dataset_urn,
                        file_set=f.file_set, status="failed", error_type=type(exc).__name__,

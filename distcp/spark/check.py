@@ -15,6 +15,7 @@ from distcp.callbacks import Callback
 from distcp.checking.digests import DigestJob, DigestResult, DigestUnit, digest_runner, pack
 from distcp.configuration import CopyConfiguration
 from distcp.copying.taskenv import task_environment
+from distcp.errors import one_line
 from distcp.spark.arrow import run_pickled
 from distcp.spark.logfiles import run_log_file
 from distcp.spark.session import default_parallelism, spark_session
@@ -67,7 +68,7 @@ def _run_units(spark: Any, units: list[DigestUnit], cfg: CopyConfiguration,
         results: list[DigestResult] = run_pickled(
             spark, [(u.unit_id, u) for u in units], partial(digest_runner, cfg.buffer_size))
     except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        reason = one_line(exc)
         results = [DigestResult(j.key, j.side, error=f"Spark job failed: {reason}")
                    for u in units for j in u.jobs]
     finally:

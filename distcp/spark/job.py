@@ -25,6 +25,7 @@ from distcp.copying.progress import JOURNAL
 from distcp.copying.task import unit_runner
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
+from distcp.errors import one_line
 from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.plan import DatasetPlan
 from distcp.planning.splitting import SplitFile, split_units, whole_results
@@ -109,7 +110,7 @@ def _join_on_spark(spark: Any, results: list[TaskResult], splits: dict[str, Spli
             partial(joiner, dict(spec.dst_options), spec.buffer_size, spec.verify,
                     spec.env))}
     except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        reason = one_line(exc)
         done = {j.result.guid: replace(
             j.result, status="failed", staging="", records="", error_type="SparkJobError",
             message=f"{fsutil.display(j.result.origin)}: join failed: {reason}; the next "

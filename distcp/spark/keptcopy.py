@@ -28,6 +28,7 @@ from distcp.copying.keptunit import KeptUnit, kept_runner
 from distcp.copying.resultfiles import UnitReport
 from distcp.copying.taskspec import TaskSpec
 from distcp.copying.throttle import per_task
+from distcp.errors import one_line
 from distcp.planning.packing import pack_chunks, per_core, split_chunks, unit_count
 from distcp.planning.plan import DatasetPlan, Plan
 from distcp.summary import Tally, tally_of
@@ -76,7 +77,7 @@ def copy_kept_datasets(spark: Any, cfg: CopyConfiguration, spec: TaskSpec,
         reports: list[UnitReport] = run(
             spark, [(u.unit_id, u) for _, u in units], partial(kept_runner, spec))
     except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many types
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        reason = one_line(exc)
         return [KeptCopy(d, job_failed=reason) for d in datasets]
     seen = {r.unit_id for r in reports}  # a unit no task reported: its files failed
     reports += [UnitReport(u.unit_id, "", files_failed=u.files) for _, u in units
