@@ -132,7 +132,7 @@ def copy_kept_here(cfg: CopyConfiguration, spec: TaskSpec, kept: tuple[DatasetPl
     in results files) copied by this process's forked copying processes, one per core,
     instead of a Spark job: the same units and copy tasks (``copying.keptunit``), so
     the same reports, results files and publish (``copy_kept``'s counterpart). Taken
-    where ``choice.kept_here`` says: a run that would start a JVM of its own for them."""
+    where ``choice.kept_here`` says: between local trees on a local master."""
     cores = cores_here(cfg)
     files = sum(d.files_kept for d in kept)
     callback.message(f"copying {files:,} file(s) in {cores} processes of this one, "

@@ -110,6 +110,27 @@ def test_a_cold_run_past_the_warm_bound_is_copied_here_by_forked_processes(
     assert tree(dst) == tree(src)
 
 
+def test_a_warm_run_past_its_bound_copies_the_kept_files_here_too(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
+    """On the warm engine, past ``HERE_FILES`` the files to copy are kept in copy-rows
+    files and copied by processes forked here, as a cold run's past its bound: the
+    engine's tasks were no faster (``choice.kept_here``). ``--copying spark`` sends the
+    same plan to the engine."""
+    src = _source(tmp_path / "src", HERE_FILES + 200)
+    ways = {}
+    for copying in ("auto", "spark"):
+        dst = tmp_path / copying
+        out = run_cli("copy", str(src), str(dst), "--no-progress", "--copying", copying,
+                      "--summary-json", str(tmp_path / f"{copying}.json"), env=warm_engine)
+        assert out.returncode == 0, out.stderr
+        summary = json.loads((tmp_path / f"{copying}.json").read_text())
+        ways[copying] = (_copy_ways(summary), summary["files_copied"],
+                         summary["results_collected"], "spark_start_s" in summary["phases"])
+        assert tree(dst) == tree(src)
+    assert ways == {"auto": (["kept-here"], HERE_FILES + 200, 0, False),
+                    "spark": (["kept"], HERE_FILES + 200, 0, True)}
+
+
 def test_a_cold_run_past_the_cold_bound_is_kept_and_copied_by_forked_processes(
         tmp_path: Path) -> None:
     """Past ``HERE_FILES_COLD`` the driver's walk keeps the files to copy in copy-rows

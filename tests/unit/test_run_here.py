@@ -46,8 +46,10 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(engine="cold"), _files(HERE_FILES_COLD), 0, False, True),  # a JVM of its own
     (_cfg(engine="cold"), _files(HERE_FILES_COLD + 1), 0, False, False),
     (_cfg(engine="cold"), _files(2, 1 << 40), 0, False, True),
-    (_cfg(engine="warm"), _files(3), 1, False, False),         # files kept on executors
-    (_cfg(engine="cold"), _files(3), 1, False, True),  # kept, and copied here too (kept_here)
+    # kept, and copied here too (kept_here), on either engine
+    (_cfg(engine="warm"), _files(3), 1, False, True),
+    (_cfg(engine="cold"), _files(3), 1, False, True),
+    (_cfg(engine="warm", copying="spark"), _files(3), 1, False, False),  # on executors
     (_cfg(), _files(3), 0, True, False),                       # the catalog starts Spark
     (_cfg(master="spark://h:7077"), _files(3), 0, False, False),  # a cluster's tasks
     (_cfg(master="sc://h:15002"), _files(3), 0, False, False),
@@ -242,7 +244,7 @@ def test_a_big_local_tree_stays_on_the_driver_where_its_walk_has_sparks_cores(
 
 @pytest.mark.parametrize(("cfg", "enabled", "here_"), [
     (_cfg(engine="cold"), True, True),  # the command, cold: no JVM for the kept chunks
-    (_cfg(engine="warm"), True, False),  # the engine's executors copy them
+    (_cfg(engine="warm"), True, True),  # the engine's tasks are no faster
     (_cfg(engine="cold", copying="spark"), True, False),
     (_cfg(engine="cold", destination="s3://b/dst"), True, False),  # threads: Spark instead
     (_cfg(engine="cold", master="spark://h:7077"), True, False),
