@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import baseline
+import inodes
 from as_installed import write_bytecode
 
 HERE = Path(__file__).resolve().parent
@@ -418,11 +419,13 @@ def _check_copy(rec: dict[str, Any], tool: str, src: Path, dst: Path, summary: P
 def keep_outputs(files: int, nbytes: int, runs: int, workdir: Path) -> bool:
     """Keep a many-file data set's copies until its last round, when the disk has room.
 
-    ext4 skips inodes freed in the last ~30 s when it allocates new ones
-    (``recently_deleted`` in the kernel's inode allocator): deleting a 20k-file copy just
-    before the next tool's run made that tool's file creation 10x slower here
-    (~50 -> ~650 µs per create, all kernel CPU). Deleting all copies after the data set's
-    last round keeps that cost out of every timed run.
+    ext4 without a journal skips inodes freed in the last minute (5 minutes while their
+    inode-table block is dirty) when it allocates new ones (``recently_deleted`` in the
+    kernel's inode allocator; ``inodes.py``): deleting a 20k-file copy just before the
+    next tool's run made that tool's file creation 10x slower here (~50 -> ~650 µs per
+    create, all kernel CPU). Deleting all copies after the data set's last round keeps
+    that cost out of every timed run, and ``inodes.settle`` waits out a deletion made
+    before the data set's first round (another data set's, another benchmark's).
     """
     return files >= 1000 and shutil.disk_usage(workdir).free > 1.5 * runs * nbytes
 
@@ -702,6 +705,7 @@ def main(argv: list[str] | None = None) -> int:
             files, nbytes, _ = tree_stats(src)
             expect = (files, nbytes)
             warm_cache(src)
+            inodes.settle(workdir, f"{name}: ")
             runs: list[dict[str, Any]] = []
             compared = False
             keep = keep_outputs(files, nbytes, args.rounds * len(tools), workdir)
@@ -731,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
             result["datasets"][name] = ds
     finally:
         shutil.rmtree(out_root, ignore_errors=True)
+        inodes.clear(workdir)
         if any(t.startswith("pydistcp-warm") for t in tools):
             stop_engines()
 

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import baseline
+import inodes
 from as_installed import write_bytecode
 
 HERE = Path(__file__).resolve().parent
@@ -347,6 +348,7 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold",
         src = base / "src"
         print(f"[local] writing {files:,} files", flush=True)
         make_tree(src, files)
+        inodes.settle(work, f"{files:,} files: ")
         row: dict[str, Any] = {}
         row["rclone_first"] = rclone_local(src, base / "rclone")
         row["rclone_noop"] = rclone_local(src, base / "rclone")
@@ -391,6 +393,7 @@ def bench_linear(sizes: list[int], work: Path, engines: tuple[str, ...]) -> dict
         base = work / f"linear-{files}"
         print(f"[linear] writing {files:,} files", flush=True)
         make_tree(base / "src", files)
+        inodes.settle(work, f"{files:,} files: ")  # the size before was just removed
         row: dict[str, Any] = {"rclone": {"first": rclone_local(base / "src", base / "rclone"),
                                           "noop": rclone_local(base / "src", base / "rclone")}}
         for engine in engines:
@@ -623,6 +626,7 @@ def main() -> None:
                            env=local_env("warm")[0], capture_output=True, check=False)
         if "local" in args.only:
             remove_local([int(n) for n in args.files.split(",")], work)
+        inodes.clear(work)
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
 

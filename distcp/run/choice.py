@@ -266,9 +266,9 @@ def kept_here(cfg: CopyConfiguration) -> str | None:
     ``--copying auto`` between local trees on a local master. The same copy tasks run
     either way, on as many cores. Where the session would start a JVM of its own, that
     start (3-6 s) is what this saves; on the warm engine, the job's start and its
-    results' way back: 300,000 files of 64 B copied in 18.84 s here against 19.49 s on
-    the engine's tasks, 20,000 files of 1-64 KiB in 4.84 s against 5.24 s
-    (benchmarks/RESULTS.md, 2026-12-01)."""
+    results' way back: 300,000 files of 64 B copied in 19.09 s here against 23.12 s on
+    the engine's tasks in the same round, 20,000 files of 1-64 KiB in 2.07 s against
+    3.31 s by the medians of 5 rounds (benchmarks/RESULTS.md, 2026-12-01)."""
     if cfg.copying != "auto" or not forks_here(cfg) or not tasks_run_here(cfg.master):
         return None
     return (f"--copying auto between local trees on a local master: {cores_here(cfg)} "
