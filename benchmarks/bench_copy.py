@@ -705,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
             files, nbytes, _ = tree_stats(src)
             expect = (files, nbytes)
             warm_cache(src)
-            inodes.settle(workdir, f"{name}: ")
+            inodes.settle(out_root, f"{name}: ")  # where the copies go (inodes.py)
             runs: list[dict[str, Any]] = []
             compared = False
             keep = keep_outputs(files, nbytes, args.rounds * len(tools), workdir)
@@ -734,8 +734,7 @@ def main(argv: list[str] | None = None) -> int:
             ds["raw"] = runs
             result["datasets"][name] = ds
     finally:
-        shutil.rmtree(out_root, ignore_errors=True)
-        inodes.clear(workdir)
+        shutil.rmtree(out_root, ignore_errors=True)  # the probes' files too
         if any(t.startswith("pydistcp-warm") for t in tools):
             stop_engines()
 

@@ -348,7 +348,7 @@ def bench_local(sizes: list[int], work: Path, engine: str = "cold",
         src = base / "src"
         print(f"[local] writing {files:,} files", flush=True)
         make_tree(src, files)
-        inodes.settle(work, f"{files:,} files: ")
+        inodes.settle(base, f"{files:,} files: ")  # where the copies go (inodes.py)
         row: dict[str, Any] = {}
         row["rclone_first"] = rclone_local(src, base / "rclone")
         row["rclone_noop"] = rclone_local(src, base / "rclone")
@@ -393,7 +393,7 @@ def bench_linear(sizes: list[int], work: Path, engines: tuple[str, ...]) -> dict
         base = work / f"linear-{files}"
         print(f"[linear] writing {files:,} files", flush=True)
         make_tree(base / "src", files)
-        inodes.settle(work, f"{files:,} files: ")  # the size before was just removed
+        inodes.settle(base, f"{files:,} files: ")  # the size before was just removed
         row: dict[str, Any] = {"rclone": {"first": rclone_local(base / "src", base / "rclone"),
                                           "noop": rclone_local(base / "src", base / "rclone")}}
         for engine in engines:

@@ -10,10 +10,14 @@ byte took 31-38 µs each, then 450-540 µs each for 3-4 minutes after 100,000 fi
 deleted, `sync` or not (benchmarks/RESULTS.md, 2026-12-01). A tool timed in that window
 is timed against the kernel, not its peers: this was the "weather" of earlier entries.
 
-``settle(workdir)`` probes the cost of a file's creation every few seconds and returns
-once it is normal again. The probe's files are kept (deleting them would start the window
-again) under ``<workdir>/.probe``; ``clear(workdir)`` removes them when nothing is timed
-any more.
+``settle(folder)`` probes the cost of a file's creation every few seconds and returns
+once it is normal again. Give it the folder the timed copies are made in: ext4 keeps a
+folder's subfolders in or near its own block group, and the penalty is per group (on
+2026-12-01 a probe under the benchmark's top folder passed minutes after 600,000 files
+were removed elsewhere, and the copies made next had copy phases twice those of a
+quieter run: likely another group still in its window). The probe's files are kept (deleting them would start the window
+again) under ``<folder>/.probe``; ``clear(folder)``, or removing the folder, removes
+them when nothing is timed any more.
 """
 
 from __future__ import annotations
