@@ -228,8 +228,9 @@ def main() -> None:
                    "size, 1,000 when the warm engine runs (5,000 uploads of local files to "
                    "S3 without write options), 256 MiB with a converter "
                    "(threads): where a Spark job's start costs more "
-                   "than the copy; past that, a cold run between local trees copies its kept "
-                   "files' chunks in forked processes too (and the ranges of --split-size); "
+                   "than the copy; past that, a run between local trees, cold or on the warm "
+                   "engine, copies its kept files' chunks in forked processes too (and the "
+                   "ranges of --split-size); "
                    "a fork by the smallest of its branches' bounds; spark for the rest, a "
                    "cluster, or ranges a join task concatenates, as on GCS, FTP and SFTP).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
