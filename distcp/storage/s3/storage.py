@@ -51,8 +51,6 @@ class ObjectStorage(Storage):
         #: What each data object is created with (CreateMultipartUpload, PutObject):
         #: with any, those requests go through botocore instead of the lean path.
         self._extra = s3.object_arguments(self.writes)
-        #: ``s3://bucket/`` -> its filesystem (``_bucket_fs``).
-        self._buckets: dict[str, Any] = {}
 
     def write_value_problem(self, writes: WriteOptions, shown: str) -> str | None:
         """Metadata goes in HTTP headers (``x-amz-meta-KEY``): printable ASCII only."""
@@ -66,7 +64,7 @@ class ObjectStorage(Storage):
         """One GET If-Match (through the lean path where it serves): the bytes are the
         listed version's, so no HEAD is needed before or after."""
         try:
-            return s3.get_if_match(self._bucket_fs(url), url, etag)
+            return s3.get_if_match(self.fs(url)[0], url, etag)
         except OSError as exc:
             if s3.precondition_failed(exc):
                 raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
@@ -81,21 +79,6 @@ class ObjectStorage(Storage):
         (never skipped on a guess)."""
         etag = (status.etag or "").strip('"').lower()
         return f"md5:{etag}" if _MD5.fullmatch(etag) else None
-
-    def _bucket_fs(self, url: str) -> Any:
-        """The filesystem of ``url``, remembered per bucket while fsspec holds it (as
-        ``filesystems.Filesystems`` does): resolving it from the URL for each small
-        object cost ~70 µs, a sixth of the object's whole copy. Keys holding ``?`` are
-        not remembered (s3fs reads a version id from the query)."""
-        bucket = url[:url.find("/", url.find("://") + 3) + 1]
-        if not bucket or "?" in url:
-            return self.fs(url)[0]
-        fs = self._buckets.get(bucket)
-        if fs is None or not fsutil.shared(fs):  # fsspec dropped it: new credentials
-            if len(self._buckets) > 64:
-                self._buckets.clear()
-            fs = self._buckets[bucket] = self.fs(url)[0]
-        return fs
 
     def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
         fs, path = self.fs(url)  # one PUT: atomic; bounded, as a silent server would hang
@@ -164,7 +147,7 @@ class ObjectStorage(Storage):
 
     def name_problem(self, url: str) -> str | None:
         """Asked of every file a task copies here: the filesystem is the bucket's."""
-        return s3.key_problem(s3.bucket_key(self._bucket_fs(url), url)[1])
+        return s3.key_problem(s3.bucket_key(self.fs(url)[0], url)[1])
 
     def stage_split(self, final_url: str, folder_url: str, name: str) -> Staged:
         """A new, empty multipart upload on the final key: its parts are the ranges."""
