@@ -103,20 +103,23 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
     return why
 
 
-#: The most files ``--copying auto`` copies in this process on a local master whose
-#: Spark session opens cheaply (the warm engine, a caller's session): a warm job's start
-#: is ~0.2 s before its first file, where this process copies 1,000 small files in
-#: ~0.2 s (benchmarks/RESULTS.md, 2026-11-29); past these the executors' kept results
-#: (``keeps_copies``) pay for the job.
+#: The most files ``--copying auto`` copies in this process's threads (an object store
+#: in the run) on a local master whose Spark session opens cheaply (the warm engine, a
+#: caller's session): a warm job's start is ~0.2 s before its first file, where this
+#: process copies 1,000 small files in ~0.2 s (benchmarks/RESULTS.md, 2026-11-29); past
+#: these the executors' kept results (``keeps_copies``) pay for the job.
 HERE_FILES = 1_000
 #: The most bytes threads copy here when a converter runs in them (``here_bounds``).
 HERE_BYTES = 256 << 20
-#: The same without a session to reuse (the run would start its own JVM): a cold Spark
-#: job's start is 3-6 s before its first file, and the copying processes forked here
-#: (``run.workers``) copied 20,000 files of 1-64 KiB in half of a cold Spark run's time,
-#: in each of 5 rounds (benchmarks/RESULTS.md, 2026-11-29). Planning on the driver holds
-#: up to this many files to copy (``held_here``) rather than keeping them for Spark.
-HERE_FILES_COLD = 20_000
+#: The most files the copying processes forked here (``forks_here``) copy, on either
+#: engine: without a session to reuse (the run would start its own JVM), a cold Spark
+#: job's start is 3-6 s before its first file, and they copied 20,000 files of 1-64 KiB
+#: in half of a cold Spark run's time, in each of 5 rounds (benchmarks/RESULTS.md,
+#: 2026-11-29); on the warm engine its tasks were no faster than these processes and
+#: the job's start and results' way back were more (``kept_here``). Planning on the
+#: driver holds up to this many files to copy (``held_here``) rather than keeping them
+#: for Spark where no session opens cheaply.
+HERE_FORKED = 20_000
 #: ... and for threads (an object store in the run), whose per-file work holds one core:
 #: cold, 5,000 uploads of 1-64 KiB took 6.7-6.9 s in threads against 12.6-13.4 s on a
 #: Spark job of its own, 20,000 downloads of 64 B 15.8-16.0 s against 15.6-17.3 s and
@@ -152,13 +155,16 @@ def here_bounds(cfg: CopyConfiguration) -> tuple[int, int | None]:
 
 
 def here_files(cfg: CopyConfiguration) -> int:
-    """The most files ``auto`` copies here: where a session opens cheaply,
-    ``HERE_UPLOADS`` for thin uploads of local files (``thin_uploads``) and
-    ``HERE_FILES`` for the rest; else ``HERE_FILES_COLD`` for forked processes,
-    ``HERE_THREADS_COLD`` for threads."""
+    """The most files ``auto`` copies here: ``HERE_FORKED`` for forked processes on
+    either engine (past it, the kept files' chunks are copied here too: ``kept_here``);
+    for threads where a session opens cheaply ``HERE_UPLOADS`` for thin uploads of
+    local files (``thin_uploads``) and ``HERE_FILES`` for the rest, else
+    ``HERE_THREADS_COLD``."""
+    if forks_here(cfg):
+        return HERE_FORKED
     if session_cheap(cfg):
         return HERE_UPLOADS if thin_uploads(cfg) else HERE_FILES
-    return HERE_FILES_COLD if forks_here(cfg) else HERE_THREADS_COLD
+    return HERE_THREADS_COLD
 
 
 def thin_uploads(cfg: CopyConfiguration) -> bool:

@@ -20,7 +20,7 @@ from distcp.run import choice, here
 from distcp.run.choice import (
     HERE_BYTES,
     HERE_FILES,
-    HERE_FILES_COLD,
+    HERE_FORKED,
     HERE_THREADS_COLD,
     HERE_UPLOADS,
     copies_here,
@@ -39,12 +39,14 @@ def _cfg(**kw: object) -> CopyConfiguration:
 
 @pytest.mark.parametrize(("cfg", "files", "kept", "catalog", "here_"), [
     (_cfg(), _files(3), 0, False, True),
-    (_cfg(engine="warm"), _files(HERE_FILES), 0, False, True),
-    (_cfg(engine="warm"), _files(HERE_FILES + 1), 0, False, False),  # a cheap session
+    # forked processes take the same bound on a cheap session: past it the kept
+    # files are copied here too (kept_here), so a plan held on the driver is as well
+    (_cfg(engine="warm"), _files(HERE_FORKED), 0, False, True),
+    (_cfg(engine="warm"), _files(HERE_FORKED + 1), 0, False, False),
     # forked processes copy big files at a task's pace: no bound of bytes
     (_cfg(engine="warm"), _files(8, 256 << 20), 0, False, True),
-    (_cfg(engine="cold"), _files(HERE_FILES_COLD), 0, False, True),  # a JVM of its own
-    (_cfg(engine="cold"), _files(HERE_FILES_COLD + 1), 0, False, False),
+    (_cfg(engine="cold"), _files(HERE_FORKED), 0, False, True),  # a JVM of its own
+    (_cfg(engine="cold"), _files(HERE_FORKED + 1), 0, False, False),
     (_cfg(engine="cold"), _files(2, 1 << 40), 0, False, True),
     # kept, and copied here too (kept_here), on either engine
     (_cfg(engine="warm"), _files(3), 1, False, True),
@@ -62,7 +64,7 @@ def _cfg(**kw: object) -> CopyConfiguration:
     (_cfg(destination="gs://b/dst"), _files(3), 0, False, "splits"),
     (_cfg(copying="spark"), _files(3), 0, False, False),
     (_cfg(destination="s3://b/dst"), _files(3), 0, False, "splits here"),  # over idle cores
-    (_cfg(copying="driver"), _files(HERE_FILES_COLD + 1, HERE_BYTES), 0, False, True),
+    (_cfg(copying="driver"), _files(HERE_FORKED + 1, HERE_BYTES), 0, False, True),
     # an object store in the run: threads copy, with the small bound of files; their
     # bytes are bound only when a converter's chain runs in them
     (_cfg(engine="cold", destination="s3://b/dst"), _files(HERE_THREADS_COLD), 0, False, True),
@@ -110,9 +112,9 @@ def test_which_plans_are_copied_here(cfg: CopyConfiguration, files: list[Copyabl
 
 
 @pytest.mark.parametrize(("cfg", "held"), [
-    (_cfg(engine="cold"), HERE_FILES_COLD), (_cfg(engine="warm"), None),
+    (_cfg(engine="cold"), HERE_FORKED), (_cfg(engine="warm"), None),
     (_cfg(engine="cold", copying="spark"), None),
-    (_cfg(engine="cold", split_size=1 << 20), HERE_FILES_COLD),  # ranges: forked units too
+    (_cfg(engine="cold", split_size=1 << 20), HERE_FORKED),  # ranges: forked units too
     # threads: their own cold bound, ranges too (parts of the file's upload)
     (_cfg(engine="cold", split_size=1 << 20, destination="s3://b/dst"), HERE_THREADS_COLD),
     (_cfg(engine="cold", split_size=1 << 20, destination="gs://b/dst"), None),
@@ -276,8 +278,8 @@ def test_a_gpg_chain_is_copied_here_by_threads_never_by_forked_processes(
 
 @pytest.mark.parametrize(("cfg", "files", "why"), [
     # forked processes read at the pace of Spark's local tasks, without a job's start
-    (_cfg(engine="cold"), 10 * HERE_FILES_COLD, "forked processes at its tasks' pace"),
-    (_cfg(engine="warm"), 10 * HERE_FILES_COLD, "forked processes at its tasks' pace"),
+    (_cfg(engine="cold"), 10 * HERE_FORKED, "forked processes at its tasks' pace"),
+    (_cfg(engine="warm"), 10 * HERE_FORKED, "forked processes at its tasks' pace"),
     # threads (an object store) take the copy's bound: on a cheap session, its job is quick
     (_cfg(engine="warm", destination="s3://b/dst"), HERE_FILES, "at most 1,000"),
     (_cfg(engine="warm", destination="s3://b/dst"), HERE_FILES + 1, None),
@@ -297,8 +299,16 @@ def test_which_checks_read_here(cfg: CopyConfiguration, files: int, why: str | N
 
 
 @pytest.mark.parametrize(("cfgs", "files", "here_"), [
-    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/dst2")], HERE_FILES_COLD, True),
-    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/dst2")], HERE_FILES_COLD + 1,
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/dst2")], HERE_FORKED, True),
+    ([_cfg(engine="cold"), _cfg(engine="cold", destination="/dst2")], HERE_FORKED + 1,
+     False),
+    # the warm engine: forked processes keep their bound, threads their own (uploads)
+    ([_cfg(engine="warm"), _cfg(engine="warm", destination="/dst2")], HERE_FORKED, True),
+    ([_cfg(engine="warm"), _cfg(engine="warm", destination="/dst2")], HERE_FORKED + 1,
+     False),
+    ([_cfg(engine="warm"), _cfg(engine="warm", destination="s3://b/d")], HERE_UPLOADS,
+     True),
+    ([_cfg(engine="warm"), _cfg(engine="warm", destination="s3://b/d")], HERE_UPLOADS + 1,
      False),
     # one branch on S3: threads for all, whose bound is the smaller
     ([_cfg(engine="cold"), _cfg(engine="cold", destination="s3://b/d")], HERE_THREADS_COLD,
