@@ -91,6 +91,11 @@ class CommitStepStore:
             return []
         return [self._load(fsutil.join(folder, n)) for n in names]
 
+    def unfinished(self) -> list[PendingSequence]:
+        """The pending sequences, then those set aside: what still refers to staged
+        copies and uploads (two listings, which a sweep takes once for all its uses)."""
+        return self.pending() + self.pending(aside=True)
+
     def _load(self, url: str) -> PendingSequence:
         data = read_json(url, self.options, "commit log entry")
         try:

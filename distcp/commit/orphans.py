@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from distcp.commit.catalog_steps import registration_only
-from distcp.commit.log import CommitStepStore
+from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.recovery import RecoveryArea
 from distcp.mtimes import aged
 from distcp.planning.splitting import SplitStore
@@ -25,14 +25,17 @@ from distcp.summary import CleanupReport
 
 
 def referenced_uploads(state_root: str, options: dict[str, Any],
-                       splits_older_than: float | None = None) -> set[str]:
+                       splits_older_than: float | None = None,
+                       unfinished: list[PendingSequence] | None = None) -> set[str]:
     """Upload ids a pending or set-aside commit, or a live split record, refers to.
 
     With ``splits_older_than`` (seconds), split records older than that are
     expired instead (their uploads become orphans and their records go).
+    ``unfinished``: the commit log's ``unfinished()``, when the caller has just read it.
     """
-    store = CommitStepStore(state_root, options)
-    ids = {upload_id for p in store.pending() + store.pending(aside=True)
+    if unfinished is None:
+        unfinished = CommitStepStore(state_root, options).unfinished()
+    ids = {upload_id for p in unfinished
            for step in p.sequence.steps for upload_id in step.upload_ids(options)}
     splits = SplitStore(state_root, options, storage_for(state_root, options))
     for folder, meta in splits.metas():
@@ -48,13 +51,16 @@ def referenced_uploads(state_root: str, options: dict[str, Any],
 
 def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
                   older_than: float = 0.0, expire_splits: bool = False,
-                  dry_run: bool = False) -> int:
+                  dry_run: bool = False, unfinished: list[PendingSequence] | None = None
+                  ) -> int:
     """Abort unreferenced uploads under ``destination`` initiated ``older_than`` s ago
-    (with ``dry_run``: count them, abort nothing)."""
+    (with ``dry_run``: count them, abort nothing). ``unfinished``: as
+    ``referenced_uploads``."""
     storage = storage_for(destination, options)
     if not storage.capabilities.multipart:
         return 0  # nothing staged as uploads: nothing to abort
-    keep = referenced_uploads(state_root, options, older_than if expire_splits else None)
+    keep = referenced_uploads(state_root, options, older_than if expire_splits else None,
+                              unfinished)
     return storage.sweep_orphans(destination, keep, older_than, dry_run)
 
 
@@ -70,7 +76,7 @@ def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],
     """
     jobs = splits_freed = size = 0
     store = CommitStepStore(state_root, options)
-    keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
+    keep = {p.job_id for p in store.unfinished()}
     layout = StateLayout(state_root)
     storage = storage_for(state_root, options)
     for part in (layout.staging(), layout.progress()):

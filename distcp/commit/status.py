@@ -278,7 +278,7 @@ def recover_only(root: str, options: dict[str, Any], max_replays: int = 3,
                             events=sink, bounds=Bounds(destination_of(root, destination, options),
                                                        root, None))
         summary.add(replay_pending(store, ctx, max_replays)[1])
-        keep = {p.job_id for p in store.pending() + store.pending(aside=True)}
+        keep = {p.job_id for p in store.unfinished()}
         recovery = RecoveryArea(root, options)
         kept = sweep_dead_jobs(root, options, "", recovery, keep)
         entries = list(recovery.entries())

@@ -19,7 +19,7 @@ from typing import Any
 
 from distcp import preflight
 from distcp.commit.catalog_steps import CatalogTarget
-from distcp.commit.log import CommitStepStore
+from distcp.commit.log import CommitStepStore, PendingSequence
 from distcp.commit.orphans import abort_orphans
 from distcp.commit.publish import Publishing
 from distcp.commit.recovery import RecoveryArea
@@ -162,9 +162,10 @@ def remove_job_folders(spec: TaskSpec) -> None:
             pass  # leftovers of a failed cleanup are swept by the next run
 
 
-def jobs_with_commits(store: CommitStepStore) -> set[str]:
-    """Jobs whose staged copies a pending or set-aside commit still refers to."""
-    return {p.job_id for p in store.pending() + store.pending(aside=True)}
+def jobs_with_commits(unfinished: list[PendingSequence]) -> set[str]:
+    """Jobs whose staged copies a pending or set-aside commit (the commit log's
+    ``unfinished()``) still refers to."""
+    return {p.job_id for p in unfinished}
 
 
 def recover(pub: Publishing, cfg: CopyConfiguration) -> tuple[set[str], Tally]:
@@ -174,12 +175,13 @@ def recover(pub: Publishing, cfg: CopyConfiguration) -> tuple[set[str], Tally]:
     what recovering reports to the summary.
     """
     blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays)
+    unfinished = pub.store.unfinished()  # read once: sweeping changes no commit
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
-                    jobs_with_commits(pub.store))
+                    jobs_with_commits(unfinished))
     return blocked, replayed + Tally(
         recovery_expired=pub.recovery.expire(cfg.recovery_retention),
         uploads_aborted=abort_orphans(cfg.destination, pub.ctx.state_root,
-                                      pub.ctx.dst_options))
+                                      pub.ctx.dst_options, unfinished=unfinished))
 
 
 def split_recovered(files: list[CopyableFile], recovery: RecoveryArea

@@ -334,10 +334,11 @@ def _sweep(runs: list[BranchRun]) -> None:
     """What the run leaves: its job's folders (unless a pending commit needs its staged
     copies) and the uploads nothing will complete (stores that stage uploads)."""
     for run in runs:
-        if run.publishing.job_id not in jobs_with_commits(run.publishing.store):
+        unfinished = run.publishing.store.unfinished()  # read once for both
+        if run.publishing.job_id not in jobs_with_commits(unfinished):
             remove_job_folders(run.task)
-        run.summary.add(Tally(uploads_aborted=abort_orphans(run.cfg.destination, run.root,
-                                                            run.task.dst_options)))
+        run.summary.add(Tally(uploads_aborted=abort_orphans(
+            run.cfg.destination, run.root, run.task.dst_options, unfinished=unfinished)))
 
 
 def _finish(runs: list[BranchRun], settings: ForkSettings | None, summary: Summary,
