@@ -509,6 +509,43 @@ def test_a_walk_gives_every_entry_below_a_root_by_the_backends_own_paths(
     assert [s.reason.split(":")[0] for s in skipped] == ["not copied"]  # the state dir
 
 
+def test_names_are_a_folders_files_and_subfolders_and_documents_read_back_whole(
+        place: Place) -> None:
+    """The state directory's reads: ``names`` of a folder (files and subfolders, sorted,
+    names with spaces, ``+`` and non-ASCII letters as written), FileNotFoundError for a
+    folder with nothing in it; ``read_bytes`` of each document, FileNotFoundError for
+    one that is not there."""
+    storage = storage_for(place.root, place.options)
+    docs = {"n/b.json": b"1", "n/a b+c.json": b"22", "n/\u00fc.json": b"333",
+            "n/sub/x.json": b"4444"}
+    for folder in ("n", "n/sub"):
+        storage.prepare_folder(place.url(folder))
+    for rel, data in docs.items():
+        storage.write_atomic(place.url(rel), data)
+    assert storage.names(place.url("n")) == sorted(["a b+c.json", "b.json", "sub",
+                                                    "\u00fc.json"])
+    assert storage.names(place.url("n/sub")) == ["x.json"]
+    for rel, data in docs.items():
+        assert storage.read_bytes(place.url(rel), "document") == data
+    with pytest.raises(FileNotFoundError):
+        storage.names(place.url("none"))
+    with pytest.raises(FileNotFoundError):
+        storage.read_bytes(place.url("n/none.json"), "document")
+
+
+def test_an_s3_folders_names_come_page_by_page(s3: S3Server) -> None:  # noqa: F811
+    """Pages of ``max-keys`` entries, files and subfolders mixed, follow S3's
+    continuation token to the last one."""
+    from distcp.storage.s3 import listing
+
+    storage = storage_for("s3://dst/p", s3.options)
+    for name in ("a", "b/x", "c", "d/y", "e"):
+        storage.write_atomic(f"s3://dst/p/{name}", b".")
+    fs = storage.fs("s3://dst/p")[0]
+    assert listing.folder_names(fs, "dst", "p/", max_keys=2) == ["a", "b", "c", "d", "e"]
+    assert listing.folder_names(fs, "dst", "none/", max_keys=2) == []
+
+
 def test_glob_and_one_level_listings_name_folders_and_files(place: Place) -> None:
     storage = _listed_tree(place)
     tree = storage.tree(place.url("t"))

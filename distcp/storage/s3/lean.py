@@ -95,9 +95,7 @@ class LeanGetter:
             and self.endpoint.hostname.endswith(".amazonaws.com")))
         self._context = _tls_context((fs.client_kwargs or {}).get("verify", True)) \
             if self.endpoint.scheme == "https" else None
-        limit = watchdog_seconds()
-        self._timeouts = (min(settings.CONNECT_TIMEOUT_S, limit), min(settings.READ_TIMEOUT_S, limit))
-        self._wires: dict[str, Wire] = {}
+        self._wires: dict[tuple[str, float], Wire] = {}
         self._signer_credentials = client._request_signer._credentials
         self._credentials: Any = None
         self._fetched = 0.0
@@ -123,20 +121,26 @@ class LeanGetter:
         return host, f"/{bucket}/{path}"
 
     def wire(self, host: str) -> Wire:
-        """The kept connections to ``host`` (one per bucket with virtual-host addressing)."""
+        """The kept connections to ``host`` (one per bucket with virtual-host addressing),
+        their sockets' timeouts within the S3 bound in force now (``watchdog_seconds``):
+        a getter made under another bound (a task's, a test's) keeps its own wires."""
+        limit = watchdog_seconds()
         with self._lock:
-            wire = self._wires.get(host)
+            wire = self._wires.get((host, limit))
             if wire is None:
-                connect, read = self._timeouts
-                wire = self._wires[host] = Wire(
-                    self.endpoint.scheme, host, connect_timeout=connect, read_timeout=read,
+                wire = self._wires[(host, limit)] = Wire(
+                    self.endpoint.scheme, host,
+                    connect_timeout=min(settings.CONNECT_TIMEOUT_S, limit),
+                    read_timeout=min(settings.READ_TIMEOUT_S, limit),
                     maxsize=settings.POOL_CONNECTIONS, context=self._context)
             return wire
 
     def get(self, bucket: str, key: str, etag: str) -> bytes:
-        """The object's bytes if it still has ``etag``; 412 as s3fs would raise it."""
+        """The object's bytes if it still has ``etag`` (any version: ""); 412 as s3fs
+        would raise it."""
         host, path = self.target(bucket, key)
-        return self.call(host, path, {}, {"if-match": etag}, f"s3://{bucket}/{key}").data
+        return self.call(host, path, {}, {"if-match": etag} if etag else {},
+                         f"s3://{bucket}/{key}").data
 
     def put(self, operation: str, bucket: str, key: str, body: bytes | memoryview,
             params: dict[str, str], headers: dict[str, str]) -> str:
@@ -381,9 +385,10 @@ def lean(fs: Any, action: Callable[[LeanGetter], T]) -> T | None:
         return None
 
 
-def get(fs: Any, bucket: str, key: str, etag: str) -> bytes | None:
-    """A GetObject If-Match through the lean path: the bytes, or None when ``fs`` is
-    served by s3fs (``distcp.storage.s3.ops.get_if_match`` then asks s3fs)."""
+def get(fs: Any, bucket: str, key: str, etag: str = "") -> bytes | None:
+    """A GetObject (If-Match ``etag``, unless "") through the lean path: the bytes, or
+    None when ``fs`` is served by s3fs (``distcp.storage.s3.ops.get_if_match`` and
+    ``ObjectStorage.read_bytes`` then ask s3fs)."""
     return lean(fs, lambda getter: getter.get(bucket, key, etag))
 
 

@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
+from functools import partial
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -79,6 +80,43 @@ def _pages(fs: Any, bucket: str, prefix: str, data: bytes, max_keys: int,
             if got is None:  # the lean path was given up on mid-way: never a partial list
                 raise OSError(f"listing s3://{bucket}/{prefix}: the lean listing stopped")
             data = got
+
+
+_COMMON = re.compile(rb"<CommonPrefixes>\s*<Prefix>([^<]*)</Prefix>\s*</CommonPrefixes>")
+_KEY = re.compile(rb"<Contents>.*?<Key>([^<]*)</Key>", re.DOTALL)
+_TOKEN = re.compile(rb"<NextContinuationToken>([^<]*)</NextContinuationToken>")
+
+
+def folder_names(fs: Any, bucket: str, prefix: str, max_keys: int = 1000
+                 ) -> list[str] | None:
+    """The names directly under ``prefix`` (a folder's, ending in ``/``): its keys' and
+    its subfolders' last parts, from pages listed with a delimiter; [] when nothing is
+    there; None: ask s3fs. s3fs lists a folder's parent too when the folder is empty
+    (to tell a missing folder from a file): two requests for each state folder a run
+    finds empty, at its start and at its end."""
+    names: list[str] = []
+    token = None
+    while True:
+        params = {"list-type": "2", "prefix": prefix, "delimiter": "/",
+                  "max-keys": str(max_keys), "encoding-type": "url"}
+        if token is not None:
+            params["continuation-token"] = token
+        data = s3get.lean(fs, partial(_list_bucket, bucket=bucket, params=params))
+        if data is None:
+            return None
+        encoded = _url_encoded(data)
+        for raw in _KEY.findall(data) + _COMMON.findall(data):
+            name = _key(_text(raw.decode()), encoded)[len(prefix):].rstrip("/")
+            if name:  # not the folder's own marker object
+                names.append(name)
+        more = _TOKEN.search(data)
+        if b"<IsTruncated>true</IsTruncated>" not in data or more is None:
+            return names
+        token = _text(more.group(1).decode())
+
+
+def _list_bucket(getter: s3get.LeanGetter, bucket: str, params: dict[str, str]) -> bytes:
+    return getter.list_bucket(bucket, params)
 
 
 class MoreKeys(Exception):

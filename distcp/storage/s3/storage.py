@@ -7,6 +7,7 @@ document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.errors import VersionChanged
+from distcp.storage.s3 import lean as s3get
 from distcp.storage.s3 import ops as s3
 from distcp.storage.s3 import uploads
 from distcp.storage.s3.probe import probe_problem
@@ -85,7 +87,14 @@ class ObjectStorage(Storage):
         s3.sync_bounded(fs, f"writing {fsutil.display(url)}", fs._pipe_file, path, data)
 
     def read_bytes(self, url: str, what: str) -> bytes:
+        """One GET through the lean client (s3fs's asks the key's status first, unless a
+        listing of its own left it: a HEAD more for each state document read, such as
+        the progress files a run polls); a versioned URL through s3fs."""
         fs, path = self.fs(url)
+        bucket, key, version = fs.split_path(path)
+        data = None if version else s3get.get(fs, bucket, key)
+        if data is not None:
+            return data
         return bytes(s3.sync_bounded(fs, f"reading the {what} {fsutil.display(url)}",
                                      fs._cat_file, path))
 
@@ -93,6 +102,21 @@ class ObjectStorage(Storage):
         """By key range, where the API lists keys in order (not a versioned listing,
         whose pages are not cut by key)."""
         return None if getattr(tree.handle, "version_aware", False) else tl.KEYS
+
+    def names(self, url: str) -> list[str]:
+        """One listing with a delimiter a page, through the lean client
+        (``listing.folder_names``), not s3fs's, which lists an empty folder's parent as
+        well; FileNotFoundError when nothing is under ``url``, as s3fs says it."""
+        from distcp.storage.s3 import listing as s3list
+
+        fs, path = self.fs(url)
+        bucket, key, _ = fs.split_path(path)
+        found = s3list.folder_names(fs, bucket, f"{key.rstrip('/')}/" if key else "")
+        if found is None:
+            return super().names(url)
+        if not found:
+            raise FileNotFoundError(errno.ENOENT, "no such folder", fsutil.display(url))
+        return sorted(found)
 
     def walk_after(self, url: str, after: str | None) -> Iterator[tuple[str, FileStatus]]:
         """One ListObjectsV2 from StartAfter on: the keys below ``url`` after ``after``
