@@ -2,7 +2,9 @@
 
 Staging a file creates an uncompleted multipart upload on its final key
 (invisible to readers); completing it publishes; aborting it discards. A state
-document is one PUT (atomic). Every request is bounded by ``s3.sync_bounded``.
+document is one PUT (atomic); the state folder's names and documents are read through
+the lean wire (``distcp.storage.s3.lean``). Every request is bounded: by
+``s3.sync_bounded``, or the lean wire's own deadline within the same bound.
 """
 
 from __future__ import annotations
