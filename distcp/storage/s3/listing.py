@@ -83,7 +83,6 @@ def _pages(fs: Any, bucket: str, prefix: str, data: bytes, max_keys: int,
 
 
 _COMMON = re.compile(rb"<CommonPrefixes>\s*<Prefix>([^<]*)</Prefix>\s*</CommonPrefixes>")
-_KEY = re.compile(rb"<Contents>.*?<Key>([^<]*)</Key>", re.DOTALL)
 _TOKEN = re.compile(rb"<NextContinuationToken>([^<]*)</NextContinuationToken>")
 
 
@@ -105,8 +104,9 @@ def folder_names(fs: Any, bucket: str, prefix: str, max_keys: int = 1000
         if data is None:
             return None
         encoded = _url_encoded(data)
-        for raw in _KEY.findall(data) + _COMMON.findall(data):
-            name = _key(_text(raw.decode()), encoded)[len(prefix):].rstrip("/")
+        keys = [c["Key"] for c in parse_page(data)["Contents"]]  # the keys as a walk reads them
+        for full in keys + [_key(_text(raw.decode()), encoded) for raw in _COMMON.findall(data)]:
+            name = full[len(prefix):].rstrip("/")
             if name:  # not the folder's own marker object
                 names.append(name)
         more = _TOKEN.search(data)
