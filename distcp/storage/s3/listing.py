@@ -57,22 +57,28 @@ def page_stream(fs: Any, bucket: str, prefix: str, after: str | None = None,
     page's last key is read from the raw answer, before this page is parsed, so the
     server's time and ours overlap (100,000 keys: its answers took 1.4 s of the 4.5 s
     the driver's walk took here, and the walk 2.7 s after). No page is asked for past
-    a key that is ``beyond`` the caller's range.
+    a key that is ``beyond`` the caller's range. A page that ends at or before the key
+    it started after is an OSError naming the listing (a server that would never end).
     """
     first = _fetch(fs, bucket, prefix, after, max_keys)
     if first is None:
         return None
-    return _pages(fs, bucket, prefix, first, max_keys, beyond)
+    return _pages(fs, bucket, prefix, first, max_keys, beyond, after)
 
 
 def _pages(fs: Any, bucket: str, prefix: str, data: bytes, max_keys: int,
-           beyond: Callable[[str], bool] | None) -> Generator[dict[str, Any]]:
+           beyond: Callable[[str], bool] | None, after: str | None = None
+           ) -> Generator[dict[str, Any]]:
     with ThreadPoolExecutor(1) as pool:
         while True:
             last = _last_key(data)
+            if last is not None and after is not None and last <= after:
+                raise OSError(f"listing s3://{bucket}/{prefix}: the server answered a page "
+                              f"after {after!r} ending at {last!r}, which would list again")
             ahead = None
             if last is not None and not (beyond is not None and beyond(last)):
                 ahead = pool.submit(_fetch, fs, bucket, prefix, last, max_keys)
+                after = last
             yield parse_page(data)
             if ahead is None:
                 return
@@ -92,9 +98,12 @@ def folder_names(fs: Any, bucket: str, prefix: str, max_keys: int = 1000
     its subfolders' last parts, from pages listed with a delimiter; [] when nothing is
     there; None: ask s3fs. s3fs lists a folder's parent too when the folder is empty
     (to tell a missing folder from a file): two requests for each state folder a run
-    finds empty, at its start and at its end."""
+    finds empty, at its start and at its end. A truncated page without a new
+    continuation token is an OSError naming the listing: never a partial list, never
+    the same page asked for again."""
     names: list[str] = []
     token = None
+    seen: set[str] = set()
     while True:
         params = {"list-type": "2", "prefix": prefix, "delimiter": "/",
                   "max-keys": str(max_keys), "encoding-type": "url"}
@@ -109,10 +118,15 @@ def folder_names(fs: Any, bucket: str, prefix: str, max_keys: int = 1000
             name = full[len(prefix):].rstrip("/")
             if name:  # not the folder's own marker object
                 names.append(name)
-        more = _TOKEN.search(data)
-        if b"<IsTruncated>true</IsTruncated>" not in data or more is None:
+        if b"<IsTruncated>true</IsTruncated>" not in data:
             return names
-        token = _text(more.group(1).decode())
+        more = _TOKEN.search(data)
+        token = _text(more.group(1).decode()) if more is not None else ""
+        if not token or token in seen:  # never a partial list, never the same page again
+            raise OSError(f"listing s3://{bucket}/{prefix}: the server answered a truncated "
+                          + ("page with a continuation token it gave before" if token
+                             else "page without a continuation token"))
+        seen.add(token)
 
 
 def _list_bucket(getter: s3get.LeanGetter, bucket: str, params: dict[str, str]) -> bytes:
