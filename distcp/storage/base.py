@@ -550,10 +550,15 @@ class Storage(ABC):
 
         ``url`` is a name, never a pattern: fsspec's ``rm`` (s3fs's too) expands glob
         characters, so removing ``[x]*?.txt`` would remove every name it matches
-        (``xab.txt``). The entries are found below ``url`` and removed one by one.
+        (``xab.txt``). The entries are found below ``url`` and removed one by one; a
+        file is removed alone (asked to ``find`` below a file, an FTP server answers
+        "not a directory" and adlfs a list of names).
         """
         fs, path = self.fs(url)
         if not fs.exists(path):
+            return
+        if not fs.isdir(path):
+            self.call(fs, f"removing {path}", "rm_file", path)
             return
         found = fs.find(path, withdirs=True, detail=True)
         files = {p for p, info in found.items() if info.get("type") != "directory"}

@@ -273,3 +273,25 @@ def test_visibility_file_commits_each_blob_as_its_task_copies_it(
     assert r.returncode == 0, r.stderr
     assert visible(azure, "dst", "vis/") == files and azure.pending_uploads() == []
     assert summary["files_copied"] == 0, summary
+
+
+def test_delete_removes_the_blobs_the_source_no_longer_has_and_only_those(
+        azure: AzureServer, tmp_path: Path,  # noqa: F811
+        warm_engine_local2: dict[str, str]) -> None:
+    """``--delete`` removes a blob (a file of the destination's) and a whole folder of
+    blobs; names that begin as theirs do stay."""
+    src = tmp_path / "src"
+    for name, data in (("gone.txt", b"g"), ("gone.txt.keep", b"k"), ("old/a", b"a"),
+                       ("old/b", b"b"), ("kept/c", b"c")):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(data)
+    first, _ = copy(tmp_path, str(src), "az://dst/del", env=warm_engine_local2)
+    assert first.returncode == 0, first.stderr
+    (src / "gone.txt").unlink()
+    for name in ("old/a", "old/b"):
+        (src / name).unlink()
+    (src / "old").rmdir()
+    r, summary = copy(tmp_path, str(src), "az://dst/del", "--delete", env=warm_engine_local2)
+    assert r.returncode == 0, r.stderr
+    assert visible(azure, "dst", "del/") == {"gone.txt.keep": b"k", "kept/c": b"c"}
+    assert summary["files_deleted"] >= 3, summary

@@ -191,3 +191,23 @@ def test_ftp_errors_reach_callers_as_oserrors_naming_the_path(
     with pytest.raises(PermissionError):
         fs.set_mtime(f"/{LOCKED}/f.txt", STAMP)
     assert fsutil.to_url(fs, "/a/b") == f"ftp://distcp@127.0.0.1:{ftp.port}/a/b"
+
+
+def test_delete_removes_the_files_and_folders_the_source_no_longer_has(
+        ftp: FTPServer, tmp_path: Path) -> None:  # noqa: F811
+    src = tmp_path / "src"
+    tree = make_tree(src)
+    secrets = ftp.options_file(tmp_path)
+    dst = ftp.user_url("del")
+    first = copy(str(src), dst, tmp_path, "1.json", "--dst-options-file", str(secrets))
+    assert first["returncode"] == 0, first["stderr"]
+    (src / "a.txt").unlink()
+    for rel in ("d/e/c.txt", "d/b.bin"):
+        (src / rel).unlink()
+    (src / "d" / "e").rmdir()
+    (src / "d" / "keep.txt").write_bytes(b"k")
+    r = copy(str(src), dst, tmp_path, "2.json", "--dst-options-file", str(secrets), "--delete")
+    assert r["returncode"] == 0, r["stderr"]
+    assert files_under(ftp.root / "del") == {"d/keep.txt": b"k"}
+    assert not (ftp.root / "del" / "d" / "e").exists()
+    assert r["files_deleted"] >= 3, r
