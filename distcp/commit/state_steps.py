@@ -198,7 +198,14 @@ class EmitEvent(CommitStep):
         return _sink(ctx).record_url(self.sequence_id)
 
     def verify(self, ctx: CommitContext) -> bool:
-        return ctx.storage(self.url(ctx)).exists(self.url(ctx))
+        """Its record is there: read (one GET on an object store, where ``exists``
+        asks for the key and then for a folder of that name)."""
+        url = self.url(ctx)
+        try:
+            ctx.storage(url).read_bytes(url, "event record")
+        except FileNotFoundError:
+            return False
+        return True
 
     def execute(self, ctx: CommitContext) -> None:
         state = _store(ctx).load(self.urn)

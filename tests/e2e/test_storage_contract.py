@@ -210,15 +210,27 @@ def test_a_discarded_staged_file_leaves_nothing_and_discarding_twice_is_harmless
     assert place.pending() == []
 
 
-def test_remove_takes_a_tree_away(place: Place) -> None:
+def test_remove_takes_a_tree_away(place: Place, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the tree: names that begin as its name does, and names that would match it
+    as a pattern, stay. Many keys go in batches (two a request here)."""
+    from distcp.storage.s3 import storage as s3storage
+
+    monkeypatch.setattr(s3storage, "DELETE_BATCH", 2)
     storage = storage_for(place.root, place.options)
     storage.prepare_folder(place.url("tree/sub"))
-    storage.write_atomic(place.url("tree/sub/one"), b"1")
-    storage.write_atomic(place.url("tree/two"), b"2")
+    storage.prepare_folder(place.url("tree2"))
+    for name in ("tree/sub/one", "tree/two", "tree/three", "tree/four", "tree2/kept",
+                 "tree-kept", "trees", "file", "filed"):
+        storage.write_atomic(place.url(name), name.encode())
     storage.remove(place.url("tree"))
     storage.remove(place.url("tree"))  # gone already: fine
-    assert place.read("tree/two") is None and place.read("tree/sub/one") is None
+    assert [place.read(n) for n in ("tree/two", "tree/sub/one", "tree/three", "tree/four")
+            ] == [None] * 4
     assert not storage.exists(place.url("tree/two"))
+    storage.remove(place.url("file"))
+    assert place.read("file") is None
+    for name in ("tree2/kept", "tree-kept", "trees", "filed"):
+        assert place.read(name) == name.encode(), name
 
 
 def test_sweep_orphans_aborts_only_unreferenced_old_uploads(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from typing import Any
 
 from distcp.model import FileStatus
@@ -36,6 +37,8 @@ from distcp.storage.staging import (
 )
 from distcp.storage.writes import WriteOptions
 
+#: Keys a DeleteObjects request takes at most (S3's limit).
+DELETE_BATCH = 1000
 #: A single-part upload's ETag: the 32 hex digits of its MD5.
 _MD5 = re.compile(r"[0-9a-f]{32}")
 
@@ -145,10 +148,15 @@ class ObjectStorage(Storage):
     def create_new(self, url: str, data: bytes) -> bool:
         """One PUT with If-None-Match where the server honours it (moto, S3); a 412
         (PreconditionFailed) means someone was first. Not every server honours it
-        (rclone serve s3): no ``exclusive_create``, callers read back."""
+        (rclone serve s3): no ``exclusive_create``, callers read back. Before it, one
+        HEAD of the key (s3fs's ``exists`` listed the key as a folder too)."""
         fs, path = self.fs(url)
-        if self.call(fs, f"looking for {path}", "exists", path):
+        bucket, key, _ = fs.split_path(path)
+        try:
+            s3.call(fs, "head_object", Bucket=bucket, Key=key)
             return False
+        except FileNotFoundError:
+            pass
         try:
             s3.sync_bounded(fs, f"creating {fsutil.display(url)}", fs._pipe_file, path, data,
                             mode="create")
@@ -170,6 +178,40 @@ class ObjectStorage(Storage):
 
     def prepare_folder(self, url: str) -> None:
         """Nothing: keys need no folder."""
+
+    def makedirs(self, url: str) -> None:
+        """Nothing: keys need no folder. (s3fs's asks for the bucket each time, and
+        would create a missing one: the run's probe has found it there.)"""
+
+    def remove(self, url: str) -> None:
+        """The keys below ``url`` found by one listing, removed with the key at ``url``
+        itself a thousand a request (DeleteObjects: a key that is not there is no
+        error). s3fs asked the key's status and listed it as a folder before listing
+        it again, then removed each key alone: a job's four progress documents took
+        seven requests, now two. Keys are names, never patterns."""
+        from distcp.storage.s3 import listing as s3list
+
+        fs, path = self.fs(url)
+        bucket, key, version = fs.split_path(path)
+        key = key.rstrip("/")
+        pages = None if version or not key else s3list.page_stream(fs, bucket, f"{key}/")
+        if pages is None:  # a bucket, a version, or a filesystem s3fs serves
+            super().remove(url)
+            return
+        keys = [key]
+        with closing(pages):
+            for page in pages:
+                keys += [c["Key"] for c in page["Contents"]]
+        fs.invalidate_cache(path)
+        for start in range(0, len(keys), DELETE_BATCH):
+            answer = s3.call(fs, "delete_objects", Bucket=bucket, Delete={
+                "Objects": [{"Key": k} for k in keys[start:start + DELETE_BATCH]],
+                "Quiet": True})
+            errors = answer.get("Errors") or []  # quiet: only the keys it could not remove
+            if errors:
+                first = errors[0]
+                raise OSError(f"removing s3://{bucket}/{first.get('Key', '')}: "
+                              f"{first.get('Code', '')} {first.get('Message', '')}".rstrip())
 
     def name_problem(self, url: str) -> str | None:
         """Asked of every file a task copies here: the filesystem is the bucket's."""
