@@ -36,12 +36,20 @@ class RecoveryArea:
         #: Entries set aside because they name files outside their own folder, one
         #: line each (``refusals``): a kept copy is only ever taken from its folder.
         self.refused: list[Failure] = []
+        #: What ``expire`` left, for ``kept``: None until it ran.
+        self._left: set[str] | None = None
 
     def guids(self) -> set[str]:
         try:
             return set(self.storage.names(self.root))
         except FileNotFoundError:
             return set()
+
+    def kept(self) -> set[str]:
+        """The entries as the run's start left them (``expire`` listed them, under the
+        run's lock nothing else writes here before its copy): the plan and the copy ask
+        without listing the folder again; without an expiry first, a listing."""
+        return set(self._left) if self._left is not None else self.guids()
 
     def keep(self, guid: str, planned_destination: str, results: list[TaskResult]) -> None:
         """Move the staged outputs of one origin file here (a rename on filesystems)."""
@@ -107,7 +115,8 @@ class RecoveryArea:
         ``dry_run``: how many would go, removing nothing)."""
         now = now or time.time()
         removed = 0
-        for guid in self.guids():
+        left = self.guids()
+        for guid in sorted(left):
             try:
                 kept = self._meta(guid)["kept"]
             except (FileNotFoundError, ValueError, KeyError):
@@ -115,7 +124,9 @@ class RecoveryArea:
             if now - kept > retention_s:
                 if not dry_run:
                     self.storage.remove(self.folder_url(guid))
+                    left.discard(guid)
                 removed += 1
+        self._left = left
         return removed
 
     def entries(self) -> Iterable[dict[str, Any]]:

@@ -30,13 +30,13 @@ from distcp.storage import parse_staged, storage_for
 from distcp.summary import Failure, Tally, tally_of
 
 
-def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int
-                   ) -> tuple[set[str], Tally]:
-    """Replay every pending sequence; return the URNs that must not be copied now, and
-    what the replays did."""
+def replay_pending(store: CommitStepStore, ctx: CommitContext, max_replays: int,
+                   listed: list[PendingSequence] | None = None) -> tuple[set[str], Tally]:
+    """Replay every pending sequence (``listed``, when the caller has listed them);
+    return the URNs that must not be copied now, and what the replays did."""
     blocked: set[str] = set()
     done: list[Tally] = []
-    for pending in store.pending():
+    for pending in store.pending() if listed is None else listed:
         tally, block = _replay_one(store, pending, ctx, max_replays)
         done.append(tally)
         if block:

@@ -174,8 +174,11 @@ def recover(pub: Publishing, cfg: CopyConfiguration) -> tuple[set[str], Tally]:
     Returns the URNs whose commits could not be finished (they are not copied now), and
     what recovering reports to the summary.
     """
-    blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays)
-    unfinished = pub.store.unfinished()  # read once: sweeping changes no commit
+    pending = pub.store.pending()
+    blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays, pending)
+    # read once, as the replays left them (sweeping changes no commit); with nothing
+    # to replay, the log is as just listed: only the set-aside folder is read
+    unfinished = pub.store.unfinished() if pending else pub.store.pending(aside=True)
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
                     jobs_with_commits(unfinished))
     return blocked, replayed + Tally(
@@ -187,7 +190,7 @@ def recover(pub: Publishing, cfg: CopyConfiguration) -> tuple[set[str], Tally]:
 def split_recovered(files: list[CopyableFile], recovery: RecoveryArea
                      ) -> tuple[list[list[TaskResult]], list[CopyableFile]]:
     """Files whose verified copy an earlier run kept, and the files still to copy."""
-    kept = recovery.guids()
+    kept = recovery.kept()
     recovered: list[list[TaskResult]] = []
     todo: list[CopyableFile] = []
     for f in files:

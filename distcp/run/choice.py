@@ -98,7 +98,7 @@ def collects_because(cfg: CopyConfiguration, recovery: RecoveryArea) -> str | No
                (bool(cfg.check), "--check inspects each output"),
                (cfg.compare == "checksum", "--checksum compares contents before copying"))
     why = next((text for holds, text in reasons if holds), None)
-    if why is None and recovery.guids():
+    if why is None and recovery.kept():
         why = "copies an earlier run kept wait in the recovery area"
     return why
 

@@ -250,10 +250,24 @@ def test_expire_removes_old_and_half_written_entries(tmp_path: Path) -> None:
     now = json.loads((tmp_path / "state" / "recovery" / new[1].guid / "meta.json")
                      .read_text())["kept"] + 10
     assert area.expire(3600, now=now, dry_run=True) == 2
-    assert len(area.guids()) == 3
+    assert len(area.guids()) == 3 and area.kept() == area.guids()  # nothing removed
     assert area.expire(3600, now=now) == 2
-    assert area.guids() == {new[1].guid}
+    assert area.guids() == {new[1].guid} == area.kept()
     assert [e["guid"] for e in area.entries()] == [new[1].guid]
+
+
+def test_what_the_expiry_left_is_kept_without_listing_again(tmp_path: Path) -> None:
+    """The plan and the copy ask ``kept()`` after the run's start expired the area: the
+    folder is not listed again (an entry made behind the run's back, which the lock
+    forbids, is not seen); before any expiry, ``kept()`` lists it."""
+    area = RecoveryArea(str(tmp_path / "state"), {})
+    f, r = _result(tmp_path, "a", b"abc")
+    area.keep(f.guid, f.destination, [r])
+    assert area.kept() == {f.guid}
+    area.expire(3600)
+    (tmp_path / "state" / "recovery" / "made-behind-its-back").mkdir()
+    assert area.kept() == {f.guid}
+    assert area.guids() == {f.guid, "made-behind-its-back"}
 
 
 @pytest.mark.parametrize("empty", [True, False])
