@@ -27,6 +27,12 @@
     ``--visibility file-set`` (staged uploads completed at publish) and ``--visibility
     file`` (one PutObject per file), interleaved: wall time, copy + publish phases and the
     summary's S3 requests per file.
+(f) ``rtt``: local -> S3 and back of one 4 KiB file and of 100 files of 1-64 KiB through
+    ``rtt_proxy.RttProxy``, which holds each request ``--rtt-ms`` (20 by default) as a
+    real region's round trip would: pydistcp cold and warm, ``s5cmd cp``, ``rclone copy
+    --transfers 16`` and ``aws s3 cp --recursive``, interleaved, with the requests each
+    sent. On loopback a run's own requests (probe, lock, state folder, commit log,
+    events) cost only CPU; here they cost what they cost a user.
 (c) ``resume``: a 1 GiB file split into 8 ranges, to S3 and to local disk; a task is
     killed after its second range (``DISTCP_CRASH_AT=after_range:2``), then the run is
     repeated: bytes sent again, bytes saved, both wall times, and a byte comparison.
@@ -515,6 +521,78 @@ def bench_visibility(endpoint: str, rounds: int, tmp: Path, count: int = 2000) -
             "requests": {m: v[-1]["requests"] for m, v in runs.items()}}
 
 
+def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float) -> dict:
+    """Local -> S3 and back of one small file and of 100, through ``RttProxy``: each
+    request held ``rtt_ms`` as a real region's round trip would hold it. On loopback a
+    request costs only CPU, so a run's own requests (probe, lock, state folder, commit
+    log, events) do not show; here each costs what it costs a user. The proxy counts
+    what every tool sent."""
+    from rtt_proxy import RttProxy
+
+    host, port = endpoint.removeprefix("http://").split(":")
+    proxy = RttProxy((host, int(port)), rtt_ms / 1000)
+    env = aws_env(proxy.endpoint)
+    rng = random.Random(11)
+    sets = {"one": tmp / "rtt-one", "hundred": small_tree(tmp / "rtt-hundred", 100)}
+    sets["one"].mkdir(exist_ok=True)
+    (sets["one"] / "a.bin").write_bytes(rng.randbytes(4096))
+    exe, rclone = s5cmd_exe(), shutil.which("rclone", path=os.path.dirname(sys.executable))
+    subprocess.run([sys.executable, "-m", "distcp", "engine", "start", "--master", "local[2]"],
+                   env=env, capture_output=True, check=True)
+
+    def cmds(direction: str, name: str, n: int) -> dict[str, list[str]]:
+        remote, local = f"rtt-{name}-{n}", tmp / f"rtt-dn-{name}-{n}"
+        src, dst = (str(sets[name]), remote) if direction == "up" else (
+            f"rtt-{name}-up", str(local))
+        def s3(key: str) -> str:
+            return f"s3://bench/{key}"
+
+        ours = [sys.executable, "-m", "distcp", "copy",
+                *((src, s3(dst)) if direction == "up" else (s3(src), dst)),
+                "--no-progress", "--master", "local[2]"]
+        return {"pydistcp": [*ours, "--engine", "cold"],
+                "pydistcp-warm": [*ours, "--engine", "warm"],
+                "s5cmd": [exe, "--endpoint-url", proxy.endpoint, "cp",
+                          *((f"{src}/", f"{s3(dst)}/") if direction == "up"
+                            else (f"{s3(src)}/*", f"{dst}/"))],
+                "rclone": [rclone or "rclone", "copy", "--transfers", "16",
+                           *((src, f"s3:bench/{dst}") if direction == "up"
+                             else (f"s3:bench/{src}", dst))],
+                "aws": ["aws", "s3", "cp", "--recursive", "--only-show-errors",
+                        *((src, s3(dst)) if direction == "up" else (s3(src), dst))]}
+
+    for name in sets:  # what the downloads read
+        r = subprocess.run(cmds("up", name, 0)["s5cmd"][:-1] + [f"s3://bench/rtt-{name}-up/"],
+                           env=env, capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"seeding rtt-{name}-up failed: {r.stderr[-2000:]}")
+    times: dict[str, list[float]] = {}
+    sent: dict[str, int] = {}
+    n = 0
+    for rnd in range(rounds):
+        for direction in ("up", "down"):
+            for name in sets:
+                tools = list(cmds(direction, name, 0))
+                for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
+                    n += 1
+                    proxy.reset()
+                    seconds, r = timed(cmds(direction, name, n)[tool], env)
+                    if r.returncode != 0:
+                        raise RuntimeError(f"{tool} {direction} {name} failed: "
+                                           f"{r.stderr[-2000:]}")
+                    case = f"{direction} {name} {tool}"
+                    times.setdefault(case, []).append(seconds)
+                    sent[case] = sum(proxy.reset().values())
+                    print(f"  rtt {case} round {rnd}: {seconds:.2f}s, {sent[case]} requests",
+                          flush=True)
+    proxy.close()
+    subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=env,
+                   capture_output=True, check=False)
+    return {"rtt_ms": rtt_ms, "median_s": {c: round(statistics.median(v), 2)
+                                           for c, v in times.items()},
+            "runs_s": times, "requests": sent}
+
+
 def _meta(section: dict[str, Any]) -> str:
     n = section["rounds"]
     return f"{section['when']}, server {section['server']}, {n} round{'s' if n != 1 else ''}"
@@ -606,6 +684,15 @@ def render(res: dict[str, Any]) -> str:
                   f"If-Match; {d['listed_etag_files_per_s_one_task']} files/s), "
                   f"{d['no_etag_requests_per_file']} without it (HEAD, GET, recheck HEAD; "
                   f"{d['no_etag_files_per_s_one_task']} files/s).", ""]
+    if "rtt" in res:
+        t = res["rtt"]
+        lines += [f"## (f) round trips: each request held {t['rtt_ms']:g} ms ({_meta(t)})", "",
+                  "| direction | files | tool | wall | requests |", "|---|---|---|---|---|"]
+        for case, wall in t["median_s"].items():
+            direction, name, tool = case.split(" ")
+            lines.append(f"| {direction} | {name} | {tool} | {wall:.2f} s | "
+                         f"{t['requests'][case]} |")
+        lines.append("")
     if "vis" in res:
         v = res["vis"]
         lines += [(f"## (e) --visibility: {v['files']:,} files of 1-64 KiB, local -> S3 "
@@ -633,13 +720,15 @@ def main() -> None:
                     help="pydistcp columns of --only up, comma list (default: all): pydistcp, "
                          "pydistcp-warm, pydistcp-warm-file, pydistcp-warm-thin")
     ap.add_argument("--objects", type=int, default=20_000, help="objects for --only down")
+    ap.add_argument("--rtt-ms", type=float, default=20.0,
+                    help="--only rtt: the round trip each request is held (ms)")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
     ap.add_argument("--baseline", type=Path, default=None,
                     help="--only down: also run pydistcp on another version's code in "
                          "this folder (git archive REV distcp | tar -x -C DIR), interleaved")
     args = ap.parse_args()
     base = baseline.load(args.baseline) if args.baseline else None
-    needs_data = set(args.only.split(",")) - {"down", "vis"}
+    needs_data = set(args.only.split(",")) - {"down", "vis", "rtt"}
     sets = make_data(Path(args.workdir)) if needs_data else {}
     tmp = Path(tempfile.mkdtemp(prefix="bench-s3-"))
     proc, endpoint = start_server(args.server, tmp)
@@ -653,7 +742,8 @@ def main() -> None:
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
            "resume": lambda: bench_resume(sets, endpoint, tmp),
            "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp, base),
-           "vis": lambda: bench_visibility(endpoint, args.rounds, tmp)}
+           "vis": lambda: bench_visibility(endpoint, args.rounds, tmp),
+           "rtt": lambda: bench_rtt(endpoint, args.rounds, tmp, args.rtt_ms)}
     try:
         client(endpoint).create_bucket(Bucket="bench")
         for name in args.only.split(","):
