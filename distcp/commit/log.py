@@ -93,8 +93,12 @@ class CommitStepStore:
 
     def unfinished(self) -> list[PendingSequence]:
         """The pending sequences, then those set aside: what still refers to staged
-        copies and uploads (two listings, which a sweep takes once for all its uses)."""
-        return self.pending() + self.pending(aside=True)
+        copies and uploads (two listings, which a sweep takes once for all its uses; at
+        once on an object store, where each is a round trip)."""
+        found: dict[bool, list[PendingSequence]] = {}
+        storage_for(self.root, self.options).for_each(
+            (False, True), lambda aside: found.__setitem__(aside, self.pending(aside)))
+        return found[False] + found[True]
 
     def _load(self, url: str) -> PendingSequence:
         data = read_json(url, self.options, "commit log entry")
