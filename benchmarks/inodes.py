@@ -15,9 +15,9 @@ once it is normal again. Give it the folder the timed copies are made in: ext4 k
 folder's subfolders in or near its own block group, and the penalty is per group (on
 2026-12-01 a probe under the benchmark's top folder passed minutes after 600,000 files
 were removed elsewhere, and the copies made next had copy phases twice those of a
-quieter run: likely another group still in its window). The probe's files are kept (deleting them would start the window
-again) under ``<folder>/.probe``; ``clear(folder)``, or removing the folder, removes
-them when nothing is timed any more.
+quieter run: likely another group still in its window). The probe's files are kept
+(deleting them would start the window again) under ``<folder>/.probe``;
+``clear(folder)``, or removing the folder, removes them when nothing is timed any more.
 """
 
 from __future__ import annotations

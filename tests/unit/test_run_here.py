@@ -235,7 +235,6 @@ def test_a_copying_process_that_dies_fails_the_files_of_its_unit(
 def test_a_big_local_tree_stays_on_the_driver_where_its_walk_has_sparks_cores(
         monkeypatch: pytest.MonkeyPatch, master: str, enabled: bool, every: bool) -> None:
     from distcp.planning import beside
-
     from distcp.spark.jvm import is_local_master
 
     monkeypatch.setattr(beside, "_enabled", enabled)
