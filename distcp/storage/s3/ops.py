@@ -140,11 +140,23 @@ def get_if_match(fs: Any, url: str, etag: str) -> bytes:
 
 def precondition_failed(exc: BaseException) -> bool:
     """Whether s3fs's error is the server's 412 (an If-Match that no longer holds)."""
+    return _answered(exc, "PreconditionFailed", 412)
+
+
+def not_implemented(exc: BaseException) -> bool:
+    """Whether s3fs's error is the server's 501: a request this S3-compatible server
+    does not have (Google Cloud Storage's XML API has no DeleteObjects)."""
+    return _answered(exc, "NotImplemented", 501)
+
+
+def _answered(exc: BaseException, code: str, status: int) -> bool:
+    """Whether the server's answer behind s3fs's error (or its causes) had ``code`` or
+    ``status``."""
     seen: BaseException | None = exc
     while seen is not None:
         response = getattr(seen, "response", None) or {}
-        if (response.get("Error", {}).get("Code") == "PreconditionFailed"
-                or response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412):
+        if (response.get("Error", {}).get("Code") == code
+                or response.get("ResponseMetadata", {}).get("HTTPStatusCode") == status):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

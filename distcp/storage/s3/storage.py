@@ -186,9 +186,10 @@ class ObjectStorage(Storage):
     def remove(self, url: str) -> None:
         """The keys below ``url`` found by one listing, removed with the key at ``url``
         itself a thousand a request (DeleteObjects: a key that is not there is no
-        error). s3fs asked the key's status and listed it as a folder before listing
-        it again, then removed each key alone: a job's four progress documents took
-        seven requests, now two. Keys are names, never patterns."""
+        error; a server without it, one DELETE a key). s3fs asked the key's status and
+        listed it as a folder before listing it again, then removed each key alone: a
+        job's four progress documents took seven requests, now two. Keys are names,
+        never patterns."""
         from distcp.storage.s3 import listing as s3list
 
         fs, path = self.fs(url)
@@ -204,9 +205,16 @@ class ObjectStorage(Storage):
                 keys += [c["Key"] for c in page["Contents"]]
         fs.invalidate_cache(path)
         for start in range(0, len(keys), DELETE_BATCH):
-            answer = s3.call(fs, "delete_objects", Bucket=bucket, Delete={
-                "Objects": [{"Key": k} for k in keys[start:start + DELETE_BATCH]],
-                "Quiet": True})
+            batch = keys[start:start + DELETE_BATCH]
+            try:
+                answer = s3.call(fs, "delete_objects", Bucket=bucket, Delete={
+                    "Objects": [{"Key": k} for k in batch], "Quiet": True})
+            except OSError as exc:
+                if not s3.not_implemented(exc):
+                    raise
+                for k in batch:  # a server without DeleteObjects: one request a key
+                    s3.call(fs, "delete_object", Bucket=bucket, Key=k)
+                continue
             errors = answer.get("Errors") or []  # quiet: only the keys it could not remove
             if errors:
                 first = errors[0]
