@@ -30,10 +30,13 @@ KINDS = {
     "get_object": "get",
     "list_parts": "list_parts",
     "list_multipart_uploads": "list_uploads",
+    "delete_objects": "delete",
+    "delete_object": "delete",
 }
-#: Kinds not caused by one file (a task's progress documents, one listing of the
-#: pending uploads per file set at publish): in the totals, not in the per-file figure.
-NOT_PER_FILE = frozenset({"progress", "list_uploads"})
+#: Kinds not caused by one file copied (a task's progress documents, one listing of the
+#: pending uploads per file set at publish, removals): in the totals, not in the
+#: per-file figure.
+NOT_PER_FILE = frozenset({"progress", "list_uploads", "delete"})
 
 Counts = tuple[tuple[str, int], ...]
 F = TypeVar("F", bound=Callable[..., Any])

@@ -222,10 +222,11 @@ class Summary:
     uploads_aborted: int = 0
     #: S3 requests sent for the files, by kind (create, part, complete, put, head, get,
     #: list_parts, abort, part_copy; list_uploads at publish; progress: the tasks' progress
-    #: documents), summed from the TaskResults and the publish step (distcp.request_count).
+    #: documents; delete: ``--delete``'s removals), summed from the TaskResults and the
+    #: publish step (distcp.request_count).
     requests: dict[str, int] = field(default_factory=dict)
     #: The requests the files themselves cost, per file the tasks copied (not
-    #: list_uploads nor progress, which do not grow with each file).
+    #: list_uploads, progress nor delete, which do not grow with each file copied).
     requests_per_file: float = 0.0
     notes: list[str] = field(default_factory=list)
     directories_created: int = 0

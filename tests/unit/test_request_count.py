@@ -21,7 +21,10 @@ def test_methods_are_counted_by_short_kind_and_unknown_ones_by_name() -> None:
         rc.count_method("upload_part")
         rc.count_method("upload_part")
         rc.count_method("delete_object")
-    assert tally.items() == (("delete_object", 1), ("part", 2), ("put", 1))
+        rc.count_method("delete_objects")
+        rc.count_method("get_bucket_location")
+    assert tally.items() == (("delete", 2), ("get_bucket_location", 1), ("part", 2),
+                             ("put", 1))
 
 
 def test_nested_tallies_count_apart_and_the_outer_one_resumes() -> None:
@@ -58,8 +61,9 @@ def test_each_file_thread_keeps_its_own_count() -> None:
 
 
 def test_driver_sums_results_and_divides_only_per_file_kinds() -> None:
-    totals = rc.total([(("put", 1),), (("put", 1), ("progress", 2)), (("list_uploads", 1),), ()])
-    assert totals == {"put": 2, "progress": 2, "list_uploads": 1}
+    totals = rc.total([(("put", 1),), (("put", 1), ("progress", 2)), (("list_uploads", 1),),
+                       (("delete", 3),), ()])
+    assert totals == {"put": 2, "progress": 2, "list_uploads": 1, "delete": 3}
     assert rc.per_file(totals, 2) == 1.0
     assert rc.per_file(totals, 0) == 0.0
     assert rc.merge((("a", 1),), (("a", 2), ("b", 1))) == (("a", 3), ("b", 1))
