@@ -11,7 +11,9 @@ does it on demand for uploads older than a threshold.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from typing import Any, TypeVar
 
 from distcp.commit.catalog_steps import registration_only
 from distcp.commit.log import CommitStepStore, PendingSequence
@@ -59,9 +61,43 @@ def abort_orphans(destination: str, state_root: str, options: dict[str, Any],
     storage = storage_for(destination, options)
     if not storage.capabilities.multipart:
         return 0  # nothing staged as uploads: nothing to abort
-    keep = referenced_uploads(state_root, options, older_than if expire_splits else None,
-                              unfinished)
-    return storage.sweep_orphans(destination, keep, older_than, dry_run)
+    if expire_splits:  # the stale split records go whether or not an upload is pending
+        return storage.sweep_orphans(destination, referenced_uploads(
+            state_root, options, older_than, unfinished), older_than, dry_run)
+    return storage.sweep_orphans(destination, Referenced(
+        lambda: referenced_uploads(state_root, options, None, unfinished)), older_than, dry_run)
+
+
+_S = TypeVar("_S")
+
+
+class Referenced(AbstractSet[str]):
+    """The referenced upload ids, read (the split records listed) when first asked: a
+    destination with no upload pending, the common case, is not asked, and its sweep
+    costs one listing of the uploads instead of two round trips."""
+
+    def __init__(self, read: Callable[[], set[str]]) -> None:
+        self._read = read
+        self._ids: set[str] | None = None
+
+    def _known(self) -> set[str]:
+        if self._ids is None:
+            self._ids = self._read()
+        return self._ids
+
+    def __contains__(self, upload_id: object) -> bool:
+        return upload_id in self._known()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._known())
+
+    def __len__(self) -> int:
+        return len(self._known())
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[_S]) -> AbstractSet[_S]:
+        """What ``&``, ``|`` and ``-`` give: a plain set."""
+        return set(it)
 
 
 def free_dead_runs(destination: str, state_root: str, options: dict[str, Any],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, ClassVar, TypeVar, cast
@@ -634,7 +635,7 @@ class Storage(ABC):
             return f"mtimes were not kept: the {fs.protocol} server refused to set them ({reason})"
         return None
 
-    def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
+    def sweep_orphans(self, prefix_url: str, keep: AbstractSet[str], older_than: float = 0.0,
                       dry_run: bool = False) -> int:
         """Abort staged uploads under ``prefix_url`` whose id is not in ``keep``, started
         ``older_than`` seconds ago or earlier; the count. Nothing to do without uploads."""

@@ -15,6 +15,7 @@ back by listings (``distcp.storage.keptmtimes``).
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from azure.core import MatchConditions
@@ -266,14 +267,14 @@ class AzureStorage(Storage):
         """Nothing after the staging: the commit writes the kept mtime (``keep_mtime``)."""
         return None
 
-    def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
+    def sweep_orphans(self, prefix_url: str, keep: AbstractSet[str], older_than: float = 0.0,
                       dry_run: bool = False) -> int:
         """Delete blobs that hold only blocks of stagings not in ``keep`` and no committed
         content, last written ``older_than`` seconds ago or earlier; the count."""
         fs, path = self.fs(prefix_url)
         container, _, prefix = path.partition("/")
         client = blobs.service(fs).get_container_client(container)
-        keep = {blobs.blocks_key(k) for k in keep}
+        kept = {blobs.blocks_key(k) for k in keep}
         committed = {b.name for b in client.list_blobs(name_starts_with=prefix)}
         swept = 0
         for found in client.list_blobs(name_starts_with=prefix, include=["uncommittedblobs"]):
@@ -281,7 +282,7 @@ class AzureStorage(Storage):
                 continue
             blob = client.get_blob_client(found.name)
             uploads = {blobs.upload_of(b.id) for b in blobs.uncommitted(blob)}
-            if not uploads or None in uploads or uploads & keep:
+            if not uploads or None in uploads or uploads & kept:
                 continue
             if not dry_run:
                 blob.delete_blob()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import closing
 from typing import Any
 
@@ -331,7 +332,7 @@ class ObjectStorage(Storage):
         """Objects keep their own mtime (the time of the PUT)."""
         return None
 
-    def sweep_orphans(self, prefix_url: str, keep: set[str], older_than: float = 0.0,
+    def sweep_orphans(self, prefix_url: str, keep: AbstractSet[str], older_than: float = 0.0,
                       dry_run: bool = False) -> int:
         fs, path = self.fs(prefix_url)
         aborted = 0
