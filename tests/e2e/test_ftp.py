@@ -196,7 +196,7 @@ def test_ftp_errors_reach_callers_as_oserrors_naming_the_path(
 def test_delete_removes_the_files_and_folders_the_source_no_longer_has(
         ftp: FTPServer, tmp_path: Path) -> None:  # noqa: F811
     src = tmp_path / "src"
-    tree = make_tree(src)
+    make_tree(src)
     secrets = ftp.options_file(tmp_path)
     dst = ftp.user_url("del")
     first = copy(str(src), dst, tmp_path, "1.json", "--dst-options-file", str(secrets))
