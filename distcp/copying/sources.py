@@ -10,7 +10,7 @@ import io
 import os
 import stat
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,13 +38,19 @@ def one_get(file: CopyableFile, storage: Storage | None = None) -> bool:
         (storage or storage_for(o.url)).capabilities.conditional_reads
 
 
-def open_source(file: CopyableFile, spec: TaskSpec) -> SourceReader:
+def open_source(file: CopyableFile, spec: TaskSpec, body: bytes | None = None
+                ) -> SourceReader:
+    """A reader of ``file``'s bytes; ``body``: the bytes of its listed version, already
+    read (``read_together``), which vouch for it as one GET If-Match does."""
     storage = storage_for(file.origin.url, spec.src_options)
     shown = fsutil.display(file.origin.url)
     proven = False
     with _refusals(shown):
-        if one_get(file, storage):
-            raw: Any = _get_listed(storage, file, shown)
+        if body is not None:
+            raw: Any = _listed_body(file, body, shown)
+            proven = True
+        elif one_get(file, storage):
+            raw = _get_listed(storage, file, shown)
             proven = True
         else:
             raw = storage.open_read(file.origin.url, spec.buffer_size)
@@ -117,12 +123,30 @@ def _get_listed(storage: Storage, file: CopyableFile, shown: str) -> io.BytesIO:
     except VersionChanged as exc:
         raise SourceReadError(f"source changed while copying: {shown} (its ETag is no "
                               f"longer the listed {o.etag})", path=shown) from exc
-    # The ETag match is the proof. LastModified is not compared: rclone serve s3's header
-    # (whole seconds) and its listing (milliseconds) disagreed on 27 of 5,000 objects.
-    if len(data) != o.size:
-        raise SourceReadError(f"source changed while copying: {shown} (listed {o.size} "
-                              f"bytes, read {len(data)})", path=shown)
+    return _listed_body(file, data, shown)
+
+
+def _listed_body(file: CopyableFile, data: bytes, shown: str) -> io.BytesIO:
+    """The bytes a GET If-Match of the listed ETag gave, as a reader. The ETag match is
+    the proof. LastModified is not compared: rclone serve s3's header (whole seconds)
+    and its listing (milliseconds) disagreed on 27 of 5,000 objects."""
+    if len(data) != file.origin.size:
+        raise SourceReadError(f"source changed while copying: {shown} (listed "
+                              f"{file.origin.size} bytes, read {len(data)})", path=shown)
     return io.BytesIO(data)
+
+
+def read_together(files: Sequence[CopyableFile], spec: TaskSpec
+                  ) -> Iterator[tuple[int, bytes | None]] | None:
+    """The listed versions of ``files`` (small objects of one storage, each read in one
+    GET If-Match: ``one_get``) read at once by their storage (``Storage.read_versions``),
+    ``(index, bytes)`` as they come; None where the storage reads one at a time."""
+    if not files:
+        return None
+    storage = storage_for(files[0].origin.url, spec.src_options)
+    if any(storage_for(f.origin.url, spec.src_options) is not storage for f in files):
+        return None
+    return storage.read_versions([(f.origin.url, f.origin.etag or "") for f in files])
 
 
 def check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) -> None:

@@ -28,6 +28,7 @@ from distcp.copying.sources import (
     one_get,
     open_source,
     opened_source,
+    read_together,
     recheck_source,
 )
 from distcp.copying.symlinks import apply_link_attributes, stage_link
@@ -206,11 +207,50 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
                              local.buffer, publish_now=bool(now) and file.guid in now)
 
     small = all(one_get(f) for f in unit.files)
+    fetched = read_together(unit.files, spec) if small and _plain_side(spec) else None
+    if fetched is not None:
+        yield from _copy_fetched(unit, attempt, staging_dir, spec, now, fetched,
+                                 ReadBuffer(size))
+        return
     with ThreadPoolExecutor(min(SMALL_IN_FLIGHT if small else FILES_IN_FLIGHT,
                                 len(unit.files))) as pool:
         futures = [pool.submit(copy, i, f) for i, f in enumerate(unit.files)]
         for file, future in zip(unit.files, futures):
             yield file, future.result()
+
+
+def _copy_fetched(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec,
+                  now: set[str], fetched: Iterator[tuple[int, bytes | None]],
+                  buffer: bytearray) -> Iterator[tuple[CopyableFile, Outputs]]:
+    """``_copy_files`` for a unit of small objects its storage reads at once
+    (``read_together``) into local staging: each file staged by this thread as its
+    bytes arrive, then given in the unit's order. A file the storage did not read
+    (None), and every file left if the reading breaks, is copied its usual way."""
+    ready: dict[int, Outputs] = {}
+    following = 0
+
+    def copy(index: int, body: bytes | None) -> None:
+        file = unit.files[index]
+        ready[index] = _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
+                                     buffer, publish_now=bool(now) and file.guid in now,
+                                     body=body)
+
+    for index, body in _until_broken(fetched):
+        copy(index, body)
+        while following in ready:
+            yield unit.files[following], ready.pop(following)
+            following += 1
+    for index in range(following, len(unit.files)):
+        if index not in ready:
+            copy(index, None)
+        yield unit.files[index], ready.pop(index)
+
+
+def _until_broken(pairs: Iterator[R]) -> Iterator[R]:
+    """``pairs`` until they end or raise: a way of reading that broke leaves what it did
+    not give to the usual one, whose errors name the cause."""
+    with contextlib.suppress(Exception):
+        yield from pairs
 
 
 def _run_range(unit: WorkUnit, spec: TaskSpec, attempt: str) -> TaskResult:
@@ -248,11 +288,13 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
 
 def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
                   index: int, spec: TaskSpec, buffer: bytearray, publish_now: bool = False,
-                  folders: Folders | None = None) -> Outputs:
-    """``copy_file``'s results, spilled to local disk when there are many (an archive)."""
+                  folders: Folders | None = None, body: bytes | None = None) -> Outputs:
+    """``copy_file``'s results, spilled to local disk when there are many (an archive);
+    ``body``: the file's bytes, already read (``read_together``)."""
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
-                             publish_now and spec.dst.capabilities.file_visibility, folders)
+                             publish_now and spec.dst.capabilities.file_visibility, folders,
+                             body)
     requests = tally.items()
     if requests:  # amending costs a copy of the result: most files send none
         results.amend_first(requests=requests)
@@ -330,7 +372,7 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
                spec: TaskSpec, buffer: bytearray, publish_now: bool,
-               folders: Folders | None = None) -> Outputs:
+               folders: Folders | None = None, body: bytes | None = None) -> Outputs:
     key = ResultKey.of(file, unit_id, attempt)
     note = ""
     if file.origin.link_target is not None:
@@ -349,7 +391,7 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     held = HeldBodies() if publish_now else None
     reader: SourceReader | None = None
     try:
-        reader = open_source(file, spec)
+        reader = open_source(file, spec, body)
         stage_outputs(file, key, reader, staging_dir, index, spec, buffer, done, held)
         check_unchanged(file, reader, spec)
         if held is not None:  # the source is checked: only now may the objects appear

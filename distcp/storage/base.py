@@ -192,6 +192,14 @@ class Storage(ABC):
         (``capabilities.conditional_reads``); VersionChanged when it is not."""
         raise NotImplementedError(f"{self.name} storage has no conditional reads")
 
+    def read_versions(self, wanted: Sequence[tuple[str, str]]
+                      ) -> Iterator[tuple[int, bytes | None]] | None:
+        """Many small files ``(url, version)`` read at once, each only if it is still
+        that version: ``(index, bytes)`` as they come, every index once, None for one
+        this way did not read (the caller asks ``read_version`` for it, whose errors
+        say why). None: this storage reads them one at a time."""
+        return None
+
     def names(self, url: str) -> list[str]:
         """The names of the entries directly in the folder ``url``, sorted (the state
         directory's folders: commits, jobs, kept copies); FileNotFoundError if none."""

@@ -20,8 +20,9 @@ import pytest
 from distcp.copying.task import TaskSpec, copy_file, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
 from distcp.storage import filesystems as fsutil
-from distcp.storage.s3 import ops as s3api
 from distcp.storage.s3 import lean as s3get
+from distcp.storage.s3 import multiget
+from distcp.storage.s3 import ops as s3api
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     LoggedS3Server,
@@ -92,6 +93,43 @@ def test_one_get_per_small_object_and_a_changed_source_stages_nothing(
     assert failed.status == "failed" and failed.error_type == "SourceReadError"
     assert "source changed while copying: s3://src/small/f007.bin" in failed.message
     assert list(changed.iterdir()) == []
+
+
+def test_a_unit_of_small_objects_is_read_from_one_thread_and_a_changed_one_fails_alone(
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    s3 = s3_any
+    rng = random.Random(10)
+    objects = {f"unit/f{i:03d}.bin": rng.randbytes(64) for i in range(40)}
+    _put(s3, objects)
+    files = _listed(s3, "unit", tmp_path)
+    # changed after the listing: moto refuses the GET If-Match (412), rclone serve s3
+    # answers the new bytes, which are not the listed size: a changed source either way
+    s3.client().put_object(Bucket="src", Key="unit/f007.bin", Body=b"new" * 30)
+    calls: list[int] = []
+    fetch = multiget.fetch
+
+    def counted(getter: Any, wanted: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(wanted))
+        return fetch(getter, wanted, *args, **kwargs)
+
+    monkeypatch.setattr(multiget, "fetch", counted)
+    spec = TaskSpec(job_id="j", staging_root=str(tmp_path / "staging"),
+                    progress_root=str(tmp_path / "p"), src_options=s3.options)
+    seen = _count_requests(s3)
+    lean = s3get.requests_sent()
+    results = run_work_unit(WorkUnit(unit_id=0, files=tuple(files)), spec, "a0")
+    assert calls == [40]  # the whole unit read at once, from the task's own thread
+    assert [r.origin for r in results] == [f.origin.url for f in files]  # the unit's order
+    [failed] = [r for r in results if r.status != "ok"]
+    assert failed.origin == "s3://src/unit/f007.bin" and failed.error_type == "SourceReadError"
+    assert "source changed while copying: s3://src/unit/f007.bin" in failed.message
+    assert not failed.staging and not (tmp_path / "staging" / "u0-a0" / "7-0").exists()
+    for f, r in zip(files, results):
+        if r.status == "ok":
+            assert Path(r.staging).read_bytes() == objects[f"unit/{Path(f.origin.url).name}"]
+            assert os.stat(r.staging).st_mtime == pytest.approx(f.origin.mtime, abs=1e-3)
+    # one GET each; the refused one read once more its usual way, to say why
+    assert s3get.requests_sent() - lean == (41 if s3.kind == "moto" else 40) and seen == []
 
 
 TRICKY = ["plain.txt", "sp ace/a+b=c&d.txt", "ünï/çødé~x.bin", "pct%41y", "q?x#y;z",

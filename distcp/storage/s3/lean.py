@@ -103,6 +103,11 @@ class LeanGetter:
         #: Requests this getter sent (botocore's event hooks do not see them).
         self.sent = 0
 
+    def count_sent(self) -> None:
+        """One more request sent for this getter (``requests_sent``)."""
+        with self._lock:
+            self.sent += 1
+
     def credentials(self, refresh: bool = False) -> Any:
         with self._lock:
             if refresh or self._credentials is None or \
@@ -211,8 +216,7 @@ class LeanGetter:
                       payload=payload)
         response = self.wire(host).request(method, f"{path}?{query}" if query else path,
                                            signed, body)
-        with self._lock:
-            self.sent += 1
+        self.count_sent()
         if 300 <= response.status < 400 or (
                 response.status == 400 and _error_code(response.data) in (
                     "AuthorizationHeaderMalformed", "PermanentRedirect")):

@@ -23,8 +23,8 @@ from distcp.storage import treelisting as tl
 from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.errors import VersionChanged
 from distcp.storage.s3 import lean as s3get
+from distcp.storage.s3 import multiget, settings, uploads
 from distcp.storage.s3 import ops as s3
-from distcp.storage.s3 import uploads
 from distcp.storage.s3.probe import probe_problem
 from distcp.storage.staged import Staged, StagedKind
 from distcp.storage.staging import (
@@ -36,6 +36,7 @@ from distcp.storage.staging import (
     StageWriter,
     WrittenRange,
 )
+from distcp.storage.watchdog import watchdog_seconds
 from distcp.storage.writes import WriteOptions
 
 #: Keys a DeleteObjects request takes at most (S3's limit).
@@ -77,6 +78,20 @@ class ObjectStorage(Storage):
             if s3.precondition_failed(exc):
                 raise VersionChanged(f"{fsutil.display(url)} is no longer {etag}") from exc
             raise
+
+    def read_versions(self, wanted: Sequence[tuple[str, str]]
+                      ) -> Iterator[tuple[int, bytes | None]] | None:
+        """Small objects read from one thread over kept connections
+        (``distcp.storage.s3.multiget``) where the lean path serves the filesystem;
+        else None (read one at a time, through s3fs)."""
+        if not wanted:
+            return None
+        fs = self.fs(wanted[0][0])[0]
+        getter = s3get.lean(fs, lambda g: g)  # None: s3fs serves this filesystem
+        if getter is None:
+            return None
+        return multiget.fetch(getter, [(*s3.bucket_key(fs, url), etag) for url, etag in wanted],
+                              timeout=min(settings.READ_TIMEOUT_S, watchdog_seconds()))
 
     def stored_checksum(self, status: FileStatus) -> str | None:
         """The ETag of an object uploaded in one part is the MD5 of its bytes:

@@ -140,7 +140,7 @@ class Wire:
             lines.append(f"Content-Length: {len(body)}")
         head = "\r\n".join([*lines, "", ""]).encode("latin-1")
         request = (head + body, b"") if len(body) <= _JOIN_BELOW else (head, body)
-        conn, reused = self._take()
+        conn, reused = self.take()
         try:
             try:
                 answer, keep = _exchange(conn, *request)
@@ -154,18 +154,21 @@ class Wire:
             conn.close()
             raise
         if keep:
-            self._give(conn)
+            self.give(conn)
         else:
             conn.close()
         return answer
 
-    def _take(self) -> tuple[_Connection, bool]:
+    def take(self) -> tuple[_Connection, bool]:
+        """A kept connection (True) or a new one (False), the caller's until ``give``."""
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
         return self._connect(), False
 
-    def _give(self, conn: _Connection) -> None:
+    def give(self, conn: _Connection) -> None:
+        """``conn`` kept for the next request (its answer read whole, its socket
+        blocking with the read timeout again), or closed when enough are kept."""
         with self._lock:
             if len(self._idle) < self.maxsize:
                 self._idle.append(conn)
@@ -199,7 +202,7 @@ def _exchange(conn: _Connection, request: bytes, body: bytes | memoryview = b""
     except (BrokenPipeError, ConnectionResetError) as exc:
         raise _Stale(str(exc)) from exc
     while True:
-        version, status, headers = _head(conn.until(b"\r\n\r\n", MAX_HEAD))
+        version, status, headers = parse_head(conn.until(b"\r\n\r\n", MAX_HEAD))
         if not 100 <= status < 200:
             break
     keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
@@ -218,7 +221,7 @@ def _exchange(conn: _Connection, request: bytes, body: bytes | memoryview = b""
     return Answer(status, headers, data), keep and not conn.pending
 
 
-def _head(raw: bytes) -> tuple[str, int, dict[str, str]]:
+def parse_head(raw: bytes) -> tuple[str, int, dict[str, str]]:
     """The version, status and lower-cased headers of an answer's head."""
     lines = raw.decode("latin-1").split("\r\n")
     version, _, rest = lines[0].partition(" ")

@@ -1,0 +1,198 @@
+"""Many GETs from one thread (``distcp.storage.s3.multiget``) against a real loopback server.
+
+The server answers each GET by its path, on as many kept-alive connections as the
+client opens, and counts connections and requests; the getter is the lean path's own,
+made from a real s3fs filesystem pointed at it. What the fetch gives for each object
+(its bytes, or None: read it the usual way) is asserted, and so is what the server saw.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distcp.storage import filesystems as fsutil
+from distcp.storage.s3 import lean, multiget
+from tests.unit.test_httpwire import _self_signed
+
+
+def _ok(body: bytes, close: bool = False) -> bytes:
+    extra = b"Connection: close\r\n" if close else b""
+    return (b"HTTP/1.1 200 OK\r\nETag: \"e\"\r\n" + extra
+            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+CHANGED = (b"HTTP/1.1 412 Precondition Failed\r\nContent-Length: 58\r\n\r\n"
+           b"<Error><Code>PreconditionFailed</Code><Message/></Error>\r\n")
+BUSY = b"HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\n\r\n"
+CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+#: An answer that never comes, and a connection closed instead of an answer.
+STALL, CUT = "stall", None
+
+
+class Keyed:
+    """A loopback server answering each request by its path (``answers``: the bytes of
+    the answer, CUT or STALL), one request at a time per connection."""
+
+    def __init__(self, answers: dict[str, bytes | str | None],
+                 context: ssl.SSLContext | None = None) -> None:
+        self.answers = answers
+        self.context = context
+        self.paths: list[str] = []
+        self.connections = 0
+        self.sockets: list[socket.socket] = []
+        self.stop = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            if self.context is not None:
+                try:
+                    conn = self.context.wrap_socket(conn, server_side=True)
+                except OSError:  # a client that refused our certificate
+                    conn.close()
+                    continue
+            self.sockets.append(conn)
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        data = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, data = data.partition(b"\r\n\r\n")
+                path = head.split(b" ", 2)[1].decode()
+                self.paths.append(path)
+                answer = self.answers[path]
+                if answer is CUT:
+                    conn.close()
+                    return
+                if answer == STALL:
+                    self.stop.wait(30)
+                    return
+                assert isinstance(answer, bytes)
+                conn.sendall(answer)
+                if b"Connection: close" in answer:
+                    conn.close()
+                    return
+        except OSError:
+            return
+
+    def close_idle(self) -> None:
+        """Close every connection from the server's side, as an idle timeout does."""
+        for conn in self.sockets:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        self.sockets.clear()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+        self.close_idle()
+
+
+@pytest.fixture
+def served() -> Iterator[Keyed]:
+    server = Keyed({})
+    yield server
+    server.close()
+
+
+def _getter(server: Keyed, scheme: str = "http", ca: Path | None = None) -> Any:
+    options: dict[str, Any] = {"key": "AKIATEST", "secret": "not-a-secret", "client_kwargs": {
+        "endpoint_url": f"{scheme}://127.0.0.1:{server.port}", "region_name": "us-east-1"}}
+    if ca is not None:
+        options["client_kwargs"]["verify"] = str(ca)
+    fs, _ = fsutil.filesystem("s3://b/", options)
+    getter = lean.lean(fs, lambda g: g)
+    assert getter is not None
+    return getter
+
+
+def _fetched(getter: Any, keys: list[str], **kwargs: Any) -> dict[int, bytes | None]:
+    out: dict[int, bytes | None] = {}
+    for index, body in multiget.fetch(getter, [("b", k, '"e"') for k in keys], **kwargs):
+        assert index not in out, f"{index} given twice"
+        out[index] = body
+    assert sorted(out) == list(range(len(keys)))
+    return out
+
+
+def test_plain_answers_are_read_and_every_other_answer_is_left_to_the_usual_way(
+        served: Keyed) -> None:
+    keys = [f"ok{n}" for n in range(12)] + ["changed", "busy", "cut", "chunked", "closing"]
+    served.answers.update({f"/b/ok{n}": _ok(b"body %d" % n) for n in range(12)})
+    served.answers.update({"/b/changed": CHANGED, "/b/busy": BUSY, "/b/cut": CUT,
+                           "/b/chunked": CHUNKED, "/b/closing": _ok(b"last", close=True)})
+    sent = lean.requests_sent()
+    got = _fetched(_getter(served), keys, connections=4)
+    assert [got[n] for n in range(12)] == [b"body %d" % n for n in range(12)]
+    assert [got[n] for n in range(12, 16)] == [None] * 4
+    assert got[16] == b"last"  # a 200 that closes its connection is still read
+    # one GET an object, signed, If-Match the listed ETag, on at most 4 connections
+    # and their replacements for the three that were closed
+    assert sorted(served.paths) == sorted(f"/b/{k}" for k in keys)
+    assert lean.requests_sent() - sent == len(keys)
+    assert served.connections <= 4 + 4
+
+
+def test_an_object_without_an_answer_in_time_is_left_to_the_usual_way(
+        served: Keyed) -> None:
+    served.answers.update({"/b/a": _ok(b"a"), "/b/slow": STALL, "/b/c": _ok(b"c")})
+    t = time.monotonic()
+    got = _fetched(_getter(served), ["a", "slow", "c"], connections=3, timeout=0.5)
+    assert got == {0: b"a", 1: None, 2: b"c"}
+    assert time.monotonic() - t < 5
+
+
+def test_connections_are_kept_for_the_next_unit_and_a_closed_one_is_replaced(
+        served: Keyed) -> None:
+    served.answers.update({f"/b/k{n}": _ok(b"%d" % n) for n in range(6)})
+    getter = _getter(served)
+    keys = [f"k{n}" for n in range(6)]
+    assert _fetched(getter, keys, connections=2) == {n: b"%d" % n for n in range(6)}
+    assert _fetched(getter, keys, connections=2) == {n: b"%d" % n for n in range(6)}
+    assert served.connections == 2  # the second unit took the kept connections
+    served.close_idle()  # the server's idle timeout closed them meanwhile
+    # a kept connection that ends before its answer was closed before the request:
+    # sent again on a new one, not left to the usual way
+    assert _fetched(getter, keys, connections=2) == {n: b"%d" % n for n in range(6)}
+    assert served.connections == 4
+
+
+def test_tls_with_the_callers_ca_and_without_it_the_usual_way(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    big = bytes(range(256)) * 1024  # 256 KiB: an answer of many TLS records
+    server = Keyed({"/b/a": _ok(b"a"), "/b/big": _ok(big), "/b/c": _ok(b"c")}, context)
+    try:
+        getter = _getter(server, "https", ca=cert)
+        assert _fetched(getter, ["a", "big", "c"], connections=2) == {0: b"a", 1: big, 2: b"c"}
+        assert server.connections == 2
+        # a certificate this client does not trust: no connection, the usual way says why
+        refused = _getter(server, "https")
+        assert _fetched(refused, ["a"]) == {0: None}
+    finally:
+        server.close()
