@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import baseline
+import inodes
 from as_installed import write_bytecode
 
 HERE = Path(__file__).resolve().parent
@@ -449,7 +450,9 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path,
     for tool in [t for t in tools if t.startswith("pydistcp-warm")]:
         timed(cmds(tmp / "dn-start")[tool], *where(tool))  # the warm engine's start: untimed
     # each run copies into a folder of its own, removed after the last: creating files
-    # where many were just removed is slow here (bench_copy.keep_outputs)
+    # where many were just removed is slow here (bench_copy.keep_outputs), and a
+    # deletion made before (another benchmark's, the last run's) is waited out
+    inodes.settle(tmp, "down: ")
     for rnd in range(rounds):
         for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
             dn = tmp / f"dn-{tool}-{rnd}"
@@ -466,6 +469,7 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path,
             print(f"  down {tool} round {rnd}: {seconds:.2f}s", flush=True)
     for dn in tmp.glob("dn-*"):
         shutil.rmtree(dn, ignore_errors=True)
+    inodes.clear(tmp)
     med = {t: round(statistics.median(v), 2) for t, v in times.items()}
     best = min(med["s5cmd"], med["rclone"])
     copy = {t: round(statistics.median(v), 2) for t, v in copy_s.items()}
@@ -475,6 +479,7 @@ def bench_down(endpoint: str, rounds: int, count: int, tmp: Path,
             subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"],
                            env=env_, cwd=cwd, capture_output=True, check=False)
     return {"objects": count, "median_s": med, "runs_s": times, "pydistcp_copy_s": copy,
+            "pydistcp_copy_runs_s": copy_s,
             "ratio_to_best_peer": {t: round(v / best, 2) for t, v in med.items()},
             "copy_ratio_to_best_peer": {t: round(v / best, 2) for t, v in copy.items()},
             **requests_per_file(endpoint, "down", tmp)}
