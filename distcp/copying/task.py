@@ -199,51 +199,60 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         return
     local = threading.local()
     size = unit_buffer_size(unit, spec)  # the unit's files read once, not by each thread
+    small = all(one_get(f) for f in unit.files)
 
-    def copy(index: int, file: CopyableFile) -> Outputs:
+    def copy(index: int, body: bytes | None = None) -> Outputs:
         if not hasattr(local, "buffer"):
             local.buffer = ReadBuffer(size)
+        file = unit.files[index]
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
-                             local.buffer, publish_now=bool(now) and file.guid in now)
+                             local.buffer, publish_now=bool(now) and file.guid in now,
+                             body=body)
 
-    small = all(one_get(f) for f in unit.files)
+    def copy_all(indices: list[int]) -> Iterator[tuple[int, Outputs]]:
+        if not indices:
+            return
+        with ThreadPoolExecutor(min(SMALL_IN_FLIGHT if small else FILES_IN_FLIGHT,
+                                    len(indices))) as pool:
+            futures = [pool.submit(copy, i) for i in indices]
+            for index, future in zip(indices, futures):
+                yield index, future.result()
+
     fetched = read_together(unit.files, spec) if small and _plain_side(spec) else None
     if fetched is not None:
-        yield from _copy_fetched(unit, attempt, staging_dir, spec, now, fetched,
-                                 ReadBuffer(size))
+        yield from _copy_fetched(unit.files, fetched, copy, copy_all)
         return
-    with ThreadPoolExecutor(min(SMALL_IN_FLIGHT if small else FILES_IN_FLIGHT,
-                                len(unit.files))) as pool:
-        futures = [pool.submit(copy, i, f) for i, f in enumerate(unit.files)]
-        for file, future in zip(unit.files, futures):
-            yield file, future.result()
+    for index, done in copy_all(list(range(len(unit.files)))):
+        yield unit.files[index], done
 
 
-def _copy_fetched(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec,
-                  now: set[str], fetched: Iterator[tuple[int, bytes | None]],
-                  buffer: bytearray) -> Iterator[tuple[CopyableFile, Outputs]]:
+def _copy_fetched(files: tuple[CopyableFile, ...],
+                  fetched: Iterator[tuple[int, bytes | None]],
+                  copy: Callable[[int, bytes | None], Outputs],
+                  copy_all: Callable[[list[int]], Iterator[tuple[int, Outputs]]]
+                  ) -> Iterator[tuple[CopyableFile, Outputs]]:
     """``_copy_files`` for a unit of small objects its storage reads at once
     (``read_together``) into local staging: each file staged by this thread as its
-    bytes arrive, then given in the unit's order. A file the storage did not read
-    (None), and every file left if the reading breaks, is copied its usual way."""
+    bytes arrive, then given in the unit's order. The files it did not read (None), and
+    every file left if the reading breaks, are copied their usual way afterwards, on the
+    task's threads (``copy_all``): a server that stopped answering costs their bounds
+    at once, not one after the other."""
     ready: dict[int, Outputs] = {}
+    later: list[int] = []
     following = 0
-
-    def copy(index: int, body: bytes | None) -> None:
-        file = unit.files[index]
-        ready[index] = _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
-                                     buffer, publish_now=bool(now) and file.guid in now,
-                                     body=body)
-
     for index, body in _until_broken(fetched):
-        copy(index, body)
+        if body is None:
+            later.append(index)
+            continue
+        ready[index] = copy(index, body)
         while following in ready:
-            yield unit.files[following], ready.pop(following)
+            yield files[following], ready.pop(following)
             following += 1
-    for index in range(following, len(unit.files)):
-        if index not in ready:
-            copy(index, None)
-        yield unit.files[index], ready.pop(index)
+    given = set(ready).union(later, range(following))
+    later += [i for i in range(following, len(files)) if i not in given]
+    ready.update(copy_all(sorted(later)))
+    for index in range(following, len(files)):
+        yield files[index], ready.pop(index)
 
 
 def _until_broken(pairs: Iterator[R]) -> Iterator[R]:

@@ -155,3 +155,33 @@ def test_a_run_whose_server_stops_answering_at_publish_ends_naming_the_file(
     assert "s3://dst/tree/.pydistcp/commits/" in r.stderr and watchdog.TIMEOUT_ENV in r.stderr
     assert_no_canary(r.stdout, r.stderr)
     assert {k for k in s3.objects("dst") if "/.pydistcp/" not in k} == set()
+
+
+def test_a_unit_of_small_objects_on_a_stalled_server_fails_within_a_few_bounds(
+        s3: S3Server, stall_proxy: StallProxy, short_bound: float,  # noqa: F811
+        tmp_path: Path) -> None:
+    """The unit's reads from one thread give up after the read bound, and what they did
+    not read goes its usual way on the task's threads, all at once: 32 objects cost a
+    few bounds, not 32 times three attempts."""
+    from distcp.copying.task import TaskSpec, run_work_unit
+    from distcp.model import CopyableFile, WorkUnit
+
+    options = options_via(stall_proxy)
+    with default_bound():
+        for n in range(32):
+            s3.client().put_object(Bucket="src", Key=f"unit/o{n:02d}", Body=b"y" * 64)
+        fs, path = fsutil.filesystem("s3://src/unit", options)
+        files = tuple(CopyableFile(origin=fsutil.status(fs, info), dataset_urn="d",
+                                   file_set="", destination=str(tmp_path / "out" / name))
+                      for name, info in sorted(fs.find(path, detail=True).items()))
+    spec = TaskSpec(job_id="j", staging_root=str(tmp_path / "staging"),
+                    progress_root=str(tmp_path / "p"), src_options=options)
+    stall_proxy.frozen.set()
+    t = time.monotonic()
+    results = run_work_unit(WorkUnit(unit_id=0, files=files), spec, "a0")
+    took = time.monotonic() - t
+    assert took < short_bound + 2 * s3settings.MAX_ATTEMPTS * short_bound + 5, took
+    assert [r.origin for r in results] == [f.origin.url for f in files]
+    assert all(r.status == "failed" and r.origin.removeprefix("s3://") in r.message
+               and SECRET_KEY not in r.message for r in results), results[0].message
+    assert not list((tmp_path / "staging").rglob("o*"))
