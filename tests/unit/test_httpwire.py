@@ -53,31 +53,45 @@ class Scripted:
                 conn.close()
                 return
         with conn:
-            data = b""
-            while self.script:
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                head, _, data = data.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(data) < length:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                body, data = data[:length], data[length:]
-                answer = self.script.pop(0)
-                if answer is None:  # an idle close: the request is never answered
+            self._converse(conn)
+
+    def _converse(self, conn: socket.socket) -> None:
+        """Answer ``conn``'s requests, one at a time, from the script."""
+        data = b""
+        while self.script:
+            got = read_head(conn, data)
+            if got is None:
+                return
+            head, data = got
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(data) < length:
+                chunk = conn.recv(65536)
+                if not chunk:
                     return
-                self.requests.append(head)
-                self.bodies.append(body)
-                conn.sendall(answer)
+                data += chunk
+            body, data = data[:length], data[length:]
+            answer = self.script.pop(0)
+            if answer is None:  # an idle close: the request is never answered
+                return
+            self.requests.append(head)
+            self.bodies.append(body)
+            conn.sendall(answer)
 
     def close(self) -> None:
         self.listener.close()
+
+
+def read_head(conn: socket.socket, data: bytes) -> tuple[bytes, bytes] | None:
+    """The next request's head on ``conn`` (``data``: what was read past the last one),
+    and what came after it; None when the client closed first."""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 
 from distcp.storage import filesystems as fsutil
 from distcp.storage.s3 import lean, multiget
-from tests.unit.test_httpwire import _self_signed
+from tests.unit.test_httpwire import Scripted, _self_signed, read_head
 
 
 def _ok(body: bytes, close: bool = False) -> bytes:
@@ -37,48 +37,24 @@ CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0
 STALL, CUT = "stall", None
 
 
-class Keyed:
+class Keyed(Scripted):
     """A loopback server answering each request by its path (``answers``: the bytes of
     the answer, CUT or STALL), one request at a time per connection."""
 
     def __init__(self, answers: dict[str, bytes | str | None],
                  context: ssl.SSLContext | None = None) -> None:
         self.answers = answers
-        self.context = context
         self.paths: list[str] = []
-        self.connections = 0
         self.sockets: list[socket.socket] = []
         self.stop = threading.Event()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__([], context)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            if self.context is not None:
-                try:
-                    conn = self.context.wrap_socket(conn, server_side=True)
-                except OSError:  # a client that refused our certificate
-                    conn.close()
-                    continue
-            self.sockets.append(conn)
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
+    def _converse(self, conn: socket.socket) -> None:
+        self.sockets.append(conn)
         data = b""
         try:
-            while True:
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                head, _, data = data.partition(b"\r\n\r\n")
+            while (got := read_head(conn, data)) is not None:
+                head, data = got
                 path = head.split(b" ", 2)[1].decode()
                 self.paths.append(path)
                 answer = self.answers[path]
@@ -108,7 +84,7 @@ class Keyed:
 
     def close(self) -> None:
         self.stop.set()
-        self.listener.close()
+        super().close()
         self.close_idle()
 
 
