@@ -11,11 +11,11 @@ written by that same thread as their bodies come.
 
 The connections are the wire's own (``distcp.storage.s3.wire``: TLS set up there),
 kept between units. Only the plain case is answered here: a ``200`` with a
-``Content-Length``.
-Anything else (another status, a redirect, a connection that closes, an answer that
-does not parse, no answer within the read timeout) gives None for that object, and the
-caller reads it its usual way (``Storage.read_version``), which knows every retry and
-error: what a run reports never depends on which way an object was read.
+``Content-Length``. Anything else (another status, a redirect, a connection that
+closes, an answer that does not parse, no answer within the read timeout) gives None
+for that object, and the caller reads it its usual way (``Storage.read_version``),
+which knows every retry and error: what a run reports never depends on which way an
+object was read.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from distcp.storage.s3 import settings
+from distcp.storage.s3.lean import sign
 from distcp.storage.s3.wire import MAX_HEAD, ProtocolError, parse_head
 
 #: GETs one unit keeps in flight, each on a connection of its own: as many as the 32
@@ -156,8 +157,6 @@ def _send(getter: Any, conn: _Conn, host: str, item: tuple[str, str, str], crede
     """The GET of ``item`` written on ``conn``: True; False if the socket did not take
     it whole (a fresh or idle socket always takes a GET's head); None for an object of
     another host."""
-    from distcp.storage.s3.lean import sign
-
     bucket, key, etag = item
     target, path = getter.target(bucket, key)
     if target != host:
