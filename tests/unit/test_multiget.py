@@ -172,3 +172,39 @@ def test_tls_with_the_callers_ca_and_without_it_the_usual_way(tmp_path: Path) ->
         assert _fetched(refused, ["a"]) == {0: None}
     finally:
         server.close()
+
+
+class _Refusing:
+    """A wire whose every connection is one the server has already closed: a socket
+    whose peer is gone, so each send fails."""
+
+    read_timeout = 5.0
+
+    def __init__(self) -> None:
+        self.made = 0
+
+    def take(self) -> tuple[Any, bool]:
+        from distcp.storage.s3.wire import _Connection
+
+        ours, theirs = socket.socketpair()
+        theirs.close()
+        self.made += 1
+        return _Connection(ours), False
+
+    def give(self, link: Any) -> None:
+        link.close()
+
+
+def test_new_connections_that_refuse_every_request_end_the_reads(served: Keyed,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    getter = _getter(served)
+    refusing = _Refusing()
+    monkeypatch.setattr(getter, "wire", lambda host: refusing)
+    got: dict[int, bytes | None] = {}
+    reading = threading.Thread(target=lambda: got.update(_fetched(getter, ["a", "b", "c"])),
+                               daemon=True)
+    reading.start()
+    reading.join(10)
+    assert not reading.is_alive(), "the reads never ended"
+    assert got == {0: None, 1: None, 2: None} and refusing.made <= 3 + multiget.CONNECTIONS

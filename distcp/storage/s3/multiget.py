@@ -87,8 +87,11 @@ def fetch(getter: Any, wanted: Sequence[tuple[str, str, str]],
             if sent:
                 conn.index = index
                 return
-            todo.appendleft(index)  # the socket refused it: a new connection takes it
             _drop(conn, selector, live)
+            if conn.reused:  # a kept connection the server had closed: a new one takes it
+                todo.appendleft(index)
+            else:  # a new one that refuses it: the usual way says why
+                yield index, None
             conn = None
         if conn is not None:
             _keep(conn, wire, selector, live)
@@ -155,8 +158,8 @@ def _drop(conn: _Conn, selector: selectors.BaseSelector, live: list[_Conn]) -> N
 def _send(getter: Any, conn: _Conn, host: str, item: tuple[str, str, str], credentials: Any
           ) -> bool | None:
     """The GET of ``item`` written on ``conn``: True; False if the socket did not take
-    it whole (a fresh or idle socket always takes a GET's head); None for an object of
-    another host."""
+    it whole (a connection the server closed or reset; a live one takes a GET's head
+    whole); None for an object of another host."""
     bucket, key, etag = item
     target, path = getter.target(bucket, key)
     if target != host:
