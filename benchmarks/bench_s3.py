@@ -149,8 +149,12 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None
 
 
 def upload(tool: str, src: Path, endpoint: str, prefix: str,
-           summary: Path) -> tuple[float, dict[str, Any]]:
-    env = aws_env(endpoint)
+           summary: Path, base: Path | None = None) -> tuple[float, dict[str, Any]]:
+    """One upload by ``tool`` (``pydistcp...@base``: on the code in ``base``)."""
+    env, cwd = aws_env(endpoint), None
+    if tool.endswith(baseline.BASE):
+        assert base is not None, "a baseline column needs --baseline DIR"
+        env, cwd, tool = baseline.env(base, env), base, tool.removesuffix(baseline.BASE)
     if tool.startswith("pydistcp"):
         cmd = [sys.executable, "-m", "distcp", "copy", str(src), f"s3://bench/{prefix}",
                "--no-progress", "--master", "local[2]", "--summary-json", str(summary),
@@ -167,7 +171,7 @@ def upload(tool: str, src: Path, endpoint: str, prefix: str,
     else:
         cmd = ["aws", "s3", "cp", "--recursive", "--only-show-errors", str(src),
                f"s3://bench/{prefix}"]
-    seconds, r = timed(cmd, env)
+    seconds, r = timed(cmd, env, cwd)
     if r.returncode != 0:
         raise RuntimeError(f"{tool} failed: {r.stderr[-2000:]}")
     extra = json.loads(summary.read_text()) if tool.startswith("pydistcp") else {}
@@ -187,25 +191,31 @@ UPLOAD_PEERS = ("s5cmd", "rclone", "aws")
 
 
 def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
-                 names: tuple[str, ...] = ("big", "small"), only: tuple[str, ...] = ()
-                 ) -> dict:
+                 names: tuple[str, ...] = ("big", "small"), only: tuple[str, ...] = (),
+                 base: Path | None = None) -> dict:
     """Interleaved rounds of every tool on both data sets; the warm engine is started
     (untimed) first, so ``pydistcp-warm`` is the steady state of a user's later runs. On
     the small set the warm engine also runs with ``--visibility file`` (one PUT per file,
     rclone's guarantee), and the summary's requests per file are kept for both modes.
-    ``only``: the pydistcp columns to run (all when empty); the peers always run."""
+    ``only``: the pydistcp columns to run (all when empty); the peers always run.
+    ``base`` (``--baseline``): each pydistcp column also runs on that code, in turn."""
     out: dict[str, Any] = {}
     env = aws_env(endpoint)
     # the warm engine and its Python workers, untimed: a warm-up upload of one file is
     # copied in the run's own process and starts neither (the first timed warm round
     # then paid the engine's start: 12.07 s against 5.88-6.36 s, 2026-11-30)
-    subprocess.run([sys.executable, "-m", "distcp", "engine", "start", "--master", "local[2]"],
-                   env=env, capture_output=True, check=True)
+    start = [sys.executable, "-m", "distcp", "engine", "start", "--master", "local[2]"]
+    subprocess.run(start, env=env, capture_output=True, check=True)
+    if base is not None:
+        subprocess.run(start, env=baseline.env(base, env), cwd=base, capture_output=True,
+                       check=True)
     for name in names:
         tools = ["pydistcp", "pydistcp-warm", *UPLOAD_PEERS]
         if name == "small":
             tools[2:2] = ["pydistcp-warm-file", "pydistcp-warm-thin"]
         tools = [t for t in tools if t in UPLOAD_PEERS or not only or t in only]
+        if base is not None:
+            tools += [t + baseline.BASE for t in tools if t not in UPLOAD_PEERS]
         times: dict[str, list[float]] = {t: [] for t in tools}
         phases: dict[str, list[dict[str, float]]] = {}
         per_file: dict[str, float] = {}
@@ -213,7 +223,7 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
             for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
                 empty_bucket(endpoint)
                 seconds, summary = upload(tool, sets[name], endpoint, f"{name}-{tool}",
-                                          tmp / "s.json")
+                                          tmp / "s.json", base)
                 times[tool].append(seconds)
                 if summary:
                     phases.setdefault(tool, []).append(summary["phases"])
@@ -228,8 +238,9 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
                      "pydistcp_copy_publish_s": work, "requests_per_file": per_file,
                      "best_peer_s": best,
                      "ratio_to_best_peer": {t: round(v / best, 2) for t, v in med.items()}}
-    subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=env,
-                   capture_output=True, check=False)
+    for where in [env, *([baseline.env(base, env)] if base is not None else [])]:
+        subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=where,
+                       cwd=where.get("PYTHONPATH"), capture_output=True, check=False)
     return out
 
 
@@ -627,7 +638,9 @@ def render(res: dict[str, Any]) -> str:
             for tool, wall in u["median_s"].items():
                 work = u["pydistcp_copy_publish_s"].get(tool)
                 reqs = u["requests_per_file"].get(tool)
-                lines.append(f"| {label} | {labels[tool]} | {wall:.2f} s | "
+                shown = labels[tool.removesuffix(baseline.BASE)] + (
+                    ", baseline code" if tool.endswith(baseline.BASE) else "")
+                lines.append(f"| {label} | {shown} | {wall:.2f} s | "
                              f"{f'{work} s' if work is not None else ''} | "
                              f"{reqs if reqs is not None else ''} | "
                              f"{u['ratio_to_best_peer'][tool]}x |")
@@ -729,8 +742,8 @@ def main() -> None:
                     help="--only rtt: the round trip each request is held (ms)")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
     ap.add_argument("--baseline", type=Path, default=None,
-                    help="--only down: also run pydistcp on another version's code in "
-                         "this folder (git archive REV distcp | tar -x -C DIR), interleaved")
+                    help="--only down and up: also run pydistcp on another version's code "
+                         "in this folder (git archive REV distcp | tar -x -C DIR), interleaved")
     args = ap.parse_args()
     base = baseline.load(args.baseline) if args.baseline else None
     needs_data = set(args.only.split(",")) - {"down", "vis", "rtt"}
@@ -743,7 +756,7 @@ def main() -> None:
     res["machine"] = f"{os.cpu_count()} cores, Python {platform.python_version()}"
     run = {"up": lambda: bench_upload(sets, endpoint, args.rounds, tmp,
                                       tuple(args.up_sets.split(",")),
-                                      tuple(t for t in args.up_tools.split(",") if t)),
+                                      tuple(t for t in args.up_tools.split(",") if t), base),
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
            "resume": lambda: bench_resume(sets, endpoint, tmp),
            "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp, base),

@@ -23,6 +23,7 @@ from distcp.copying.outputs import Outputs
 from distcp.copying.progress import JOURNAL, Progress
 from distcp.copying.results import ResultKey, failed
 from distcp.copying.sources import (
+    SMALL_OBJECT,
     check_read,
     check_unchanged,
     one_get,
@@ -56,6 +57,7 @@ from distcp.storage import (
 from distcp.storage import filesystems as fsutil
 from distcp.storage.buffers import ReadBuffer
 from distcp.storage.filesystems import os_path
+from distcp.storage.staged import Staged
 from distcp.storage.staging import StagedStream, StageWriter
 from distcp.streams import FileAwareInputStream
 
@@ -201,13 +203,14 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     size = unit_buffer_size(unit, spec)  # the unit's files read once, not by each thread
     small = all(one_get(f) for f in unit.files)
 
-    def copy(index: int, body: bytes | None = None) -> Outputs:
+    def copy(index: int, body: bytes | None = None, publish: Publish | None = None
+             ) -> Outputs:
         if not hasattr(local, "buffer"):
             local.buffer = ReadBuffer(size)
         file = unit.files[index]
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
                              local.buffer, publish_now=bool(now) and file.guid in now,
-                             body=body)
+                             body=body, publish=publish)
 
     def copy_all(indices: list[int]) -> Iterator[tuple[int, Outputs]]:
         if not indices:
@@ -219,32 +222,37 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
                 yield index, future.result()
 
     fetched = read_together(unit.files, spec) if small and _plain_side(spec) else None
-    if fetched is not None:
-        yield from _copy_fetched(unit.files, fetched, copy, copy_all)
+    if fetched is not None:  # staged by this thread as each file's bytes arrive
+        yield from _in_order(unit.files, (
+            (index, None if body is None else copy(index, body)) for index, body in fetched),
+            copy_all)
+        return
+    sent = _send_together(unit.files, spec, copy) \
+        if now and all(f.guid in now for f in unit.files) else None
+    if sent is not None:
+        yield from _in_order(unit.files, sent, copy_all)
         return
     for index, done in copy_all(list(range(len(unit.files)))):
         yield unit.files[index], done
 
 
-def _copy_fetched(files: tuple[CopyableFile, ...],
-                  fetched: Iterator[tuple[int, bytes | None]],
-                  copy: Callable[[int, bytes | None], Outputs],
-                  copy_all: Callable[[list[int]], Iterator[tuple[int, Outputs]]]
-                  ) -> Iterator[tuple[CopyableFile, Outputs]]:
-    """``_copy_files`` for a unit of small objects its storage reads at once
-    (``read_together``) into local staging: each file staged by this thread as its
-    bytes arrive, then given in the unit's order. The files it did not read (None), and
-    every file left if the reading breaks, are copied their usual way afterwards, on the
-    task's threads (``copy_all``): a server that stopped answering costs their bounds
-    at once, not one after the other."""
+def _in_order(files: tuple[CopyableFile, ...], done: Iterator[tuple[int, Outputs | None]],
+              copy_all: Callable[[list[int]], Iterator[tuple[int, Outputs]]]
+              ) -> Iterator[tuple[CopyableFile, Outputs]]:
+    """``_copy_files`` for a unit whose storage reads or writes many files at once
+    from this thread (``read_together``, ``_send_together``): each file's outputs as
+    ``done`` gives them, in the unit's order. The files it did not copy (None), and
+    every file left if it breaks, are copied their usual way afterwards, on the task's
+    threads (``copy_all``): a server that stopped answering costs their bounds at
+    once, not one after the other."""
     ready: dict[int, Outputs] = {}
     later: list[int] = []
     following = 0
-    for index, body in _until_broken(fetched):
-        if body is None:
+    for index, outputs in _until_broken(done):
+        if outputs is None:
             later.append(index)
             continue
-        ready[index] = copy(index, body)
+        ready[index] = outputs
         while following in ready:
             yield files[following], ready.pop(following)
             following += 1
@@ -253,6 +261,67 @@ def _copy_fetched(files: tuple[CopyableFile, ...],
     ready.update(copy_all(sorted(later)))
     for index in range(following, len(files)):
         yield files[index], ready.pop(index)
+
+
+#: The step of ``_copy_file`` that publishes a checked source's held outputs at once
+#: (per-file visibility): ``_publish_now`` unless the caller sends them itself.
+Publish = Callable[[Outputs, "HeldBodies"], Outputs]
+
+
+def _send_together(files: tuple[CopyableFile, ...], spec: TaskSpec,
+                   copy: Callable[[int, None, Publish], Outputs]
+                   ) -> Iterator[tuple[int, Outputs | None]] | None:
+    """Per-file visibility for a unit of small local files, where the destination's
+    storage writes many at once from this thread (``Storage.publish_wholes``; the
+    threads of ``copy_all`` each waited on one PutObject, and handed the GIL to each
+    other 68 times a file): each file is staged and checked here when the storage can
+    take its bytes, held in memory as ``_copy_file`` holds it, and published by the
+    storage. Its outputs come as they are published; None for a file the storage did
+    not write (copied again its usual way). A file whose outputs are not one held
+    body (it failed, or it grew past a part) is published its usual way here."""
+    if not spec.dst.capabilities.file_visibility or not all(_sendable(f, spec) for f in files):
+        return None
+    held: dict[int, tuple[Outputs, HeldBodies]] = {}
+    finished: dict[int, Outputs] = {}
+
+    def body(index: int) -> bytes | None:
+        def hold(done: Outputs, bodies: HeldBodies) -> Outputs:
+            if len(bodies) != 1 or len(done) != 1:
+                return _publish_now(done, bodies, spec)
+            held[index] = (done, bodies)
+            return done
+        done = copy(index, None, hold)
+        if index not in held:
+            finished[index] = done
+            return None
+        return next(iter(held[index][1].values()))
+
+    storage = spec.dst.open()
+    sent = storage.publish_wholes([f.destination for f in files], body)
+    if sent is None:
+        return None
+
+    def outputs() -> Iterator[tuple[int, Outputs | None]]:
+        for index, staged, requests in sent:
+            if index in finished:
+                yield index, finished.pop(index)
+                continue
+            done, bodies = held.pop(index, (None, HeldBodies()))
+            if staged is None or done is None:
+                if done is not None:
+                    discard_outputs(done, spec)  # held in memory only: nothing to remove
+                yield index, None
+                continue
+            done = _publish_now(done, bodies, spec, staged)
+            done.amend_first(requests=request_count.merge(done.first().requests, requests))
+            yield index, done
+    return outputs()
+
+
+def _sendable(file: CopyableFile, spec: TaskSpec) -> bool:
+    """A file ``_send_together`` may take: a small local file copied as it is."""
+    return (not file.converters and file.origin.link_target is None
+            and file.origin.size <= SMALL_OBJECT and _plain_file(file, spec))
 
 
 def _until_broken(pairs: Iterator[R]) -> Iterator[R]:
@@ -297,13 +366,15 @@ def copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, 
 
 def _file_outputs(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
                   index: int, spec: TaskSpec, buffer: bytearray, publish_now: bool = False,
-                  folders: Folders | None = None, body: bytes | None = None) -> Outputs:
+                  folders: Folders | None = None, body: bytes | None = None,
+                  publish: Publish | None = None) -> Outputs:
     """``copy_file``'s results, spilled to local disk when there are many (an archive);
-    ``body``: the file's bytes, already read (``read_together``)."""
+    ``body``: the file's bytes, already read (``read_together``); ``publish``: how
+    held outputs are published (``_send_together``)."""
     with request_count.counting() as tally:
         results = _copy_file(file, unit_id, attempt, staging_dir, index, spec, buffer,
                              publish_now and spec.dst.capabilities.file_visibility, folders,
-                             body)
+                             body, publish)
     requests = tally.items()
     if requests:  # amending costs a copy of the result: most files send none
         results.amend_first(requests=requests)
@@ -381,7 +452,8 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,
                spec: TaskSpec, buffer: bytearray, publish_now: bool,
-               folders: Folders | None = None, body: bytes | None = None) -> Outputs:
+               folders: Folders | None = None, body: bytes | None = None,
+               publish: Publish | None = None) -> Outputs:
     key = ResultKey.of(file, unit_id, attempt)
     note = ""
     if file.origin.link_target is not None:
@@ -404,7 +476,7 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
         stage_outputs(file, key, reader, staging_dir, index, spec, buffer, done, held)
         check_unchanged(file, reader, spec)
         if held is not None:  # the source is checked: only now may the objects appear
-            done = _publish_now(done, held, spec)
+            done = publish(done, held) if publish else _publish_now(done, held, spec)
         done.amend_first(bytes_read=reader.count)
         if note:  # only a file without converters falls back here: one result
             done.amend_first(message=note)
@@ -587,17 +659,20 @@ def _staged_result(key: ResultKey, destination: str, up: StagedStream) -> TaskRe
                       checksum=up.checksum, parts=up.parts, bytes_server_side=up.server_side)
 
 
-def _publish_now(results: Outputs, held: HeldBodies, spec: TaskSpec) -> Outputs:
+def _publish_now(results: Outputs, held: HeldBodies, spec: TaskSpec,
+                 sent: Staged | None = None) -> Outputs:
     """Per-file visibility: publish each output of a checked source, each whole (one
-    PutObject for a held small output, else the upload's complete)."""
+    PutObject for a held small output, else the upload's complete); ``sent``: the one
+    held output, already published by ``Storage.publish_wholes``."""
     storage = spec.dst.open()
-    return results.rewritten(lambda r: _publish_one(r, held, storage))
+    return results.rewritten(lambda r: _publish_one(r, held, storage, sent))
 
 
-def _publish_one(r: TaskResult, held: HeldBodies, storage: Storage) -> TaskResult:
+def _publish_one(r: TaskResult, held: HeldBodies, storage: Storage,
+                 sent: Staged | None = None) -> TaskResult:
     if r.destination in held:
-        staged = storage.publish_whole(r.destination, held.pop(r.destination),
-                                       held.mtimes.pop(r.destination, None))
+        body, mtime = held.pop(r.destination), held.mtimes.pop(r.destination, None)
+        staged = sent or storage.publish_whole(r.destination, body, mtime)
     elif r.staging and not parse_staged(r.staging).is_published:
         staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts,
                                          r.destination)

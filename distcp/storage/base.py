@@ -497,6 +497,16 @@ class Storage(ABC):
         object (``keep_mtime``)."""
         raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
 
+    def publish_wholes(self, urls: Sequence[str], body: Callable[[int], bytes | None]
+                       ) -> Iterator[tuple[int, Staged | None, request_count.Counts]] | None:
+        """``publish_whole`` for many small files at once: ``body(index)`` is asked for
+        each file's bytes when the store is ready to take them (None: that file is not
+        sent), and ``(index, Staged.published(url), requests)`` comes back for each one
+        written whole and checked, as they are; ``Staged`` None for one this way did
+        not write (the caller publishes it its usual way, whose errors say why). None:
+        this storage publishes one file at a time."""
+        return None
+
     def publish_checked(self, staged: Staged, size: int, parts: Parts,
                         final_url: str = "") -> Staged:
         """Per-file visibility: publish a staged upload (or empty file, or a staged file

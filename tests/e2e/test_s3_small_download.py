@@ -20,8 +20,8 @@ import pytest
 from distcp.copying.task import TaskSpec, copy_file, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
 from distcp.storage import filesystems as fsutil
+from distcp.storage.s3 import inflight
 from distcp.storage.s3 import lean as s3get
-from distcp.storage.s3 import multiget
 from distcp.storage.s3 import ops as s3api
 from tests.conftest import run_cli
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
@@ -106,13 +106,13 @@ def test_a_unit_of_small_objects_is_read_from_one_thread_and_a_changed_one_fails
     # answers the new bytes, which are not the listed size: a changed source either way
     s3.client().put_object(Bucket="src", Key="unit/f007.bin", Body=b"new" * 30)
     calls: list[int] = []
-    fetch = multiget.fetch
+    fetch = inflight.fetch
 
     def counted(getter: Any, wanted: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(len(wanted))
         return fetch(getter, wanted, *args, **kwargs)
 
-    monkeypatch.setattr(multiget, "fetch", counted)
+    monkeypatch.setattr(inflight, "fetch", counted)
     spec = TaskSpec(job_id="j", staging_root=str(tmp_path / "staging"),
                     progress_root=str(tmp_path / "p"), src_options=s3.options)
     seen = _count_requests(s3)

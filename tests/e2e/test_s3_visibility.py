@@ -24,9 +24,10 @@ from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.run.branch import publishing, task_spec
 from distcp.storage import parse_staged, storage_for
+from distcp.storage.s3 import inflight
 from distcp.storage.s3 import lean as s3get
-from distcp.storage.s3 import wire as httpwire
 from distcp.storage.s3 import ops as s3ops
+from distcp.storage.s3 import wire as httpwire
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
@@ -94,6 +95,65 @@ def test_small_files_appear_after_one_put_each_as_soon_as_the_task_copied_them(
     counts = requests_of(results)
     assert counts.pop("put") == len(files)  # the empty file too: one PUT, as before
     assert set(counts) <= {"progress"}, counts  # no create, part, complete, head or get
+
+
+def test_a_unit_of_small_files_is_sent_from_one_thread_and_a_changed_one_fails_alone(
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """40 small files, one changed after planning: the other 39 are each written with
+    one PutObject from the task's own thread (``Storage.publish_wholes``), checked
+    before it is sent, and the results come in the unit's order."""
+    s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
+    sizes = {f"f{n:02d}.bin": 1 + n * 1000 for n in range(39)}
+    files = make_tree(tmp_path / "src", {**sizes, "empty": 0})
+    _, spec, todo, _ = planned(tmp_path / "src", s3)
+    (tmp_path / "src" / "f07.bin").write_bytes(b"changed")
+    calls: list[int] = []
+    put = inflight.put
+
+    def counted(getter: Any, wanted: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(wanted))
+        return put(getter, wanted, *args, **kwargs)
+
+    monkeypatch.setattr(inflight, "put", counted)
+    unit = WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo))
+    results = run_work_unit(unit, spec, "a0")
+    assert calls == [40]  # the whole unit at once
+    assert [r.origin for r in results] == [f.origin.url for f in todo]  # the unit's order
+    [failed] = [r for r in results if not r.ok]
+    assert failed.destination.endswith("/f07.bin") and failed.error_type == "SourceReadError"
+    assert "source changed while copying" in failed.message
+    del files["f07.bin"]
+    assert visible(s3) == files  # the changed one never appeared
+    assert s3.pending_uploads() == []
+    assert all(parse_staged(r.staging).is_published for r in results if r.ok)
+    for r in results:
+        if r.ok:
+            assert r.checksum == digest_of_bytes(files[r.destination.rsplit("/", 1)[1]])
+            assert dict(r.requests).get("put") == 1, r.requests
+    counts = requests_of(results)
+    assert counts.pop("put") == 39
+    assert set(counts) <= {"progress"}, counts
+
+
+def test_a_put_refused_from_the_one_thread_is_written_its_usual_way(
+        rclone_s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body changed on the way is refused (BadDigest): that file is copied again its
+    usual way, which writes the right bytes; a server's other answers go the same way."""
+    files = make_tree(tmp_path / "src", {f"g{n}.bin": 100 + n for n in range(6)})
+    _, spec, todo, _ = planned(tmp_path / "src", rclone_s3)
+    real = inflight._request
+
+    def flipping(method: str, host: str, path: str, headers: Any, body: bytes = b"") -> bytes:
+        if path.endswith("/g3.bin"):
+            body = body[:-1] + bytes([body[-1] ^ 1])
+        return real(method, host, path, headers, body)
+
+    monkeypatch.setattr(inflight, "_request", flipping)
+    results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
+                            spec, "a0")
+    assert all(r.ok for r in results), [r.message for r in results]
+    assert visible(rclone_s3) == files and rclone_s3.pending_uploads() == []
+    assert requests_of(results)["put"] == 6  # g3's own, through the usual way
 
 
 def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(

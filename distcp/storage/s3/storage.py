@@ -16,14 +16,15 @@ from collections.abc import Set as AbstractSet
 from contextlib import closing
 from typing import Any
 
+from distcp import request_count
 from distcp.model import FileStatus
 from distcp.mtimes import aged
 from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.errors import VersionChanged
+from distcp.storage.s3 import inflight, settings, uploads
 from distcp.storage.s3 import lean as s3get
-from distcp.storage.s3 import multiget, settings, uploads
 from distcp.storage.s3 import ops as s3
 from distcp.storage.s3.probe import probe_problem
 from distcp.storage.staged import Staged, StagedKind
@@ -82,7 +83,7 @@ class ObjectStorage(Storage):
     def read_versions(self, wanted: Sequence[tuple[str, str]]
                       ) -> Iterator[tuple[int, bytes | None]] | None:
         """Small objects read from one thread over kept connections
-        (``distcp.storage.s3.multiget``) where the lean path serves the filesystem;
+        (``distcp.storage.s3.inflight``) where the lean path serves the filesystem;
         else None (read one at a time, through s3fs)."""
         if not wanted:
             return None
@@ -90,7 +91,7 @@ class ObjectStorage(Storage):
         getter = s3get.lean(fs, lambda g: g)  # None: s3fs serves this filesystem
         if getter is None:
             return None
-        return multiget.fetch(getter, [(*s3.bucket_key(fs, url), etag) for url, etag in wanted],
+        return inflight.fetch(getter, [(*s3.bucket_key(fs, url), etag) for url, etag in wanted],
                               timeout=min(settings.READ_TIMEOUT_S, watchdog_seconds()))
 
     def stored_checksum(self, status: FileStatus) -> str | None:
@@ -299,6 +300,25 @@ class ObjectStorage(Storage):
         fs, final = self._final(url)
         return uploads.put_whole(fs, final, body, self._extra)
 
+    def publish_wholes(self, urls: Sequence[str], body: Callable[[int], bytes | None]
+                       ) -> Iterator[tuple[int, Staged | None, request_count.Counts]] | None:
+        """Small files each written with one PutObject from one thread over kept
+        connections (``distcp.storage.s3.inflight``), where the lean path serves the
+        filesystem and the objects are created with nothing more (``_extra``); else
+        None. The ETag must be the MD5 sent, as ``put_whole`` checks: one that is not
+        gives None (written again and checked the usual way)."""
+        if not urls or self._extra:
+            return None
+        finals = [self._final(url) for url in urls]
+        fs = finals[0][0]
+        getter = s3get.lean(fs, lambda g: g)  # None: s3fs serves this filesystem
+        if getter is None or any(f is not fs for f, _ in finals):
+            return None
+        keys = [s3.bucket_key(fs, final) for _, final in finals]
+        sent = inflight.put(getter, keys, body,
+                            timeout=min(settings.READ_TIMEOUT_S, watchdog_seconds()))
+        return _published(fs, keys, [final for _, final in finals], sent)
+
     def publish_checked(self, staged: Staged, size: int, parts: Parts,
                         final_url: str = "") -> Staged:
         fs, _ = self.fs(staged.location)
@@ -358,3 +378,20 @@ class ObjectStorage(Storage):
                 s3.abort(fs, final, upload_id)
             aborted += 1
         return aborted
+
+
+#: What one file written by ``publish_wholes`` cost: one PutObject.
+_ONE_PUT = ((request_count.KINDS["put_object"], 1),)
+
+
+def _published(fs: Any, keys: Sequence[tuple[str, str]], finals: Sequence[str],
+               sent: Iterator[tuple[int, bool | None]]
+               ) -> Iterator[tuple[int, Staged | None, request_count.Counts]]:
+    """``publish_wholes``' answers: each object written and checked is published (and
+    forgotten by ``fs``'s cached listings, as ``s3.put`` does)."""
+    for index, ok in sent:
+        if not ok:
+            yield index, None, ()
+            continue
+        s3.written(fs, *keys[index])
+        yield index, Staged.published(finals[index]), _ONE_PUT

@@ -1,13 +1,17 @@
-"""Many GETs from one thread (``distcp.storage.s3.multiget``) against a real loopback server.
+"""Many requests from one thread (``distcp.storage.s3.inflight``) against a real loopback server.
 
-The server answers each GET by its path, on as many kept-alive connections as the
+The server answers each request by its path, on as many kept-alive connections as the
 client opens, and counts connections and requests; the getter is the lean path's own,
-made from a real s3fs filesystem pointed at it. What the fetch gives for each object
-(its bytes, or None: read it the usual way) is asserted, and so is what the server saw.
+made from a real s3fs filesystem pointed at it. What ``fetch`` gives for each object
+(its bytes, or None: read it the usual way) and what ``put`` gives for each body (its
+ETag checked, or None: write it the usual way) is asserted, and so is what the server
+saw.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import socket
 import ssl
 import threading
@@ -19,14 +23,22 @@ from typing import Any
 import pytest
 
 from distcp.storage import filesystems as fsutil
-from distcp.storage.s3 import lean, multiget
+from distcp.storage.s3 import inflight, lean
 from tests.unit.test_httpwire import Scripted, _self_signed, read_head
 
 
-def _ok(body: bytes, close: bool = False) -> bytes:
+def _ok(body: bytes, close: bool = False, etag: str = "e") -> bytes:
     extra = b"Connection: close\r\n" if close else b""
-    return (b"HTTP/1.1 200 OK\r\nETag: \"e\"\r\n" + extra
+    return (b"HTTP/1.1 200 OK\r\nETag: \"%s\"\r\n" % etag.encode() + extra
             + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == name:
+            return value.strip()
+    return None
 
 
 CHANGED = (b"HTTP/1.1 412 Precondition Failed\r\nContent-Length: 58\r\n\r\n"
@@ -35,6 +47,8 @@ BUSY = b"HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\n\r\n"
 CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
 #: An answer that never comes, and a connection closed instead of an answer.
 STALL, CUT = "stall", None
+#: A PUT's answer: its body's MD5 as the ETag, as S3 gives for one part.
+STORED = "stored"
 
 
 class Keyed(Scripted):
@@ -45,6 +59,9 @@ class Keyed(Scripted):
                  context: ssl.SSLContext | None = None) -> None:
         self.answers = answers
         self.paths: list[str] = []
+        #: Each request's head and body by path (the last one sent there).
+        self.heads: dict[str, bytes] = {}
+        self.received: dict[str, bytes] = {}
         self.sockets: list[socket.socket] = []
         self.stop = threading.Event()
         super().__init__([], context)
@@ -56,8 +73,15 @@ class Keyed(Scripted):
             while (got := read_head(conn, data)) is not None:
                 head, data = got
                 path = head.split(b" ", 2)[1].decode()
+                length = int(_header(head, b"content-length") or 0)
+                while len(data) < length:
+                    data += conn.recv(1 << 20) or b"!"  # a client gone: never equal
+                body, data = data[:length], data[length:]
                 self.paths.append(path)
+                self.heads[path], self.received[path] = head, body
                 answer = self.answers[path]
+                if answer == STORED:
+                    answer = _ok(b"", etag=hashlib.md5(body).hexdigest())
                 if answer is CUT:
                     conn.close()
                     return
@@ -108,7 +132,7 @@ def _getter(server: Keyed, scheme: str = "http", ca: Path | None = None) -> Any:
 
 def _fetched(getter: Any, keys: list[str], **kwargs: Any) -> dict[int, bytes | None]:
     out: dict[int, bytes | None] = {}
-    for index, body in multiget.fetch(getter, [("b", k, '"e"') for k in keys], **kwargs):
+    for index, body in inflight.fetch(getter, [("b", k, '"e"') for k in keys], **kwargs):
         assert index not in out, f"{index} given twice"
         out[index] = body
     assert sorted(out) == list(range(len(keys)))
@@ -207,4 +231,62 @@ def test_new_connections_that_refuse_every_request_end_the_reads(served: Keyed,
     reading.start()
     reading.join(10)
     assert not reading.is_alive(), "the reads never ended"
-    assert got == {0: None, 1: None, 2: None} and refusing.made <= 3 + multiget.CONNECTIONS
+    assert got == {0: None, 1: None, 2: None} and refusing.made <= 3 + inflight.CONNECTIONS
+
+
+def _put(getter: Any, bodies: dict[str, bytes | None], **kwargs: Any
+         ) -> tuple[dict[str, bool | None], list[str]]:
+    """What ``put`` gave for each key, and the keys whose bodies it asked for, in turn."""
+    keys = list(bodies)
+    asked: list[str] = []
+
+    def body(index: int) -> bytes | None:
+        asked.append(keys[index])
+        return bodies[keys[index]]
+
+    out: dict[str, bool | None] = {}
+    for index, ok in inflight.put(getter, [("b", k) for k in keys], body, **kwargs):
+        assert keys[index] not in out, f"{keys[index]} given twice"
+        out[keys[index]] = ok
+    assert sorted(out) == sorted(keys)
+    return out, asked
+
+
+def test_puts_are_sent_whole_with_their_digests_and_every_answer_is_checked(
+        served: Keyed) -> None:
+    bodies: dict[str, bytes | None] = {f"ok{n}": b"body %d" % n for n in range(10)}
+    # 3 MiB: more than a socket takes at once, so written in many sends
+    bodies.update({"empty": b"", "big": bytes(range(256)) * 12288, "other": b"x",
+                   "busy": b"y", "cut": b"z", "skipped": None})
+    served.answers.update({f"/b/{k}": STORED for k in bodies})
+    # an ETag that is not the MD5 sent; a refusal; a connection closed instead
+    served.answers.update({"/b/other": _ok(b""), "/b/busy": BUSY, "/b/cut": CUT})
+    sent = lean.requests_sent()
+    got, asked = _put(_getter(served), bodies, connections=4)
+    assert got == {**{f"ok{n}": True for n in range(10)}, "empty": True, "big": True,
+                   "other": False, "busy": None, "cut": None, "skipped": None}
+    assert sorted(asked) == sorted(bodies)  # each body asked for once
+    assert "/b/skipped" not in served.paths
+    for key, data in bodies.items():
+        if data is None:
+            continue
+        head = served.heads[f"/b/{key}"]
+        assert head.startswith(f"PUT /b/{key} HTTP/1.1".encode())
+        assert served.received[f"/b/{key}"] == data
+        assert _header(head, b"content-md5") == base64.b64encode(hashlib.md5(data).digest())
+        assert _header(head, b"x-amz-content-sha256") == hashlib.sha256(data).hexdigest().encode()
+        assert (_header(head, b"authorization") or b"").startswith(b"AWS4-HMAC-SHA256 Credential=AKIATEST/")
+    # one PUT a body given, none sent twice, on 4 connections and a new one for the cut
+    assert sorted(served.paths) == sorted(f"/b/{k}" for k, v in bodies.items() if v is not None)
+    assert lean.requests_sent() - sent == len(bodies) - 1
+    assert served.connections <= 4 + 3
+
+
+def test_after_no_answer_in_time_no_more_bodies_are_asked_for(served: Keyed) -> None:
+    served.answers.update({"/b/a": STORED, "/b/slow": STALL, "/b/c": STORED, "/b/d": STORED})
+    t = time.monotonic()
+    got, asked = _put(_getter(served), {"a": b"1", "slow": b"2", "c": b"3", "d": b"4"},
+                      connections=1, timeout=0.5)
+    assert got == {"a": True, "slow": None, "c": None, "d": None}
+    assert asked == ["a", "slow"]  # the files after it are not read: their usual way does
+    assert time.monotonic() - t < 5
