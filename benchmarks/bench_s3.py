@@ -630,8 +630,13 @@ def render(res: dict[str, Any]) -> str:
                   "pydistcp-warm-thin": "pydistcp, warm, --listing spark (thin)",
                   "s5cmd": "s5cmd cp", "rclone": "rclone copy --transfers 4",
                   "aws": "aws s3 cp --recursive"}
-        for name, label in (("big", "1 GiB in 4 files"), ("small", "2,000 files of 1-64 KiB")):
-            u = up.get(name)
+        sets = {"big": "1 GiB in 4 files", "small": "2,000 files of 1-64 KiB"}
+        for name in sorted(up, key=lambda k: (k.split("@")[0], k)):
+            if name.split("@")[0] not in sets:
+                continue
+            u, label = up[name], sets[name.split("@")[0]]
+            if u.get("rtt_ms"):
+                label += f", {u['rtt_ms']:g} ms a request"
             if not u or not any(t.startswith("pydistcp") for t in u["median_s"]):
                 continue  # an older result's layout (or a set run with --up-tools only)
             label += f" ({u.get('server', up['server'])})"
@@ -738,6 +743,9 @@ def main() -> None:
                     help="pydistcp columns of --only up, comma list (default: all): pydistcp, "
                          "pydistcp-warm, pydistcp-warm-file, pydistcp-warm-thin")
     ap.add_argument("--objects", type=int, default=20_000, help="objects for --only down")
+    ap.add_argument("--up-rtt-ms", type=float, default=0.0,
+                    help="--only up: hold each request this long (benchmarks/rtt_proxy.py), "
+                         "as a region's round trip would; kept as its own data set")
     ap.add_argument("--rtt-ms", type=float, default=20.0,
                     help="--only rtt: the round trip each request is held (ms)")
     ap.add_argument("--workdir", default=str(HERE / "data" / "s3"))
@@ -754,7 +762,13 @@ def main() -> None:
     previous = RESULTS / "s3.json"
     res: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
     res["machine"] = f"{os.cpu_count()} cores, Python {platform.python_version()}"
-    run = {"up": lambda: bench_upload(sets, endpoint, args.rounds, tmp,
+    up_endpoint = endpoint
+    if args.up_rtt_ms and "up" in args.only.split(","):
+        from rtt_proxy import RttProxy
+
+        host, port = endpoint.removeprefix("http://").split(":")
+        up_endpoint = RttProxy((host, int(port)), args.up_rtt_ms / 1000).endpoint
+    run = {"up": lambda: bench_upload(sets, up_endpoint, args.rounds, tmp,
                                       tuple(args.up_sets.split(",")),
                                       tuple(t for t in args.up_tools.split(",") if t), base),
            "skew": lambda: bench_skew(sets, args.rounds, tmp),
@@ -767,8 +781,11 @@ def main() -> None:
         for name in args.only.split(","):
             fresh = run[name]()
             if name == "up":  # sets run now replace theirs; the others are kept
-                fresh = {**{k: v for k, v in res.get("up", {}).items() if k in ("big", "small")},
-                         **{k: {**v, "server": args.server} for k, v in fresh.items()}}
+                ms = f"@{args.up_rtt_ms:g}ms" if args.up_rtt_ms else ""
+                fresh = {**{k: v for k, v in res.get("up", {}).items()
+                            if k in ("big", "small") or "@" in k},
+                         **{k + ms: {**v, "server": args.server, "rtt_ms": args.up_rtt_ms}
+                            for k, v in fresh.items()}}
             res[name] = {**fresh, "when": dt.date.today().isoformat(),
                          "server": args.server, "rounds": 1 if name == "resume" else args.rounds}
     finally:
