@@ -17,9 +17,11 @@ from typing import Any
 import fsspec.asyn
 import pytest
 
+import distcp
 from distcp.copying.task import TaskSpec, copy_file, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
 from distcp.storage import filesystems as fsutil
+from distcp.storage import folders
 from distcp.storage.s3 import inflight
 from distcp.storage.s3 import lean as s3get
 from distcp.storage.s3 import ops as s3api
@@ -123,13 +125,44 @@ def test_a_unit_of_small_objects_is_read_from_one_thread_and_a_changed_one_fails
     [failed] = [r for r in results if r.status != "ok"]
     assert failed.origin == "s3://src/unit/f007.bin" and failed.error_type == "SourceReadError"
     assert "source changed while copying: s3://src/unit/f007.bin" in failed.message
-    assert not failed.staging and not (tmp_path / "staging" / "u0-a0" / "7-0").exists()
+    # staged under its final name, in the unit's folder for its final folder (Folders)
+    assert not failed.staging and not (tmp_path / "staging" / "u0-a0" / "d0" / "f007.bin").exists()
     for f, r in zip(files, results):
         if r.status == "ok":
+            assert Path(r.staging) == tmp_path / "staging" / "u0-a0" / "d0" / Path(f.destination).name
             assert Path(r.staging).read_bytes() == objects[f"unit/{Path(f.origin.url).name}"]
             assert os.stat(r.staging).st_mtime == pytest.approx(f.origin.mtime, abs=1e-3)
     # one GET each; the refused one read once more its usual way, to say why
     assert s3get.requests_sent() - lean == (41 if s3.kind == "moto" else 40) and seen == []
+
+
+def test_the_folders_of_an_s3_source_are_published_by_one_rename_each(
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Objects are staged under their final names, a staging folder per final folder,
+    so that a folder the run creates is published by one rename, as a local source's
+    (an S3 -> local copy of 40,000 objects published in 0.44-0.51 s instead of 0.92 s)."""
+    s3 = s3_any
+    objects = {f"fold/d{d}/o{n:02d}.bin": b"%d-%d" % (d, n) for d in range(3) for n in range(20)}
+    _put(s3, objects)
+    for name, value in s3.env.items():
+        monkeypatch.setenv(name, value)
+    renamed: list[str] = []
+    real = folders._replace_folder
+
+    def spy(staged: str, final: str, names: set[str]) -> bool:
+        ok = real(staged, final, names)
+        if ok:
+            renamed.append(Path(final).name)
+        return ok
+
+    monkeypatch.setattr(folders, "_replace_folder", spy)
+    dst = tmp_path / "dst"
+    s = distcp.copy("s3://src/fold", str(dst), progress=False)
+    assert s.ok and s.files_copied == 60, s.failures
+    assert sorted(renamed) == ["d0", "d1", "d2"]
+    got = {p.relative_to(dst).as_posix(): p.read_bytes() for p in dst.rglob("*")
+           if p.is_file() and ".pydistcp" not in p.parts}
+    assert got == {k.removeprefix("fold/"): v for k, v in objects.items()}
 
 
 TRICKY = ["plain.txt", "sp ace/a+b=c&d.txt", "ünï/çødé~x.bin", "pct%41y", "q?x#y;z",
