@@ -407,8 +407,9 @@ def requests_per_file(endpoint: str, prefix: str, tmp: Path) -> dict[str, float]
     fsspec.asyn.sync(fs.loop, fs.set_session)
     sent: list[str] = []
     fs.s3.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.method))
-    files = [CopyableFile(origin=fsutil.status(fs, info), destination="", dataset_urn="d",
-                          file_set="") for info in fs.find(path, detail=True).values()]
+    files = [CopyableFile(origin=fsutil.status(fs, info), destination=str(tmp / "dst" / name),
+                          dataset_urn="d", file_set="")
+             for name, info in fs.find(path, detail=True).items()]
     out: dict[str, float] = {}
     for label, etag in (("listed_etag", True), ("no_etag", False)):
         unit = WorkUnit(0, tuple(f if etag else replace(f, origin=replace(f.origin, etag=None))

@@ -479,8 +479,8 @@ def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str,
     done = Outputs(spill_dir(spec, staging_dir))
     held = HeldBodies() if publish_now else None
     reader: SourceReader | None = None
-    first = folders.staging_url(file.destination) \
-        if folders is not None and not file.converters else None
+    first = folders.staging_url(file.destination) if folders is not None \
+        and not file.converters and file.destination.rpartition("/")[2] else None
     try:
         reader = open_source(file, spec, body)
         stage_outputs(file, key, reader, staging_dir, index, spec, buffer, done, held, first)
