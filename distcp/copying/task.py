@@ -183,14 +183,15 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         not storage_for(f.origin.url, spec.src_options).capabilities.local_paths
         for f in unit.files)
     now = set(unit.publish_now)
+    on_disk = spec.dst.capabilities.local_paths  # staging folders are made with ``os``
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = ReadBuffer(unit_buffer_size(unit, spec))
-        folders = Folders(staging_dir)
+        folders = Folders(staging_dir) if on_disk else None
         # a plain file's own way: nothing per file counted, it sends no request
         side = _plain_side(spec)
         for index, file in enumerate(unit.files):
-            if side and file.origin.link_target is None and _plain_file(file, spec) \
-                    and not (now and file.guid in now):
+            if side and folders is not None and file.origin.link_target is None \
+                    and _plain_file(file, spec) and not (now and file.guid in now):
                 yield file, Outputs.of([_copy_plain(
                     file, ResultKey.of(file, unit.unit_id, attempt),
                     folders.staging_url(file.destination), spec, buffer)])
@@ -204,7 +205,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     small = all(one_get(f) for f in unit.files)
     # into local staging, each file under its final name: a folder the unit fills whole
     # is published by one rename (an S3 -> local copy of 20,000 objects renamed each)
-    named = Folders(staging_dir) if spec.dst.capabilities.local_paths else None
+    named = Folders(staging_dir) if on_disk else None
 
     def copy(index: int, body: bytes | None = None, publish: Publish | None = None
              ) -> Outputs:

@@ -156,6 +156,23 @@ def test_a_put_refused_from_the_one_thread_is_written_its_usual_way(
     assert requests_of(results)["put"] == 6  # g3's own, through the usual way
 
 
+@pytest.mark.parametrize("files", [1, 3])
+def test_a_copy_to_s3_makes_no_folder_on_the_local_disk(
+        s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        files: int) -> None:
+    """Staging folders per final folder are a local disk's (``Folders``, made with
+    ``os``): a unit bound for an object store, of one file or several, makes none,
+    not even in the working directory (an ``s3:`` folder there, once)."""
+    make_tree(tmp_path / "src", {f"f{n}.bin": 10 + n for n in range(files)})
+    _, spec, todo, _ = planned(tmp_path / "src", s3)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    results = run_work_unit(WorkUnit(0, tuple(todo)), spec, "a0")
+    assert all(r.ok for r in results), [r.message for r in results]
+    assert list(cwd.iterdir()) == []
+
+
 def test_a_big_file_keeps_multipart_but_is_completed_by_its_task(
         s3_any: S3Server, tmp_path: Path) -> None:  # noqa: F811
     s3 = s3_any  # noqa: F811 - the parametrised server, under the usual name
