@@ -183,10 +183,12 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         not storage_for(f.origin.url, spec.src_options).capabilities.local_paths
         for f in unit.files)
     now = set(unit.publish_now)
-    on_disk = spec.dst.capabilities.local_paths  # staging folders are made with ``os``
+    # into local staging, each file under its final name: a folder the unit fills whole
+    # is published by one rename (an S3 -> local copy of 20,000 objects renamed each);
+    # staging folders are made with ``os``, so only on a local destination
+    folders = Folders(staging_dir) if spec.dst.capabilities.local_paths else None
     if not remote or len(unit.files) < 2 or any(f.converters for f in unit.files):
         buffer = ReadBuffer(unit_buffer_size(unit, spec))
-        folders = Folders(staging_dir) if on_disk else None
         # a plain file's own way: nothing per file counted, it sends no request
         side = _plain_side(spec)
         for index, file in enumerate(unit.files):
@@ -203,9 +205,6 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     local = threading.local()
     size = unit_buffer_size(unit, spec)  # the unit's files read once, not by each thread
     small = all(one_get(f) for f in unit.files)
-    # into local staging, each file under its final name: a folder the unit fills whole
-    # is published by one rename (an S3 -> local copy of 20,000 objects renamed each)
-    named = Folders(staging_dir) if on_disk else None
 
     def copy(index: int, body: bytes | None = None, publish: Publish | None = None
              ) -> Outputs:
@@ -214,7 +213,7 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         file = unit.files[index]
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
                              local.buffer, publish_now=bool(now) and file.guid in now,
-                             folders=named, body=body, publish=publish)
+                             folders=folders, body=body, publish=publish)
 
     def copy_all(indices: list[int]) -> Iterator[tuple[int, Outputs]]:
         if not indices:
