@@ -30,6 +30,7 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage import writes as writeopts
 from distcp.storage.atomic import write_atomic_pieces
+from distcp.storage.spec import written_url
 
 
 @dataclass(frozen=True)
@@ -76,14 +77,14 @@ class CommitStepStore:
         content gives): an entry that names paths outside the run's roots is not
         rewritten, not executed, and kept for a person to inspect."""
         name = pending.url.rstrip("/").rsplit("/", 1)[-1]
-        aside = fsutil.written_url(self.layout.commit(name.removesuffix(".json"), aside=True),
+        aside = written_url(self.layout.commit(name.removesuffix(".json"), aside=True),
                                    self.options)
         storage_for(self.root, self.options).set_aside(pending.url, aside)
         return aside
 
     def pending(self, aside: bool = False) -> list[PendingSequence]:
         """Unfinished sequences, oldest job first."""
-        folder = fsutil.written_url(self.layout.commits(aside), self.options)
+        folder = written_url(self.layout.commits(aside), self.options)
         try:
             names = [n for n in storage_for(folder, self.options).names(folder)
                      if n.endswith(".json")]

@@ -21,6 +21,7 @@ from distcp.state.layout import StateLayout
 from distcp.state.store import write_atomic
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.spec import written_url
 from distcp.summary import Failure, Tally
 
 
@@ -30,7 +31,7 @@ class RecoveryArea:
     def __init__(self, state_root: str, options: dict[str, Any]) -> None:
         self.layout = StateLayout(state_root)
         #: As records spell it: kept copies are only ever taken from under it.
-        self.root = fsutil.written_url(self.layout.recovery(), options)
+        self.root = written_url(self.layout.recovery(), options)
         self.options = options
         self.storage = storage_for(self.root, options)
         #: Entries set aside because they name files outside their own folder, one
@@ -89,7 +90,7 @@ class RecoveryArea:
 
     def _set_aside(self, guid: str, why: str) -> None:
         folder = self.folder_url(guid)
-        aside = fsutil.written_url(self.layout.recovery_aside(guid), self.options)
+        aside = written_url(self.layout.recovery_aside(guid), self.options)
         self.storage.set_aside(folder, aside)
         self.refused.append(Failure(fsutil.display(folder),
                                     f"recovery entry {why}; not published, set aside in "

@@ -26,6 +26,7 @@ from distcp.state.outcomes import OutcomeStore, RunOutcome
 from distcp.state.store import DatasetState, StateStore, read_json_or_none
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.spec import written_url
 from distcp.summary import StatusReport, Summary
 
 
@@ -50,7 +51,7 @@ def destination_of(root: str, destination: str | None, options: dict[str, Any]) 
     from distcp.errors import ConfigurationError
 
     if destination:
-        return fsutil.written_url(destination, options)
+        return written_url(destination, options)
     parent, _, name = root.rstrip("/").rpartition("/")
     if name != fsutil.STATE_DIR_NAME:
         raise ConfigurationError(

@@ -38,6 +38,7 @@ from distcp.state.layout import StateLayout
 from distcp.state.store import read_json, write_atomic
 from distcp.storage import Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
+from distcp.storage.spec import written_url
 from distcp.summary import CopyTally
 
 #: Name of the staging file of a split file (locally: ranges written at their
@@ -173,7 +174,7 @@ class SplitStore:
 
     def metas(self) -> list[tuple[str, dict[str, Any]]]:
         """(folder, meta) of every split staged by this or an earlier run."""
-        root = fsutil.written_url(self.root, self.options)
+        root = written_url(self.root, self.options)
         try:
             names = storage_for(root, self.options).names(root)
         except FileNotFoundError:

@@ -44,6 +44,7 @@ from distcp.state.layout import StateLayout
 from distcp.state.lock import DestinationLock
 from distcp.storage import StorageSpec, spec_for, storage_for, watchdog_seconds, writes
 from distcp.storage import filesystems as fsutil
+from distcp.storage.spec import written_url
 from distcp.summary import Summary, Tally
 
 
@@ -73,8 +74,8 @@ def publishing(cfg: CopyConfiguration, job_id: str, root: str, branch: str = "ma
 def bounds_of(cfg: CopyConfiguration, root: str) -> Bounds:
     """The roots the run's records may act in, spelled as records spell URLs (a server's
     user named in an FTP URL, a local path plain: ``fsutil.to_url``)."""
-    return Bounds(fsutil.written_url(cfg.destination, cfg.dst_options), root,
-                  tuple(fsutil.written_url(s, cfg.src_options) for s in source_roots(cfg.sources)))
+    return Bounds(written_url(cfg.destination, cfg.dst_options), root,
+                  tuple(written_url(s, cfg.src_options) for s in source_roots(cfg.sources)))
 
 
 def on_session(pub: Publishing, session: LazySession, cfg: CopyConfiguration) -> Publishing:
@@ -110,7 +111,7 @@ def task_spec(cfg: CopyConfiguration, job_id: str, root: str,
         request_timeout=watchdog_seconds(),
         checks=check_list(cfg.check),
         chmod=cfg.chmod_rules,
-        protected=protected_roots(fsutil.written_url(cfg.destination, cfg.dst_options), root),
+        protected=protected_roots(written_url(cfg.destination, cfg.dst_options), root),
     )
 
 

@@ -48,6 +48,7 @@ from distcp.state.layout import StateLayout
 from distcp.state.store import StateStore
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
+from distcp.storage.spec import written_url
 
 
 class CheckSteps:
@@ -191,7 +192,7 @@ def _destination(ds: CopyableDataset, cfg: CopyConfiguration) -> dict[str, FileS
 
 
 def _root_of(url: str, cfg: CopyConfiguration) -> str:
-    return fsutil.written_url(url, cfg.dst_options).rstrip("/")
+    return written_url(url, cfg.dst_options).rstrip("/")
 
 
 def _relative(root: str, url: str) -> str:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distcp.storage import filesystems as fsutil
+from distcp.storage.spec import written_url
 
 #: The lock's document name (also what ``events.sinks`` leaves out of a fresh state).
 LOCK = "lock"
@@ -166,8 +167,8 @@ def state_root_of(destination: str, options: Mapping[str, Any], state_dir: str |
     ``<destination>/.pydistcp``, or beside ``single_file`` (the URL a single file is
     copied to). ``copy`` and ``status``/``recover``/``cleanup`` both use this one rule."""
     if state_dir:
-        return fsutil.written_url(state_dir, options)
-    dst = fsutil.written_url(destination, options)
+        return written_url(state_dir, options)
+    dst = written_url(destination, options)
     if single_file is not None:
-        dst = posixpath.dirname(fsutil.written_url(single_file, options)) or "/"
+        dst = posixpath.dirname(written_url(single_file, options)) or "/"
     return fsutil.join(dst.rstrip("/") or "/", fsutil.STATE_DIR_NAME)

@@ -29,6 +29,7 @@ from distcp.state.store import read_json, urn_key
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
+from distcp.storage.spec import written_url
 
 OK = "ok"
 FAILED = "failed"
@@ -107,7 +108,7 @@ class OutcomeStore:
 
     def names(self) -> set[str]:
         """The documents' names (one listing, whatever the number of datasets)."""
-        folder = fsutil.written_url(StateLayout(self.root).outcomes, self.options)
+        folder = written_url(StateLayout(self.root).outcomes, self.options)
         try:
             return set(storage_for(folder, self.options).names(folder))
         except FileNotFoundError:
@@ -119,7 +120,7 @@ class OutcomeStore:
 
     def urns(self) -> list[str]:
         """The datasets an outcome is kept for."""
-        folder = fsutil.written_url(StateLayout(self.root).outcomes, self.options)
+        folder = written_url(StateLayout(self.root).outcomes, self.options)
         out = []
         for name in sorted(self.names()):
             if name.endswith(".json"):

@@ -37,6 +37,7 @@ from distcp.state.layout import StateLayout
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic as write_atomic  # noqa: PLC0414 - re-exported: it lived here
+from distcp.storage.spec import written_url
 
 _log = logging.getLogger("pydistcp.state")
 
@@ -217,7 +218,7 @@ class StateStore:
         state.legacy = None
 
     def all(self) -> list[DatasetState]:
-        folder = fsutil.written_url(StateLayout(self.root).datasets, self.options)
+        folder = written_url(StateLayout(self.root).datasets, self.options)
         try:
             names = storage_for(folder, self.options).names(folder)
         except FileNotFoundError:

@@ -341,13 +341,6 @@ def local_path(url: str) -> str | None:
     return None if "://" in url or "::" in url else url
 
 
-def written_url(url: str, options: Mapping[str, Any] | None = None) -> str:
-    """``url`` as the state's records write it (the filesystem's own spelling of the
-    path, no trailing slash): what destinations and roots are compared as."""
-    fs, path = filesystem(url, options)
-    return to_url(fs, path.rstrip("/") or "/")
-
-
 def os_path(url: str) -> str:
     """The plain path of a URL known to be local (what ``os`` calls take)."""
     return url.removeprefix("file://")

@@ -15,6 +15,7 @@ import importlib
 import json
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,3 +181,14 @@ def forget_environment_clients() -> None:
         cached = getattr(sys.modules.get(module), name, None)
         if cached is not None:
             cached.clear_instance_cache()
+
+
+def written_url(url: str, options: Mapping[str, Any] | None = None) -> str:
+    """``url`` as the state's records write it (the filesystem's own spelling of the
+    path, no trailing slash): what destinations and roots are compared as. A store's
+    own filesystem spells it (S3's stand-in needs no s3fs imported: ``reach.LazyS3``)."""
+    if fsutil.local_path(url) is None and url.split("://", 1)[0] in PROTOCOLS:
+        fs, path = storage_for(url, dict(options or {})).fs(url)
+    else:
+        fs, path = fsutil.filesystem(url, options)
+    return fsutil.to_url(fs, path.rstrip("/") or "/")

@@ -46,7 +46,9 @@ def test_cached_s3_clients_are_dropped_when_credentials_change() -> None:
         import s3fs
         from distcp.copying.taskenv import applied_environment
         from distcp.storage import storage_for
-        options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+        # use_ssl: a setting the lean stand-in leaves to s3fs (``reach.plain_reach``)
+        options = {"key": "k", "secret": "s", "use_ssl": True,
+                   "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
         old = storage_for("s3://b/k", options).fs("s3://b/k")[0]
         before = len(s3fs.S3FileSystem._cache)
         with applied_environment({"AWS_ACCESS_KEY_ID": "AKIANEW"}):

@@ -53,6 +53,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 from distcp.storage.s3 import settings
+from distcp.storage.s3.reach import LazyS3
 from distcp.storage.s3.wire import Answer, Wire
 from distcp.storage.watchdog import watchdog_seconds
 
@@ -85,31 +86,53 @@ class LeanGetter:
     """Signed GETs for one s3fs filesystem's endpoint and credentials."""
 
     def __init__(self, fs: Any) -> None:
-        client = fsspec_sync(fs, fs.set_session)
         self.fs = fs
-        self.endpoint = urlsplit(client.meta.endpoint_url)
-        self.region = client.meta.region_name or "us-east-1"
-        style = (client.meta.config.s3 or {}).get("addressing_style") or "auto"
+        self._credentials: Any = None
+        self._fetched = 0.0
+        if isinstance(fs, LazyS3):  # a plain reach: no botocore client made for it
+            endpoint, self.region = fs.reach.endpoint, fs.reach.region
+            style, verify = fs.reach.addressing, fs.reach.verify
+            self._signer_credentials: Any = None
+            self._credentials = fs.reach.credentials
+        else:
+            client = fsspec_sync(fs, fs.set_session)
+            endpoint = client.meta.endpoint_url
+            self.region = client.meta.region_name or "us-east-1"
+            style = (client.meta.config.s3 or {}).get("addressing_style") or "auto"
+            verify = (fs.client_kwargs or {}).get(  # botocore's order: given, then the
+                "verify", os.environ.get("AWS_CA_BUNDLE") or True)  # environment's bundle
+            self._signer_credentials = client._request_signer._credentials
+        self.endpoint = urlsplit(endpoint)
         self.virtual_host = (style == "virtual" or (
             style == "auto" and self.endpoint.hostname is not None
             and self.endpoint.hostname.endswith(".amazonaws.com")))
-        self._context = _tls_context((fs.client_kwargs or {}).get("verify", True)) \
-            if self.endpoint.scheme == "https" else None
+        self._context = _tls_context(verify) if self.endpoint.scheme == "https" else None
         self._wires: dict[tuple[str, float], Wire] = {}
-        self._signer_credentials = client._request_signer._credentials
-        self._credentials: Any = None
-        self._fetched = 0.0
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         #: Requests this getter sent (botocore's event hooks do not see them).
         self.sent = 0
 
+    def _own(self) -> None:
+        """In a process forked from the one that made this getter (a run's planning
+        child, ``distcp.planning.beside``), none of the parent's kept connections: two
+        processes writing requests on one socket would read each other's answers."""
+        if self._pid != os.getpid():
+            self._lock = threading.Lock()  # one a parent's thread held stays held here
+            self._wires = {}
+            self._pid = os.getpid()
+
     def count_sent(self) -> None:
         """One more request sent for this getter (``requests_sent``)."""
+        self._own()
         with self._lock:
             self.sent += 1
 
     def credentials(self, refresh: bool = False) -> Any:
+        self._own()
         with self._lock:
+            if self._signer_credentials is None:
+                return self._credentials  # given, as botocore's own are: never refreshed
             if refresh or self._credentials is None or \
                     time.monotonic() - self._fetched > CREDENTIALS_TTL_S:
                 self._credentials = fsspec_sync(
@@ -130,6 +153,7 @@ class LeanGetter:
         their sockets' timeouts within the S3 bound in force now (``watchdog_seconds``):
         a getter made under another bound (a task's, a test's) keeps its own wires."""
         limit = watchdog_seconds()
+        self._own()
         with self._lock:
             wire = self._wires.get((host, limit))
             if wire is None:
@@ -168,11 +192,39 @@ class LeanGetter:
                          operation).data
 
     def list_bucket(self, bucket: str, params: dict[str, str]) -> bytes:
-        """The XML answer of a bucket-level GET (``list-type=2``: ListObjectsV2)."""
+        """The XML answer of a bucket-level GET (``list-type=2``: ListObjectsV2;
+        ``uploads``: ListMultipartUploads)."""
+        return self.call(*self.bucket_target(bucket), params, {}, f"s3://{bucket}").data
+
+    def bucket_target(self, bucket: str) -> tuple[str, str]:
+        """The host and the path of a request to the bucket itself."""
         host, path = self.target(bucket, "")
         if not host.startswith(f"{bucket}."):
             path = f"/{bucket}"  # path style: the bucket, not an empty key in it
-        return self.call(host, path, params, {}, f"s3://{bucket}").data
+        return host, path
+
+    def head(self, bucket: str, key: str) -> dict[str, str]:
+        """The headers of a HEAD of ``bucket/key`` (``key`` "": of the bucket);
+        FileNotFoundError or PermissionError as s3fs raises them."""
+        host, path = self.target(bucket, key) if key else self.bucket_target(bucket)
+        return self.call(host, path, {}, {}, f"s3://{bucket}/{key}" if key else f"s3://{bucket}",
+                         "HEAD", operation="HeadObject" if key else "HeadBucket").headers
+
+    def delete_keys(self, bucket: str, body: bytes, md5: str) -> bytes:
+        """DeleteObjects (``body``: its XML, ``md5``: the body's Content-MD5, which S3
+        requires); the answer's XML."""
+        return self.call(*self.bucket_target(bucket), {"delete": ""},
+                         {"Content-MD5": md5, "Content-Type": "application/xml"},
+                         f"s3://{bucket}", "POST", body, "DeleteObjects").data
+
+    def delete(self, bucket: str, key: str, upload_id: str = "") -> bool:
+        """DeleteObject of ``bucket/key`` (a key that is not there is no error on S3);
+        with ``upload_id``, AbortMultipartUpload of that upload."""
+        host, path = self.target(bucket, key)
+        self.call(host, path, {"uploadId": upload_id} if upload_id else {}, {},
+                  f"s3://{bucket}/{key}", "DELETE",
+                  operation="AbortMultipartUpload" if upload_id else "DeleteObject")
+        return True
 
     def call(self, host: str, path: str, params: dict[str, str], headers: dict[str, str],
              where: str, method: str = "GET", body: bytes | memoryview = b"",
@@ -194,7 +246,7 @@ class LeanGetter:
                 _pause_or_give_up(exc, attempt, deadline, limit, what)
                 continue
             status, code = _outcome(response, method)
-            if status == 200:
+            if status == 200 or (status == 204 and method == "DELETE"):
                 return response
             if status == 403 and code in ("ExpiredToken", "InvalidToken") and not refreshed:
                 self.credentials(refresh=True)
@@ -243,10 +295,19 @@ def _outcome(response: Answer, method: str) -> tuple[int, str]:
     retried as a 500 when it is the server's trouble."""
     status = response.status
     code = _error_code(response.data) if status != 200 or (
-        method == "POST" and b"<Error>" in response.data) else ""
+        method == "POST" and _an_error(response.data)) else ""
     if status == 200 and code:
         status = 500 if code in _RETRY_CODES else 400
     return status, code
+
+
+def _an_error(body: bytes) -> bool:
+    """Whether an XML answer is an ``<Error>`` (not a DeleteObjects result, which lists
+    the keys it could not remove as ``<Error>`` elements inside)."""
+    head = body[:512].lstrip()
+    if head.startswith(b"<?xml"):
+        head = head[head.find(b"?>") + 2:].lstrip()
+    return head.startswith(b"<Error>")
 
 
 def _tls_context(verify: bool | str) -> ssl.SSLContext:
@@ -354,6 +415,8 @@ def _plain(fs: Any) -> bool:
     """Only the plain signed case: anything special keeps s3fs's full pipeline."""
     if os.environ.get(DISABLE_ENV) == "0" or getattr(fs, "anon", False):
         return False
+    if isinstance(fs, LazyS3):  # ``plain_reach`` refused every special setting
+        return not any(os.environ.get(name) for name in _PROXY_ENV)
     if getattr(fs, "requester_pays", False) or getattr(fs, "version_aware", False):
         return False
     if getattr(fs, "s3_additional_kwargs", None):
@@ -394,6 +457,18 @@ def get(fs: Any, bucket: str, key: str, etag: str = "") -> bytes | None:
     None when ``fs`` is served by s3fs (``distcp.storage.s3.ops.get_if_match`` and
     ``ObjectStorage.read_bytes`` then ask s3fs)."""
     return lean(fs, lambda getter: getter.get(bucket, key, etag))
+
+
+def head(fs: Any, bucket: str, key: str) -> dict[str, str] | None:
+    """The headers of a HEAD of ``bucket/key`` (``key`` "": of the bucket) through the
+    lean path; None when ``fs`` is served by s3fs."""
+    return lean(fs, lambda getter: getter.head(bucket, key))
+
+
+def delete(fs: Any, bucket: str, key: str, upload_id: str = "") -> bool | None:
+    """DeleteObject (with ``upload_id``: AbortMultipartUpload) through the lean path:
+    True, or None when ``fs`` is served by s3fs."""
+    return lean(fs, lambda getter: getter.delete(bucket, key, upload_id))
 
 
 def put(fs: Any, operation: str, bucket: str, key: str, body: bytes | memoryview,

@@ -33,8 +33,10 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -278,9 +280,21 @@ def abort(fs: Any, url: str, upload_id: str) -> None:
     """Abort an upload; one that is already gone (completed or aborted) is fine."""
     bucket, key = bucket_key(fs, url)
     try:
+        sent = lean.delete(fs, bucket, key, upload_id)
+    except FileNotFoundError:
+        sent = True
+    if sent:
+        request_count.count_method("abort_multipart_upload")  # as ``call`` counts its own
+        return
+    try:
         call(fs, "abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id)
     except FileNotFoundError:
         pass
+
+
+def content_md5(data: bytes) -> str:
+    """The Content-MD5 header of a body: a server that received other bytes refuses it."""
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
 
 
 def put(fs: Any, url: str, data: bytes, extra: Mapping[str, Any] | None = None,
@@ -340,6 +354,47 @@ def _lean_post(fs: Any, method: str, bucket: str, key: str, params: dict[str, st
     return answer
 
 
+def lean_info(fs: Any, path: str) -> dict[str, Any] | None:
+    """s3fs's ``info`` of ``path`` (a HEAD; on 404, one page of what is under it: a
+    folder) through the lean path; None when s3fs answers (a bucket, a version, a
+    filesystem it serves). FileNotFoundError when nothing is there."""
+    bucket, key, version = fs.split_path(path)
+    if not key or version:
+        return None
+    try:
+        found = lean.head(fs, bucket, key)
+    except FileNotFoundError:
+        pass  # maybe a folder: asked as s3fs asks
+    else:
+        if found is None:
+            return None
+        modified = found.get("last-modified")
+        return {"ETag": found.get("etag", ""),
+                "LastModified": parsedate_to_datetime(modified) if modified else "",
+                "size": int(found.get("content-length", 0)), "name": f"{bucket}/{key}",
+                "type": "file", "StorageClass": found.get("x-amz-storage-class", "STANDARD"),
+                "VersionId": found.get("x-amz-version-id"),
+                "ContentType": found.get("content-type")}
+    under = lean_holds_keys(fs, bucket, key)
+    if under is None:
+        return None
+    if not under:
+        raise FileNotFoundError(errno.ENOENT, "no such key or folder", path)
+    return {"name": f"{bucket}/{key}", "type": "directory", "size": 0,
+            "StorageClass": "DIRECTORY"}
+
+
+def lean_holds_keys(fs: Any, bucket: str, key: str) -> bool | None:
+    """Whether anything is under the folder ``key`` (one page of one key, as s3fs
+    asks); None when s3fs answers."""
+    params = {"list-type": "2", "prefix": key.rstrip("/") + "/" if key else "",
+              "delimiter": "/", "max-keys": "1", "encoding-type": "url"}
+    page = lean.lean(fs, lambda getter: getter.list_bucket(bucket, params))
+    if page is None:
+        return None
+    return b"<Contents>" in page or b"<CommonPrefixes>" in page
+
+
 def holds(fs: Any, url: str, size: int, parts: Sequence[tuple[int, str, int]] = ()) -> bool:
     """Whether the object at ``url`` has ``size`` and, when the server gives multipart
     ETags, the ETag of exactly these parts (one HEAD)."""
@@ -353,11 +408,21 @@ def holds(fs: Any, url: str, size: int, parts: Sequence[tuple[int, str, int]] = 
 
 
 def head(fs: Any, url: str) -> dict[str, Any] | None:
+    """HeadObject's answer as botocore shapes it (on the lean path: the fields read
+    here, ContentLength and ETag); None when no object is there."""
     bucket, key = bucket_key(fs, url)
+    found: dict[str, str] | None = {}  # {}: asked on the lean path, a 404 too
     try:
-        return dict(call(fs, "head_object", Bucket=bucket, Key=key))
+        found = lean.head(fs, bucket, key)
+        if found is None:
+            return dict(call(fs, "head_object", Bucket=bucket, Key=key))
+        return {"ContentLength": int(found.get("content-length", 0)),
+                "ETag": found.get("etag", "")}
     except FileNotFoundError:
         return None
+    finally:
+        if found is not None:  # as ``call`` counts its own
+            request_count.count_method("head_object")
 
 
 def list_parts(fs: Any, url: str, upload_id: str) -> dict[int, tuple[str, int]] | None:
@@ -382,6 +447,10 @@ def uploads(fs: Any, prefix_url: str) -> Iterator[tuple[str, str, float]]:
     """(final URL, upload id, initiated epoch seconds) of pending uploads under a prefix."""
     bucket, prefix = bucket_key(fs, prefix_url)
     prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+    pages = _lean_uploads(fs, bucket, prefix)
+    if pages is not None:
+        yield from pages
+        return
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
         try:
@@ -393,6 +462,83 @@ def uploads(fs: Any, prefix_url: str) -> Iterator[tuple[str, str, float]]:
         if not out.get("IsTruncated"):
             return
         kwargs.update(KeyMarker=out["NextKeyMarker"], UploadIdMarker=out["NextUploadIdMarker"])
+
+
+def delete_keys(fs: Any, bucket: str, keys: Sequence[str]) -> list[tuple[str, str, str]]:
+    """DeleteObjects of ``keys`` (quiet), on the lean path where it serves ``fs``:
+    (key, code, message) of each key the server could not remove. A server without
+    DeleteObjects raises its 501 (``not_implemented``): ``delete_key`` each then."""
+    from xml.sax.saxutils import escape
+
+    body = "".join([f'<Delete xmlns="{_XMLNS}"><Quiet>true</Quiet>',
+                    *(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys),
+                    "</Delete>"]).encode()
+    md5 = content_md5(body)
+    answer = lean.lean(fs, lambda getter: getter.delete_keys(bucket, body, md5))
+    if answer is None:
+        out = call(fs, "delete_objects", Bucket=bucket, Delete={
+            "Objects": [{"Key": k} for k in keys], "Quiet": True})
+        return [(str(e.get("Key", "")), str(e.get("Code", "")), str(e.get("Message", "")))
+                for e in out.get("Errors") or []]
+    request_count.count_method("delete_objects")
+    return [(lean.xml_text(e, "Key"), lean.xml_text(e, "Code"),
+             lean.xml_text(e, "Message") if b"<Message>" in e else "")
+            for e in _ERROR.findall(answer)]
+
+
+def delete_key(fs: Any, bucket: str, key: str) -> None:
+    """One DeleteObject, on the lean path where it serves ``fs``."""
+    if lean.delete(fs, bucket, key) is None:
+        call(fs, "delete_object", Bucket=bucket, Key=key)
+    else:
+        request_count.count_method("delete_object")
+
+
+_ERROR = re.compile(rb"<Error>(.*?)</Error>", re.DOTALL)
+_UPLOAD = re.compile(rb"<Upload>(.*?)</Upload>", re.DOTALL)
+
+
+def _lean_uploads(fs: Any, bucket: str, prefix: str
+                  ) -> Iterator[tuple[str, str, float]] | None:
+    """``uploads`` through the lean path (ListMultipartUploads, its pages followed by
+    their markers); None when s3fs answers ``fs``."""
+    params = {"uploads": "", "prefix": prefix}
+    try:
+        page = _uploads_page(fs, bucket, params)
+    except FileNotFoundError:  # rclone serve s3 answers NoSuchUpload when there is none
+        return iter(())
+    if page is None:
+        return None
+    return _upload_pages(fs, bucket, params, page)
+
+
+def _uploads_page(fs: Any, bucket: str, params: dict[str, str]) -> bytes | None:
+    page: bytes | None = lean.lean(fs, lambda getter: getter.list_bucket(bucket, params))
+    if page is not None:
+        request_count.count_method("list_multipart_uploads")
+    return page
+
+
+def _upload_pages(fs: Any, bucket: str, params: dict[str, str], page: bytes
+                  ) -> Iterator[tuple[str, str, float]]:
+    from distcp.storage.s3.listing import timestamp
+
+    while True:
+        for upload in _UPLOAD.findall(page):
+            yield (f"s3://{bucket}/{lean.xml_text(upload, 'Key')}",
+                   lean.xml_text(upload, "UploadId"),
+                   timestamp(lean.xml_text(upload, "Initiated")).timestamp())
+        if b"<IsTruncated>true</IsTruncated>" not in page:
+            return
+        params = {**params, "key-marker": lean.xml_text(page, "NextKeyMarker"),
+                  "upload-id-marker": lean.xml_text(page, "NextUploadIdMarker")}
+        try:
+            got = _uploads_page(fs, bucket, params)
+        except FileNotFoundError:
+            return
+        if got is None:  # given up on mid-way: never a partial list
+            raise OSError(f"listing the uploads of s3://{bucket}: the lean listing stopped")
+        page = got
 
 
 def multipart_etag(etags: Sequence[str]) -> str:

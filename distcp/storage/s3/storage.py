@@ -27,6 +27,7 @@ from distcp.storage.s3 import inflight, settings, uploads
 from distcp.storage.s3 import lean as s3get
 from distcp.storage.s3 import ops as s3
 from distcp.storage.s3.probe import probe_problem
+from distcp.storage.s3.reach import LazyS3, StandIns, plain_reach
 from distcp.storage.staged import Staged, StagedKind
 from distcp.storage.staging import (
     Parts,
@@ -61,6 +62,17 @@ class ObjectStorage(Storage):
         #: What each data object is created with (CreateMultipartUpload, PutObject):
         #: with any, those requests go through botocore instead of the lean path.
         self._extra = s3.object_arguments(self.writes)
+        self._stand_ins = StandIns()
+
+    def fs(self, url: str) -> tuple[Any, str]:
+        """A plain reach's stand-in (``reach.LazyS3``: s3fs imported and its client made
+        only if a request needs them), else s3fs's filesystem. The environment is read
+        each time: a task applies its client's before it asks."""
+        found = plain_reach(self.options)
+        if found is None or not url.startswith(("s3://", "s3a://")) or "::" in url:
+            return super().fs(url)
+        lazy = self._stand_ins.get(found, lambda: super(ObjectStorage, self).fs(url)[0])
+        return lazy, lazy._strip_protocol(url)
 
     def write_value_problem(self, writes: WriteOptions, shown: str) -> str | None:
         """Metadata goes in HTTP headers (``x-amz-meta-KEY``): printable ASCII only."""
@@ -105,8 +117,45 @@ class ObjectStorage(Storage):
         return f"md5:{etag}" if _MD5.fullmatch(etag) else None
 
     def write_atomic(self, url: str, data: bytes, durable: bool = True) -> None:
-        fs, path = self.fs(url)  # one PUT: atomic; bounded, as a silent server would hang
+        """One PUT: atomic (through the lean path where it serves, with its Content-MD5;
+        not counted as a file's request); bounded, as a silent server would hang."""
+        fs, path = self.fs(url)
+        bucket, key, version = fs.split_path(path)
+        if not version and s3get.put(fs, "put_object", bucket, key, data, {},
+                                     {"Content-MD5": s3.content_md5(data)}) is not None:
+            s3.written(fs, bucket, key)
+            return
         s3.sync_bounded(fs, f"writing {fsutil.display(url)}", fs._pipe_file, path, data)
+
+    def stat(self, url: str) -> FileStatus:
+        """A HEAD (then, for a folder, one page) through the lean path while s3fs has
+        listed nothing it would answer from; else s3fs's ``info``."""
+        fs, path = self.fs(url)
+        info = s3.lean_info(fs, path) if isinstance(fs, LazyS3) and not fs.made else None
+        if info is None:
+            return super().stat(url)
+        request_count.count("head")
+        return fsutil.status(fs, info)
+
+    def isdir(self, url: str) -> bool:
+        """One page of one key under ``url`` through the lean path while s3fs has listed
+        nothing it would answer from (s3fs lists the whole folder); else s3fs's."""
+        fs, path = self.fs(url)
+        bucket, key, version = fs.split_path(path)
+        if isinstance(fs, LazyS3) and not fs.made and key.strip("/") and not version:
+            found = s3.lean_holds_keys(fs, bucket, key)
+            if found is not None:
+                return found
+        return super().isdir(url)
+
+    def remove_file(self, url: str) -> None:
+        """One DELETE (a key that is not there is no error on S3)."""
+        fs, path = self.fs(url)
+        bucket, key, version = fs.split_path(path)
+        if key and not version and s3get.delete(fs, bucket, key) is not None:
+            s3.written(fs, bucket, key)
+            return
+        super().remove_file(url)
 
     def read_bytes(self, url: str, what: str) -> bytes:
         """One GET through the lean client (s3fs's asks the key's status first, unless a
@@ -170,11 +219,17 @@ class ObjectStorage(Storage):
         fs, path = self.fs(url)
         bucket, key, _ = fs.split_path(path)
         try:
-            s3.call(fs, "head_object", Bucket=bucket, Key=key)
+            if s3get.head(fs, bucket, key) is None:
+                s3.call(fs, "head_object", Bucket=bucket, Key=key)
             return False
         except FileNotFoundError:
             pass
         try:
+            if s3get.put(fs, "put_object", bucket, key, data, {},
+                         {"Content-MD5": s3.content_md5(data), "If-None-Match": "*"}
+                         ) is not None:
+                s3.written(fs, bucket, key)
+                return True
             s3.sync_bounded(fs, f"creating {fsutil.display(url)}", fs._pipe_file, path, data,
                             mode="create")
         except OSError as exc:
@@ -188,7 +243,9 @@ class ObjectStorage(Storage):
         bucket there (``distcp.storage.s3.probe`` words what went wrong)."""
         try:
             fs, path = self.fs(url)
-            s3.call(fs, "head_bucket", Bucket=path.split("/", 1)[0])
+            bucket = path.split("/", 1)[0]
+            if s3get.head(fs, bucket, "") is None:
+                s3.call(fs, "head_bucket", Bucket=bucket)
         except Exception as exc:  # noqa: BLE001 - classified, re-raised as ours
             bucket = self.fs(url)[1].split("/", 1)[0]
             raise probe_problem(exc, url, bucket, f"{setting} or the AWS_* variables") from None
@@ -201,42 +258,44 @@ class ObjectStorage(Storage):
         would create a missing one: the run's probe has found it there.)"""
 
     def remove(self, url: str) -> None:
-        """The keys below ``url`` found by one listing, removed with the key at ``url``
-        itself a thousand a request (DeleteObjects: a key that is not there is no
-        error; a server without it, one DELETE a key). s3fs asked the key's status and
-        listed it as a folder before listing it again, then removed each key alone: a
-        job's four progress documents took seven requests, now two. Keys are names,
-        never patterns."""
+        """The key at ``url`` and the keys below it, found by one listing, removed a
+        thousand a request (DeleteObjects; a server without it, one DELETE a key). s3fs
+        asked the key's status and listed it as a folder before listing it again, then
+        removed each key alone: a job's four progress documents took seven requests,
+        now two. Only keys listed are sent: ``rclone serve s3`` refuses to delete a key
+        that names one of its folders (InternalError). Keys are names, never patterns."""
         from distcp.storage.s3 import listing as s3list
 
         fs, path = self.fs(url)
         bucket, key, version = fs.split_path(path)
         key = key.rstrip("/")
-        pages = None if version or not key else s3list.page_stream(fs, bucket, f"{key}/")
+        # listed from ``key`` itself, the first name it prefixes; no page is asked for
+        # past the folder (siblings such as ``key0`` sort after ``key/...``)
+        pages = None if version or not key else s3list.page_stream(
+            fs, bucket, key, beyond=lambda last: last > f"{key}/" and
+            not last.startswith(f"{key}/"))
         if pages is None:  # a bucket, a version, or a filesystem s3fs serves
             super().remove(url)
             return
-        keys = [key]
+        keys = []
         with closing(pages):
             for page in pages:
-                keys += [c["Key"] for c in page["Contents"]]
+                keys += [c["Key"] for c in page["Contents"]
+                         if c["Key"] == key or c["Key"].startswith(f"{key}/")]
         fs.invalidate_cache(path)
         for start in range(0, len(keys), DELETE_BATCH):
             batch = keys[start:start + DELETE_BATCH]
             try:
-                answer = s3.call(fs, "delete_objects", Bucket=bucket, Delete={
-                    "Objects": [{"Key": k} for k in batch], "Quiet": True})
+                refused = s3.delete_keys(fs, bucket, batch)
             except OSError as exc:
                 if not s3.not_implemented(exc):
                     raise
                 for k in batch:  # a server without DeleteObjects: one request a key
-                    s3.call(fs, "delete_object", Bucket=bucket, Key=k)
+                    s3.delete_key(fs, bucket, k)
                 continue
-            errors = answer.get("Errors") or []  # quiet: only the keys it could not remove
-            if errors:
-                first = errors[0]
-                raise OSError(f"removing s3://{bucket}/{first.get('Key', '')}: "
-                              f"{first.get('Code', '')} {first.get('Message', '')}".rstrip())
+            if refused:  # quiet: only the keys it could not remove
+                first, code, message = refused[0]
+                raise OSError(f"removing s3://{bucket}/{first}: {code} {message}".rstrip())
 
     def name_problem(self, url: str) -> str | None:
         """Asked of every file a task copies here: the filesystem is the bucket's."""
@@ -395,3 +454,4 @@ def _published(fs: Any, keys: Sequence[tuple[str, str]], finals: Sequence[str],
             continue
         s3.written(fs, *keys[index])
         yield index, Staged.published(finals[index]), _ONE_PUT
+

@@ -132,24 +132,23 @@ class Wire:
         """``method`` on ``target`` with ``headers`` and ``body`` (sent with its
         Content-Length). A request on a kept connection the server had closed before
         answering is sent again on a new one, as every keep-alive client does: the
-        caller decides whether its request may be sent twice. Not for HEAD (its
-        answer's Content-Length names no body)."""
+        caller decides whether its request may be sent twice."""
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self.authority}",
                  *(f"{name}: {value}" for name, value in headers.items())]
-        if body or method != "GET":
+        if body or method not in ("GET", "HEAD"):
             lines.append(f"Content-Length: {len(body)}")
         head = "\r\n".join([*lines, "", ""]).encode("latin-1")
         request = (head + body, b"") if len(body) <= _JOIN_BELOW else (head, body)
         conn, reused = self.take()
         try:
             try:
-                answer, keep = _exchange(conn, *request)
+                answer, keep = _exchange(conn, *request, headless=method == "HEAD")
             except _Stale:
                 if not reused:
                     raise
                 conn.close()
                 conn, reused = self._connect(), False
-                answer, keep = _exchange(conn, *request)
+                answer, keep = _exchange(conn, *request, headless=method == "HEAD")
         except BaseException:
             conn.close()
             raise
@@ -188,11 +187,12 @@ class Wire:
         return _Connection(sock)
 
 
-def _exchange(conn: _Connection, request: bytes, body: bytes | memoryview = b""
-              ) -> tuple[Answer, bool]:
+def _exchange(conn: _Connection, request: bytes, body: bytes | memoryview = b"",
+              headless: bool = False) -> tuple[Answer, bool]:
     """Send one request (its head, then ``body`` unless empty) and read its answer;
     True with it when the connection may be kept. A kept connection that ends before
-    the first byte is ``_Stale``."""
+    the first byte is ``_Stale``. ``headless``: a HEAD's answer, whose Content-Length
+    names the object's body, not one sent."""
     try:
         conn.sock.sendall(request)
         if body:
@@ -206,7 +206,7 @@ def _exchange(conn: _Connection, request: bytes, body: bytes | memoryview = b""
         if not 100 <= status < 200:
             break
     keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-    if status in (204, 304):
+    if headless or status in (204, 304):
         data = b""
     elif "chunked" in headers.get("transfer-encoding", "").lower():
         data = _chunked(conn)
