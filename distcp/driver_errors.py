@@ -44,7 +44,9 @@ def _classify(exc: BaseException) -> DistcpError | None:
         if name in _MISSING:
             return CredentialsError(f"no S3 credentials found ({_short(link)}); set them with "
                                     f"{_SETTING}")
-        if name == "ClientError" and _code(link) in CREDENTIAL_CODES:
+        # botocore's ClientError, or the lean wire's PermissionError, which carries its code
+        if (name == "ClientError" or isinstance(link, PermissionError)) and \
+                _code(link) in CREDENTIAL_CODES:
             return CredentialsError(f"S3 refused the credentials or access ({_short(link)}); "
                                     f"fix them with {_SETTING}")
         if name in _UNREACHABLE:

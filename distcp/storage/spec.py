@@ -181,6 +181,9 @@ def forget_environment_clients() -> None:
         cached = getattr(sys.modules.get(module), name, None)
         if cached is not None:
             cached.clear_instance_cache()
+    reach = sys.modules.get("distcp.storage.s3.reach")  # S3 read without a client
+    if reach is not None:
+        reach.forget()
 
 
 def written_url(url: str, options: Mapping[str, Any] | None = None) -> str:

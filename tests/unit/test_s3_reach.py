@@ -135,3 +135,23 @@ def test_a_forked_child_keeps_none_of_the_parents_connections() -> None:
     assert os.read(r, 1) == b"1"
     os.waitpid(pid, 0)
     assert getter.wire("127.0.0.1:9") is parents  # the parent's own stay its own
+
+
+def test_a_storage_reads_its_reach_again_when_the_environment_changes(
+        clean_env: pytest.MonkeyPatch) -> None:
+    from distcp.copying.taskenv import applied_environment
+    from distcp.storage import storage_for
+
+    clean_env.setenv("AWS_ACCESS_KEY_ID", "AKIAONE")
+    clean_env.setenv("AWS_SECRET_ACCESS_KEY", "one")
+    clean_env.setenv("AWS_ENDPOINT_URL", ENDPOINT)
+    storage = storage_for("s3://b/k", {"listings_expiry_time": 7.5})
+    first = storage.fs("s3://b/k")[0]
+    assert isinstance(first, LazyS3) and first.reach.credentials.access_key == "AKIAONE"
+    assert storage.fs("s3://b/other")[0] is first
+    clean_env.setenv("AWS_ACCESS_KEY_ID", "AKIATWO")  # a variable it reads: seen at once
+    second = storage.fs("s3://b/k")[0]
+    assert isinstance(second, LazyS3) and second.reach.credentials.access_key == "AKIATWO"
+    with applied_environment({**os.environ, "AWS_PROFILE": "other"}):  # a task's
+        assert not isinstance(storage.fs("s3://b/k")[0], LazyS3)  # botocore's to read
+    assert storage.fs("s3://b/k")[0] is second

@@ -380,8 +380,11 @@ def _error_code(body: bytes) -> str:
 def _answer_error(status: int, code: str, where: str, what: str) -> OSError:
     if status == 404:
         return FileNotFoundError(f"{where}: {code or 'NoSuchKey'}")
-    if status == 403:
-        return PermissionError(f"{where}: {code or 'AccessDenied'}")
+    if status == 403:  # a builtin, as s3fs raises it, with the code botocore's carried
+        refused = PermissionError(f"{where}: {code or 'AccessDenied'}")
+        refused.response = {"Error": {"Code": code or "AccessDenied"},  # type: ignore[attr-defined]
+                            "ResponseMetadata": {"HTTPStatusCode": 403}}
+        return refused
     return _HTTPError(status, code or str(status), f"{what}: HTTP {status} {code}".strip())
 
 

@@ -37,6 +37,12 @@ class ProtocolError(OSError):
     """An answer that is not the HTTP/1.1 we speak."""
 
 
+class EndpointConnectionError(OSError):
+    """No connection to the endpoint at all: named and worded as botocore's error of
+    the same case, which ``driver_errors`` and the probe word as "S3 endpoint
+    unreachable" (a refused port, an unknown host, no answer to the connect)."""
+
+
 class _Stale(OSError):
     """A kept connection closed before the answer's first byte (the server's idle close)."""
 
@@ -139,7 +145,7 @@ class Wire:
             lines.append(f"Content-Length: {len(body)}")
         head = "\r\n".join([*lines, "", ""]).encode("latin-1")
         request = (head + body, b"") if len(body) <= _JOIN_BELOW else (head, body)
-        conn, reused = self.take()
+        conn, reused = self.take(target)
         try:
             try:
                 answer, keep = _exchange(conn, *request, headless=method == "HEAD")
@@ -147,7 +153,7 @@ class Wire:
                 if not reused:
                     raise
                 conn.close()
-                conn, reused = self._connect(), False
+                conn, reused = self._connect(target), False
                 answer, keep = _exchange(conn, *request, headless=method == "HEAD")
         except BaseException:
             conn.close()
@@ -158,12 +164,13 @@ class Wire:
             conn.close()
         return answer
 
-    def take(self) -> tuple[_Connection, bool]:
-        """A kept connection (True) or a new one (False), the caller's until ``give``."""
+    def take(self, target: str = "/") -> tuple[_Connection, bool]:
+        """A kept connection (True) or a new one (False), the caller's until ``give``;
+        ``target``: the request's, named if no connection can be made."""
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
-        return self._connect(), False
+        return self._connect(target), False
 
     def give(self, conn: _Connection) -> None:
         """``conn`` kept for the next request (its answer read whole, its socket
@@ -174,8 +181,15 @@ class Wire:
                 return
         conn.close()
 
-    def _connect(self) -> _Connection:
-        sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
+    def _connect(self, target: str = "/") -> _Connection:
+        try:
+            sock = socket.create_connection((self.host, self.port),
+                                            timeout=self.connect_timeout)
+        except OSError as exc:
+            scheme = "https" if self.tls else "http"
+            raise EndpointConnectionError(
+                f'Could not connect to the endpoint URL: "{scheme}://{self.authority}'
+                f'{target}"') from exc
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.context is not None:
