@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 #: The variables botocore reads that ``plain_reach`` reads the same way; any other
-#: ``AWS_*`` variable (a profile, a CA bundle, FIPS or dual-stack endpoints, a retry
+#: ``AWS_*`` variable (a profile, a config file, FIPS or dual-stack endpoints, a retry
 #: mode...) leaves the resolution to botocore.
 KNOWN_ENV = frozenset({
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
