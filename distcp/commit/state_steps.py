@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from distcp.checksum import ALGORITHM
-from distcp.commit.steps import CommitContext, CommitStep
+from distcp.commit.steps import CommitContext, CommitStep, save_changed
 from distcp.datasets.partitions import advance
 from distcp.events import model
 from distcp.events.sinks import EventSink
@@ -37,6 +37,7 @@ class _StateChange(CommitStep):
     neither a replay (verify) nor a second execute applies it twice."""
 
     marker_suffix: ClassVar[str] = ""
+    changes_state: ClassVar[bool] = True
     sequence_id: str
     urn: str
 
@@ -59,7 +60,10 @@ class _StateChange(CommitStep):
             return  # applied already: applying again would record the sequence twice
         self.apply(state, store)
         state.applied.append(self.marker)
-        store.save(state)
+        if ctx.unsaved is None:
+            store.save(state)
+        else:  # saved with the state steps after it, in one write (``CommitSequence.run``)
+            ctx.unsaved[self.urn] = lambda: store.save(state)
 
     @abstractmethod
     def apply(self, state: DatasetState, store: StateStore) -> None:
@@ -94,6 +98,7 @@ class CompactManifest(CommitStep):
     no replaced file still to remove."""
 
     kind: ClassVar[str] = "compact-manifest"
+    changes_state: ClassVar[bool] = True  # reads the cached state; saves when it merges
     urn: str
     threshold: int = COMPACT_AFTER
 
@@ -102,9 +107,13 @@ class CompactManifest(CommitStep):
 
     def verify(self, ctx: CommitContext) -> bool:
         state = _store(ctx).load(self.urn)
-        return len(state.segments) <= self.threshold and not state.garbage
+        # a version-1 manifest is a segment once saved, which may not have happened yet
+        # (``CommitContext.unsaved``): counted as one, as a save before would have
+        segments = len(state.segments) + (1 if state.legacy else 0)
+        return segments <= self.threshold and not state.garbage
 
     def execute(self, ctx: CommitContext) -> None:
+        save_changed(ctx.unsaved)  # a merge's crash safety: the document lists every segment
         store = _store(ctx)
         store.compact(store.load(self.urn), self.threshold)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
@@ -50,6 +51,12 @@ class CommitContext:
     #: The roots this run may act in (``distcp.state.bounds``): every record read back
     #: from the commit log is checked against them before any of its steps runs.
     bounds: Bounds | None = field(default=None, compare=False)
+    #: Dataset states changed by the running sequence's state steps and not saved yet,
+    #: by URN: their saves, done once when a step of another kind comes (or the sequence
+    #: ends), so that one file set's manifest, watermark and run record cost one write
+    #: of its document. None: each state step saves its own change.
+    unsaved: dict[str, Callable[[], None]] | None = field(
+        default=None, repr=False, compare=False)
 
     def storage(self, url: str) -> Storage:
         """The storage serving ``url`` (the destination's options)."""
@@ -70,6 +77,9 @@ class CommitStep(ABC):
     #: Entries a piece holds at least (0: ``distcp.commit.fanout.MIN_PIECE``); a step
     #: whose entry stands for many files sets 1.
     min_piece: ClassVar[int] = 0
+    #: A change to a dataset's state that may be saved with the state steps next to it
+    #: (``CommitContext.unsaved``): one document write for them all.
+    changes_state: ClassVar[bool] = False
     _kinds: ClassVar[dict[str, type[CommitStep]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -159,20 +169,39 @@ class CommitSequence:
             kept = replace(self.writes,
                            requester_pays=writeopts.of(ctx.dst_options).requester_pays)
             ctx = replace(ctx, dst_options=writeopts.carrying(ctx.dst_options, kept))
-        for step in self.steps:
-            crash_point("before_step")
-            try:
-                if ctx.fan_out is not None and ctx.fan_out(step, ctx):
-                    pass  # the executors verified and executed it, piece by piece
-                elif not step.verify(ctx):
-                    step.execute(ctx)
-            except (PublishError, StateError):
-                raise
-            except OSError as exc:
-                raise PublishError(
-                    f"cannot publish {fsutil.display(self.dataset_urn)} ({self.file_set}): "
-                    f"{step.kind} failed: {exc}", file_set=self.file_set) from exc
-            crash_point("after_step")
+        unsaved: dict[str, Callable[[], None]] = {}
+        ctx = replace(ctx, unsaved=unsaved)
+        try:
+            for step in self.steps:
+                if not step.changes_state:
+                    self._save(unsaved)
+                crash_point("before_step")
+                with self._failing(step.kind):
+                    if ctx.fan_out is not None and ctx.fan_out(step, ctx):
+                        pass  # the executors verified and executed it, piece by piece
+                    elif not step.verify(ctx):
+                        step.execute(ctx)
+                crash_point("after_step")
+        except Exception:
+            self._save(unsaved)  # what the steps before it changed
+            raise
+        self._save(unsaved)
+
+    def _save(self, unsaved: dict[str, Callable[[], None]]) -> None:
+        with self._failing("dataset state"):
+            save_changed(unsaved)
+
+    @contextmanager
+    def _failing(self, kind: str) -> Iterator[None]:
+        """An OSError as the PublishError that names the set and what failed."""
+        try:
+            yield
+        except (PublishError, StateError):
+            raise
+        except OSError as exc:
+            raise PublishError(
+                f"cannot publish {fsutil.display(self.dataset_urn)} ({self.file_set}): "
+                f"{kind} failed: {exc}", file_set=self.file_set) from exc
 
     def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
         """Every path its steps act on (``CommitStep.targets``), and its own id, which
@@ -192,6 +221,14 @@ class CommitSequence:
         return CommitSequence(data["dataset_urn"], data["file_set"],
                               tuple(CommitStep.from_dict(s) for s in data["steps"]), data["id"],
                               writeopts.from_record(data.get("writes")))
+
+
+def save_changed(unsaved: dict[str, Callable[[], None]] | None) -> None:
+    """Save the dataset states changed and not saved yet (``CommitContext.unsaved``),
+    each with its steps' markers in the same write: a crash before it leaves them all
+    to the replay."""
+    while unsaved:
+        unsaved.pop(next(iter(unsaved)))()
 
 
 @dataclass(frozen=True)
