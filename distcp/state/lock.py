@@ -8,8 +8,9 @@ the holder. A holder refreshes its heartbeat every ``HEARTBEAT_S``; a lock is
 broken when its holder is provably gone: on this host, its pid is dead (or was
 reused by a younger process); elsewhere, its heartbeat is older than
 ``STALE_S``. Creation is exclusive where the filesystem can say so (``O_EXCL``
-on local disk, ``If-None-Match`` on S3); elsewhere the writer reads the lock back
-and yields if another run's document is there.
+on local disk, ``If-None-Match`` on an S3 server shown to honour it:
+``Storage.creates_exclusively``); elsewhere the writer reads the lock back and yields
+if another run's document is there.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ class DestinationLock:
                 self._created = _missing_folders(os.path.dirname(fsutil.os_path(self.url)))
             if not self.storage.create_new(self.url, data):
                 return False
-            if self.storage.capabilities.exclusive_create:
+            if self.storage.creates_exclusively(self.url):
                 return True
         except FileExistsError:
             return False

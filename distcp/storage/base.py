@@ -366,6 +366,12 @@ class Storage(ABC):
         fs.pipe_file(path, data)
         return True
 
+    def creates_exclusively(self, url: str) -> bool:
+        """Whether ``create_new`` at ``url`` is one atomic step, of writers racing for one
+        name exactly one winning (no read-back needed): ``exclusive_create``, or what a
+        store learnt of its server."""
+        return self.capabilities.exclusive_create
+
     def makedirs(self, url: str) -> None:
         fs, path = self.fs(url)
         fs.makedirs(path, exist_ok=True)

@@ -455,6 +455,11 @@ def lean(fs: Any, action: Callable[[LeanGetter], T]) -> T | None:
         return None
 
 
+def endpoint_of(fs: Any) -> str:
+    """The endpoint ``fs``'s lean getter sends to; "" when ``fs`` is served by s3fs."""
+    return lean(fs, lambda getter: getter.endpoint.geturl()) or ""
+
+
 def get(fs: Any, bucket: str, key: str, etag: str = "") -> bytes | None:
     """A GetObject (If-Match ``etag``, unless "") through the lean path: the bytes, or
     None when ``fs`` is served by s3fs (``distcp.storage.s3.ops.get_if_match`` and

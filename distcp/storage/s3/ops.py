@@ -411,18 +411,21 @@ def head(fs: Any, url: str) -> dict[str, Any] | None:
     """HeadObject's answer as botocore shapes it (on the lean path: the fields read
     here, ContentLength and ETag); None when no object is there."""
     bucket, key = bucket_key(fs, url)
-    found: dict[str, str] | None = {}  # {}: asked on the lean path, a 404 too
     try:
         found = lean.head(fs, bucket, key)
-        if found is None:
+    except Exception as exc:  # asked on the lean path: counted as ``call`` counts its own
+        request_count.count_method("head_object")
+        if isinstance(exc, FileNotFoundError):
+            return None
+        raise
+    if found is None:  # served by s3fs: ``call`` counts it
+        try:
             return dict(call(fs, "head_object", Bucket=bucket, Key=key))
-        return {"ContentLength": int(found.get("content-length", 0)),
-                "ETag": found.get("etag", "")}
-    except FileNotFoundError:
-        return None
-    finally:
-        if found is not None:  # as ``call`` counts its own
-            request_count.count_method("head_object")
+        except FileNotFoundError:
+            return None
+    request_count.count_method("head_object")
+    return {"ContentLength": int(found.get("content-length", 0)),
+            "ETag": found.get("etag", "")}
 
 
 def list_parts(fs: Any, url: str, upload_id: str) -> dict[int, tuple[str, int]] | None:

@@ -64,6 +64,9 @@ class ObjectStorage(Storage):
         self._extra = s3.object_arguments(self.writes)
         self._stand_ins = StandIns()
         self._reach: tuple[tuple[object, ...], Reach | None] = ((), None)
+        #: (endpoint, bucket) -> whether its server refused a second PutObject with
+        #: ``If-None-Match: *`` (``create_new`` learns it once per process).
+        self._exclusive: dict[tuple[str, str], bool] = {}
 
     def fs(self, url: str) -> tuple[Any, str]:
         """A plain reach's stand-in (``reach.LazyS3``: s3fs imported and its client made
@@ -76,6 +79,8 @@ class ObjectStorage(Storage):
             self._reach = (seen, found)
         if found is None or not url.startswith(("s3://", "s3a://")) or "::" in url:
             return super().fs(url)
+        # s3fs's filesystem depends on the options alone, not on the URL's bucket: any
+        # URL of this storage makes the one every stand-in of this reach stands for
         lazy = self._stand_ins.get(found, lambda: super(ObjectStorage, self).fs(url)[0])
         return lazy, lazy._strip_protocol(url)
 
@@ -217,31 +222,42 @@ class ObjectStorage(Storage):
         return s3.sync_bounded(fs, what, getattr(fs, f"_{name}"), *args, **kwargs)
 
     def create_new(self, url: str, data: bytes) -> bool:
-        """One PUT with If-None-Match where the server honours it (moto, S3); a 412
-        (PreconditionFailed) means someone was first. Not every server honours it
-        (rclone serve s3): no ``exclusive_create``, callers read back. Before it, one
-        HEAD of the key (s3fs's ``exists`` listed the key as a folder too)."""
+        """One PUT with If-None-Match; a 412 (PreconditionFailed) means someone was
+        first. Not every server honours it (rclone serve s3 writes over the key): so
+        first a HEAD of the key, unless this server is known to honour it. The first
+        create on the lean wire learns which: the same PUT sent again must be refused
+        (same bytes, so a server that takes it changes nothing), and from then on
+        ``creates_exclusively`` says so."""
         fs, path = self.fs(url)
         bucket, key, _ = fs.split_path(path)
+        server = (s3get.endpoint_of(fs), bucket)
+        honours = self._exclusive.get(server)
         try:
-            if s3get.head(fs, bucket, key) is None:
-                s3.call(fs, "head_object", Bucket=bucket, Key=key)
-            return False
+            if not honours:
+                if s3get.head(fs, bucket, key) is None:
+                    s3.call(fs, "head_object", Bucket=bucket, Key=key)
+                return False
         except FileNotFoundError:
             pass
         try:
-            if s3get.put(fs, "put_object", bucket, key, data, {},
-                         {"Content-MD5": s3.content_md5(data), "If-None-Match": "*"}
-                         ) is not None:
-                s3.written(fs, bucket, key)
+            if s3get.put(fs, "put_object", bucket, key, data, {}, _create_headers(data)) is None:
+                s3.sync_bounded(fs, f"creating {fsutil.display(url)}", fs._pipe_file, path,
+                                data, mode="create")  # served by s3fs: nothing learnt
                 return True
-            s3.sync_bounded(fs, f"creating {fsutil.display(url)}", fs._pipe_file, path, data,
-                            mode="create")
+            s3.written(fs, bucket, key)
+            learnt = _refused_again(fs, bucket, key, data) if honours is None else None
+            if learnt is not None:
+                self._exclusive[server] = learnt
         except OSError as exc:
             if "PreconditionFailed" in str(exc) or "412" in str(exc):
                 return False
             raise
         return True
+
+    def creates_exclusively(self, url: str) -> bool:
+        """Only where this server refused a second create of one key (``create_new``)."""
+        fs, path = self.fs(url)
+        return self._exclusive.get((s3get.endpoint_of(fs), fs.split_path(path)[0]), False)
 
     def probe(self, url: str, setting: str) -> None:
         """HEAD of the bucket: credentials present and accepted, endpoint reachable,
@@ -460,3 +476,17 @@ def _published(fs: Any, keys: Sequence[tuple[str, str]], finals: Sequence[str],
         s3.written(fs, *keys[index])
         yield index, Staged.published(finals[index]), _ONE_PUT
 
+
+def _create_headers(data: bytes) -> dict[str, str]:
+    return {"Content-MD5": s3.content_md5(data), "If-None-Match": "*"}
+
+
+def _refused_again(fs: Any, bucket: str, key: str, data: bytes) -> bool | None:
+    """Whether the server refuses a PutObject If-None-Match of a key just written (the
+    same bytes: one that takes it changes nothing); None when its answer says neither
+    (another error: asked again at the next create, which it never fails)."""
+    try:
+        s3get.put(fs, "put_object", bucket, key, data, {}, _create_headers(data))
+    except OSError as exc:
+        return True if s3.precondition_failed(exc) else None
+    return False
