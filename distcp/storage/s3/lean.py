@@ -48,6 +48,7 @@ import random
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -108,28 +109,24 @@ class LeanGetter:
             and self.endpoint.hostname.endswith(".amazonaws.com")))
         self._context = _tls_context(verify) if self.endpoint.scheme == "https" else None
         self._wires: dict[tuple[str, float], Wire] = {}
-        self._pid = os.getpid()
         self._lock = threading.Lock()
         #: Requests this getter sent (botocore's event hooks do not see them).
         self.sent = 0
+        _ALL.add(self)
 
-    def _own(self) -> None:
+    def _forked(self) -> None:
         """In a process forked from the one that made this getter (a run's planning
         child, ``distcp.planning.beside``), none of the parent's kept connections: two
         processes writing requests on one socket would read each other's answers."""
-        if self._pid != os.getpid():
-            self._lock = threading.Lock()  # one a parent's thread held stays held here
-            self._wires = {}
-            self._pid = os.getpid()
+        self._lock = threading.Lock()  # one a parent's thread held stays held here
+        self._wires = {}
 
     def count_sent(self) -> None:
         """One more request sent for this getter (``requests_sent``)."""
-        self._own()
         with self._lock:
             self.sent += 1
 
     def credentials(self, refresh: bool = False) -> Any:
-        self._own()
         with self._lock:
             if self._signer_credentials is None:
                 return self._credentials  # given, as botocore's own are: never refreshed
@@ -153,7 +150,6 @@ class LeanGetter:
         their sockets' timeouts within the S3 bound in force now (``watchdog_seconds``):
         a getter made under another bound (a task's, a test's) keeps its own wires."""
         limit = watchdog_seconds()
-        self._own()
         with self._lock:
             wire = self._wires.get((host, limit))
             if wire is None:
@@ -396,6 +392,20 @@ def fsspec_sync(fs: Any, coroutine: Any, *args: Any) -> Any:
 
 _GETTERS: dict[int, tuple[Any, LeanGetter | None]] = {}
 _GETTERS_LOCK = threading.Lock()
+#: Every getter of this process, for ``_after_fork``.
+_ALL: weakref.WeakSet[LeanGetter] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """A forked child's getters keep none of the parent's connections or held locks
+    (``LeanGetter._forked``): asked once at the fork, not at every request."""
+    global _GETTERS_LOCK
+    _GETTERS_LOCK = threading.Lock()
+    for getter in list(_ALL):
+        getter._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 DISABLE_ENV = "PYDISTCP_S3_LEAN_GET"
 
 
