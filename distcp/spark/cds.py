@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 
 from distcp.spark.jvm import LOCAL_DRIVER_JVM, base_conf, check_java, java_version
+from distcp.usercache import user_cache
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,7 @@ def cds_dir() -> str:
     """``$PYDISTCP_CDS_DIR``, else ``$XDG_CACHE_HOME`` (or ``~/.cache``)/pydistcp/cds."""
     if os.environ.get("PYDISTCP_CDS_DIR"):
         return os.environ["PYDISTCP_CDS_DIR"]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "pydistcp", "cds")
+    return user_cache("cds")
 
 
 def archive_key(java_real: str, java_version: str, pyspark_version: str,

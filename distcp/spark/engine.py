@@ -54,6 +54,7 @@ from distcp.copying.taskenv import SERVER_DROPS, carried
 from distcp.errors import EngineRefusedError
 from distcp.spark.daemon import PRELOAD_ENV
 from distcp.spark.jvm import java_version
+from distcp.usercache import user_cache
 
 ENGINE_ENV = "PYDISTCP_ENGINE"
 DIR_ENV = "PYDISTCP_ENGINE_DIR"
@@ -70,8 +71,7 @@ def base_dir() -> Path:
     root = os.environ.get(DIR_ENV)
     if root:
         return Path(root)
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(cache) / "pydistcp" / "engine"
+    return Path(user_cache("engine"))
 
 
 def idle_timeout(value: str | float | None = None) -> float:

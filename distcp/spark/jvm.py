@@ -15,6 +15,7 @@ import sys
 from functools import cache
 
 from distcp.errors import JavaMissingError
+from distcp.usercache import user_cache
 
 MIN_JAVA = 17
 
@@ -156,5 +157,4 @@ def _version_file(java: str) -> str | None:
     except OSError:
         return None
     key = hashlib.sha1("|".join(parts).encode()).hexdigest()[:20]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "pydistcp", "java", f"{key}.version")
+    return user_cache("java", f"{key}.version")

@@ -15,6 +15,7 @@ import re
 import time
 
 from distcp.configuration import CopyConfiguration
+from distcp.usercache import user_cache
 
 #: A run's log files are kept this many days...
 KEEP_DAYS = 14
@@ -29,8 +30,7 @@ def log_dir(cfg: CopyConfiguration) -> str:
     """``--log-dir``, else ``PYDISTCP_LOG_DIR``, else the user's cache."""
     if cfg.log_dir:
         return cfg.log_dir
-    return os.environ.get("PYDISTCP_LOG_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pydistcp", "logs")
+    return os.environ.get("PYDISTCP_LOG_DIR") or user_cache("logs")
 
 
 def run_log_file(cfg: CopyConfiguration, name: str) -> str:

@@ -6,6 +6,7 @@ HEAD before and the read-back after."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +33,8 @@ def _sent(action: Any) -> tuple[Any, int]:
 
 
 def test_a_create_learns_whether_the_server_refuses_a_second_one(
-        s3_any: S3Server) -> None:  # noqa: F811
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing remembered yet
     honours = s3_any.kind != "rclone"  # rclone serve s3 writes over the key
     storage = _storage(s3_any.options)
     assert not storage.creates_exclusively("s3://dst/l/lock")  # nothing learnt yet
@@ -44,7 +46,19 @@ def test_a_create_learns_whether_the_server_refuses_a_second_one(
     assert _sent(lambda: storage.create_new("s3://dst/l/next", b"you")) == (
         True, 1 if honours else 2)
     assert s3_any.objects(prefix="l/") == {"l/lock": b"me", "l/next": b"you"}
-    assert not _storage(s3_any.options).creates_exclusively("s3://dst/l/lock")
+
+    # a later run (a storage of its own): a server that wrote over the key is remembered
+    # on this machine, without its URL in the clear; one that refused is asked again
+    later = _storage(s3_any.options)
+    assert not later.creates_exclusively("s3://dst/l/lock")
+    assert _sent(lambda: later.create_new("s3://dst/l/third", b"x")) == (
+        True, 3 if honours else 2)
+    assert later.creates_exclusively("s3://dst/l/lock") is honours
+    remembered = tmp_path / "pydistcp" / "s3-writes-over"
+    assert remembered.exists() is not honours
+    if not honours:
+        assert s3_any.endpoint.split("//")[1] not in remembered.read_text()
+        assert len(remembered.read_text().split()) == 1
 
 
 def test_the_lock_is_held_by_one_run_on_either_server(s3_any: S3Server) -> None:  # noqa: F811

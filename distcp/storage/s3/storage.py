@@ -10,6 +10,8 @@ the lean wire (``distcp.storage.s3.lean``). Every request is bounded: by
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -40,6 +42,7 @@ from distcp.storage.staging import (
 )
 from distcp.storage.watchdog import watchdog_seconds
 from distcp.storage.writes import WriteOptions
+from distcp.usercache import user_cache
 
 #: Keys a DeleteObjects request takes at most (S3's limit).
 DELETE_BATCH = 1000
@@ -227,11 +230,17 @@ class ObjectStorage(Storage):
         first a HEAD of the key, unless this server is known to honour it. The first
         create on the lean wire learns which: the same PUT sent again must be refused
         (same bytes, so a server that takes it changes nothing), and from then on
-        ``creates_exclusively`` says so."""
+        ``creates_exclusively`` says so. A server that took it is remembered on this
+        machine (``_writes_over``), so that later runs do not send the second PUT. Only
+        that answer is kept: a server remembered as honouring it that changed since
+        would make the lock unsafe; one remembered as not that changed only keeps the
+        read-back."""
         fs, path = self.fs(url)
         bucket, key, _ = fs.split_path(path)
         server = (s3get.endpoint_of(fs), bucket)
         honours = self._exclusive.get(server)
+        if honours is None and server[0] and _writes_over(server[0]):
+            honours = self._exclusive[server] = False  # learnt by an earlier run
         try:
             if not honours:
                 if s3get.head(fs, bucket, key) is None:
@@ -248,6 +257,8 @@ class ObjectStorage(Storage):
             learnt = _refused_again(fs, bucket, key, data) if honours is None else None
             if learnt is not None:
                 self._exclusive[server] = learnt
+                if not learnt:
+                    _remember_writes_over(server[0])
         except OSError as exc:
             if "PreconditionFailed" in str(exc) or "412" in str(exc):
                 return False
@@ -490,3 +501,29 @@ def _refused_again(fs: Any, bucket: str, key: str, data: bytes) -> bool | None:
     except OSError as exc:
         return True if s3.precondition_failed(exc) else None
     return False
+
+
+#: Endpoints (by digest) whose servers wrote over a key on a second create.
+WRITES_OVER = "s3-writes-over"
+
+
+def _writes_over(endpoint: str) -> bool:
+    try:
+        with open(user_cache(WRITES_OVER), encoding="ascii") as known:
+            return _endpoint_key(endpoint) in known.read().split()
+    except (OSError, ValueError):
+        return False
+
+
+def _remember_writes_over(endpoint: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(user_cache(WRITES_OVER)), exist_ok=True)
+        with open(user_cache(WRITES_OVER), "a", encoding="ascii") as known:
+            known.write(_endpoint_key(endpoint) + "\n")
+    except OSError:
+        pass  # found out again by the next run
+
+
+def _endpoint_key(endpoint: str) -> str:
+    """A digest: an endpoint URL could carry a user name, never written in the clear."""
+    return hashlib.sha256(endpoint.encode()).hexdigest()[:32]
