@@ -94,12 +94,17 @@ class CommitStepStore:
 
     def unfinished(self) -> list[PendingSequence]:
         """The pending sequences, then those set aside: what still refers to staged
-        copies and uploads (two listings, which a sweep takes once for all its uses; at
-        once on an object store, where each is a round trip)."""
+        copies and uploads (two listings, which a sweep takes once for all its uses)."""
+        pending, aside = self.pending_and_aside()
+        return pending + aside
+
+    def pending_and_aside(self) -> tuple[list[PendingSequence], list[PendingSequence]]:
+        """The pending sequences and those set aside, listed at once on an object store,
+        where each listing is a round trip."""
         found: dict[bool, list[PendingSequence]] = {}
         storage_for(self.root, self.options).for_each(
             (False, True), lambda aside: found.__setitem__(aside, self.pending(aside)))
-        return found[False] + found[True]
+        return found[False], found[True]
 
     def _load(self, url: str) -> PendingSequence:
         data = read_json(url, self.options, "commit log entry")

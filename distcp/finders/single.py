@@ -11,6 +11,7 @@ the same command never nests ``DST/SRC``:
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Iterator
 
@@ -31,13 +32,15 @@ class SingleRootFinder(DatasetsFinder):
         cfg = self.cfg
         dst_tree = storage_for(cfg.destination, dict(cfg.dst_options)).tree(cfg.destination)
         dst = dst_tree.path
-        dst_is_dir = cfg.destination.endswith("/") or _isdir(dst_tree)
+        # asked only where a file's name depends on it (a round trip to an object store)
+        dst_is_dir = functools.cache(
+            lambda: cfg.destination.endswith("/") or _isdir(dst_tree))
         several = len(cfg.sources) > 1
         for source in cfg.sources:
             src_tree = storage_for(source, dict(cfg.src_options)).tree(source)
             is_file = not source_status(src_tree, source).is_dir
             src = src_tree.path.rstrip("/") or "/"
-            if several or (is_file and dst_is_dir):
+            if several or (is_file and dst_is_dir()):
                 target = fsutil.join(dst.rstrip("/"), posixpath.basename(src))
             else:
                 target = dst.rstrip("/") or "/"

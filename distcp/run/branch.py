@@ -179,11 +179,11 @@ def recover(pub: Publishing, cfg: CopyConfiguration) -> tuple[set[str], Tally]:
     Returns the URNs whose commits could not be finished (they are not copied now), and
     what recovering reports to the summary.
     """
-    pending = pub.store.pending()
+    pending, aside = pub.store.pending_and_aside()
     blocked, replayed = replay_pending(pub.store, pub.ctx, cfg.max_replays, pending)
-    # read once, as the replays left them (sweeping changes no commit); with nothing
-    # to replay, the log is as just listed: only the set-aside folder is read
-    unfinished = pub.store.unfinished() if pending else pub.store.pending(aside=True)
+    # read again as the replays left them (sweeping changes no commit); with nothing
+    # to replay, the log is as just listed
+    unfinished = pub.store.unfinished() if pending else aside
     sweep_dead_jobs(pub.ctx.state_root, pub.ctx.dst_options, pub.job_id, pub.recovery,
                     jobs_with_commits(unfinished))
     return blocked, replayed + Tally(
