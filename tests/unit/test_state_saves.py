@@ -99,3 +99,38 @@ def test_a_state_step_executed_alone_saves_its_own_change(
     root = str(tmp_path)
     AdvanceWatermark(SID, URN, 4.0).execute(CommitContext(state_root=root))
     assert StateStore(root, {}).load(URN).watermark == 4.0
+
+
+
+@dataclass(frozen=True)
+class TakesTheDocumentsPlace(CommitStep):
+    """A state step (its change saved with the others) after which a folder stands
+    where the dataset's document is written: only the save can fail."""
+
+    document: str  # no ``kind``, as above
+    changes_state = True
+
+    def targets(self, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return iter(())
+
+    def verify(self, ctx: CommitContext) -> bool:
+        return False
+
+    def execute(self, ctx: CommitContext) -> None:
+        Path(self.document).mkdir(parents=True)
+
+
+def test_a_document_that_cannot_be_saved_fails_the_set_with_the_words_that_say_so(
+        tmp_path: Path, writes: list[str]) -> None:
+    """The steps changed the cached document; its one save is what fails: the set's
+    error names the dataset, the set and the dataset state, and nothing of the steps'
+    changes is on disk for a replay to skip."""
+    root = str(tmp_path)
+    document = StateStore(root, {}).url_of(URN)
+    sequence = CommitSequence(URN, "set", (*_state_steps()[2:], TakesTheDocumentsPlace(
+        document)), SID)
+    with pytest.raises(PublishError, match=r"^cannot publish .*saves \(set\): "
+                                           r"dataset state failed: .*Is a directory"):
+        sequence.run(CommitContext(state_root=root))
+    assert writes == [document]
+    assert Path(document).is_dir() and not list(Path(document).iterdir())
