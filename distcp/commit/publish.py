@@ -283,7 +283,7 @@ def run_logged(sequence: CommitSequence, pub: Publishing) -> None:
     """Persisted before its first step, removed after its last: a crash in between
     leaves it for the next run to replay."""
     pub.store.persist(sequence, pub.job_id)
-    sequence.run(pub.ctx)
+    sequence.run(pub.ctx, fresh=True)
     pub.store.remove(sequence.id)
 
 

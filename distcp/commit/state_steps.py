@@ -188,6 +188,7 @@ class EmitEvent(CommitStep):
     """
 
     kind: ClassVar[str] = "event"
+    new_until_run: ClassVar[bool] = True  # its record is named after the sequence
     sequence_id: str
     urn: str
     file_set: str
