@@ -48,6 +48,11 @@ class CommitStepStore:
         self.layout = StateLayout(state_root)
         self.root = self.layout.commits()
         self.options = options
+        #: By job, the sequences this store wrote (or tried to) and has not removed since,
+        #: and whether it set any aside or moved an unread entry: ``left_by``.
+        self._written: dict[str, set[str]] = {}
+        self._aside: set[str] = set()
+        self._unread = False
 
     def url_of(self, sequence_id: str, aside: bool = False) -> str:
         return self.layout.commit(sequence_id, aside)
@@ -57,6 +62,7 @@ class CommitStepStore:
         this run's (``CommitSequence.writes``): a replay keeps the planning run's."""
         if sequence.writes is None:
             sequence = replace(sequence, writes=writeopts.of(self.options))
+        self._written.setdefault(job_id, set()).add(sequence.id)  # even if the write fails
         crash_point("before_persist")
         write_atomic_pieces(self.url_of(sequence.id), _document(sequence, job_id, replays),
                             self.options)
@@ -65,8 +71,19 @@ class CommitStepStore:
     def remove(self, sequence_id: str) -> None:
         crash_point("before_remove")
         storage_for(self.root, self.options).remove_file(self.url_of(sequence_id))
+        for ids in self._written.values():
+            ids.discard(sequence_id)
+
+    def left_by(self, job_id: str) -> bool:
+        """Whether the log may still hold an entry of ``job_id``, as far as this store
+        knows without a listing: False only when every entry of that job it wrote was
+        removed again, and it set none aside nor moved an unread one. A run's own entries
+        are written by its publishing's store alone, under the destination's lock, so at
+        its end False is exact for its job (``run.pipeline``'s sweep needs no listing)."""
+        return bool(self._written.get(job_id)) or job_id in self._aside or self._unread
 
     def set_aside(self, pending: PendingSequence) -> None:
+        self._aside.add(pending.job_id)
         write_atomic_pieces(self.url_of(pending.sequence.id, aside=True),
                             _document(pending.sequence, pending.job_id, pending.replays),
                             self.options)
@@ -76,6 +93,7 @@ class CommitStepStore:
         """Move a log entry aside as it is, under its own file name (never one its
         content gives): an entry that names paths outside the run's roots is not
         rewritten, not executed, and kept for a person to inspect."""
+        self._unread = True
         name = pending.url.rstrip("/").rsplit("/", 1)[-1]
         aside = written_url(self.layout.commit(name.removesuffix(".json"), aside=True),
                                    self.options)

@@ -332,10 +332,15 @@ def _publish(runs: list[BranchRun], callback: Callback, summary: Summary, read: 
 
 def _sweep(runs: list[BranchRun]) -> None:
     """What the run leaves: its job's folders (unless a pending commit needs its staged
-    copies) and the uploads nothing will complete (stores that stage uploads)."""
+    copies) and the uploads nothing will complete (stores that stage uploads). When
+    every commit the run logged was finished, its store knows that (``left_by``) and the
+    log is listed only if an upload is pending (``abort_orphans``): two listings, one
+    round trip on an object store, saved in the common case."""
     for run in runs:
-        unfinished = run.publishing.store.unfinished()  # read once for both
-        if run.publishing.job_id not in jobs_with_commits(unfinished):
+        unfinished = None
+        if run.publishing.store.left_by(run.publishing.job_id):
+            unfinished = run.publishing.store.unfinished()  # read once for both
+        if unfinished is None or run.publishing.job_id not in jobs_with_commits(unfinished):
             remove_job_folders(run.task)
         run.summary.add(Tally(uploads_aborted=abort_orphans(
             run.cfg.destination, run.root, run.task.dst_options, unfinished=unfinished)))
