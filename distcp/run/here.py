@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import TypeVar
 
 from distcp import collection
@@ -94,29 +95,35 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
         results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
-def _pandas_probe() -> None:
-    """Publishing's first array from Python objects (the manifest's segment) has pyarrow
-    probe for pandas, which it imports to ask (0.2-0.3 s, more than a small copy takes).
-    The command answers "absent", as a task does (a run here opens no session, whose
-    client would import pandas anyway); an API caller's process, whose own code may
-    hand pyarrow pandas objects, imports it while the processes copy."""
+def _pandas_probe() -> Callable[[], None]:
+    """Publishing's first array from Python objects (the manifest's segment, a kept
+    unit's results file) has pyarrow probe for pandas, which it imports to ask (0.2-0.3 s
+    of CPU, more than a small copy takes). The command answers "absent" at once, as a
+    task does (a run here opens no session, whose client would import pandas anyway),
+    before it forks its copying processes, which inherit the answer: each of them had
+    imported pandas for its first results file, 0.3 s of CPU and twice the page faults
+    of its copy of 10,000 small files (benchmarks/RESULTS.md, 2026-12-01, night). An
+    API caller's process, whose own code may hand pyarrow pandas objects, imports it
+    while the processes copy: returned, to call once they run."""
     if beside.forks():
         skip_pandas_probe()
-    else:
-        preload(("pandas",))
+        return lambda: None
+    return partial(preload, ("pandas",))
 
 
 @contextmanager
 def polled(spec: TaskSpec, callback: Callback) -> Iterator[Callable[[], None]]:
     """The tasks' progress files summed into ``callback`` while the block runs, as on
-    Spark; the block gets what starts the poller (and readies publishing's arrays,
-    ``_pandas_probe``), to call once the copying processes are forked, never before."""
+    Spark; the block gets what starts the poller (and, in an API caller's process,
+    pandas's import: ``_pandas_probe``), to call once the copying processes are forked,
+    never before."""
+    after_fork = _pandas_probe()
     stop = threading.Event()
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
 
     def started() -> None:
         poller.start()
-        _pandas_probe()
+        after_fork()
 
     try:
         yield started

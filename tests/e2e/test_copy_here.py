@@ -326,6 +326,23 @@ def test_a_small_copy_here_imports_neither_spark_nor_pandas(tmp_path: Path) -> N
     assert again.stdout.startswith("copied 0 files (0 B), skipped 5,"), again.stdout
 
 
+def test_the_copying_processes_of_a_kept_plan_import_neither_spark_nor_pandas(
+        tmp_path: Path, warm_engine: dict[str, str]) -> None:
+    """On the warm engine a plan of more than a chunk keeps its files in copy-rows
+    files, copied by processes forked here, which write their results files with
+    pyarrow: the command answers pyarrow's pandas probe before it forks them, so none
+    imports pandas (each did, 0.3 s of CPU, for its first results file)."""
+    src, dst = _source(tmp_path / "src", 1_100), tmp_path / "dst"
+    sj = tmp_path / "s.json"
+    out = traced_cli("copy", str(src), str(dst), "--no-progress", "--summary-json", str(sj),
+                     env=warm_engine)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert tree(dst) == tree(src)
+    assert _copy_ways(json.loads(sj.read_text())) == ["kept-here"]
+    # every process's imports are on stderr (the forked ones' too, same interpreter)
+    assert sorted(m for m in imported_by(out) if m.startswith(("pyspark", "pandas."))) == []
+
+
 @pytest.mark.parametrize("flags", [(), ("--incremental",)])
 def test_a_rerun_with_nothing_to_copy_imports_neither_spark_nor_what_it_does_not_use(
         tmp_path: Path, flags: tuple[str, ...]) -> None:
