@@ -1,7 +1,8 @@
 """The facts a run's strategies are chosen from (driver).
 
-Whether its Spark session opens cheaply, whether it plans beside the client's start,
-whether its files to copy stay on the executors, whether every decision is shown.
+Whether its Spark session opens cheaply, whether it plans beside the client's start
+(only where its copy may open the session), whether its files to copy stay on the
+executors, whether every decision is shown.
 """
 
 from __future__ import annotations
@@ -44,14 +45,31 @@ def walks_every_core(cfg: CopyConfiguration) -> bool:
         and cores_here(cfg) <= treeplans.WALKERS
 
 
-def plans_beside(cfg: CopyConfiguration) -> bool:
+def plans_beside(cfg: CopyConfiguration, collects: str | None) -> bool:
     """Whether the run plans in a forked child while it imports PySpark's client
     (``distcp.planning.beside``): its session opens cheaply, planning does not need it
-    (``--listing spark`` does), and both ends are local trees. An object store's listing
-    may move to Spark after the driver walked ``KEYS_FROM`` keys to tell, a walk the child
-    could not hand back: the run would walk them twice."""
+    (``--listing spark`` does), both ends are local trees, and its copy may need the
+    session (``copies_without_session``; ``collects``: ``collects_because``). An object
+    store's listing may move to Spark after the driver walked ``KEYS_FROM`` keys to
+    tell, a walk the child could not hand back: the run would walk them twice."""
     return not cfg.dry_run and cfg.listing != "spark" and local_ends(cfg) \
-        and session_cheap(cfg)
+        and not copies_without_session(cfg, collects) and session_cheap(cfg)
+
+
+def copies_without_session(cfg: CopyConfiguration, collects: str | None) -> bool:
+    """Whether the run's copy is sure to open no Spark session, so that it plans in its
+    own process (no client to import beside the plan): ``--copying driver``, or a kept
+    plan (``collects`` None) whose chunks the processes forked here copy
+    (``kept_here``), with no catalog to register in. The child and its walker made a
+    third process on two cores: the warm engine's copy of 20,000 files of 1-64 KiB,
+    which opens no session, took 3.50 s planned here against 4.09 s planned beside by
+    the medians of 5 rounds, faster in each, its plan 0.34-0.42 s against 0.59-0.68 s
+    (benchmarks/RESULTS.md, 2026-12-01, night). Held files past ``HERE_FORKED`` (many
+    small datasets) are still copied by a Spark job, whose client is then imported
+    after the plan."""
+    if cfg.copying == "driver":
+        return True
+    return collects is None and kept_here(cfg) is not None and not cfg.catalog_table
 
 
 def forks_here(cfg: CopyConfiguration) -> bool:

@@ -73,10 +73,9 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
                                          pairs) if lister else pairs)
 
     done = None
-    if plans_beside(cfg) and not session.started:
+    if plans_beside(cfg, run.collects) and not session.started:
         done = plan_beside(partial(planned_with, refused_session),
-                           PUBLISH_MODULES + (() if cfg.copying == "driver" else
-                                              client_modules(cfg.master, cfg.engine)))
+                           PUBLISH_MODULES + client_modules(cfg.master, cfg.engine))
         if done is not None:
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))

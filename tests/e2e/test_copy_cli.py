@@ -144,14 +144,16 @@ def test_dry_run_changes_nothing_and_delete_mirrors(tmp_path: Path,
 
 def test_an_incremental_rerun_on_the_warm_engine_keeps_and_renews_the_sizes(
         tmp_path: Path, warm_engine: dict[str, str]) -> None:
-    """The warm engine's ``--incremental`` rerun plans in a forked child, which keeps
-    the manifest's sizes in the state as a cold run does: the next rerun skips every
+    """The warm engine's ``--incremental`` rerun whose copy may take a Spark job plans in
+    a forked child, which keeps the manifest's sizes in the state as a run planning in
+    its own process does (``--copying spark``; tests/e2e/test_planning_beside.py says
+    which runs plan beside): the next rerun skips every
     file from them, a file changed behind the tool's back is still copied (its size and
     mtime differ from its row) and the publish renews them; a state folder where they
     cannot be kept costs one line on stderr, never the run."""
     src, dst, sj = tmp_path / "src", tmp_path / "dst", tmp_path / "s.json"
     make_tree(src)
-    inc = ["--incremental", "--no-progress", "--summary-json", str(sj)]
+    inc = ["--incremental", "--copying", "spark", "--no-progress", "--summary-json", str(sj)]
     assert run_cli("copy", str(src), str(dst), "--no-progress", env=warm_engine
                    ).returncode == 0
     kept = dst / ".pydistcp" / "sizes"

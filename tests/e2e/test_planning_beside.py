@@ -1,8 +1,10 @@
-"""A warm run plans in a forked child while it imports the Spark client
-(``distcp.planning.beside``): the real command, the suite's warm engine."""
+"""A warm run whose copy may take a Spark job plans in a forked child while it imports
+the Spark client (``distcp.planning.beside``); one whose copy opens no session plans in
+its own process: the real command, the suite's warm engine."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -43,9 +45,14 @@ def state(pid: int) -> str:
         return ""
 
 
+#: A copy that takes a Spark job (its files copied on the warm engine's tasks), so
+#: that its run plans beside the client's import.
+ON_SPARK = ("--engine", "warm", "--copying", "spark", "--no-progress")
+
+
 def start(src: Path, dst: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), "--engine", "warm",
-                             "--no-progress"], env=cli_env(env), text=True,
+    return subprocess.Popen([*PYDISTCP, "copy", str(src), str(dst), *ON_SPARK],
+                            env=cli_env(env), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, start_new_session=True)
 
@@ -76,7 +83,7 @@ def test_a_warm_run_plans_in_a_child_and_a_failing_child_changes_nothing(
     assert "copied 30 files" in out
 
     # the child dies before its plan reaches the run: the run plans itself
-    died = run_cli("copy", str(src), str(tmp_path / "d2"), "--engine", "warm", "--no-progress",
+    died = run_cli("copy", str(src), str(tmp_path / "d2"), *ON_SPARK,
                    env={"DISTCP_CRASH_AT": "planned_beside:1"})
     assert died.returncode == 0, died.stderr
     assert tree(tmp_path / "d2") == tree(src)
@@ -84,11 +91,32 @@ def test_a_warm_run_plans_in_a_child_and_a_failing_child_changes_nothing(
     # the child's planning error is the run's, word for word, with its exit code
     cold = run_cli("copy", str(src), str(tmp_path / "d3"), "--include", "nomatch*",
                    "--no-progress")
-    warm = run_cli("copy", str(src), str(tmp_path / "d3"), "--include", "nomatch*",
-                   "--engine", "warm", "--no-progress")
+    warm = run_cli("copy", str(src), str(tmp_path / "d3"), "--include", "nomatch*", *ON_SPARK)
     assert warm.returncode == cold.returncode == 2
     assert warm.stderr.splitlines()[-1] == cold.stderr.splitlines()[-1]
     assert "no file matched" in warm.stderr and "Traceback" not in warm.stderr
+
+
+@pytest.mark.parametrize(("flags", "beside"), [
+    ((), False),  # copied by processes forked here: no session, nothing to import beside
+    (("--copying", "spark"), True),
+])
+def test_a_warm_run_plans_beside_only_when_its_copy_may_take_spark(
+        flags: tuple[str, ...], beside: bool, tmp_path: Path) -> None:
+    src, timeline, summary = tmp_path / "src", tmp_path / "timeline.txt", tmp_path / "s.json"
+    for i in range(60):  # folders enough for the walk to take both cores ("walked here")
+        (src / f"d{i % 20}").mkdir(parents=True, exist_ok=True)
+        (src / f"d{i % 20}" / f"f{i}.txt").write_bytes(os.urandom(100 + i))
+    done = run_cli("copy", str(src), str(tmp_path / "dst"), "--engine", "warm", "--no-progress",
+                   "--summary-json", str(summary), *flags,
+                   env={"PYDISTCP_TIMELINE": str(timeline)})
+    assert done.returncode == 0, done.stderr
+    assert tree(tmp_path / "dst") == tree(src)
+    marks = {name: pid for _at, pid, name in
+             (line.split(" ", 2) for line in timeline.read_text().splitlines())}
+    assert (marks["walked here"] != marks["client imports done"]) is beside
+    why = json.loads(summary.read_text())["strategy"]["plan"][0]["why"]
+    assert ("planned in a forked child" in why) is beside
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "kill-9"])

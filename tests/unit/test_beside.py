@@ -105,14 +105,33 @@ def test_no_fork_unless_enabled_or_when_the_client_is_imported(
     ("/src", "s3://bucket/dst", {}, False),
     ("/src", "/dst", {"listing": "spark"}, False),  # planning needs the session
     ("/src", "/dst", {"dry_run": True}, False),  # no session at all
+    ("/src", "/dst", {"copying": "driver"}, False),  # no session either: nothing to import
 ])  # whether a session opens cheaply is opens_cheaply's (tests/unit/test_opens_cheaply.py)
 def test_which_runs_plan_beside(src: str, dst: str, options: dict[str, object],
                                 forks: bool) -> None:
+    """A run whose files to copy come to the driver (``collects``: here, every decision
+    shown) may copy them on Spark: it plans beside the client's import."""
     from distcp.configuration import CopyConfiguration
     from distcp.run.choice import plans_beside
 
     cfg = CopyConfiguration.build([src], dst, **{"engine": "warm", **options})
-    assert plans_beside(cfg) is forks
+    assert plans_beside(cfg, "every decision is shown or logged") is forks
+
+
+@pytest.mark.parametrize(("options", "forks"), [
+    ({}, False),  # its chunks are copied by processes forked here: no session opens
+    ({"copying": "spark"}, True),  # a Spark job copies them
+    ({"catalog_table": "db.events"}, True),  # the registrations open the session
+])
+def test_a_kept_plan_copied_here_is_planned_in_the_run_s_own_process(
+        options: dict[str, object], forks: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from distcp.configuration import CopyConfiguration
+    from distcp.run.choice import plans_beside
+
+    cfg = CopyConfiguration.build(["/src"], "/dst", **{"engine": "warm", **options})
+    assert plans_beside(cfg, None) is forks
+    monkeypatch.setattr(beside, "_enabled", False)  # an API caller's process: no fork
+    assert plans_beside(cfg, None) is True  # its copy may take Spark: decided by plan_beside
 
 
 def test_the_session_module_imports_decimal_before_pyspark_does() -> None:
