@@ -134,9 +134,9 @@ HERE_BYTES = 256 << 20
 #: job's start is 3-6 s before its first file, and they copied 20,000 files of 1-64 KiB
 #: in half of a cold Spark run's time, in each of 5 rounds (benchmarks/RESULTS.md,
 #: 2026-11-29); on the warm engine its tasks were no faster than these processes and
-#: the job's start and results' way back were more (``kept_here``). Planning on the
-#: driver holds up to this many files to copy (``held_here``) rather than keeping them
-#: for Spark where no session opens cheaply.
+#: the job's start and results' way back were more (``kept_here``). A plan that keeps
+#: its files past a chunk is copied here whatever its size (``held_here``); this bounds
+#: the plans whose every file comes to the driver (``collects_because``).
 HERE_FORKED = 20_000
 #: ... and for threads (an object store in the run), whose per-file work holds one core:
 #: cold, 5,000 uploads of 1-64 KiB took 6.7-6.9 s in threads against 12.6-13.4 s on a
@@ -214,8 +214,15 @@ def held_here(cfg: CopyConfiguration) -> int | None:
     them for the executors (None: ``treeplans.HELD``, a chunk, as ``HERE_FILES``): the
     bound of ``auto``'s copy here (``here_files``) where no session opens cheaply, or
     for thin uploads (``thin_uploads``), so that a plan it would copy here is not kept
-    for a Spark job."""
-    if not may_copy_here(cfg) or (session_cheap(cfg) and not thin_uploads(cfg)):
+    for a Spark job. A plan that processes forked here copy either way (``kept_here``)
+    keeps past a chunk, cold as on the warm engine: each process then writes its
+    results in files, which the publish reads, instead of sending every file's results
+    back to the driver. Cold, 20,000 files of 1-64 KiB took 2.90 s kept against
+    3.27 s held by the medians of 5 rounds, faster in 4, their publish 0.27 s against
+    0.58 s (benchmarks/RESULTS.md, 2026-12-01, night; held was the faster while each
+    copying process imported pandas for its first results file)."""
+    if not may_copy_here(cfg) or kept_here(cfg) is not None \
+            or (session_cheap(cfg) and not thin_uploads(cfg)):
         return None
     return here_files(cfg)
 
