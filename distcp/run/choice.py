@@ -62,11 +62,10 @@ def copies_without_session(cfg: CopyConfiguration, collects: str | None) -> bool
     plan (``collects`` None) whose chunks the processes forked here copy
     (``kept_here``), with no catalog to register in. The child and its walker made a
     third process on two cores: the warm engine's copy of 20,000 files of 1-64 KiB,
-    which opens no session, took 3.50 s planned here against 4.09 s planned beside by
-    the medians of 5 rounds, faster in each, its plan 0.34-0.42 s against 0.59-0.68 s
-    (benchmarks/RESULTS.md, 2026-12-01, night). Held files past ``HERE_FORKED`` (many
-    small datasets) are still copied by a Spark job, whose client is then imported
-    after the plan."""
+    which opens no session, planned in 0.49 s here against 0.67 s beside by the medians
+    of 5 rounds (benchmarks/RESULTS.md, 2026-12-01, night). Held files past
+    ``HERE_FORKED`` (many small datasets) are still copied by a Spark job, whose client
+    is then imported after the plan."""
     if cfg.copying == "driver":
         return True
     return collects is None and kept_here(cfg) is not None and not cfg.catalog_table
