@@ -87,6 +87,12 @@ class Outputs:
             # three times (journal, stream, publish-now), and replace() is not cheap
             self._head[0] = replace(self._head[0], **self._first)
             self._first = {}
+        if self._spill is None:  # every result in the list: no generator per read
+            return iter(self._head)
+        return self._amended()
+
+    def _amended(self) -> Iterator[TaskResult]:
+        """The stored results, the first amended (when it was spilled: ``in_memory`` 0)."""
         for n, r in enumerate(self._stored()):
             yield replace(r, **self._first) if n == 0 and self._first else r
 

@@ -78,23 +78,27 @@ class ResultsWriter:
         self._writer: Any = None
 
     def add(self, result: TaskResult, file: CopyableFile) -> None:
-        staged = result.ok and bool(result.staging)
-        self.rows.append((result.guid, result.ok, to_utf8(result.staging),
-                          to_utf8(result.destination),
-                          result.bytes_written, float(file.origin.mtime), result.checksum,
+        ok = result.ok
+        staged = ok and bool(result.staging)
+        staging, destination, mtime = result.staging, result.destination, file.origin.mtime
+        self.rows.append((result.guid, ok,  # an ASCII name is its own UTF-8: no call
+                          staging if staging.isascii() else to_utf8(staging),
+                          destination if destination.isascii() else to_utf8(destination),
+                          result.bytes_written, float(mtime), result.checksum,
                           result.parts))
-        self.sums["bytes_read"] += result.bytes_read
+        sums = self.sums
+        sums["bytes_read"] += result.bytes_read
         if result.requests:
             self.requests.append(result.requests)
-        if result.ok:
-            self.sums["files_ok"] += 1 if staged else 0
-            self.sums["links"] += 1 if staged and result.link_target is not None else 0
-            self.sums["bytes_written"] += result.bytes_written if staged else 0
-            self.sums["bytes_server_side"] += result.bytes_server_side
+        if ok:
             if staged:
-                self.newest = max(self.newest or file.origin.mtime, file.origin.mtime)
+                sums["files_ok"] += 1
+                sums["links"] += result.link_target is not None
+                sums["bytes_written"] += result.bytes_written
+                self.newest = mtime if self.newest is None else max(self.newest, mtime)
+            sums["bytes_server_side"] += result.bytes_server_side
         else:
-            self.sums["files_failed"] += 1
+            sums["files_failed"] += 1
             if len(self.failures) < REPORTED_FAILURES:
                 self.failures.append(result)
         if len(self.rows) >= GROUP:

@@ -157,8 +157,8 @@ def check_unchanged(file: CopyableFile, reader: SourceReader, spec: TaskSpec) ->
 def check_read(file: CopyableFile, read: int, spec: TaskSpec, proven: bool = False) -> None:
     """``check_unchanged`` for ``read`` bytes read of ``file``; ``proven``: a GET If-Match
     already proved the version."""
-    shown = fsutil.display(file.origin.url)
     if not file.converters and read != file.origin.size:
+        shown = fsutil.display(file.origin.url)
         raise SourceReadError(f"source changed while copying: {shown} (listed "
                               f"{file.origin.size} bytes, read {read})", path=shown)
     if not proven:
@@ -174,7 +174,6 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
     in a thousand). Elsewhere it is the mtime, at the coarser precision of the two.
     """
     o = file.origin
-    shown = fsutil.display(o.url)
     etag: str | None = None
     local = fsutil.local_path(o.url)  # a plain path, asked without its storage
     if local is not None:
@@ -193,6 +192,7 @@ def recheck_source(file: CopyableFile, spec: TaskSpec) -> None:
         return
     else:
         change = f"listed mtime {o.mtime:.3f}, now {mtime:.3f}"
+    shown = fsutil.display(o.url)
     raise SourceReadError(f"source changed while copying: {shown} ({change})", path=shown)
 
 

@@ -434,28 +434,44 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
                 buffer: bytearray) -> TaskResult:
     """``_copy_file``'s steps for a ``plain`` file, in the same order and with the same
     guarantees: the bytes read are hashed, the staged copy is verified, given its
-    attributes, and the source is proved unchanged; any failure stages nothing."""
+    attributes, and the source is proved unchanged; any failure stages nothing. A small
+    file with no owner to set is staged by one call of the storage where it offers one
+    (``Storage.stage_small_file``: local staging), else through its writer."""
     writer: StageWriter | None = None
+    small: tuple[int, str] | None = None
     read = 0
     try:
         source = opened_source(file)
         with source as fd:
             storage = spec.dst.open()
-            writer = storage.open_stage(file.destination, staging_url, verify=spec.verify,
-                                        size_hint=file.origin.size,
-                                        buffer_size=spec.buffer_size)
-            digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url), source.st)
-            assert digest is not None  # local staging copies files (copies_files)
-            read = digest.size
-            _keep_attributes(storage, staging_url, file, spec, writer=writer)
-            staged = writer.commit(digest, buffer)
+            assert source.st is not None  # set by opening it
+            small = storage.stage_small_file(
+                fd, source.st, staging_url, mode=file.mode, mtime=_kept_mtime(file),
+                verify=spec.verify, buffer=buffer, source=fsutil.display(file.origin.url),
+            ) if file.owner is None and file.group is None else None
+            if small is not None:
+                read, checksum = small
+                size, text = read, Staged.path(staging_url).text
+            else:
+                writer = storage.open_stage(file.destination, staging_url,
+                                            verify=spec.verify, size_hint=file.origin.size,
+                                            buffer_size=spec.buffer_size)
+                digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url),
+                                          source.st)
+                assert digest is not None  # local staging copies files (copies_files)
+                read = digest.size
+                _keep_attributes(storage, staging_url, file, spec, writer=writer)
+                staged = writer.commit(digest, buffer)
+                size, checksum, text = staged.size, staged.checksum, staged.text
         check_read(file, read, spec)
     except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
         if writer is not None:
             writer.abort()
+        elif small is not None:  # staged whole, then the source proved changed
+            spec.dst.open().discard(Staged.path(staging_url))
         return failed(key.result(file.destination, bytes_read=read), exc)
-    return key.result(file.destination, staging=staged.text, bytes_written=staged.size,
-                      checksum=staged.checksum, bytes_read=read)
+    return key.result(file.destination, staging=text, bytes_written=size, checksum=checksum,
+                      bytes_read=read)
 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,

@@ -17,6 +17,7 @@ its ``path`` and turn the few they need into URLs with ``url_of``.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -443,6 +444,17 @@ class Storage(ABC):
         fs, path = self.fs(staging_url)
         fs.pipe_file(path, data)
         return Staged.path(staging_url), ()
+
+    def stage_small_file(self, fd: int, st: os.stat_result, staging_url: str, *,
+                         mode: int | None, mtime: float | None, verify: str,
+                         buffer: bytearray, source: str) -> tuple[int, str] | None:
+        """The small local file open at ``fd`` (status ``st``) staged at ``staging_url``
+        in one call: what ``open_stage``'s writer does with it (``copy_file``,
+        ``keep_attributes``, ``commit``), with the same checks and errors, for a file
+        whose per-file steps cost more than its bytes. ``(bytes staged, digest)``;
+        None where this storage has no such way or the file is not small (the caller
+        takes the writer)."""
+        return None
 
     def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
                    size_hint: int = 0, buffer_size: int = 0,

@@ -58,8 +58,7 @@ class FileWriter(StageWriter):
         self._discard()
 
     def failure(self, exc: OSError) -> Exception:
-        return DestinationWriteError(
-            f"cannot write staging copy {fsutil.display(self.url)}: {exc}", path=self.url)
+        return unwritten(self.url, exc)
 
     # -- checks, in the filesystem's own calls ----------------------------------
     def _size(self) -> int:
@@ -80,23 +79,41 @@ class FileWriter(StageWriter):
         try:
             size = self._size()
             if size != staged.size:
-                raise IntegrityError(
-                    f"size differs: read {staged.size} bytes but staged {size} "
-                    f"({fsutil.display(self.url)})", path=self.url)
+                raise size_differs(staged.size, size, self.url)
             if self.verify == "digest":
                 got = self._digest(buffer)
                 if got != staged.checksum:
-                    raise IntegrityError(
-                        f"digest differs: read {staged.checksum} but staged {got} "
-                        f"({fsutil.display(self.url)})", path=self.url)
+                    raise digest_differs(staged.checksum, got, self.url)
         except IntegrityError:
             self._discard()
             raise
         except OSError as exc:
             self._discard()
-            raise DestinationWriteError(
-                f"cannot verify staging copy {fsutil.display(self.url)}: {exc}", path=self.url
-            ) from exc
+            raise unverified(self.url, exc) from exc
+
+
+def size_differs(read: int, staged: int, url: str) -> IntegrityError:
+    """A staged copy whose size is not what was read (the verify's first check)."""
+    return IntegrityError(f"size differs: read {read} bytes but staged {staged} "
+                          f"({fsutil.display(url)})", path=url)
+
+
+def digest_differs(read: str, staged: str, url: str) -> IntegrityError:
+    """A staged copy whose bytes re-read do not hash to what was read."""
+    return IntegrityError(f"digest differs: read {read} but staged {staged} "
+                          f"({fsutil.display(url)})", path=url)
+
+
+def unwritten(url: str, exc: OSError) -> DestinationWriteError:
+    """A staged copy whose write failed (reported at its close, on some filesystems)."""
+    return DestinationWriteError(f"cannot write staging copy {fsutil.display(url)}: {exc}",
+                                 path=url)
+
+
+def unverified(url: str, exc: OSError) -> DestinationWriteError:
+    """A staged copy the verify could not read back."""
+    return DestinationWriteError(f"cannot verify staging copy {fsutil.display(url)}: {exc}",
+                                 path=url)
 
 
 def part_name(index: int, attempt: str) -> str:

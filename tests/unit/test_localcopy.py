@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -341,11 +342,9 @@ def test_a_small_copy_written_wrong_fails_the_verify_and_leaves_nothing_open(
     assert not out.exists() and _open_fds_to(out) == []
 
 
-def test_a_copy_whose_close_fails_is_a_write_error_and_is_removed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A network filesystem may report a lost write only when the file is closed."""
-    out = tmp_path / "out"
-    real_open, real_close = os.open, os.close
+def _opened_copies(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[int]:
+    """The descriptors ``os.open`` gives for ``out`` from now on."""
+    real_open = os.open
     copies: list[int] = []
 
     def spy_open(path: Any, flags: int, *args: Any, **kw: Any) -> int:
@@ -354,19 +353,44 @@ def test_a_copy_whose_close_fails_is_a_write_error_and_is_removed(
             copies.append(fd)
         return fd
 
+    monkeypatch.setattr(os, "open", spy_open)
+    return copies
+
+
+def test_a_copy_whose_close_fails_is_a_write_error_and_is_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network filesystem may report a lost write only when the file is closed."""
+
+    def through_the_writer(src: Path, out: Path) -> None:
+        with open(src, "rb", buffering=0) as raw:
+            write_staged(SourceReader(raw, str(src)), str(out), {}, bytearray(MIB), "digest")
+
+    _a_close_that_fails(tmp_path, monkeypatch, through_the_writer)
+
+
+def test_a_small_file_whose_close_fails_in_one_call_is_a_write_error_and_is_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _a_close_that_fails(tmp_path, monkeypatch, _stage_small)
+
+
+def _a_close_that_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        stage: Callable[[Path, Path], object]) -> None:
+    """``stage(src, out)`` of 3 bytes, the copy's close failing: a write error naming
+    the staging copy, which is removed."""
+    out = tmp_path / "out"
+    real_close = os.close
+    (tmp_path / "a").write_bytes(b"abc")
+    copies = _opened_copies(monkeypatch, out)
+
     def failing_close(fd: int) -> None:
         real_close(fd)
         if fd in copies:
             raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(os, "open", spy_open)
     monkeypatch.setattr(os, "close", failing_close)
-    (tmp_path / "a").write_bytes(b"abc")
-    with open(tmp_path / "a", "rb", buffering=0) as raw, \
-            pytest.raises(DestinationWriteError, match=r"cannot write staging copy .*out.*"
-                                                       r"Input/output error"):
-        write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {}, bytearray(MIB),
-                     "digest")
+    with pytest.raises(DestinationWriteError, match=r"cannot write staging copy .*out.*"
+                                                    r"Input/output error"):
+        stage(tmp_path / "a", out)
     assert copies and not out.exists()
 
 
@@ -545,3 +569,100 @@ def test_a_stream_staged_wrong_fails_the_verify_and_leaves_nothing_open(
     with pytest.raises(IntegrityError, match="digest differs"):
         write_staged(io.BytesIO(b"an object's bytes"), str(out), {}, bytearray(MIB), "digest")
     assert not out.exists() and _open_fds_to(out) == []
+
+
+# -- a small file staged by one call (LocalStorage.stage_small_file) -------------------
+
+def _stage_small(src: Path, out: Path, buffer_size: int = MIB, verify: str = "digest",
+                 mode: int | None = 0o640, mtime: float | None = 1_600_000_000_123_456_789
+                 ) -> tuple[int, str] | None:
+    from distcp.storage.buffers import ReadBuffer
+    from distcp.storage.local.storage import LocalStorage
+
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        return LocalStorage().stage_small_file(
+            fd, os.fstat(fd), str(out), mode=mode, mtime=mtime, verify=verify,
+            buffer=ReadBuffer(buffer_size), source=str(src))
+    finally:
+        os.close(fd)
+
+
+def test_a_small_file_staged_in_one_call_is_the_writer_s_copy(tmp_path: Path) -> None:
+    """Bytes, digest, mode and mtime as the writer stages them, nothing left open."""
+    data = os.urandom(5000)
+    (tmp_path / "a").write_bytes(data)
+    out = tmp_path / "out"
+    assert _stage_small(tmp_path / "a", out) == (5000, digest_of_bytes(data))
+    st = out.stat()
+    assert out.read_bytes() == data
+    assert (st.st_mode & 0o7777, st.st_mtime_ns) == (0o640, 1_600_000_000_123_456_789)
+    assert _open_fds_to(out) == []
+    via_writer = tmp_path / "via-writer"
+    with open(tmp_path / "a", "rb", buffering=0) as raw:
+        staged = write_staged(SourceReader(raw, str(tmp_path / "a")), str(via_writer), {},
+                              bytearray(MIB), "digest")
+    assert (staged.size, staged.checksum) == (5000, digest_of_bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["empty", "bigger than the buffer", "sparse", "past SMALL"])
+def test_a_file_that_is_not_small_and_dense_is_left_to_the_writer(tmp_path: Path,
+                                                                   kind: str) -> None:
+    src, buffer_size = tmp_path / "a", MIB
+    if kind == "empty":
+        src.write_bytes(b"")
+    elif kind == "bigger than the buffer":
+        src.write_bytes(os.urandom(100_000))
+        buffer_size = 64 << 10
+    elif kind == "sparse":
+        sparse_file(src, 512 << 10, {0: b"x"})
+    else:
+        src.write_bytes(os.urandom(localcopy.SMALL + 1))
+        buffer_size = 2 * localcopy.SMALL
+    assert _stage_small(src, tmp_path / "out", buffer_size) is None
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_small_file_staged_wrong_in_one_call_fails_the_verify_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, b"\xff" + bytes(data)[1:]))
+    (tmp_path / "a").write_bytes(b"small file")
+    out = tmp_path / "out"
+    with pytest.raises(IntegrityError, match=rf"digest differs: read xxh3c128-1m:\w+ but "
+                                             rf"staged xxh3c128-1m:\w+ \({out}\)"):
+        _stage_small(tmp_path / "a", out)
+    assert not out.exists() and _open_fds_to(out) == []
+
+
+def test_a_small_file_staged_short_in_one_call_fails_the_size_check_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staged copy's size is checked before its bytes (a short write the filesystem
+    reported as done, simulated: its status says 3 bytes)."""
+    out = tmp_path / "out"
+    real_fstat = os.fstat
+    copies = _opened_copies(monkeypatch, out)
+
+    def short_fstat(fd: int) -> os.stat_result:
+        st = real_fstat(fd)
+        return os.stat_result((*st[:6], 3, *st[7:])) if fd in copies else st
+
+    monkeypatch.setattr(os, "fstat", short_fstat)
+    (tmp_path / "a").write_bytes(b"small file")
+    with pytest.raises(IntegrityError,
+                       match=rf"size differs: read 10 bytes but staged 3 \({out}\)"):
+        _stage_small(tmp_path / "a", out)
+    assert copies and not out.exists()
+
+
+def test_a_small_file_s_unreadable_source_is_a_read_error_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").write_bytes(b"abc")
+
+    def failing(*args: Any) -> int:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "preadv", failing)
+    with pytest.raises(SourceReadError, match=rf"cannot read {tmp_path / 'a'}: .*Input/output"):
+        _stage_small(tmp_path / "a", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -139,11 +139,25 @@ def test_the_plain_path_gives_the_stream_path_s_results(tmp_path: Path,
     real = task._copy_plain
     monkeypatch.setattr(task, "_copy_plain",
                         lambda file, *args: plain_copies.append(file) or real(file, *args))
+    from distcp.storage.local.storage import LocalStorage
+
+    in_one_call: list[str] = []
+    real_small = LocalStorage.stage_small_file
+
+    def spy_small(self: LocalStorage, fd: int, st: os.stat_result, url: str,
+                  **kw: object) -> object:
+        done = real_small(self, fd, st, url, **kw)  # type: ignore[arg-type]
+        if done is not None:
+            in_one_call.append(Path(url).name)
+        return done
+
+    monkeypatch.setattr(LocalStorage, "stage_small_file", spy_small)
     for path in ("plain", "stream"):
         if path == "stream":
             monkeypatch.setattr(task, "_plain_file", lambda file, spec: False)
         runs[path] = {Path(r.destination).name: r for r in run_work_unit(unit, spec, path)}
     assert sorted(Path(f.destination).name for f in plain_copies) == ["big", "empty", "small"]
+    assert in_one_call == ["small"]  # the empty and the big one through the writer
     for name in ("empty", "small", "big"):
         a, b = runs["plain"][name], runs["stream"][name]
         assert a.ok and b.ok

@@ -110,6 +110,21 @@ def _copy_small(src: int, dst: int, start: int, length: int, view: memoryview,
     """A small dense file in one read and one write: the kernel's copy and the read
     back for the digest would be two calls as well, and cost more Python per file. A
     source that ends early copies what it had: the caller compares sizes."""
+    chunk = read_small(src, start, length, view, source)
+    digest.update(chunk)
+    write_all(dst, chunk)
+
+
+def small_dense(st: os.stat_result, view: memoryview) -> bool:
+    """Whether a file of status ``st`` is read whole into ``view`` by one call: not
+    empty (an empty file has no block to hash), within SMALL and the buffer, no holes."""
+    return 0 < st.st_size <= min(SMALL, len(view)) and st.st_blocks * 512 >= st.st_size
+
+
+def read_small(src: int, start: int, length: int, view: memoryview, source: str
+               ) -> memoryview:
+    """``length`` bytes of ``src`` from ``start``, read into ``view`` (fewer where the
+    source ended early); an error is a SourceReadError naming ``source``."""
     got = 0
     try:
         while got < length:
@@ -119,10 +134,12 @@ def _copy_small(src: int, dst: int, start: int, length: int, view: memoryview,
             got += n
     except OSError as exc:
         raise SourceReadError(f"cannot read {source}: {exc}", path=source) from exc
-    chunk = view[:got]
-    digest.update(chunk)
+    return view[:got]
+
+
+def write_all(dst: int, chunk: memoryview) -> None:
     written = 0
-    while written < got:
+    while written < len(chunk):
         written += os.write(dst, chunk[written:])
 
 
