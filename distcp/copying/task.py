@@ -445,9 +445,10 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
         with source as fd:
             storage = spec.dst.open()
             assert source.st is not None  # set by opening it
+            shown = fsutil.display(file.origin.url)
             small = storage.stage_small_file(
                 fd, source.st, staging_url, mode=file.mode, mtime=_kept_mtime(file),
-                verify=spec.verify, buffer=buffer, source=fsutil.display(file.origin.url),
+                verify=spec.verify, buffer=buffer, source=shown,
             ) if file.owner is None and file.group is None else None
             if small is not None:
                 read, checksum = small
@@ -456,8 +457,7 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
                 writer = storage.open_stage(file.destination, staging_url,
                                             verify=spec.verify, size_hint=file.origin.size,
                                             buffer_size=spec.buffer_size)
-                digest = writer.copy_file(fd, buffer, fsutil.display(file.origin.url),
-                                          source.st)
+                digest = writer.copy_file(fd, buffer, shown, source.st)
                 assert digest is not None  # local staging copies files (copies_files)
                 read = digest.size
                 _keep_attributes(storage, staging_url, file, spec, writer=writer)

@@ -90,8 +90,7 @@ def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
     dst = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
         view = aligned(buffer)
-        if end - start <= min(SMALL, len(view)) and method is None \
-                and st.st_blocks * 512 >= st.st_size:
+        if method is None and small_dense(end - start, st, view):
             _copy_small(src, dst, start, end - start, view, digest, source)
         else:
             copy_span(src, dst, start, max(0, end - start), buffer, digest, source=source,
@@ -115,10 +114,10 @@ def _copy_small(src: int, dst: int, start: int, length: int, view: memoryview,
     write_all(dst, chunk)
 
 
-def small_dense(st: os.stat_result, view: memoryview) -> bool:
-    """Whether a file of status ``st`` is read whole into ``view`` by one call: not
-    empty (an empty file has no block to hash), within SMALL and the buffer, no holes."""
-    return 0 < st.st_size <= min(SMALL, len(view)) and st.st_blocks * 512 >= st.st_size
+def small_dense(length: int, st: os.stat_result, view: memoryview) -> bool:
+    """Whether ``length`` bytes of a file of status ``st`` are read into ``view`` by one
+    call and written by one: within SMALL and the buffer, and the file has no holes."""
+    return length <= min(SMALL, len(view)) and st.st_blocks * 512 >= st.st_size
 
 
 def read_small(src: int, start: int, length: int, view: memoryview, source: str
