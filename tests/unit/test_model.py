@@ -75,3 +75,50 @@ def test_model_values_pickle_as_calls_with_their_field_values(value: object) -> 
     assert cls is type(value) and cls(*args) == value
     assert args == tuple(getattr(value, f.name) for f in fields(value))  # type: ignore[arg-type]
     assert astuple(value) is not None  # still a dataclass to every other tool
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
+def test_model_values_built_fast_are_still_frozen_values(value: object) -> None:
+    """``__init__`` stores the fields plainly and then makes the object its class:
+    the object is of that class, frozen, equal and hashed as the dataclass says."""
+    from dataclasses import FrozenInstanceError, fields, replace
+
+    names = [f.name for f in fields(value)]  # type: ignore[arg-type]
+    made = type(value)(**{n: getattr(value, n) for n in names})
+    assert type(made) is type(value) and made == value and hash(made) == hash(value)
+    with pytest.raises(FrozenInstanceError):
+        setattr(made, names[0], getattr(value, names[1]))
+    assert replace(made, **{names[0]: getattr(value, names[0])}) == value  # type: ignore[type-var]
+    assert not hasattr(made, "__dict__")  # still slotted
+
+
+def test_model_values_take_their_defaults_and_refuse_unknown_fields() -> None:
+    status = FileStatus("/a", 1, 2.0)
+    assert (status.mode, status.is_dir, status.link_target) == (None, False, None)
+    result = TaskResult("g", 1, "a", "/o", "/d", "u", "all", "ok")
+    assert (result.split_index, result.parts, result.mtime, result.branch) == (-1, (), None, "")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        FileStatus("/a", 1, 2.0, colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'mtime'"):
+        FileStatus("/a", 1)  # type: ignore[call-arg]
+
+
+def test_only_plain_fields_are_stored_plainly() -> None:
+    """A default factory or a ``__post_init__`` would be skipped: refused at import."""
+    from dataclasses import dataclass, field
+
+    from distcp.model import _built_by_plain_stores
+
+    with pytest.raises(TypeError, match="only plain fields"):
+        @_built_by_plain_stores
+        @dataclass(frozen=True, slots=True)
+        class WithFactory:
+            items: list[int] = field(default_factory=list)
+    with pytest.raises(TypeError, match="only plain fields"):
+        @_built_by_plain_stores
+        @dataclass(frozen=True, slots=True)
+        class Checked:
+            n: int
+
+            def __post_init__(self) -> None:
+                pass
