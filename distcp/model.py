@@ -8,74 +8,16 @@ holds a filesystem object, handle or client. Executors rebuild those from URLs.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import MISSING, dataclass, field, fields
-from operator import attrgetter
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import Literal
+
+from distcp.values import built_by_plain_stores, pickled_as_arguments
 
 Status = Literal["ok", "failed"]
 
-T = TypeVar("T")
 
-
-def _pickled_as_arguments(cls: type[T]) -> type[T]:
-    """Pickle ``cls`` as a call with its field values, read in one C call.
-
-    A slotted dataclass pickles through ``__getstate__``/``__setstate__``, which ask
-    ``dataclasses.fields()`` once per object: for a million files that is seconds on
-    the driver (units out, results back) and in the tasks. Here a CopyableFile pickles
-    in 4.1 µs instead of 7.9 and loads in 5.7 instead of 8.4 (a TaskResult: 2.2 and 3.8
-    instead of 5.2 and 6.8). Every field is an ``__init__`` argument in these classes,
-    in field order.
-    """
-    values = attrgetter(*(f.name for f in fields(cls)))  # type: ignore[arg-type]
-
-    def __reduce__(self: Any) -> tuple[Any, tuple[Any, ...]]:
-        return cls, values(self)
-
-    cls.__reduce__ = __reduce__  # type: ignore[method-assign]
-    return cls
-
-
-def _built_by_plain_stores(cls: type[T]) -> type[T]:
-    """Give frozen, slotted ``cls`` an ``__init__`` that stores its fields as a mutable
-    object's would, then makes the object ``cls``: frozen from then on.
-
-    A frozen dataclass's own ``__init__`` stores each field through
-    ``object.__setattr__`` (its ``__setattr__`` refuses), about 0.2 µs a field here: a
-    TaskResult of 26 fields took 5.6 µs to make, and every file a task copies makes a
-    FileStatus, a CopyableFile (unpickled from its chunk) and a TaskResult. This one
-    makes the object an instance of a plain class of the same slots (so ``__class__``
-    may change between them), stores each field as a plain attribute, and changes the
-    class back: 2.1 µs instead of 7.7 for that TaskResult (Intel Xeon, 2026-12-02).
-    Equality, hashing, ``replace``, pickling and the refusal to set a field are the
-    dataclass's own; the signature and defaults are the ones it generated.
-    """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    plain = type(f"_{cls.__name__}Slots", (), {"__slots__": tuple(names)})
-    scope: dict[str, Any] = {"_set": object.__setattr__, "_plain": plain, "_cls": cls}
-    params = []
-    for f in fields(cls):  # type: ignore[arg-type]
-        if not f.init or f.default_factory is not MISSING or hasattr(cls, "__post_init__"):
-            raise TypeError(f"{cls.__name__}.{f.name}: only plain fields are stored plainly"
-                            " (no default factory, no __post_init__)")
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            scope[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-    lines = [f"def __init__(self, {', '.join(params)}):", "    _set(self, '__class__', _plain)"]
-    lines += [f"    self.{name} = {name}" for name in names]
-    lines += ["    self.__class__ = _cls"]
-    exec("\n".join(lines), scope)  # noqa: S102 - the source is built from field names only
-    init = scope["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = cls.__init__.__doc__
-    cls.__init__ = init  # type: ignore[method-assign]
-    return cls
-
-
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class FileStatus:
     """What a listing knows about one origin file or directory."""
@@ -97,8 +39,8 @@ class FileStatus:
     link_target: str | None = None
 
 
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class CopyableFile:
     """Everything an executor needs to copy one file, and the publisher to place it.
@@ -131,8 +73,8 @@ class CopyableFile:
         return hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class CopyableDirectory:
     """A directory to reproduce at the destination (empty ones included)."""
@@ -148,8 +90,8 @@ class CopyableDirectory:
     group: str | None = None
 
 
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class FileSet:
     """The unit published whole or not at all, e.g. one partition of one dataset."""
@@ -163,8 +105,8 @@ class FileSet:
         return (self.dataset_urn, self.name)
 
 
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class Split:
     """One byte range of a file that is copied by several tasks.
@@ -184,8 +126,8 @@ class Split:
     records: str = ""
 
 
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class WorkUnit:
     """What one Spark task does: several small files packed together, or one split."""
@@ -202,8 +144,8 @@ class WorkUnit:
         return self.split.length if self.split else sum(f.origin.size for f in self.files)
 
 
-@_pickled_as_arguments
-@_built_by_plain_stores
+@pickled_as_arguments
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class TaskResult:
     """One output file of one task attempt, success or failure, as data.

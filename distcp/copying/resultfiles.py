@@ -131,14 +131,15 @@ class ResultsWriter:
 
 def _groups(url: str, options: dict[str, Any], columns: list[str]) -> Iterator[Any]:
     """The file's row groups, one table at a time, with only ``columns`` (those the
-    file has: a file written before a column existed lacks it)."""
+    file has: a file written before a column existed lacks it); read on this thread
+    alone, as ``copyrows.read_chunk`` reads (why: there)."""
     import pyarrow.parquet as pq
 
     with storage_for(url, options).open_read(url) as f:
         pf = pq.ParquetFile(f)
         present = [c for c in columns if c in pf.schema_arrow.names]
         for n in range(pf.num_row_groups):
-            yield pf.read_row_group(n, columns=present)
+            yield pf.read_row_group(n, columns=present, use_threads=False)
 
 
 def staged_tables(url: str, options: dict[str, Any]) -> Iterator[Any]:

@@ -20,8 +20,10 @@ from distcp.errors import DuplicateDestinationError, PlanningError
 from distcp.model import CopyableDirectory, CopyableFile, FileStatus
 from distcp.mtimes import same_mtime
 from distcp.storage.filesystems import display
+from distcp.values import built_by_plain_stores
 
 
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class Action:
     """One planned decision about a file, with the reason shown by --dry-run (one per

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from distcp.values import built_by_plain_stores
+
 UPLOAD_PREFIX = "s3-upload:"
 #: A 0-byte file is staged as nothing at all and published with one PUT (never an MPU).
 EMPTY_PREFIX = "s3-empty:"
@@ -39,6 +41,7 @@ class StagedKind(Enum):
     PUBLISHED = "published"
 
 
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class Staged:
     """One staged file: its kind, where it is, and (uploads) the upload's id.

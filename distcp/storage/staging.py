@@ -21,6 +21,7 @@ from typing import ClassVar, Protocol
 
 from distcp.checksum import Digest
 from distcp.storage.staged import Staged
+from distcp.values import built_by_plain_stores
 
 #: Parts of a staged upload as (number, ETag, size); empty where staging is a file.
 Parts = tuple[tuple[int, str, int], ...]
@@ -48,6 +49,7 @@ class StagedStream:
         return self.staged.text if self.staged is not None else ""
 
 
+@built_by_plain_stores
 @dataclass(frozen=True, slots=True)
 class StagedFile:
     """One staged file of a file set, where it goes, and what must be there after the

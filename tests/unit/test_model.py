@@ -102,23 +102,3 @@ def test_model_values_take_their_defaults_and_refuse_unknown_fields() -> None:
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'mtime'"):
         FileStatus("/a", 1)  # type: ignore[call-arg]
 
-
-def test_only_plain_fields_are_stored_plainly() -> None:
-    """A default factory or a ``__post_init__`` would be skipped: refused at import."""
-    from dataclasses import dataclass, field
-
-    from distcp.model import _built_by_plain_stores
-
-    with pytest.raises(TypeError, match="only plain fields"):
-        @_built_by_plain_stores
-        @dataclass(frozen=True, slots=True)
-        class WithFactory:
-            items: list[int] = field(default_factory=list)
-    with pytest.raises(TypeError, match="only plain fields"):
-        @_built_by_plain_stores
-        @dataclass(frozen=True, slots=True)
-        class Checked:
-            n: int
-
-            def __post_init__(self) -> None:
-                pass
