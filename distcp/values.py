@@ -50,14 +50,16 @@ def built_by_plain_stores(cls: type[T]) -> type[T]:
     Equality, hashing, ``replace``, pickling and the refusal to set a field are the
     dataclass's own; the signature and defaults are the ones it generated.
     """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    every = fields(cls)  # type: ignore[arg-type]
+    odd = [f.name for f in every if not f.init or f.default_factory is not MISSING]
+    if odd or hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__}: only plain fields are stored plainly (no default "
+                        f"factory, no __post_init__): {', '.join(odd) or '__post_init__'}")
+    names = [f.name for f in every]
     plain = type(f"_{cls.__name__}Slots", (), {"__slots__": tuple(names)})
     scope: dict[str, Any] = {"_set": object.__setattr__, "_plain": plain, "_cls": cls}
     params = []
-    for f in fields(cls):  # type: ignore[arg-type]
-        if not f.init or f.default_factory is not MISSING or hasattr(cls, "__post_init__"):
-            raise TypeError(f"{cls.__name__}.{f.name}: only plain fields are stored plainly"
-                            " (no default factory, no __post_init__)")
+    for f in every:
         if f.default is MISSING:
             params.append(f.name)
         else:

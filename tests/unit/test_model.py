@@ -77,21 +77,6 @@ def test_model_values_pickle_as_calls_with_their_field_values(value: object) -> 
     assert astuple(value) is not None  # still a dataclass to every other tool
 
 
-@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
-def test_model_values_built_fast_are_still_frozen_values(value: object) -> None:
-    """``__init__`` stores the fields plainly and then makes the object its class:
-    the object is of that class, frozen, equal and hashed as the dataclass says."""
-    from dataclasses import FrozenInstanceError, fields, replace
-
-    names = [f.name for f in fields(value)]  # type: ignore[arg-type]
-    made = type(value)(**{n: getattr(value, n) for n in names})
-    assert type(made) is type(value) and made == value and hash(made) == hash(value)
-    with pytest.raises(FrozenInstanceError):
-        setattr(made, names[0], getattr(value, names[1]))
-    assert replace(made, **{names[0]: getattr(value, names[0])}) == value  # type: ignore[type-var]
-    assert not hasattr(made, "__dict__")  # still slotted
-
-
 def test_model_values_take_their_defaults_and_refuse_unknown_fields() -> None:
     status = FileStatus("/a", 1, 2.0)
     assert (status.mode, status.is_dir, status.link_target) == (None, False, None)

@@ -13,9 +13,11 @@ from distcp.planning.plan import Action
 from distcp.storage.staged import Staged
 from distcp.storage.staging import StagedFile
 from distcp.values import built_by_plain_stores
+from tests.unit.test_model import VALUES as MODEL_VALUES
 
 FILE = CopyableFile(FileStatus("/s/a", 3, 1.5), "/d/a", "urn:x", "all")
 VALUES = [
+    *MODEL_VALUES,
     Staged.path("/d/.pydistcp/staging/u0-a0/d0/a"),
     Staged.upload("id:with:colons", "s3://b/k"),
     StagedFile(Staged.path("/stage/a"), "/d/a", 3),
@@ -27,6 +29,8 @@ VALUES = [
 
 @pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
 def test_values_made_by_plain_stores_are_frozen_values(value: object) -> None:
+    """``__init__`` stores the fields plainly and then makes the object its class:
+    the object is of that class, frozen, equal and hashed as the dataclass says."""
     names = [f.name for f in fields(value)]  # type: ignore[arg-type]
     made = type(value)(**{n: getattr(value, n) for n in names})
     assert type(made) is type(value) and made == value and hash(made) == hash(value)
