@@ -162,10 +162,15 @@ class LeanGetter:
 
     def get(self, bucket: str, key: str, etag: str) -> bytes:
         """The object's bytes if it still has ``etag`` (any version: ""); 412 as s3fs
-        would raise it."""
+        would raise it, also when the answer names another ETag: ``rclone serve s3``
+        ignores ``If-Match`` and answers the object's new version."""
         host, path = self.target(bucket, key)
-        return self.call(host, path, {}, {"if-match": etag} if etag else {},
-                         f"s3://{bucket}/{key}").data
+        where = f"s3://{bucket}/{key}"
+        answer = self.call(host, path, {}, {"if-match": etag} if etag else {}, where)
+        if not same_etag(answer.headers, etag):
+            raise _HTTPError(412, "PreconditionFailed", f"GET {where}: answered ETag "
+                             f"{answer.headers['etag']}, not the {etag} asked for")
+        return answer.data
 
     def put(self, operation: str, bucket: str, key: str, body: bytes | memoryview,
             params: dict[str, str], headers: dict[str, str]) -> str:
@@ -270,6 +275,13 @@ class LeanGetter:
                     "AuthorizationHeaderMalformed", "PermanentRedirect")):
             raise _Fallback(f"redirected ({response.status})")
         return response
+
+
+def same_etag(headers: dict[str, str], etag: str) -> bool:
+    """Whether an answer (its lower-cased ``headers``) is of the version ``etag`` names
+    (True where either side names none)."""
+    given = headers.get("etag")
+    return not etag or given is None or given.strip('"') == etag.strip('"')
 
 
 def _pause_or_give_up(exc: Exception, attempt: int, deadline: float, limit: float,
