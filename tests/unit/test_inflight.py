@@ -195,6 +195,14 @@ def test_pipelined_answers_are_read_in_turn_and_a_connections_end_sends_the_rest
     assert len(keys) <= lean.requests_sent() - sent <= len(keys) + 2 * 3
 
 
+def test_serial_gets_on_request(served: Keyed, monkeypatch: pytest.MonkeyPatch) -> None:
+    served.answers.update({f"/b/k{n}": _ok(b"%d" % n) for n in range(12)})
+    monkeypatch.setenv("PYDISTCP_S3_LEAN_GET", "serial")
+    keys = [f"k{n}" for n in range(12)]
+    assert _fetched(_getter(served), keys, connections=1) == {n: b"%d" % n for n in range(12)}
+    assert served.pipelined == 0 and served.connections > 1  # one a connection, on 32
+
+
 def test_an_object_without_an_answer_in_time_is_left_to_the_usual_way(
         served: Keyed) -> None:
     served.answers.update({"/b/a": _ok(b"a"), "/b/slow": STALL, "/b/c": _ok(b"c")})
@@ -219,7 +227,9 @@ def test_connections_are_kept_for_the_next_unit_and_a_closed_one_is_replaced(
     assert served.connections == 4
 
 
-def test_tls_with_the_callers_ca_and_without_it_the_usual_way(tmp_path: Path) -> None:
+@pytest.mark.parametrize("depth", [1, 4])
+def test_tls_with_the_callers_ca_and_without_it_the_usual_way(tmp_path: Path, depth: int
+                                                               ) -> None:
     cert, key = _self_signed(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -227,9 +237,10 @@ def test_tls_with_the_callers_ca_and_without_it_the_usual_way(tmp_path: Path) ->
     server = Keyed({"/b/a": _ok(b"a"), "/b/big": _ok(big), "/b/c": _ok(b"c")}, context)
     try:
         getter = _getter(server, "https", ca=cert)
-        assert _fetched(getter, ["a", "big", "c"], connections=2, depth=1) == {
-            0: b"a", 1: big, 2: b"c"}
+        assert _fetched(getter, ["a", "big", "c", "a", "c"], connections=2, depth=depth) == {
+            0: b"a", 1: big, 2: b"c", 3: b"a", 4: b"c"}
         assert server.connections == 2
+        assert (server.pipelined > 0) == (depth > 1)  # answers of many TLS records in turn
         # a certificate this client does not trust: no connection, the usual way says why
         refused = _getter(server, "https")
         assert _fetched(refused, ["a"]) == {0: None}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import selectors
 import ssl
 from collections import deque
@@ -38,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from distcp.storage.s3 import settings
-from distcp.storage.s3.lean import same_etag, sign
+from distcp.storage.s3.lean import DISABLE_ENV, same_etag, sign
 from distcp.storage.s3.wire import MAX_HEAD, Answer, ProtocolError, parse_head
 
 #: Requests one unit keeps in flight, each on a connection of its own: as many as the
@@ -52,6 +53,9 @@ CONNECTIONS = 32
 #: (2026-12-02): the client's CPU 79-90 µs a GET one a connection, 39-49 µs four a
 #: connection; the server's 117-197 µs against 123-148 µs.
 GET_CONNECTIONS, GET_DEPTH = 8, 4
+#: ``PYDISTCP_S3_LEAN_GET=serial``: one GET at a time a connection, on ``CONNECTIONS``
+#: (for a network in between that mishandles pipelined requests).
+SERIAL = "serial"
 _RECV = 256 * 1024
 
 #: One request: its index in the caller's list and its bytes (head and body), or None
@@ -92,6 +96,8 @@ def fetch(getter: Any, wanted: Sequence[tuple[str, str, str]],
         yield from ((n, None) for n in range(len(wanted)))
         return
     host, credentials = target
+    if os.environ.get(DISABLE_ENV) == SERIAL:
+        connections, depth = CONNECTIONS, 1
 
     def requests() -> Iterator[Request]:
         for index, (bucket, key, etag) in enumerate(wanted):
