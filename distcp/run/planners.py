@@ -28,6 +28,7 @@ from distcp.run.choice import (
     collects_because,
     every_decision,
     held_here,
+    imports_client_early,
     plans_beside,
     session_cheap,
     walks_every_core,
@@ -45,6 +46,16 @@ from distcp.state.store import StateStore
 #: nothing to copy imports neither.
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
+
+
+def _first_copy(run: BranchRun, store: StateStore) -> bool:
+    """Whether a dataset of the run has no earlier run's publish in its state (read
+    once a run: planning reads the same). A state that cannot be read: False, and
+    planning says why."""
+    try:
+        return any(not store.load(ds.urn).runs for ds in run.datasets)
+    except Exception:  # noqa: BLE001 - reported where planning reads it
+        return False
 
 
 def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
@@ -80,6 +91,8 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))
     if done is None:  # publishing's imports start once the plan copies a file (else never)
+        if imports_client_early(cfg, run.collects, partial(_first_copy, run, store)):
+            beside.preload(client_modules(cfg.master, cfg.engine))
         beside.when_copying(partial(beside.preload, PUBLISH_MODULES))
         try:
             done = planned_with(session)
