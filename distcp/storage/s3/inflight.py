@@ -65,11 +65,12 @@ Request = tuple[int, bytes | None]
 
 class _Conn:
     """One of the wire's connections (``wire._Connection``: its socket, and ``pending``,
-    what arrived of its answers), whether it was kept from before, the requests sent on
-    it whose answers are still to come, in the order they were sent, and whether any
-    answer came on it yet, whether it takes more requests (``last``: after an answer
-    that is not a 2xx, only those already sent are read on it), and whether it takes
-    several at once (``proven``: kept from before, or kept alive after an answer)."""
+    what arrived of its answers) and what is known of it: whether it was kept from
+    before; the requests sent on it whose answers are still to come, in the order they
+    were sent; whether any answer came on it yet; whether it takes more requests
+    (``last``: after an answer that is not a 2xx, only those already sent are read on
+    it); whether it takes several at once (``proven``: kept from before, or kept alive
+    after an answer)."""
 
     __slots__ = ("answered", "last", "link", "proven", "queue", "reused")
 
@@ -181,6 +182,7 @@ def _each(wanted: Sequence[Any], answers: Iterator[tuple[int, Answer | None]]
         yield index, answer
     yield from ((n, None) for n in range(len(wanted)) if n not in given)
 
+
 def exchange(wire: Any, requests: Iterable[Request], on_send: Callable[[], None],
              connections: int = CONNECTIONS, timeout: float | None = None, depth: int = 1
              ) -> Iterator[tuple[int, Answer | None]]:
@@ -188,9 +190,9 @@ def exchange(wire: Any, requests: Iterable[Request], on_send: Callable[[], None]
     one of ``connections`` of ``wire``'s connections, at most ``depth`` of them waiting
     for their answers on one connection (HTTP/1.1 pipelining: sent in one write,
     answered in turn) once it kept alive after an answer (a new connection carries one
-    request until then: moto's server ends each after its answer): yields ``(index, answer)`` as the answers come; the answer None
-    where it is not a whole one with a Content-Length (module docstring). ``on_send``
-    is called for each request sent. When nothing answers within ``timeout`` seconds
+    request until then: moto's server ends each after its answer). Yields ``(index,
+    answer)`` as the answers come; the answer None where it is not a whole one with a
+    Content-Length (module docstring). ``on_send`` is called for each request sent. When nothing answers within ``timeout`` seconds
     (default: the S3 settings' read timeout), the requests waited for give None and
     the rest of ``requests`` is not taken. The connections go back to the wire.
 
@@ -199,9 +201,10 @@ def exchange(wire: Any, requests: Iterable[Request], on_send: Callable[[], None]
     close), else all but the one whose answer broke (None: the usual way says why).
     An answer that ends its connection (``Connection: close``) leaves the requests after
     it to another connection; one after which the connection is not reused (not a 2xx)
-    is read with the answers after it, and the connection then closed. So only a
-    request sent more than ``depth`` at a time can be sent twice, and only after its
-    connection broke: GETs (a PUT, ``put``, goes one at a time).
+    is read with the answers after it, and the connection then closed. So, beyond a
+    kept connection's idle close (sent again as before), a request is sent twice only
+    where it waited behind another on a connection that ended: a GET (``put`` sends
+    its PUTs one at a time a connection).
 
     A request is written whole before the loop goes on (``sendall`` within the
     timeout): the bodies are small, and a server reads a request before it answers."""
