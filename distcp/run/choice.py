@@ -61,7 +61,8 @@ def imports_client_early(cfg: CopyConfiguration, collects: str | None,
     """Whether the run imports PySpark's client in a thread while its driver plans an
     object store's listing (``beside.preload``; local trees plan beside it instead):
     its session opens cheaply, its copy may need it (``copies_without_session``) and it
-    looks like a first copy (``first_copy``: a dataset no earlier run published). The
+    looks like a first copy (``first_copy``: its first dataset no earlier run
+    published). The
     client's import (~0.6 s, pandas 0.39 s of it) was most of a warm session's start,
     which came after the plan: a warm S3 -> local copy of 20,000 objects planned in
     0.89 s, mostly waiting on the server's listing, then waited 0.89 s for its session.

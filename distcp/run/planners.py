@@ -47,14 +47,14 @@ from distcp.state.store import StateStore
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
 
-
 def _first_copy(run: BranchRun, store: StateStore) -> bool:
-    """Whether a dataset of the run has no earlier run's publish in its state (read
-    once a run: planning reads the same). A state that cannot be read: False, and
-    planning says why."""
+    """Whether the run's first dataset has no earlier run's publish in its state: one
+    small document read (kept in ``store`` for what reads it again), not one a dataset
+    of a glob's thousands. A state that cannot be read: False, and planning or the
+    publish says why."""
     try:
-        return any(not store.load(ds.urn).runs for ds in run.datasets)
-    except Exception:  # noqa: BLE001 - reported where planning reads it
+        return any(not store.load(ds.urn).runs for ds in run.datasets[:1])
+    except Exception:  # noqa: BLE001 - reported where it is read for what it holds
         return False
 
 
