@@ -62,3 +62,13 @@ def test_only_plain_fields_are_stored_plainly() -> None:
 
             def __post_init__(self) -> None:
                 pass
+
+
+def test_a_subclass_of_a_value_pickled_as_arguments_keeps_its_own_fields() -> None:
+    from distcp.planning.plan import Expansions
+
+    folder = Expansions("/dst/x/", 0, 1.0, is_dir=True, guids=frozenset({"g1", "g2"}))
+    back = pickle.loads(pickle.dumps(folder))
+    assert type(back) is Expansions and back == folder and back.guids == {"g1", "g2"}
+    plain = FileStatus("/dst/y", 3, 2.0)
+    assert type(pickle.loads(pickle.dumps(plain))) is FileStatus
