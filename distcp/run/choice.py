@@ -8,7 +8,7 @@ executors, whether every decision is shown.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from distcp.commit.recovery import RecoveryArea
 from distcp.configuration import CopyConfiguration, local_ends, local_sources
@@ -54,21 +54,6 @@ def plans_beside(cfg: CopyConfiguration, collects: str | None) -> bool:
     tell, a walk the child could not hand back: the run would walk them twice."""
     return not cfg.dry_run and cfg.listing != "spark" and local_ends(cfg) \
         and not copies_without_session(cfg, collects) and session_cheap(cfg)
-
-
-def imports_client_early(cfg: CopyConfiguration, collects: str | None,
-                         first_copy: Callable[[], bool]) -> bool:
-    """Whether the run imports PySpark's client in a thread while its driver plans an
-    object store's listing (``beside.preload``; local trees plan beside it instead):
-    its session opens cheaply, its copy may need it (``copies_without_session``) and it
-    looks like a first copy (``first_copy``: its first dataset no earlier run
-    published). The
-    client's import (~0.6 s, pandas 0.39 s of it) was most of a warm session's start,
-    which came after the plan: a warm S3 -> local copy of 20,000 objects planned in
-    0.89 s, mostly waiting on the server's listing, then waited 0.89 s for its session.
-    A rerun with nothing to copy imports nothing it does not use."""
-    return not cfg.dry_run and not local_sources(cfg) and session_cheap(cfg) \
-        and not copies_without_session(cfg, collects) and first_copy()
 
 
 def copies_without_session(cfg: CopyConfiguration, collects: str | None) -> bool:

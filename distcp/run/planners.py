@@ -28,7 +28,6 @@ from distcp.run.choice import (
     collects_because,
     every_decision,
     held_here,
-    imports_client_early,
     plans_beside,
     session_cheap,
     walks_every_core,
@@ -46,16 +45,6 @@ from distcp.state.store import StateStore
 #: nothing to copy imports neither.
 PUBLISH_MODULES = ("pyarrow.parquet",)
 
-
-def _first_copy(run: BranchRun, store: StateStore) -> bool:
-    """Whether the run's first dataset has no earlier run's publish in its state: one
-    small document read (kept in ``store`` for what reads it again), not one a dataset
-    of a glob's thousands. A state that cannot be read: False, and planning or the
-    publish says why."""
-    try:
-        return any(not store.load(ds.urn).runs for ds in run.datasets[:1])
-    except Exception:  # noqa: BLE001 - reported where it is read for what it holds
-        return False
 
 
 def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
@@ -91,8 +80,6 @@ def planned(run: BranchRun, session: LazySession, message: Callable[[str], None]
             done = replace(done, strategies=tuple(
                 (urn, s.besides(BESIDE)) for urn, s in done.strategies))
     if done is None:  # publishing's imports start once the plan copies a file (else never)
-        if imports_client_early(cfg, run.collects, partial(_first_copy, run, store)):
-            beside.preload(client_modules(cfg.master, cfg.engine))
         beside.when_copying(partial(beside.preload, PUBLISH_MODULES))
         try:
             done = planned_with(session)

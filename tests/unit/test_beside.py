@@ -134,30 +134,6 @@ def test_a_kept_plan_copied_here_is_planned_in_the_run_s_own_process(
     assert plans_beside(cfg, None) is True  # its copy may take Spark: decided by plan_beside
 
 
-@pytest.mark.parametrize(("src", "options", "first", "imports"), [
-    ("s3://bucket/src", {}, True, True),  # an object store's listing, a first copy
-    ("s3://bucket/src", {}, False, False),  # a rerun: it may copy nothing
-    ("/src", {}, True, False),  # local trees plan beside the import instead
-    ("s3://bucket/src", {"dry_run": True}, True, False),  # no session at all
-    ("s3://bucket/src", {"copying": "driver"}, True, False),  # no session either
-    ("s3://bucket/src", {"engine": "cold"}, True, False),  # a session of its own JVM
-])
-def test_which_runs_import_the_client_while_they_plan(
-        src: str, options: dict[str, object], first: bool, imports: bool) -> None:
-    from distcp.configuration import CopyConfiguration
-    from distcp.run.choice import imports_client_early
-
-    cfg = CopyConfiguration.build([src], "/dst", **{"engine": "warm", **options})
-    asked: list[bool] = []
-
-    def first_copy() -> bool:
-        asked.append(True)
-        return first
-
-    assert imports_client_early(cfg, None, first_copy) is imports
-    assert len(asked) <= 1  # the state is read last, and only where the rest holds
-
-
 def test_the_session_module_imports_decimal_before_pyspark_does() -> None:
     """A Ctrl-C inside ``_decimal``'s first initialisation made its re-import print a C
     warning beside the run's one line (``distcp.spark.session``)."""
