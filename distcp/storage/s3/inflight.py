@@ -192,9 +192,10 @@ def exchange(wire: Any, requests: Iterable[Request], on_send: Callable[[], None]
     answered in turn) once it kept alive after an answer (a new connection carries one
     request until then: moto's server ends each after its answer). Yields ``(index,
     answer)`` as the answers come; the answer None where it is not a whole one with a
-    Content-Length (module docstring). ``on_send`` is called for each request sent. When nothing answers within ``timeout`` seconds
-    (default: the S3 settings' read timeout), the requests waited for give None and
-    the rest of ``requests`` is not taken. The connections go back to the wire.
+    Content-Length (module docstring). ``on_send`` is called for each request sent.
+    When nothing answers within ``timeout`` seconds (default: the S3 settings' read
+    timeout), the requests waited for give None and the rest of ``requests`` is not
+    taken. The connections go back to the wire.
 
     A connection that ends or breaks: its requests sent again on another connection,
     all of them where it was a kept one that ended before any answer (the server's idle
@@ -214,24 +215,29 @@ def exchange(wire: Any, requests: Iterable[Request], on_send: Callable[[], None]
     selector = selectors.DefaultSelector()
     live: list[_Conn] = []
 
+    def take(batch: list[tuple[int, bytes]], room: int
+             ) -> Iterator[tuple[int, Answer | None]]:
+        """``batch`` filled up to ``room`` requests, those sent again first; None at
+        once for what the caller does not send."""
+        while len(batch) < room and \
+                (item := again.popleft() if again else next(source, None)) is not None:
+            index, request = item
+            if request is None:
+                yield index, None
+            else:
+                batch.append((index, request))
+
     def start(conn: _Conn | None) -> Iterator[tuple[int, Answer | None]]:
         """``conn`` (a new one if None, or if it takes no more) sent requests until
-        ``depth`` wait on it, in one write; given back to the wire when none waits
-        on it and none is left to send."""
+        ``depth`` wait on it (one on a connection not proven yet), in one write; given
+        back to the wire when none waits on it and none is left to send."""
         if conn is not None and conn.last and not conn.queue:
             _drop(conn, selector, live)
             conn = None
         while True:
             batch: list[tuple[int, bytes]] = []
-            room = 1 if conn is None else 0 if conn.last else \
-                (depth if conn.proven else 1) - len(conn.queue)
-            while len(batch) < room and \
-                    (item := again.popleft() if again else next(source, None)) is not None:
-                index, request = item
-                if request is None:
-                    yield index, None
-                else:
-                    batch.append((index, request))
+            yield from take(batch, 1 if conn is None else 0 if conn.last else
+                            (depth if conn.proven else 1) - len(conn.queue))
             if not batch:
                 if conn is not None and not conn.queue:
                     _keep(conn, wire, selector, live)
@@ -243,6 +249,8 @@ def exchange(wire: Any, requests: Iterable[Request], on_send: Callable[[], None]
                     continue
                 live.append(conn)
                 selector.register(conn.link.sock, selectors.EVENT_READ, conn)
+                if conn.proven:  # kept from an earlier unit: as many as it takes
+                    yield from take(batch, depth)
             conn.queue.extend(batch)
             for _ in batch:
                 on_send()
