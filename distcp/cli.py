@@ -221,16 +221,17 @@ def main() -> None:
               show_default=True, envvar="PYDISTCP_COPYING",
               help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
                    "same tasks in forked processes, one per core, and the ranges of "
-                   "--split-size between local trees; threads when an object store is in "
-                   "the run) or auto (driver for a plan between local trees "
+                   "--split-size, into a local tree from local trees or S3; threads when "
+                   "another object store is in the run, or S3 is the destination) or auto "
+                   "(driver for a plan into a local tree from local trees or S3 "
                    "on a local master of at most 20,000 files, whatever their size and "
-                   "the engine; with an object store 10,000 files of any "
+                   "the engine; with another object store 10,000 files of any "
                    "size, 1,000 when the warm engine runs (5,000 uploads of local files to "
                    "S3 without write options), 256 MiB with a converter "
                    "(threads): where a Spark job's start costs more "
-                   "than the copy; past that, a run between local trees, cold or on the warm "
-                   "engine, copies its kept files' chunks in forked processes too (and the "
-                   "ranges of --split-size); "
+                   "than the copy; past that, a run into a local tree from local trees or "
+                   "S3, cold or on the warm engine, copies its kept files' chunks in forked "
+                   "processes too (and the ranges of --split-size); "
                    "a fork by the smallest of its branches' bounds; spark for the rest, a "
                    "cluster, or ranges a join task concatenates, as on GCS, FTP and SFTP).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),
@@ -1003,11 +1004,12 @@ _CHECK_HELP_TEXTS = {
              "content) or copy (compare the link's target text), as copy was run.",
     "tasks": "Exactly N tasks read the files (fewer only when there are fewer files).",
     "copying": "Who reads the files whose digests are compared: spark (a Spark job), "
-               "driver (this process: forked processes, one per core, between local "
-               "trees; threads when an object store is in the check) or auto (driver on "
-               "a local master: between local trees whatever the number of files, which "
-               "the forked processes read at Spark's local tasks' pace; with an object "
-               "store 10,000 reads, 1,000 when the warm engine runs; else spark).",
+               "driver (this process: forked processes, one per core, when DST is a "
+               "local tree and SRC a local tree or S3; threads when another object store "
+               "is in the check) or auto (driver on a local master: forked processes "
+               "whatever the number of files, which they read at Spark's local tasks' "
+               "pace; threads 10,000 reads, 1,000 when the warm engine runs; else "
+               "spark).",
     "buffer_size": "Read buffer per task.",
     "summary_json": "Write the report as JSON to this file (counts and every difference); "
                     "'-': to stdout (the human lines then go to stderr).",

@@ -389,6 +389,18 @@ def local_ends(c: CopyConfiguration) -> bool:
         for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
 
 
+def forked_ends(c: CopyConfiguration) -> bool:
+    """Whether processes this one forks may copy the run's files: every source read
+    through a storage that stays whole in a child (``Storage.reads_forked``: this
+    machine's filesystem, S3 on the lean path), the destination and the state folder on
+    this machine's filesystem (no object store's client writing, with its threads and
+    pools)."""
+    options = dict(c.dst_options)
+    return all(storage_for(url, dict(c.src_options)).reads_forked(url) for url in c.sources) \
+        and all(storage_for(url, options).capabilities.local_paths
+                for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
+
+
 def _continuous_problem(c: CopyConfiguration) -> str | None:
     """What a continuous copy takes: new files of plain trees and of stream datasets,
     published as they come; its own Spark session (a local master or a cluster's) or

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from distcp.commit.recovery import RecoveryArea
-from distcp.configuration import CopyConfiguration, local_ends, local_sources
+from distcp.configuration import CopyConfiguration, forked_ends, local_ends, local_sources
 from distcp.converters.base import forks_safely
 from distcp.model import CopyableFile
 from distcp.planning import beside, treeplans
@@ -73,11 +73,12 @@ def copies_without_session(cfg: CopyConfiguration, collects: str | None) -> bool
 
 def forks_here(cfg: CopyConfiguration) -> bool:
     """Whether a plan copied here is copied by forked processes (``run.workers``), not
-    threads: in the command's own process (``planning.beside.forks``), between local
-    trees only, and no converter that may not (``Converter.forks``: gpg's). An object
-    store's client keeps threads and locks a child would inherit mid-use: a child forked
-    after Azure's client had run was killed by signal 11."""
-    return beside.forks() and local_ends(cfg) and forks_safely(cfg.converters)
+    threads: in the command's own process (``planning.beside.forks``), into a local
+    tree from sources a child can read (``configuration.forked_ends``: local trees, S3
+    on the lean path), and no converter that may not (``Converter.forks``: gpg's). Other
+    object stores' clients keep threads and locks a child would inherit mid-use: a
+    child forked after Azure's client had run was killed by signal 11."""
+    return beside.forks() and forked_ends(cfg) and forks_safely(cfg.converters)
 
 
 def cores_here(cfg: CopyConfiguration) -> int:
@@ -293,7 +294,8 @@ def here_because(cfg: CopyConfiguration, files: int, most: int | None, what: str
 def kept_here(cfg: CopyConfiguration) -> str | None:
     """Why the kept datasets' chunks (files to copy and results in files) are copied by
     this process's forked copying processes, not a Spark job (None: Spark copies them):
-    ``--copying auto`` between local trees on a local master. The same copy tasks run
+    ``--copying auto`` on a local master where children may copy
+    (``forks_here``: into a local tree from local trees or S3). The same copy tasks run
     either way, on as many cores. Where the session would start a JVM of its own, that
     start (3-6 s) is what this saves; on the warm engine, the job's start and its
     results' way back: 300,000 files of 64 B copied in 19.09 s here against 23.12 s on
@@ -301,7 +303,7 @@ def kept_here(cfg: CopyConfiguration) -> str | None:
     3.31 s by the medians of 5 rounds (benchmarks/RESULTS.md, 2026-12-01)."""
     if cfg.copying != "auto" or not forks_here(cfg) or not tasks_run_here(cfg.master):
         return None
-    return (f"--copying auto between local trees on a local master: {cores_here(cfg)} "
+    return (f"--copying auto into a local tree on a local master: {cores_here(cfg)} "
             "processes forked here, no Spark job")
 
 

@@ -17,7 +17,8 @@ back; a task's Python holds the GIL, and threads of one process copied 20,000 sm
 files in 2.6 times two Spark workers' time (benchmarks/RESULTS.md, 2026-11-29). An API
 caller's process, whose threads and locks are not ours to fork, runs them in one thread
 per core; so does a run with an object store at either end, whose client's threads
-and locks a child would inherit (``choice.forks_here``).
+and locks a child would inherit, except S3 sources on the lean path, which a child
+reads with connections of its own (``choice.forks_here``).
 
 What differs from a Spark job, on purpose:
 - **No task retry.** A unit whose code raised fails its files as data, as a failed
@@ -239,7 +240,8 @@ def run_units(units: list[U], cores: int, one: Callable[[U, threading.Event], li
               fork: bool) -> list[R]:
     """Each unit run by ``one`` in one of ``cores`` forked processes (``run.workers``),
     or threads where this process may not fork (an API caller's; ``fork`` false: an
-    object store in the run, ``choice.forks_here``); the results of all, unit by unit.
+    object store's client in the run, ``choice.forks_here``); the results of all, unit
+    by unit.
     ``failed`` gives a unit's results failed by what it raised; ``started`` runs once
     the units are under way, after any fork."""
     if fork and beside.forks():

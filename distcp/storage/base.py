@@ -280,6 +280,14 @@ class Storage(ABC):
         link resolved): whether a destination lies inside its source."""
         return path
 
+    def reads_forked(self, url: str) -> bool:
+        """Whether processes this one forks can read ``url``'s files through this
+        storage as it stands now: its client holds no thread, pool or lock here that a
+        child would inherit mid-use (``run.choice.forks_here``). Local paths only, by
+        default: a child forked after Azure's SDK had run was killed by signal 11, and
+        an fsspec filesystem made here refuses to serve a child ("not fork-safe")."""
+        return self.capabilities.local_paths
+
     # -- questions ----------------------------------------------------------------
     def exists(self, url: str) -> bool:
         """Whether an entry (a link itself, not what it points to) is at ``url``."""

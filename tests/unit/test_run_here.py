@@ -265,6 +265,33 @@ def test_which_kept_copies_are_copied_by_processes_forked_here(
     assert (choice.kept_here(cfg) is not None) is here_
 
 
+#: An S3 reach the lean path takes (endpoint and credentials given): a child reads afresh.
+_PLAIN = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s"}
+
+
+@pytest.mark.parametrize(("cfg", "forks"), [
+    (_cfg(sources=("s3://b/src",), src_options=_PLAIN), True),
+    (_cfg(sources=("/src", "s3://b/src"), src_options=_PLAIN), True),
+    # s3fs's own chain (AWS without an endpoint), anonymous access: its client is made here
+    (_cfg(sources=("s3://b/src",)), False),
+    (_cfg(sources=("s3://b/src",), src_options={**_PLAIN, "anon": True}), False),
+    # an object store written to: its client's pools and the lock's heartbeat stay here
+    (_cfg(sources=("s3://b/src",), src_options=_PLAIN, destination="s3://b/dst",
+          dst_options=_PLAIN), False),
+    (_cfg(sources=("s3://b/src",), src_options=_PLAIN, state_dir="s3://b/state"), False),
+    (_cfg(sources=("gs://b/src",)), False), (_cfg(sources=("az://c/src",)), False)])
+def test_which_sources_the_processes_forked_here_read(
+        cfg: CopyConfiguration, forks: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside, "_enabled", True)
+    for name in [n for n in os.environ if n.startswith("AWS_")]:  # the options' reach only
+        monkeypatch.delenv(name)
+    assert choice.forks_here(cfg) is forks
+    if "pyspark.sql" in sys.modules:  # no caller's session (see above)
+        monkeypatch.setattr(sys.modules["pyspark.sql"].SparkSession, "getActiveSession",
+                            classmethod(lambda cls: None))
+    assert (choice.here_files(cfg) == HERE_FORKED) is forks
+
+
 @pytest.mark.parametrize(("converters", "forks"), [
     ((), True), (("gunzip", "untar"), True), (("decrypt",), False), (("decrypt", "gunzip"), False),
 ])
