@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import html
 import re
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,8 @@ from urllib.parse import unquote_plus
 from distcp.storage.s3 import lean as s3get
 
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+#: Key ranges a prefix with subfolders is listed in at once (``find_keys``).
+RANGES = 4
 
 
 def list_page(fs: Any, bucket: str, prefix: str, after: str | None = None,
@@ -142,22 +145,78 @@ def find_keys(fs: Any, root: str, most: int | None = None
     """What s3fs's ``find(root, detail=True)`` answers for a prefix with keys, through
     lean pages; None when s3fs must answer (this filesystem is not served, or nothing is
     under ``root``: it may be an object itself, which s3fs then looks up). Past ``most``
-    keys it stops and raises MoreKeys: the caller lists such a prefix elsewhere."""
+    keys it stops and raises MoreKeys: the caller lists such a prefix elsewhere.
+
+    ListObjectsV2's pages follow one another, so one listing waits on the server page
+    by page. A first page with a delimiter names the prefix's subfolders; with two or
+    more, the keys are listed in up to ``RANGES`` ranges at once, split at subfolders
+    (``_ranges``): 20,000 keys in 50 folders on ``rclone serve s3`` in 0.33-0.42 s
+    against 0.43-0.46 s in one listing (benchmarks/RESULTS.md, 2026-12-02), the rest
+    this process's work on each key; where each page waits on a distant server, the
+    ranges wait side by side. Without subfolders that page is the whole listing; with
+    a truncated one (over 1,000 names), one listing follows."""
     bucket, key, _ = fs.split_path(fs._strip_protocol(root))
     prefix = key.lstrip("/") + "/" if key else ""
-    pages = page_stream(fs, bucket, prefix)
-    if pages is None:
+    top = s3get.lean(fs, partial(_list_bucket, bucket=bucket, params={
+        "list-type": "2", "prefix": prefix, "delimiter": "/", "max-keys": "1000",
+        "encoding-type": "url"}))
+    if top is None:
         return None
+    truncated = b"<IsTruncated>true</IsTruncated>" in top
+    folders = [] if truncated else \
+        [_key(_text(raw.decode()), _url_encoded(top)) for raw in _COMMON.findall(top)]
     found: dict[str, dict[str, Any]] = {}
-    with closing(pages):  # stopped early: the page read ahead is awaited, not left behind
-        for page in pages:
-            for c in page["Contents"]:
-                name = f"{bucket}/{c['Key']}"
-                found[name] = {**c, "type": "file", "size": c["Size"], "name": name,
-                               "Key": name}
-            if most is not None and len(found) > most:
-                raise MoreKeys(f"more than {most:,} keys under s3://{bucket}/{prefix}")
-    return found or None
+    if not truncated and not folders:  # the page holds every key
+        _found(found, bucket, parse_page(top)["Contents"], most, prefix)
+        return found or None
+    ranges = _ranges(folders) if len(folders) >= 2 else [(None, None)]
+    stop = threading.Event()
+
+    def listed(span: tuple[str | None, str | None]) -> bool:
+        after, end = span
+        pages = page_stream(fs, bucket, prefix, after,
+                            beyond=None if end is None else (lambda k: k >= end))
+        if pages is None:
+            return False
+        with closing(pages):  # stopped early: the page read ahead is awaited
+            for page in pages:
+                if stop.is_set():
+                    return True
+                try:
+                    _found(found, bucket, page["Contents"], most, prefix)
+                except MoreKeys:
+                    stop.set()
+                    raise
+        return True
+
+    if len(ranges) == 1:
+        served = listed(ranges[0])
+    else:
+        with ThreadPoolExecutor(len(ranges)) as pool:
+            served = all(list(pool.map(listed, ranges)))
+    return (found or None) if served else None
+
+
+def _ranges(folders: list[str]) -> list[tuple[str | None, str | None]]:
+    """Up to ``RANGES`` key ranges that cover a prefix whose sorted subfolders are
+    ``folders``, each (the key its listing starts after, the first key past it): each
+    range but the first starts just before one subfolder (its name with the ``/`` made
+    the byte below it, so no key of the subfolder is left out); a key in two ranges'
+    pages is kept once."""
+    count = min(RANGES, len(folders))
+    splits = [folders[n * len(folders) // count] for n in range(1, count)]
+    starts: list[str | None] = [None, *(s[:-1] + chr(ord(s[-1]) - 1) for s in splits)]
+    ends: list[str | None] = [*splits, None]
+    return list(zip(starts, ends, strict=True))
+
+
+def _found(found: dict[str, dict[str, Any]], bucket: str, contents: list[dict[str, Any]],
+           most: int | None, prefix: str) -> None:
+    for c in contents:
+        name = f"{bucket}/{c['Key']}"
+        found[name] = {**c, "type": "file", "size": c["Size"], "name": name, "Key": name}
+    if most is not None and len(found) > most:
+        raise MoreKeys(f"more than {most:,} keys under s3://{bucket}/{prefix}")
 
 
 def _last_key(data: bytes) -> str | None:
