@@ -383,10 +383,7 @@ def local_sources(c: CopyConfiguration) -> bool:
 def local_ends(c: CopyConfiguration) -> bool:
     """Whether every source, the destination and the state folder are this machine's
     filesystem (no object store's client, with its threads and pools, in the run)."""
-    options = dict(c.dst_options)
-    return local_sources(c) and all(
-        storage_for(url, options).capabilities.local_paths
-        for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
+    return local_sources(c) and _local_outputs(c)
 
 
 def forked_ends(c: CopyConfiguration) -> bool:
@@ -395,10 +392,15 @@ def forked_ends(c: CopyConfiguration) -> bool:
     machine's filesystem, S3 on the lean path), the destination and the state folder on
     this machine's filesystem (no object store's client writing, with its threads and
     pools)."""
+    return all(storage_for(url, dict(c.src_options)).reads_forked(url)
+               for url in c.sources) and _local_outputs(c)
+
+
+def _local_outputs(c: CopyConfiguration) -> bool:
+    """Whether the destination and the state folder are this machine's filesystem."""
     options = dict(c.dst_options)
-    return all(storage_for(url, dict(c.src_options)).reads_forked(url) for url in c.sources) \
-        and all(storage_for(url, options).capabilities.local_paths
-                for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
+    return all(storage_for(url, options).capabilities.local_paths
+               for url in (c.destination, *((c.state_dir,) if c.state_dir else ())))
 
 
 def _continuous_problem(c: CopyConfiguration) -> str | None:
