@@ -37,6 +37,13 @@ def test_a_prefix_with_subfolders_is_listed_in_ranges_as_one_listing_would(
     assert s3list._ranges(folders)[1:] == [("rg/g2.", "rg/g30/"), ("rg/g30.", "rg/g5/"),
                                            ("rg/g5.", None)]
     assert s3get.requests_sent() - before == 5
+    # pages of 3 keys: a range that started past its split point would leave keys
+    # unread, which the range before it stops short of
+    real = s3list.page_stream
+    monkeypatch.setattr(s3list, "page_stream", lambda fs, bucket, prefix, after=None, **kw:
+                        real(fs, bucket, prefix, after, 3, kw.get("beyond")))
+    assert s3list.find_keys(fs, "s3://src/rg") == expected
+    monkeypatch.setattr(s3list, "page_stream", real)
     monkeypatch.setattr(s3list, "RANGES", 1)  # one listing after the page: the same answer
     assert s3list.find_keys(fs, "s3://src/rg") == expected
     with pytest.raises(s3list.MoreKeys, match="more than 20 keys under s3://src/rg/"):
