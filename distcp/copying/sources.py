@@ -127,13 +127,19 @@ def _get_listed(storage: Storage, file: CopyableFile, shown: str) -> io.BytesIO:
 
 
 def _listed_body(file: CopyableFile, data: bytes, shown: str) -> io.BytesIO:
-    """The bytes a GET If-Match of the listed ETag gave, as a reader. The ETag match is
-    the proof. LastModified is not compared: rclone serve s3's header (whole seconds)
-    and its listing (milliseconds) disagreed on 27 of 5,000 objects."""
+    """The bytes a GET If-Match of the listed ETag gave, as a reader (``check_body``)."""
+    check_body(file, data, shown)
+    return io.BytesIO(data)
+
+
+def check_body(file: CopyableFile, data: bytes, shown: str) -> None:
+    """Refuse the bytes a GET If-Match of the listed ETag gave unless they are as long
+    as the listing says. The ETag match is the proof of the version. LastModified is
+    not compared: rclone serve s3's header (whole seconds) and its listing
+    (milliseconds) disagreed on 27 of 5,000 objects."""
     if len(data) != file.origin.size:
         raise SourceReadError(f"source changed while copying: {shown} (listed "
                               f"{file.origin.size} bytes, read {len(data)})", path=shown)
-    return io.BytesIO(data)
 
 
 def read_together(files: Sequence[CopyableFile], spec: TaskSpec

@@ -24,6 +24,7 @@ from distcp.copying.progress import JOURNAL, Progress
 from distcp.copying.results import ResultKey, failed
 from distcp.copying.sources import (
     SMALL_OBJECT,
+    check_body,
     check_read,
     check_unchanged,
     one_get,
@@ -211,8 +212,14 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
         if not hasattr(local, "buffer"):
             local.buffer = ReadBuffer(size)
         file = unit.files[index]
+        publish_now = bool(now) and file.guid in now
+        if body is not None and folders is not None and not publish_now:
+            done = _copy_body(file, ResultKey.of(file, unit.unit_id, attempt),
+                              folders, spec, body, local.buffer)
+            if done is not None:
+                return Outputs.of([done])
         return _file_outputs(file, unit.unit_id, attempt, staging_dir, index, spec,
-                             local.buffer, publish_now=bool(now) and file.guid in now,
+                             local.buffer, publish_now=publish_now,
                              folders=folders, body=body, publish=publish)
 
     def copy_all(indices: list[int]) -> Iterator[tuple[int, Outputs]]:
@@ -472,6 +479,36 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
         return failed(key.result(file.destination, bytes_read=read), exc)
     return key.result(file.destination, staging=text, bytes_written=size, checksum=checksum,
                       bytes_read=read)
+
+
+def _copy_body(file: CopyableFile, key: ResultKey, folders: Folders, spec: TaskSpec,
+               body: bytes, buffer: bytearray) -> TaskResult | None:
+    """``_copy_file``'s steps for a small object's body in hand (``read_together``,
+    whose GET If-Match proved its version) copied as it is into local staging: its
+    size against the listing, then staged by one call of the storage
+    (``Storage.stage_small_body``: hashed, written, given its mode and mtime,
+    verified). The general way wraps the body as a stream and stages it through a
+    writer: a quarter of the copying processes' time on 20,000 objects of 64 B.
+    None for a file that needs that way (a converter, an owner to set, bytes the
+    storage does not take at once)."""
+    if file.converters or file.owner is not None or file.group is not None \
+            or file.origin.link_target is not None:
+        return None
+    staging_url = folders.staging_url(file.destination)
+    read = 0
+    try:
+        check_body(file, body, fsutil.display(file.origin.url))
+        read = len(body)
+        small = spec.dst.open().stage_small_body(
+            body, staging_url, mode=file.mode, mtime=_kept_mtime(file), verify=spec.verify,
+            buffer=buffer)
+    except Exception as exc:  # noqa: BLE001 - reported as data, see module docstring
+        return failed(key.result(file.destination, bytes_read=read), exc)
+    if small is None:
+        return None
+    size, checksum = small
+    return key.result(file.destination, staging=Staged.path(staging_url).text,
+                      bytes_written=size, checksum=checksum, bytes_read=size)
 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,

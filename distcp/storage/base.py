@@ -464,6 +464,16 @@ class Storage(ABC):
         takes the writer)."""
         return None
 
+    def stage_small_body(self, data: bytes, staging_url: str, *, mode: int | None,
+                         mtime: float | None, verify: str,
+                         buffer: bytearray) -> tuple[int, str] | None:
+        """``stage_small_file`` for bytes already in hand (a small object's body, read
+        by ``read_versions``): staged at ``staging_url`` in one call, with the writer's
+        checks and errors (``buffer``: memory the verify may read the copy back into).
+        ``(bytes staged, digest)``; None where this storage has no such way or the
+        bytes are not small (the caller takes the writer)."""
+        return None
+
     def open_stage(self, final_url: str, staging_url: str, *, verify: str = "size",
                    size_hint: int = 0, buffer_size: int = 0,
                    hold_small: bool = False) -> StageWriter:

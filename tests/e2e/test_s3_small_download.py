@@ -145,6 +145,57 @@ def test_a_unit_of_small_objects_is_read_from_one_thread_and_a_changed_one_fails
     assert s3get.requests_sent() - lean == 41 and seen == []
 
 
+def test_a_small_object_in_hand_is_staged_by_one_call_as_the_writer_stages_it(
+        s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A body read by ``read_together`` is staged by ``Storage.stage_small_body`` (no
+    stream, no writer): the same results, bytes, mode and mtime as the general way; an
+    empty object and one given an owner take the general way."""
+    from dataclasses import replace
+
+    from distcp.copying import task
+    from distcp.storage.local.storage import LocalStorage
+
+    s3 = s3_any
+    rng = random.Random(11)
+    objects = {f"hand/f{i:02d}.bin": rng.randbytes(10 + i) for i in range(12)}
+    objects["hand/empty"] = b""
+    _put(s3, objects)
+    files = [replace(f, mode=0o640) for f in _listed(s3, "hand", tmp_path)]
+    owned = files[3].destination
+    files[3] = replace(files[3], owner=str(os.getuid()))
+    in_one_call: list[str] = []
+    real = LocalStorage.stage_small_body
+
+    def spy(self: LocalStorage, data: bytes, url: str, **kw: Any) -> Any:
+        done = real(self, data, url, **kw)
+        if done is not None:
+            in_one_call.append(Path(url).name)
+        return done
+
+    monkeypatch.setattr(LocalStorage, "stage_small_body", spy)
+    runs = {}
+    for way in ("in-hand", "writer"):
+        if way == "writer":
+            monkeypatch.setattr(task, "_copy_body", lambda *args: None)
+        spec = TaskSpec(job_id="j", staging_root=str(tmp_path / way),
+                        progress_root=str(tmp_path / "p"), src_options=s3.options,
+                        verify="digest")
+        runs[way] = {r.destination: r for r in run_work_unit(
+            WorkUnit(unit_id=0, files=tuple(files)), spec, "a0")}
+    assert sorted(in_one_call) == sorted(
+        Path(f.destination).name for f in files if f.origin.size and f.destination != owned)
+    for f in files:
+        a, b = runs["in-hand"][f.destination], runs["writer"][f.destination]
+        assert a.ok and b.ok, (a.message, b.message)
+        assert replace(a, staging="") == replace(b, staging="")
+        sa, sb = os.stat(a.staging), os.stat(b.staging)
+        assert Path(a.staging).read_bytes() == Path(b.staging).read_bytes() == \
+            objects[f"hand/{Path(f.origin.url).name}"]
+        assert (sa.st_mode & 0o7777, sa.st_mtime_ns) == (sb.st_mode & 0o7777, sb.st_mtime_ns)
+        assert sa.st_mode & 0o7777 == 0o640
+        assert sa.st_mtime == pytest.approx(f.origin.mtime, abs=1e-3)
+
+
 def test_the_folders_of_an_s3_source_are_published_by_one_rename_each(
         s3_any: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
         renamed: list[str]) -> None:  # noqa: F811

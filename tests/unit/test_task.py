@@ -192,3 +192,32 @@ def test_a_unit_of_small_files_reads_into_a_buffer_the_size_of_its_largest(
     results = run_work_unit(unit, spec, attempt="t1")
     assert sorted(Path(r.staging).read_bytes() for r in results) == sorted(
         p.read_bytes() for p in src.iterdir())
+
+
+def test_a_body_in_hand_shorter_than_its_listing_fails_its_file_and_stages_nothing(
+        tmp_path: Path) -> None:
+    """``_copy_body`` checks a body's length against the listing before staging it, as
+    ``open_source`` does on the general way (the ETag proves the version; the size is
+    checked all the same)."""
+    from dataclasses import replace
+
+    from distcp.copying import task
+    from distcp.copying.results import ResultKey
+    from distcp.model import FileStatus
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "obj").write_bytes(b"x" * 64)
+    unit, spec = _unit(src, tmp_path / "dst")
+    [file] = unit.files
+    file = replace(file, origin=FileStatus(url="s3://b/obj", size=64, mtime=1.0, etag="e"))
+    folders = task.Folders(str(tmp_path / "staging"))
+    key = ResultKey.of(file, 0, "a0")
+    done = task._copy_body(file, key, folders, spec, b"short", bytearray(1 << 16))
+    assert done is not None and done.status == "failed"
+    assert done.error_type == "SourceReadError" and done.bytes_read == 0
+    assert done.message.startswith(
+        "source changed while copying: s3://b/obj (listed 64 bytes, read 5)")
+    assert not any(p.is_file() for p in (tmp_path / "staging").rglob("*"))
+    ok = task._copy_body(file, key, folders, spec, b"y" * 64, bytearray(1 << 16))
+    assert ok is not None and ok.ok and Path(ok.staging).read_bytes() == b"y" * 64

@@ -127,16 +127,17 @@ class LocalFileWriter(FileWriter):
         _unlink_quietly(self.path)
 
 
-def _verify_small(copy: int, data: memoryview, block: bytes, verify: str, url: str) -> None:
+def _verify_small(copy: int, data: bytes | memoryview, block: bytes, verify: str, url: str,
+                  into: memoryview) -> None:
     """``FileWriter._verify`` for a small copy still open: its size, and with
-    ``verify="digest"`` its bytes read back (into ``data``'s own memory: they were
-    written already) and hashed as one block."""
+    ``verify="digest"`` its bytes read back into ``into`` (as long as ``data``; it may
+    be ``data``'s own memory: they were written already) and hashed as one block."""
     try:
         size = os.fstat(copy).st_size
         if size != len(data):
             raise size_differs(len(data), size, url)
         if verify == "digest":
-            back = data[:os.preadv(copy, [data], 0)]
+            back = into[:os.preadv(copy, [into], 0)]
             if block_digest(back) != block:
                 raise digest_differs(compose((block,)), compose((block_digest(back),)), url)
     except OSError as exc:
@@ -339,24 +340,40 @@ class LocalStorage(Storage):
     def stage_small_file(self, fd: int, st: os.stat_result, staging_url: str, *,
                          mode: int | None, mtime: float | None, verify: str,
                          buffer: bytearray, source: str) -> tuple[int, str] | None:
-        """A small dense file read once, hashed, written, given its mode and mtime and
-        verified through the one descriptor, in the order ``LocalFileWriter`` takes
-        (``copy_file``, ``keep_attributes``, ``commit``) and with its errors; the one
-        block's hash compared without a ``Digest`` for either side. The writer's steps
-        cost 12-22 µs of Python a file of 64 B more than the bare system calls' 7-14
-        (benchmarks/RESULTS.md, 2026-12-02)."""
+        """A small dense file read once, then staged as ``stage_small_body`` stages
+        bytes in hand (its verify reads the copy back into the same memory)."""
         view = aligned(buffer)
         # an empty file has no block to hash: the writer's ``Digest`` gives its digest
         if not st.st_size or not localcopy.small_dense(st.st_size, st, view):
             return None
         data = localcopy.read_small(fd, 0, st.st_size, view, source)
+        return self._stage_block(data, staging_url, mode, mtime, verify, data)
+
+    def stage_small_body(self, data: bytes, staging_url: str, *, mode: int | None,
+                         mtime: float | None, verify: str,
+                         buffer: bytearray) -> tuple[int, str] | None:
+        """Bytes in hand hashed, written, given their mode and mtime and verified
+        through the one descriptor, in the order ``LocalFileWriter`` takes
+        (``copy_file``, ``keep_attributes``, ``commit``) and with its errors; the one
+        block's hash compared without a ``Digest`` for either side. The writer's steps
+        cost 12-22 µs of Python a file of 64 B more than the bare system calls' 7-14
+        (benchmarks/RESULTS.md, 2026-12-02). ``buffer``: where the verify reads the
+        copy back."""
+        view = aligned(buffer)
+        if not data or len(data) > min(localcopy.SMALL, len(view)):
+            return None
+        return self._stage_block(data, staging_url, mode, mtime, verify, view[:len(data)])
+
+    @staticmethod
+    def _stage_block(data: bytes | memoryview, staging_url: str, mode: int | None,
+                     mtime: float | None, verify: str, into: memoryview) -> tuple[int, str]:
         block = block_digest(data)
         path = os_path(staging_url)
         copy = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         try:
-            localcopy.write_all(copy, data)
+            localcopy.write_all(copy, memoryview(data))
             set_mode_mtime(copy, mode, mtime)
-            _verify_small(copy, data, block, verify, staging_url)
+            _verify_small(copy, data, block, verify, staging_url, into)
         except BaseException:
             _close_quietly(copy)
             _unlink_quietly(path)
