@@ -484,8 +484,9 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
 def _copy_body(file: CopyableFile, key: ResultKey, folders: Folders, spec: TaskSpec,
                body: bytes, buffer: bytearray) -> TaskResult | None:
     """``_copy_file``'s steps for a small object's body in hand (``read_together``,
-    whose GET If-Match proved its version) copied as it is into local staging: its
-    size against the listing, then staged by one call of the storage
+    whose GET If-Match proved its version; it reads only under ``_plain_side``: no
+    check, no bandwidth limit, a local destination) copied as it is into local
+    staging: its size against the listing, then staged by one call of the storage
     (``Storage.stage_small_body``: hashed, written, given its mode and mtime,
     verified). The general way wraps the body as a stream and stages it through a
     writer: a quarter of the copying processes' time on 20,000 objects of 64 B.
