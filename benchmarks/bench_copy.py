@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Side-by-side copy benchmark: cp -a, rsync -a, rclone copy, pydistcp, and an empty Spark job.
+"""Side-by-side copy benchmark: cp -a, rsync -a, rclone copy, pydistcp, its floor, an empty Spark job.
 
     python benchmarks/bench_copy.py [--rounds N] [--only A|B|C] [--workdir DIR]
 
@@ -12,7 +12,9 @@ archive, and on the warm engine (started, untimed, before the first round: the s
 state of repeated runs); ``--tools ...,pydistcp-warm-idle`` adds the warm engine after
 IDLE_S seconds without a run (untimed), when its Python workers were stopped and the run
 starts new ones, as a run an hour after the last does. The empty Spark job runs with
-and without the archive.
+and without the archive. ``floor`` (``floor.py``) is pydistcp's per-file work done by
+plain Python in one process a core with nothing around it: the time the machine's kernel
+and Python leave, against which pydistcp's own cost shows.
 
 Every round runs each tool once (the order rotates per round), each into a fresh empty
 destination on the same filesystem as the source; medians over rounds are reported.
@@ -68,7 +70,7 @@ DATASETS: dict[str, dict[str, Any]] = {
 STATE_DIR = ".pydistcp"  # pydistcp's state directory under a destination
 GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 
-TOOLS = ["cp", "rsync", "rclone", "pydistcp", "pydistcp-cds", "pydistcp-warm",
+TOOLS = ["cp", "rsync", "rclone", "floor", "pydistcp", "pydistcp-cds", "pydistcp-warm",
          "pydistcp-warm-spark", "empty-spark", "empty-spark-cds", "pydistcp-warm-idle",
          "pydistcp-cds-on-spark", "pydistcp-driver"]
 #: Untimed seconds between a run's cleanup and the next run (module docstring).
@@ -83,6 +85,7 @@ TOOL_LABEL = {
     "cp": "`cp -a`",
     "rsync": "`rsync -a`",
     "rclone": "`rclone copy --transfers 4`",
+    "floor": "floor: pydistcp's per-file work in plain Python, one process a core (`floor.py`)",
     "pydistcp": "`pydistcp copy`, cold, no archive",
     "pydistcp-cds": "`pydistcp copy`, cold, with the CDS archive",
     "pydistcp-warm": "`pydistcp copy`, warm engine",
@@ -299,6 +302,8 @@ def tool_command(tool: str, src: Path, dst: Path, summary: Path, logs: Path) -> 
         return ["rsync", "-a", f"{src}/", f"{dst}/"]
     if tool == "rclone":
         return ["rclone", "copy", "--transfers", "4", str(src), str(dst)]
+    if tool == "floor":
+        return [sys.executable, str(HERE / "floor.py"), str(src), str(dst)]
     if tool in PYDISTCP_TOOLS:
         base = baseline.command() if tool.endswith(BASE) else pydistcp_cmd()
         return base + ["copy", str(src), str(dst), "--no-progress",
@@ -569,6 +574,13 @@ def summarize(name: str, runs: list[dict[str, Any]], expect: tuple[int, int],
             target(f"{TOOL_LABEL[tool]} wall ÷ rclone wall",
                    round(m / rclone, 2) if m and rclone else None, limit, True,
                    f"{m} s vs rclone {rclone} s")
+        floor = median("floor")
+        if floor and rclone:  # issue 37's 0.5: the room the per-file work alone leaves
+            warm_s = median("pydistcp-warm")
+            target("floor wall ÷ rclone wall", round(floor / rclone, 2), 0.5, True,
+                   f"floor {floor} s vs rclone {rclone} s"
+                   + (f"; pydistcp warm {warm_s} s, {warm_s - floor:.2f} s above the floor"
+                      if warm_s else ""))
     if name == "C":
         target(f"{TOOL_LABEL['pydistcp-warm']} wall, seconds", median("pydistcp-warm"), 1.5, True,
                "end to end, whole client process")
@@ -709,8 +721,11 @@ def main(argv: list[str] | None = None) -> int:
             runs: list[dict[str, Any]] = []
             compared = False
             keep = keep_outputs(files, nbytes, args.rounds * len(tools), workdir)
+            # floor.py's plain loop is a floor for many small files only: a big file's
+            # kernel copy (pydistcp's) beats it (A, 2026-12-02)
+            here = [t for t in tools if t != "floor" or DATASETS[name]["kind"] == "small"]
             for rnd in range(args.rounds):
-                order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]
+                order = here[rnd % len(here):] + here[:rnd % len(here)]
                 for tool in order:
                     compare = tool in PYDISTCP_TOOLS and not compared
                     rec = run_tool(tool, src, out_root, f"{name}{rnd}", args.timeout, expect,

@@ -8,7 +8,8 @@ process has nothing left to do then but what exit does first, so that is done he
 standard streams flushed) and the process ends with ``os._exit``.
 
 Only the command does this. ``distcp.cli.main`` called in a process of the user's (the
-API's callers, click's test runner) returns or raises as any function does.
+API's callers, click's test runner) returns or raises as any function does. The same
+holds for the one OpenBLAS thread the command asks for (``one_blas_thread``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def run() -> None:
     """``pydistcp``: the CLI, exiting with its status (an exception that escapes it is
     left to the interpreter, traceback and all)."""
     timeline.client_started()
+    one_blas_thread()
     beside.enable()  # this process's own threads are known: planning may fork
     try:
         main(prog_name="pydistcp")
@@ -34,6 +36,23 @@ def run() -> None:
     except SystemExit as exc:
         code = status_of(exc)
     end_process(code)
+
+
+#: How many threads numpy's bundled OpenBLAS starts, read once, when numpy is imported.
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+
+
+def one_blas_thread() -> None:
+    """Ask OpenBLAS for no threads of its own, unless the user chose a number.
+
+    pydistcp does no linear algebra, but pyarrow (the plan's copy rows, the state's
+    tables) imports numpy, whose OpenBLAS starts a thread per core that spins, waiting
+    for work, on the same two cores the run walks and plans on; the variable reaches
+    the processes this one starts too (a Spark job's Python workers, the warm engine).
+    On data set B (20,000 files; benchmarks/RESULTS.md, 2026-12-02) the plan took
+    0.25 s against 0.32 s by the medians of 6 runs each in turn, shorter in every pair
+    (its walk, the import of pyarrow and the spinning threads share the two cores)."""
+    os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 def status_of(exc: SystemExit) -> int:

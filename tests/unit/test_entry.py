@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from distcp.entry import status_of
+from distcp.entry import BLAS_THREADS_ENV, status_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +49,51 @@ def test_status_of_is_what_sys_exit_gives(capsys: pytest.CaptureFixture[str]) ->
     assert status_of(SystemExit(130)) == 130
     assert status_of(SystemExit("pydistcp: bye")) == 1
     assert capsys.readouterr().err == "pydistcp: bye\n"
+
+
+BLAS_SCRIPT = """
+import atexit, os, sys
+from pathlib import Path
+here = Path(sys.argv[1])
+atexit.register(lambda: (here / "blas").write_text(os.environ.get("OPENBLAS_NUM_THREADS", "unset")))
+sys.argv = ["pydistcp", "--version"]
+from distcp.entry import run
+run()
+"""
+
+THREADS = """
+import os, sys
+if sys.argv[1] == "command":
+    from distcp.entry import one_blas_thread
+    one_blas_thread()
+import numpy
+print(len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "1"), ("2", "2")])
+def test_the_command_asks_openblas_for_one_thread_unless_the_user_chose(
+        tmp_path: Path, given: str | None, kept: str) -> None:
+    (tmp_path / "script.py").write_text(BLAS_SCRIPT)
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    if given is not None:
+        env[BLAS_THREADS_ENV] = given
+    proc = subprocess.run([sys.executable, str(tmp_path / "script.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "blas").read_text() == kept
+
+
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="one core")
+def test_with_one_blas_thread_numpy_starts_no_thread_of_its_own() -> None:
+    """Without the setting, numpy's OpenBLAS starts threads of its own on this machine;
+    with it, the process keeps its one thread."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+
+    def threads(how: str) -> int:
+        proc = subprocess.run([sys.executable, "-c", THREADS, how], capture_output=True,
+                              text=True, timeout=120, check=True, env=env)
+        return int(proc.stdout)
+
+    assert threads("plain") > 1
+    assert threads("command") == 1
