@@ -848,8 +848,9 @@ def engine_group() -> None:
               help="Spark setting (repeatable); runs with the same --conf use this engine.")
 def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, ...]) -> None:
     """Start the warm engine now (runs with --engine auto then use it) with its Python
-    workers ready, and build the class-data-sharing archive if it is missing
-    (PYDISTCP_CDS=0: no archive)."""
+    workers ready and the resident client, a Python process with pydistcp imported that
+    copy runs fork from (PYDISTCP_RESIDENT=0: runs start their own), and build the
+    class-data-sharing archive if it is missing (PYDISTCP_CDS=0: no archive)."""
     def action() -> int:
         from distcp.spark import cds
         from distcp.spark.engine import idle_timeout as parse_idle
@@ -875,6 +876,7 @@ def engine_start(master: str, idle_timeout: str | None, spark_conf: tuple[str, .
         verb = "started" if started else "already running"
         click.echo(f"warm engine {verb}: pid {info.pid}, {info.url}, stops after "
                    f"{(info.idle_timeout_s or idle) / 60:.0f} min idle; logs in {eng.log_dir}")
+        _start_resident(info.idle_timeout_s or idle, eng.log_dir / "resident.log")
         return 0
 
     _run(action)
@@ -894,13 +896,28 @@ def _warm_up(master: str, conf: dict[str, str], log_file: Path) -> None:
                    "next run starts them", err=True)
 
 
+def _start_resident(idle_s: float, log_file: Path) -> None:
+    """Start the resident client (``distcp.resident``), which later ``copy`` commands hand
+    their runs to; one that does not start only means they run themselves (a warning)."""
+    from distcp import resident
+
+    pid = resident.start(idle_s, str(log_file))
+    if pid is None:
+        click.echo(f"pydistcp: warning: the resident client did not start (see {log_file}); "
+                   "runs start their own Python", err=True)
+    else:
+        click.echo(f"resident client: pid {pid}, copy runs fork from it")
+
+
 @engine_group.command("stop")
 @click.option("--all", "stop_all", is_flag=True,
               help="Stop every engine (other versions and settings too).")
 @click.option("--master", default="local[*]", show_default=True, envvar="PYDISTCP_MASTER")
 def engine_stop(stop_all: bool, master: str) -> None:
-    """Stop the warm engine (runs then start their own JVM, or a new engine)."""
+    """Stop the warm engine and the resident client (runs then start their own JVM and
+    Python, or a new engine)."""
     def action() -> int:
+        from distcp import resident
         from distcp.spark.engine import all_engines
         from distcp.spark.session import engine_settings
 
@@ -909,6 +926,8 @@ def engine_stop(stop_all: bool, master: str) -> None:
                    if e.refusal() is None and e.server() is not None and e.stop()]
         click.echo(f"stopped {len(stopped)} warm engine(s)" if stopped
                    else "no warm engine was running")
+        if resident.stop():
+            click.echo("stopped the resident client")
         return 0
 
     _run(action)
@@ -924,6 +943,7 @@ def engine_status(as_json: bool, master: str) -> None:
         import time
         from dataclasses import asdict
 
+        from distcp import resident
         from distcp.spark.engine import all_engines
         from distcp.spark.session import engine_settings
 
@@ -943,6 +963,9 @@ def engine_status(as_json: bool, master: str) -> None:
             click.echo(f"running: pid {i.pid}, {i.url}, master {i.master} ({which}); idle "
                        f"{idle / 60:.0f} min, stops in {left / 60:.0f} min; key {i.key}; "
                        f"logs in {i.directory}/logs")
+        pid = resident.pid_of()
+        if pid is not None and not as_json:
+            click.echo(f"resident client: pid {pid}, copy runs fork from it")
         return 0
 
     _run(action)

@@ -7,6 +7,9 @@ process has nothing left to do then but what exit does first, so that is done he
 (threads joined as at exit, ``atexit`` handlers, such as logging's flush, run, the
 standard streams flushed) and the process ends with ``os._exit``.
 
+``python -m distcp.entry SECONDS`` is the resident client (``distcp.resident``), whose
+forks each call ``run_here`` for a command that handed its run over.
+
 Only the command does this. ``distcp.cli.main`` called in a process of the user's (the
 API's callers, click's test runner) returns or raises as any function does. The same
 holds for the one OpenBLAS thread the command asks for (``one_blas_thread``).
@@ -20,13 +23,24 @@ import sys
 import threading
 
 from distcp import timeline
-from distcp.cli import main
-from distcp.planning import beside
+from distcp.resident import forwarded, serve
 
 
 def run() -> None:
-    """``pydistcp``: the CLI, exiting with its status (an exception that escapes it is
+    """``pydistcp``: the run handed to the resident client when one answers
+    (``distcp.resident``: the CLI is then not even imported here), else ``run_here``."""
+    code = forwarded(sys.argv[1:])
+    if code is not None:
+        os._exit(code)
+    run_here()
+
+
+def run_here() -> None:
+    """The CLI in this process, exiting with its status (an exception that escapes it is
     left to the interpreter, traceback and all)."""
+    from distcp.cli import main
+    from distcp.planning import beside
+
     timeline.client_started()
     one_blas_thread()
     beside.enable()  # this process's own threads are known: planning may fork
@@ -79,3 +93,7 @@ def end_process(code: int) -> None:
         except (OSError, ValueError):  # closed, or the reader went away
             pass
     os._exit(code)
+
+
+if __name__ == "__main__":  # the resident client (``resident.start``)
+    sys.exit(serve(float(sys.argv[1]), run_here))

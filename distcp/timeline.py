@@ -26,6 +26,14 @@ _path = os.environ.get(ENV, "")
 _once: set[str] = set()
 
 
+def reread() -> None:
+    """Read the variable again: a run forked by the resident client (``distcp.resident``)
+    has the command's environment, not the one this module was imported in."""
+    global _path
+    _path = os.environ.get(ENV, "")
+    _once.clear()
+
+
 def mark(name: str, at: float | None = None) -> None:
     """Append ``name`` at ``at`` (wall-clock seconds; now by default) to the timeline."""
     if not _path:

@@ -59,7 +59,9 @@ def flag_name(param: click.Parameter) -> str:
 CLI = {flag_name(p): p for p in copy_command.params if isinstance(p, click.Option)}
 SIGNATURE = inspect.signature(distcp.copy)
 API = {n: p for n, p in SIGNATURE.parameters.items() if n not in ("sources", "destination")}
-HINTS = typing.get_type_hints(distcp.copy, localns={"Callback": Callback})
+# Callback is imported for type checkers only, Summary on first use (``distcp._LAZY``)
+HINTS = typing.get_type_hints(distcp.copy, localns={"Callback": Callback,
+                                                    "Summary": distcp.Summary})
 
 
 def test_every_flag_is_a_parameter_of_the_same_name() -> None:

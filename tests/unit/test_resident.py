@@ -1,0 +1,42 @@
+"""Which commands the ``pydistcp`` command hands to the resident client (``distcp.resident``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from distcp import resident
+
+
+@pytest.mark.parametrize(("argv", "handed"), [
+    (["copy", "a", "b"], True),
+    (["copy", "a", "b", "--engine", "warm"], True),
+    (["copy", "a", "b", "--engine", "cold"], False),
+    (["copy", "a", "b", "--engine=cold"], False),
+    (["copy", "--engine"], True),  # the CLI's own error, from the fork
+    (["check", "a", "b"], False),
+    (["engine", "start"], False),
+    (["--version"], False),
+    ([], False),
+])
+def test_only_copy_is_handed_over_and_never_when_asked_cold(
+        argv: list[str], handed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYDISTCP_ENGINE", raising=False)
+    monkeypatch.delenv(resident.ENV, raising=False)
+    assert resident._may_hand_over(argv) is handed
+
+
+@pytest.mark.parametrize(("name", "value"), [("PYDISTCP_ENGINE", "cold"),
+                                             (resident.ENV, "0")])
+def test_the_environment_keeps_a_copy_here(name: str, value: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(name, value)
+    assert not resident._may_hand_over(["copy", "a", "b"])
+
+
+def test_no_resident_means_the_command_runs_itself(tmp_path: object,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("PYDISTCP_ENGINE", raising=False)
+    monkeypatch.delenv(resident.ENV, raising=False)
+    assert resident.forwarded(["copy", "a", "b"]) is None
+    assert resident.pid_of() is None
