@@ -21,7 +21,7 @@ resident sees the command's end of the socket close and kills the fork's process
 **Nothing else changes.** Only ``copy`` is handed over, and only when:
 - the resident runs the same interpreter and environment (prefix, executable, module
   path, ``PYTHON*`` variables) and the same pydistcp code (names, sizes and mtimes of
-  its sources: ``engine._code_hash``, asked afresh for each run; a resident whose code
+  its sources: ``installed.code_hash``, asked afresh for each run; a resident whose code
   changed refuses the run and exits);
 - the command was started without interpreter options (``-X``, ``-W``, dev mode), which
   a fork of the resident would not have;
@@ -32,8 +32,10 @@ resident sees the command's end of the socket close and kills the fork's process
 Otherwise, or when the resident cannot be reached, the command runs itself, as before.
 
 The resident imports only modules that start no thread (a fork keeps only the thread
-that forked; a lock another thread held would stay locked in it): not pyarrow, not the
-Spark client, which each run imports as it would. It stops with ``engine stop``, or
+that forked; a lock another thread held would stay locked in it), and checks that it
+has one thread before it serves: pyarrow with its jemalloc's background thread turned
+off (``THREADLESS``), not the Spark client, which each run imports as it would (its
+gRPC starts threads). It stops with ``engine stop``, or
 once no run has come for its idle time (the engine's). A resident told to stop while
 runs are under way first ends its socket, then waits for them.
 """
@@ -57,12 +59,15 @@ from distcp.usercache import user_cache
 ENV = "PYDISTCP_RESIDENT"
 #: The commands handed over (the others are rare, or long enough not to notice).
 COMMANDS = frozenset({"copy"})
-#: Seconds to connect and to get the resident's answer before the command runs itself.
-ANSWER_S = 5.0
+#: Seconds to connect and to get the resident's answer before the command runs itself
+#: (and the fork's wait for the command's "go").
+ANSWER_S = 10.0
 #: A request's header: the length of its JSON.
 _HEADER = struct.Struct(">I")
 #: The longest socket path ``bind`` and ``connect`` take (Linux: 108 bytes with the NUL).
 _ADDRESS_MAX = 100
+#: What the command sends once it has its run's pid: the fork may begin.
+_GO = b"g"
 #: Descriptors a request carries: stdin, stdout, stderr, the working folder.
 _FDS = 4
 #: Signals the command passes on to its run.
@@ -72,7 +77,12 @@ PRELOAD = ("distcp.cli", "distcp.run.pipeline", "distcp.run.here",
            "distcp.run.branch", "distcp.run.check", "distcp.commit.log",
            "distcp.commit.kept_steps", "distcp.commit.publish", "distcp.commit.orphans",
            "distcp.commit.collisions", "distcp.copying.task", "distcp.copying.keptunit",
-           "distcp.planning.listing", "distcp.summary", "distcp.checking.report")
+           "distcp.planning.listing", "distcp.summary", "distcp.checking.report",
+           "pyarrow", "pyarrow.parquet", "pyarrow.compute")
+#: The resident's own environment, so that pyarrow and numpy start no thread at their
+#: import: jemalloc's background thread (pyarrow's default pool is mimalloc; its bundled
+#: jemalloc purges without one), OpenBLAS's threads (``entry.one_blas_thread``).
+THREADLESS = {"JE_ARROW_MALLOC_CONF": "background_thread:false", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def socket_path() -> str:
@@ -100,14 +110,15 @@ def forwarded(argv: list[str]) -> int | None:
     conn = _connected()
     if conn is None:
         return None
+    answers = _answers(conn)  # one reader for the connection's life: lines may come together
     try:
-        pid = _handed(conn, argv)
+        pid = _handed(conn, argv, answers)
     except (OSError, ValueError):
         pid = None
     if pid is None:
-        conn.close()
+        conn.close()  # a fork made meanwhile sees it closed before "go", and never runs
         return None
-    return _awaited(conn, pid)
+    return _awaited(answers, pid)
 
 
 def _may_hand_over(argv: list[str]) -> bool:
@@ -174,8 +185,11 @@ def _peer_uid(conn: socket.socket) -> int:
     return int(struct.unpack("3i", creds)[1])
 
 
-def _handed(conn: socket.socket, argv: list[str]) -> int | None:
-    """Send the run; the pid of its process, or None when the resident refused it."""
+def _handed(conn: socket.socket, argv: list[str], answers: Iterator[dict[str, Any]]
+            ) -> int | None:
+    """Send the run; the pid of its process, or None when the resident refused it. The
+    fork waits for the command's "go" (``_GO``), sent once the command knows its pid: a
+    command that gave up waiting (``ANSWER_S``) and runs itself never has a twin."""
     streams = [(s.encoding, s.errors) if s is not None else None
                for s in (sys.stdin, sys.stdout, sys.stderr)]
     if None in streams:
@@ -189,9 +203,10 @@ def _handed(conn: socket.socket, argv: list[str]) -> int | None:
     finally:
         os.close(cwd)
     conn.sendall(request)
-    answer = next(_answers(conn), None)
+    answer = next(answers, None)
     if answer is None or not isinstance(answer.get("pid"), int):
         return None
+    conn.sendall(_GO)
     conn.settimeout(None)  # the run takes as long as it takes
     return int(answer["pid"])
 
@@ -202,7 +217,7 @@ def _umask() -> int:
     return mask
 
 
-def _awaited(conn: socket.socket, pid: int) -> int:
+def _awaited(answers: Iterator[dict[str, Any]], pid: int) -> int:
     """Wait for the run's end, passing signals on; its status."""
     def pass_on(signum: int, _frame: Any) -> None:
         try:
@@ -212,7 +227,10 @@ def _awaited(conn: socket.socket, pid: int) -> int:
 
     for signum in PASSED_ON:
         signal.signal(signum, pass_on)
-    end = next(_answers(conn), None)
+    try:
+        end = next(answers, None)
+    except (OSError, ValueError):  # the resident died, or said nonsense
+        end = None
     if end is not None and isinstance(end.get("status"), int):
         return int(end["status"])
     if end is not None and isinstance(end.get("signal"), int):
@@ -252,15 +270,16 @@ def serve(idle_s: float, run: Callable[[], None]) -> int:
     import select
     import time
 
-    from distcp.spark.engine import _code_hash
+    from distcp import installed
 
+    os.environ.update(THREADLESS)  # read when pyarrow's and numpy's libraries load
     for name in PRELOAD:
         importlib.import_module(name)
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
     if threads != 1:
         print(f"resident: {threads} threads after its imports: it may not fork", flush=True)
         return 1
-    code, own = _code_hash.__wrapped__(), json.loads(json.dumps(identity()))  # as sent
+    code, own = installed.code_hash(), json.loads(json.dumps(identity()))  # as sent
     path = socket_path()
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     if not _private(os.path.dirname(path)):
@@ -322,7 +341,7 @@ def _accepted(listener: socket.socket, runs: dict[int, socket.socket], code: str
               own: dict[str, Any], wakeup: tuple[int, int], run: Callable[[], None]
               ) -> bool:
     """Take one run: fork it, or refuse it; True when this resident's code is stale."""
-    from distcp.spark.engine import _code_hash
+    from distcp import installed
 
     conn, _ = listener.accept()
     fds: list[int] = []
@@ -344,7 +363,7 @@ def _accepted(listener: socket.socket, runs: dict[int, socket.socket], code: str
                 raise ValueError("a request cut short")
             body += chunk
         request = json.loads(body.decode("utf-8", "surrogateescape"))
-        stale = _code_hash.__wrapped__() != code
+        stale = installed.code_hash() != code
         if stale or request.get("identity") != own:
             _answer(conn, {"refused": "stale" if stale else "another environment"})
             conn.close()
@@ -353,7 +372,7 @@ def _accepted(listener: socket.socket, runs: dict[int, socket.socket], code: str
             stream.flush()  # nothing of the resident's output reaches the run's streams
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child ends in os._exit
-            _run_child(request, fds, [listener, conn, *runs.values()], wakeup, run)
+            _run_child(request, fds, conn, [listener, *runs.values()], wakeup, run)
         with _quiet():
             os.setpgid(pid, pid)  # as the child does: its group exists before a kill
         conn.settimeout(None)
@@ -370,10 +389,12 @@ def _accepted(listener: socket.socket, runs: dict[int, socket.socket], code: str
                 os.close(fd)
 
 
-def _run_child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket],
-               wakeup: tuple[int, int], run: Callable[[], None]) -> NoReturn:
-    """In the fork: become the command's run (module docstring), then run it. Nothing
-    of the resident's stays open in it: its sockets, its wake-up pipe."""
+def _run_child(request: dict[str, Any], fds: list[int], conn: socket.socket,
+               sockets: list[socket.socket], wakeup: tuple[int, int],
+               run: Callable[[], None]) -> NoReturn:
+    """In the fork: once the command says "go" (``_handed``), become its run (module
+    docstring), then run it. Nothing of the resident's stays open in it: its sockets,
+    its wake-up pipe, the command's connection."""
     try:
         os.setpgid(0, 0)
         signal.set_wakeup_fd(-1)
@@ -381,9 +402,17 @@ def _run_child(request: dict[str, Any], fds: list[int], sockets: list[socket.soc
             os.close(fd)
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         for s in sockets:
             s.close()
+        conn.settimeout(ANSWER_S)
+        try:
+            go = conn.recv(len(_GO))
+        except OSError:
+            go = b""
+        conn.close()
+        if go != _GO:  # the command gave up waiting and runs itself
+            os._exit(0)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         stdin, stdout, stderr, cwd = fds
         for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
             os.dup2(fd, target)
@@ -477,21 +506,27 @@ class _quiet:
 
 # -- started and stopped with the engine -------------------------------------------
 
-def start(idle_s: float, log: str) -> int | None:
-    """Start the resident (detached, its own session) unless one answers; its pid."""
+def start(idle_s: float, log: str, wait: bool = True) -> int | None:
+    """Start the resident (detached, its own session) unless one answers; its pid once
+    it answers (``wait``; else None at once: a run that started the engine goes on)."""
     import subprocess
     import time
 
-    from distcp.copying.taskenv import SERVER_DROPS
+    from distcp.copying.taskenv import SERVER_DROPS, carried
 
     running = pid_of()
     if running is not None:
         return running
-    env = {k: v for k, v in os.environ.items() if k not in SERVER_DROPS}
+    # as the engine's server: without what runs read (credentials among it), which
+    # each fork gets from its command, and without the secrets
+    env = {k: v for k, v in os.environ.items()
+           if k == "HOME" or not (carried(k) or k in SERVER_DROPS)}
     with open(log, "ab") as out:
         subprocess.Popen([sys.executable, "-m", "distcp.entry", str(idle_s)],
                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                          start_new_session=True, env=env, close_fds=True)
+    if not wait:
+        return None
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         pid = pid_of()

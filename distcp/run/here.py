@@ -96,8 +96,17 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
         results, (("copy_s", round(time.monotonic() - t, 3)),))
 
 
-def _pandas_probe() -> Callable[[], None]:
-    """Publishing's first array from Python objects (the manifest's segment, a kept
+#: What publishing imports that the copying processes do not need: the manifest's
+#: segment is made with ``pyarrow.compute`` (0.03 s to import), imported in a thread while
+#: the processes copy, not in the publish, which waits for it.
+AFTER_FORK = ("pyarrow.compute",)
+
+
+def _after_fork() -> Callable[[], None]:
+    """What to import once the copying processes are forked (``AFTER_FORK``; a process
+    forked while a thread imports could inherit the import's lock held).
+
+    Publishing's first array from Python objects (the manifest's segment, a kept
     unit's results file) has pyarrow probe for pandas, which it imports to ask (0.2-0.3 s
     of CPU, more than a small copy takes). The command answers "absent" at once, as a
     task does (a run here opens no session, whose client would import pandas anyway),
@@ -105,20 +114,19 @@ def _pandas_probe() -> Callable[[], None]:
     imported pandas for its first results file, 0.3 s of CPU and twice the page faults
     of its copy of 10,000 small files (benchmarks/RESULTS.md, 2026-12-01, night). An
     API caller's process, whose own code may hand pyarrow pandas objects, imports it
-    while the processes copy: returned, to call once they run."""
+    while the processes copy."""
     if beside.forks():
         skip_pandas_probe()
-        return lambda: None
-    return partial(preload, ("pandas",))
+        return partial(preload, AFTER_FORK)
+    return partial(preload, ("pandas", *AFTER_FORK))
 
 
 @contextmanager
 def polled(spec: TaskSpec, callback: Callback) -> Iterator[Callable[[], None]]:
     """The tasks' progress files summed into ``callback`` while the block runs, as on
-    Spark; the block gets what starts the poller (and, in an API caller's process,
-    pandas's import: ``_pandas_probe``), to call once the copying processes are forked,
-    never before."""
-    after_fork = _pandas_probe()
+    Spark; the block gets what starts the poller and the imports publishing needs
+    (``_after_fork``), to call once the copying processes are forked, never before."""
+    after_fork = _after_fork()
     stop = threading.Event()
     poller = threading.Thread(target=poll_progress, args=(spec, callback, stop), daemon=True)
 

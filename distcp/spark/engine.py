@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from distcp import installed
 from distcp.copying.taskenv import SERVER_DROPS, carried
 from distcp.errors import EngineRefusedError
 from distcp.spark.daemon import PRELOAD_ENV
@@ -83,15 +84,10 @@ def idle_timeout(value: str | float | None = None) -> float:
 
 @functools.cache
 def _code_hash() -> str:
-    """Names, sizes and mtimes of the installed distcp sources: an edited checkout
-    gets a new engine (reused Python workers would keep running the old code). Once
-    per process: a run asks for its engine's key more than once."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha1()
-    for path in sorted(root.rglob("*.py")):
-        st = path.stat()
-        h.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()
+    """``installed.code_hash``: an edited checkout gets a new engine (reused Python
+    workers would keep running the old code). Once per process: a run asks for its
+    engine's key more than once."""
+    return installed.code_hash()
 
 
 @functools.cache

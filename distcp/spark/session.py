@@ -315,10 +315,14 @@ def _warm_engine(master: str, conf: Mapping[str, str], log_file: str, start: boo
                   file=sys.stderr, flush=True)
             return None
         if started:
+            from distcp import resident
+
             pid = (eng.server() or {}).get("pid")
             print(f"pydistcp: started a warm Spark engine (pid {pid}) that later runs reuse; "
                   f"it stops after {idle_timeout() / 60:.0f} min idle, or now with "
                   "'pydistcp engine stop'", file=sys.stderr, flush=True)
+            # and its resident client, which later copies fork from (not waited for)
+            resident.start(idle_timeout(), str(eng.log_dir / "resident.log"), wait=False)
 
     @contextmanager
     def session() -> Iterator[Any]:

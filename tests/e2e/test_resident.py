@@ -17,6 +17,17 @@ from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(scope="module")
+def warm(warm_engine: dict[str, str]) -> dict[str, str]:
+    """The suite's warm engine, with its resident client: started again here, since a
+    test elsewhere may have stopped them (``engine start`` of a running engine only
+    starts what is missing)."""
+    started = run_cli("engine", "start", env=warm_engine)
+    assert started.returncode == 0, started.stderr
+    assert "resident client: pid " in started.stdout, started.stdout + started.stderr
+    return warm_engine
+
+
 def _source(root: Path, n: int = 4) -> Path:
     (root / "sub").mkdir(parents=True)
     for i in range(n):
@@ -65,12 +76,12 @@ def _paused(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str],
 
 
 def test_engine_start_starts_the_resident_and_a_warm_copy_is_run_by_its_fork(
-        warm_engine: dict[str, str], tmp_path: Path) -> None:
-    status = run_cli("engine", "status", env=warm_engine)
+        warm: dict[str, str], tmp_path: Path) -> None:
+    status = run_cli("engine", "status", env=warm)
     assert "resident client: pid " in status.stdout, status.stdout + status.stderr
     _source(tmp_path / "src")
     timeline = tmp_path / "timeline"
-    proc = _started(["copy", "src", "dst", "--no-progress"], warm_engine, tmp_path, timeline)
+    proc = _started(["copy", "src", "dst", "--no-progress"], warm, tmp_path, timeline)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert _run_pid(timeline) != proc.pid  # a fork of the resident ran it
@@ -80,9 +91,9 @@ def test_engine_start_starts_the_resident_and_a_warm_copy_is_run_by_its_fork(
 
 
 def test_an_error_of_the_run_is_the_commands_exit_status_and_line(
-        warm_engine: dict[str, str], tmp_path: Path) -> None:
+        warm: dict[str, str], tmp_path: Path) -> None:
     timeline = tmp_path / "timeline"
-    proc = _started(["copy", str(tmp_path / "missing"), str(tmp_path / "dst")], warm_engine,
+    proc = _started(["copy", str(tmp_path / "missing"), str(tmp_path / "dst")], warm,
                     tmp_path, timeline)
     _out, err = proc.communicate(timeout=120)
     assert _run_pid(timeline) != proc.pid
@@ -91,8 +102,8 @@ def test_an_error_of_the_run_is_the_commands_exit_status_and_line(
 
 
 def test_ctrl_c_of_the_command_interrupts_its_run_with_nothing_published(
-        warm_engine: dict[str, str], tmp_path: Path) -> None:
-    proc, dst, run = _paused(tmp_path, warm_engine)
+        warm: dict[str, str], tmp_path: Path) -> None:
+    proc, dst, run = _paused(tmp_path, warm)
     assert run != proc.pid
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the command's group
     _out, err = proc.communicate(timeout=30)
@@ -103,9 +114,9 @@ def test_ctrl_c_of_the_command_interrupts_its_run_with_nothing_published(
     assert tree(dst) == {}
 
 
-def test_a_killed_command_takes_its_run_with_it(warm_engine: dict[str, str],
+def test_a_killed_command_takes_its_run_with_it(warm: dict[str, str],
                                                 tmp_path: Path) -> None:
-    proc, dst, run = _paused(tmp_path, warm_engine)
+    proc, dst, run = _paused(tmp_path, warm)
     assert run != proc.pid
     proc.kill()
     proc.communicate(timeout=30)
@@ -127,11 +138,11 @@ def test_a_killed_command_takes_its_run_with_it(warm_engine: dict[str, str],
     {"PYTHONHASHSEED": "7"},         # another environment than the resident's
 ])
 def test_the_command_runs_itself_where_a_fork_would_not_be_the_same(
-        warm_engine: dict[str, str], tmp_path: Path, how: dict[str, str]) -> None:
+        warm: dict[str, str], tmp_path: Path, how: dict[str, str]) -> None:
     _source(tmp_path / "src")
     args = ["copy", "src", "dst", "--no-progress"] + [
         a for k, v in how.items() if k.startswith("--") for a in (k, v)]
-    env = {**warm_engine, **{k: v for k, v in how.items() if not k.startswith("--")}}
+    env = {**warm, **{k: v for k, v in how.items() if not k.startswith("--")}}
     timeline = tmp_path / "timeline"
     proc = _started(args, env, tmp_path, timeline)
     _out, err = proc.communicate(timeout=300)
@@ -145,9 +156,9 @@ def test_a_resident_whose_code_changed_refuses_the_run_and_exits(tmp_path: Path)
     the hash it started with (an upgrade, an edited checkout) makes it refuse and exit,
     and the command runs itself."""
     env = cli_env({"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYDISTCP_ENGINE": "auto"})
-    changing = ("import distcp.resident as r, distcp.spark.engine as e, distcp.entry as m; "
+    changing = ("import distcp.resident as r, distcp.installed as i, distcp.entry as m; "
                 "hashes = iter(['at its start', 'edited since']); "
-                "e._code_hash.__wrapped__ = lambda: next(hashes); "
+                "i.code_hash = lambda: next(hashes); "
                 "raise SystemExit(r.serve(60.0, m.run_here))")
     server = subprocess.Popen([PYDISTCP[0], "-c", changing], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
