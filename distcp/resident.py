@@ -6,8 +6,8 @@ files takes on the warm engine. ``pydistcp engine start`` therefore also starts 
 process, which imports those modules once and then waits on a Unix socket in the user's
 cache folder. ``pydistcp copy`` first asks it (``forwarded``, with nothing but the
 standard library imported): the resident forks, and the fork becomes the run. Measured
-on 2026-12-03 (benchmarks/RESULTS.md), medians of 7 rounds: 5 files of 7 bytes 0.18 s
-against 0.35 s, 20,000 files of 1-64 KiB 2.55 s against 2.84 s.
+on 2026-12-03 (benchmarks/RESULTS.md), medians of 7 rounds: 5 files of 7 bytes 0.13 s
+against 0.46 s, 20,000 files of 1-64 KiB 1.74 s against 2.28 s.
 
 **The fork is the run, exactly as the command would run it.** It gets the command's
 standard streams, working folder (as a descriptor: a folder renamed since still works),
