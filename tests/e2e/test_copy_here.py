@@ -32,18 +32,12 @@ from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     moto_server,
     s3,
 )
+from tests.fixtures.trees import small_tree
 
 pytestmark = pytest.mark.e2e
 
 
-def _source(root: Path, n: int = 5) -> Path:
-    (root / "sub").mkdir(parents=True)
-    for i in range(n):
-        path = root / ("sub" if i % 2 else ".") / f"f{i:04d}.txt"
-        path.write_bytes(f"file {i}\n".encode() * (i + 1))
-        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
-    (root / "f0000.txt").chmod(0o600)
-    return root
+_source = small_tree
 
 
 def _copy_ways(summary: dict[str, Any]) -> list[str]:

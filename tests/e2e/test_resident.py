@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
+from tests.fixtures.trees import small_tree
 
 pytestmark = pytest.mark.e2e
 
@@ -28,13 +29,8 @@ def warm(warm_engine: dict[str, str]) -> dict[str, str]:
     return warm_engine
 
 
-def _source(root: Path, n: int = 4) -> Path:
-    (root / "sub").mkdir(parents=True)
-    for i in range(n):
-        path = root / ("sub" if i % 2 else ".") / f"f{i:04d}.txt"
-        path.write_bytes(f"file {i}\n".encode() * (i + 1))
-        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
-    return root
+def _source(root: Path) -> Path:
+    return small_tree(root, 4)
 
 
 def _started(args: list[str], env: dict[str, str], cwd: Path, timeline: Path
