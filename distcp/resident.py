@@ -51,6 +51,7 @@ import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from typing import Any, NoReturn
 
 from distcp.usercache import user_cache
@@ -316,7 +317,7 @@ def serve(idle_s: float, run: Callable[[], None]) -> int:
         waits: list[Any] = [wake_r, *runs.values()] + ([listener] if listener.fileno() >= 0 else [])
         ready, _, _ = select.select(waits, [], [], 1.0)
         if wake_r in ready:
-            with _quiet():
+            with suppress(OSError):
                 while os.read(wake_r, 512):
                     pass
         for pid, status in _ended():
@@ -328,7 +329,7 @@ def serve(idle_s: float, run: Callable[[], None]) -> int:
                 conn_of.close()
         for pid, conn_of in list(runs.items()):
             if conn_of in ready and not _peek(conn_of):  # the command is gone
-                with _quiet():
+                with suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
         if listener.fileno() >= 0 and listener in ready:
             last = time.monotonic()
@@ -373,7 +374,7 @@ def _accepted(listener: socket.socket, runs: dict[int, socket.socket], code: str
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child ends in os._exit
             _run_child(request, fds, conn, [listener, *runs.values()], wakeup, run)
-        with _quiet():
+        with suppress(OSError):
             os.setpgid(pid, pid)  # as the child does: its group exists before a kill
         conn.settimeout(None)
         _answer(conn, {"pid": pid})
@@ -385,7 +386,7 @@ def _accepted(listener: socket.socket, runs: dict[int, socket.socket], code: str
         return False
     finally:
         for fd in fds:
-            with _quiet():
+            with suppress(OSError):
                 os.close(fd)
 
 
@@ -470,7 +471,7 @@ def _peek(conn: socket.socket) -> bool:
 
 
 def _answer(conn: socket.socket, answer: dict[str, Any]) -> None:
-    with _quiet():
+    with suppress(OSError):
         conn.sendall(json.dumps(answer).encode() + b"\n")
 
 
@@ -485,23 +486,13 @@ def _still_ours(path: str, bound: int) -> bool:
 
 def _unlink_own(path: str, bound: int) -> None:
     if _still_ours(path, bound):
-        with _quiet():
+        with suppress(OSError):
             os.unlink(path)
 
 
 def _write_pid(path: str) -> None:
     with open(f"{path}.pid", "w") as f:
         f.write(str(os.getpid()))
-
-
-class _quiet:
-    """``with _quiet():`` ignores an OSError (contextlib's costs an import here)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, *_: object) -> bool:
-        return isinstance(kind, type) and issubclass(kind, OSError)
 
 
 # -- started and stopped with the engine -------------------------------------------
@@ -557,7 +548,7 @@ def stop() -> bool:
     pid = pid_of()
     if pid is None:
         return False
-    with _quiet():
+    with suppress(OSError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and os.path.exists(socket_path()):

@@ -45,7 +45,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -304,7 +304,7 @@ class Engine:
             # PySpark only sends SIGTERM; "stop" means gone when we return, so that a
             # following start or a test's check never meets the old JVM still exiting.
             _await_exit(int(server["pid"]), grace=_STOP_GRACE)
-        with _quiet():
+        with suppress(OSError):
             self.meta_path.unlink()
         return stopped
 
@@ -378,14 +378,6 @@ class EngineUnavailable(RuntimeError):
     """The warm engine could not be started or reached (the run falls back to cold)."""
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    try:
-        yield
-    except OSError:
-        pass
-
-
 _STOP_GRACE = 30.0
 
 
@@ -393,7 +385,7 @@ def _await_exit(pid: int, grace: float) -> None:
     """Wait for a signalled server to exit; SIGKILL it after ``grace`` seconds."""
     for signum, wait in ((None, grace), (signal.SIGKILL, 10.0)):
         if signum is not None:
-            with _quiet():
+            with suppress(OSError):
                 os.kill(pid, signum)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:

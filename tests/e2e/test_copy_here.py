@@ -27,6 +27,7 @@ from tests.conftest import (
     traced_cli,
     tree,
 )
+from tests.fixtures.processes import gone
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
     moto_server,
@@ -244,17 +245,6 @@ def _children(pid: int) -> set[int]:
     return out
 
 
-def _gone(pids: set[int], seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while any(Path(f"/proc/{pid}").exists() and
-              Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-              for pid in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_a_crash_while_copying_here_publishes_nothing_and_the_rerun_finishes(
         tmp_path: Path) -> None:
     src, dst = _source(tmp_path / "src", 8), tmp_path / "dst"
@@ -264,7 +254,7 @@ def test_a_crash_while_copying_here_publishes_nothing_and_the_rerun_finishes(
     proc.kill()  # SIGKILL of the run: its copying processes die with it
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    assert _gone(workers)
+    assert gone(workers)
     assert tree(dst) == {}  # staged copies only, under .pydistcp
     again = run_cli("copy", str(src), str(dst), "--engine", "cold", "--no-progress")
     assert again.returncode == 0, again.stderr
@@ -299,7 +289,7 @@ def test_ctrl_c_while_copying_here_ends_at_once_with_nothing_published(tmp_path:
     _out, err = proc.communicate(timeout=30)
     assert time.monotonic() - pressed < 10  # not after the paused file's 60 s
     assert proc.returncode == 130, err
-    assert workers and _gone(workers)  # the copying processes killed, not waited for
+    assert workers and gone(workers)  # the copying processes killed, not waited for
     assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
                                    "published, rerun to finish")
     assert tree(dst) == {}

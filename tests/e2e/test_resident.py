@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
+from tests.fixtures.processes import gone
 from tests.fixtures.trees import small_tree
 
 pytestmark = pytest.mark.e2e
@@ -47,14 +48,6 @@ def _run_pid(timeline: Path) -> int:
         if line.endswith(" client imports done"):
             return int(line.split()[1])
     raise AssertionError(timeline.read_text())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _paused(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path, int]:
@@ -106,7 +99,7 @@ def test_ctrl_c_of_the_command_interrupts_its_run_with_nothing_published(
     assert proc.returncode == 130, err
     assert one_error_line(err) == ("pydistcp: error: interrupted; nothing unverified was "
                                    "published, rerun to finish")
-    assert not _alive(run)
+    assert gone({run})
     assert tree(dst) == {}
 
 
@@ -117,10 +110,7 @@ def test_a_killed_command_takes_its_run_with_it(warm: dict[str, str],
     proc.kill()
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    deadline = time.monotonic() + 10
-    while _alive(run) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(run)
+    assert gone({run})
     assert tree(dst) == {}
     again = run_cli("copy", str(tmp_path / "src"), str(dst), "--no-progress")
     assert again.returncode == 0, again.stderr

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from types import SimpleNamespace
+
 import pytest
 
 from distcp import resident
@@ -29,7 +32,34 @@ def test_only_copy_is_handed_over_and_never_when_asked_cold(
                                              (resident.ENV, "0")])
 def test_the_environment_keeps_a_copy_here(name: str, value: str,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYDISTCP_ENGINE", raising=False)  # the suite's own may be cold
+    monkeypatch.delenv(resident.ENV, raising=False)
     monkeypatch.setenv(name, value)
+    assert not resident._may_hand_over(["copy", "a", "b"])
+
+
+@pytest.mark.parametrize("option", ["dev_mode", "isolated", "no_site", "ignore_environment",
+                                    "optimize", "verbose", "inspect", "interactive",
+                                    "_xoptions", "warnoptions"])
+def test_an_interpreter_option_keeps_a_copy_here(option: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork of the resident would not run with the command's ``-X``, ``-W``, ``-O``...:
+    the command runs itself."""
+    monkeypatch.delenv("PYDISTCP_ENGINE", raising=False)
+    monkeypatch.delenv(resident.ENV, raising=False)
+    monkeypatch.setattr(sys, "_xoptions", {})
+    monkeypatch.setattr(sys, "warnoptions", [])
+    plain = SimpleNamespace(**{f: 0 for f in ("dev_mode", "isolated", "no_site",
+                                              "ignore_environment", "optimize", "verbose",
+                                              "inspect", "interactive")})
+    monkeypatch.setattr(sys, "flags", plain)
+    assert resident._may_hand_over(["copy", "a", "b"])
+    if option == "_xoptions":
+        monkeypatch.setattr(sys, "_xoptions", {"importtime": True})
+    elif option == "warnoptions":
+        monkeypatch.setattr(sys, "warnoptions", ["error"])
+    else:
+        monkeypatch.setattr(plain, option, 1)
     assert not resident._may_hand_over(["copy", "a", "b"])
 
 
