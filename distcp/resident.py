@@ -14,9 +14,11 @@ standard streams, working folder (as a descriptor: a folder renamed since still 
 environment, umask and arguments, so it reads and writes, resolves relative paths,
 finds credentials and prints as the command would; its exit status, or the signal that
 ended it, becomes the command's own. Ctrl-C, SIGTERM, SIGHUP and SIGQUIT sent to the
-command are passed on to it. A command that is killed takes its run with it: the
-resident sees the command's end of the socket close and kills the fork's process group
-(its copying processes die with it: ``planning.beside.die_with``).
+command are passed on to it (held while the run is handed over, so none is lost or
+raised in the command between the two); Ctrl-Z stops the run's process group with the
+command, and continuing the command continues it. A command that is killed takes its
+run with it: the resident sees the command's end of the socket close and kills the
+fork's process group (its copying processes die with it: ``planning.beside.die_with``).
 
 **Nothing else changes.** Only ``copy`` is handed over, and only when:
 - the resident runs the same interpreter and environment (prefix, executable, module
@@ -73,6 +75,8 @@ _GO = b"g"
 _FDS = 4
 #: Signals the command passes on to its run.
 PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+#: Held from the run's "go" until the command passes them on (``_awaited``).
+HELD = frozenset({*PASSED_ON, signal.SIGTSTP})
 #: What the resident imports before it forks (none starts a thread; ``serve`` checks).
 PRELOAD = ("distcp.cli", "distcp.run.pipeline", "distcp.run.here",
            "distcp.run.branch", "distcp.run.check", "distcp.commit.log",
@@ -87,8 +91,10 @@ THREADLESS = {"JE_ARROW_MALLOC_CONF": "background_thread:false", "OPENBLAS_NUM_T
 
 
 def socket_path() -> str:
-    """The resident's socket for this interpreter (one resident per environment)."""
-    key = hashlib.sha1(f"{sys.prefix}\0{os.path.realpath(sys.executable)}".encode())
+    """The resident's socket for this ``identity()`` (one resident per environment): a
+    second tree of pydistcp on the module path (a ``PYTHONPATH`` of another checkout)
+    gets a resident of its own, where one shared socket would have its runs refused."""
+    key = hashlib.sha1(json.dumps(identity()).encode())
     return user_cache("resident", f"{key.hexdigest()[:16]}.sock")
 
 
@@ -116,8 +122,15 @@ def forwarded(argv: list[str]) -> int | None:
         pid = _handed(conn, argv, answers)
     except (OSError, ValueError):
         pid = None
+    except KeyboardInterrupt:  # before "go": no fork runs
+        conn.close()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+        print("pydistcp: error: interrupted before the run began; nothing was copied",
+              file=sys.stderr)
+        return 130
     if pid is None:
         conn.close()  # a fork made meanwhile sees it closed before "go", and never runs
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)  # held if "go" failed to go
         return None
     return _awaited(answers, pid)
 
@@ -207,9 +220,18 @@ def _handed(conn: socket.socket, argv: list[str], answers: Iterator[dict[str, An
     answer = next(answers, None)
     if answer is None or not isinstance(answer.get("pid"), int):
         return None
-    conn.sendall(_GO)
+    # from "go" on the run is the command's: a signal that comes before ``_awaited``
+    # passes it on waits (a Ctrl-C up to here raises before "go", and nothing runs)
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    _go(conn)
     conn.settimeout(None)  # the run takes as long as it takes
     return int(answer["pid"])
+
+
+def _go(conn: socket.socket) -> None:
+    """Send "go". A Python function: entering it runs the handler of a signal that came
+    just before the mask above (a KeyboardInterrupt then raises before "go")."""
+    conn.sendall(_GO)
 
 
 def _umask() -> int:
@@ -219,15 +241,27 @@ def _umask() -> int:
 
 
 def _awaited(answers: Iterator[dict[str, Any]], pid: int) -> int:
-    """Wait for the run's end, passing signals on; its status."""
+    """Wait for the run's end, passing signals on; its status. Ctrl-Z stops the run's
+    process group with the command, and ``fg`` or ``bg`` continues both, as for a run
+    of the command's own (the run's group is not the terminal's, so the terminal's
+    stop reaches the command alone)."""
     def pass_on(signum: int, _frame: Any) -> None:
-        try:
+        with suppress(OSError):  # already gone: its status is on its way
             os.kill(pid, signum)
-        except OSError:
-            pass  # already gone: its status is on its way
+
+    def stop(_signum: int, _frame: Any) -> None:
+        with suppress(OSError):
+            os.killpg(pid, signal.SIGSTOP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until continued
+        signal.signal(signal.SIGTSTP, stop)
+        with suppress(OSError):
+            os.killpg(pid, signal.SIGCONT)
 
     for signum in PASSED_ON:
         signal.signal(signum, pass_on)
+    signal.signal(signal.SIGTSTP, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)  # what came meanwhile, passed on
     try:
         end = next(answers, None)
     except (OSError, ValueError):  # the resident died, or said nonsense

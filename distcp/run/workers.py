@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from distcp.planning.beside import die_with, fork, interrupts_held
+from distcp.timeline import mark
 
 U = TypeVar("U")
 R = TypeVar("R")
@@ -210,6 +211,7 @@ def _child(units: list[U], queue_r: int, w: int, one: Callable[[U], list[R]],
                 results.write(len(data).to_bytes(_LENGTH, "big"))
                 results.write(data)
                 results.flush()
+        mark("copying process ended")  # the processes' ends apart: the copy's tail
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

@@ -8,12 +8,13 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
-from tests.fixtures.processes import gone
+from tests.fixtures.processes import children, gone, state_of
 from tests.fixtures.trees import small_tree
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +40,7 @@ def _started(args: list[str], env: dict[str, str], cwd: Path, timeline: Path
     return subprocess.Popen([*PYDISTCP, *args], cwd=cwd, text=True,
                             env=cli_env({**env, "PYDISTCP_TIMELINE": str(timeline)}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, process_group=0)  # a shell's job
 
 
 def _run_pid(timeline: Path) -> int:
@@ -103,6 +104,34 @@ def test_ctrl_c_of_the_command_interrupts_its_run_with_nothing_published(
     assert tree(dst) == {}
 
 
+def test_ctrl_z_stops_the_run_with_the_command_and_fg_continues_both(
+        warm: dict[str, str], tmp_path: Path) -> None:
+    """The terminal stops its foreground group, the command's; the run, in a group of
+    its own, must stop with it (its copying processes too), not copy on unseen."""
+    proc, dst, run = _paused(tmp_path, warm)
+    assert run != proc.pid
+    group = [run, *(p.pid for p in children(run))]  # the run and its copying processes
+    os.killpg(proc.pid, signal.SIGTSTP)  # as a terminal's Ctrl-Z
+    assert _settles(lambda: state_of(proc.pid) == "T" and all(
+        state_of(p) in ("T", "gone") for p in group)), (state_of(proc.pid), group)
+    os.killpg(proc.pid, signal.SIGCONT)  # fg
+    assert _settles(lambda: state_of(run) not in ("T", "gone"))
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert gone({run})
+    assert tree(dst) == {}
+
+
+def _settles(check: Callable[[], bool], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_a_killed_command_takes_its_run_with_it(warm: dict[str, str],
                                                 tmp_path: Path) -> None:
     proc, dst, run = _paused(tmp_path, warm)
@@ -148,7 +177,7 @@ def test_a_resident_whose_code_changed_refuses_the_run_and_exits(tmp_path: Path)
                 "raise SystemExit(r.serve(60.0, m.run_here))")
     server = subprocess.Popen([PYDISTCP[0], "-c", changing], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
+                              stdin=subprocess.DEVNULL, process_group=0)  # a shell's job
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not list((tmp_path / "cache").rglob("*.sock")):
