@@ -38,6 +38,12 @@ class PublishKept(CommitStep):
     kind: ClassVar[str] = "publish-listed"
     per_file: ClassVar[str] = "results"
     min_piece: ClassVar[int] = 1
+    #: The results files are this run's copy tasks', whose staged copies nothing has
+    #: published before the sequence's first run; ``execute`` skips an entry done
+    #: anyway. B's first copy read a results file of 5,000 entries and built their
+    #: steps to learn that its first rename was not done (benchmarks/RESULTS.md,
+    #: 2026-12-03); an object store's pending uploads were a LIST more.
+    new_until_run: ClassVar[bool] = True
     results: tuple[ResultsFile, ...]
 
     def file_count(self) -> int:

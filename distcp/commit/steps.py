@@ -80,10 +80,11 @@ class CommitStep(ABC):
     #: A change to a dataset's state that may be saved with the state steps next to it
     #: (``CommitContext.unsaved``): one document write for them all.
     changes_state: ClassVar[bool] = False
-    #: Its effect is named after its sequence (the event record, ``events/<id>.json``),
-    #: so it cannot be there before the sequence's first run: a sequence this run has
-    #: just written to the log (``CommitSequence.run``'s ``fresh``) skips its verify,
-    #: a read that is a round trip on an object store. A replay still verifies it.
+    #: Its effect cannot be there before the sequence's first run: it is named after
+    #: its sequence (the event record, ``events/<id>.json``), or made of what this run
+    #: just staged (``PublishKept``). A sequence this run has just written to the log
+    #: (``CommitSequence.run``'s ``fresh``) skips its verify, a read that is a round
+    #: trip on an object store. A replay still verifies it.
     new_until_run: ClassVar[bool] = False
     _kinds: ClassVar[dict[str, type[CommitStep]]] = {}
 

@@ -1,7 +1,8 @@
 """A sequence this run has just written to the commit log skips the verify of a step
-named after it (``CommitStep.new_until_run``: the event record), a read that is a round
-trip on an object store; a replay of the same sequence still verifies it, so its event
-is not sent twice."""
+whose effect cannot be there before its first run (``CommitStep.new_until_run``: the
+event record named after it, the publish of what this run's copy tasks staged), a read
+that is a round trip on an object store; a replay of the same sequence still verifies
+it, so its event is not sent twice."""
 
 from __future__ import annotations
 
@@ -58,10 +59,32 @@ def test_a_replayed_sequence_reads_the_record_and_does_not_write_it_again(
     assert json.loads(record.read_text()) == {"eventType": "COMPLETE", "kept": True}
 
 
-def test_only_the_event_record_is_new_until_its_sequence_runs() -> None:
+def test_only_the_event_record_and_this_runs_staged_copies_are_new_until_run() -> None:
     """Every other step's verify reads what may be there before (a replayed set's
     published files, a merged manifest): they keep it."""
     import distcp.commit.log  # noqa: F401 - imports every module that defines steps
 
     assert {kind for kind, cls in CommitStep._kinds.items() if cls.new_until_run} == {
-        "event"}
+        "event", "publish-listed"}
+
+
+def test_a_fresh_sequence_publishes_its_own_staged_copies_without_verifying_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PublishKept`` renames what this run's copy tasks just staged: a first run reads
+    no results file to learn that nothing is published yet; a replay verifies."""
+    from distcp.commit.kept_steps import PublishKept
+
+    verified: list[bool] = []
+    real = PublishKept.verify
+
+    def counted(self: PublishKept, ctx: CommitContext) -> bool:
+        verified.append(True)
+        return real(self, ctx)
+
+    monkeypatch.setattr(PublishKept, "verify", counted)
+    sequence = CommitSequence(URN, "set", (PublishKept(()),), SID)
+    ctx = CommitContext(state_root=str(tmp_path / ".pydistcp"))
+    sequence.run(ctx, fresh=True)
+    assert verified == []
+    sequence.run(ctx)  # the replay
+    assert verified == [True]
