@@ -8,13 +8,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PYDISTCP, cli_env, one_error_line, run_cli, tree
-from tests.fixtures.processes import children, gone, state_of
+from tests.fixtures.processes import children, gone, settles, state_of
 from tests.fixtures.trees import small_tree
 
 pytestmark = pytest.mark.e2e
@@ -112,24 +111,15 @@ def test_ctrl_z_stops_the_run_with_the_command_and_fg_continues_both(
     assert run != proc.pid
     group = [run, *(p.pid for p in children(run))]  # the run and its copying processes
     os.killpg(proc.pid, signal.SIGTSTP)  # as a terminal's Ctrl-Z
-    assert _settles(lambda: state_of(proc.pid) == "T" and all(
+    assert settles(lambda: state_of(proc.pid) == "T" and all(
         state_of(p) in ("T", "gone") for p in group)), (state_of(proc.pid), group)
     os.killpg(proc.pid, signal.SIGCONT)  # fg
-    assert _settles(lambda: state_of(run) not in ("T", "gone"))
+    assert settles(lambda: state_of(run) not in ("T", "gone"))
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert gone({run})
     assert tree(dst) == {}
-
-
-def _settles(check: Callable[[], bool], seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_a_killed_command_takes_its_run_with_it(warm: dict[str, str],
