@@ -289,6 +289,162 @@ def test_past_small_or_the_buffer_or_sparse_the_kernel_copies(
 
 
 
+@pytest.mark.parametrize("method", localcopy.METHODS)
+@pytest.mark.parametrize("kind", ["dense", "sparse", "empty"])
+def test_the_copy_read_back_as_it_is_written_hashes_as_its_source(
+        tmp_path: Path, method: str, kind: str) -> None:
+    """``check``: every method's copy, holes and an empty file too, read back into the
+    digest the verify compares with the source's."""
+    src = tmp_path / "a"
+    if kind == "dense":
+        content = os.urandom(5 * MIB + 123)
+        src.write_bytes(content)
+    elif kind == "sparse":
+        content = sparse_file(src, 9 * MIB, {0: b"head", 3 * MIB: b"x" * 100})
+    else:
+        content = b""
+        src.write_bytes(content)
+    check = Digest()
+    digest = _copy(src, tmp_path / "b", buffer_size=2 * MIB + 5, method=method, check=check)
+    assert (tmp_path / "b").read_bytes() == content
+    assert check.hexdigest() == digest.hexdigest() == digest_of_bytes(content)
+    assert check.size == len(content)
+
+
+def test_each_piece_is_read_back_right_after_it_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop of a page-cache filesystem reads each piece of the copy back before it
+    writes the next (while the core's cache holds it), never the whole copy after."""
+    monkeypatch.setattr(localcopy, "first_method", lambda dst: "readwrite")
+    events: list[tuple[str, int, int]] = []
+    real_pwrite, real_preadv = os.pwrite, os.preadv
+    out = tmp_path / "b"
+
+    def is_copy(fd: int) -> bool:
+        return os.readlink(f"/proc/self/fd/{fd}") == str(out)
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        n = real_pwrite(fd, data, offset)
+        events.append(("write", offset, n))
+        return n
+
+    def preadv(fd: int, buffers: Any, offset: int) -> int:
+        n = real_preadv(fd, buffers, offset)
+        if is_copy(fd):
+            events.append(("read back", offset, n))
+        return n
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    monkeypatch.setattr(os, "preadv", preadv)
+    data = os.urandom(3 * localcopy.PIECE + 5)
+    (tmp_path / "a").write_bytes(data)
+    check = Digest()
+    _copy(tmp_path / "a", out, buffer_size=8 * MIB, check=check)
+    pieces = [(0, localcopy.PIECE), (localcopy.PIECE, localcopy.PIECE),
+              (2 * localcopy.PIECE, localcopy.PIECE), (3 * localcopy.PIECE, 5)]
+    assert events == [(kind, at, n) for at, n in pieces for kind in ("write", "read back")]
+    assert check.hexdigest() == digest_of_bytes(data)
+
+
+@pytest.mark.parametrize("method", localcopy.METHODS)
+def test_a_piece_written_wrong_fails_the_verify_of_every_method(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """Whatever moved the bytes, a copy that differs from what was read (one byte
+    flipped after each move) fails the verify, and nothing is left staged."""
+    real = {"copy_file_range": os.copy_file_range, "sendfile": os.sendfile,
+            "pwrite": os.pwrite}
+    name = {"readwrite": "pwrite"}.get(method, method)
+
+    def flipping(*args: Any) -> int:
+        n = real[name](*args)
+        dst = args[0] if name != "copy_file_range" else args[1]
+        at = args[2] if name == "pwrite" else (args[4] if name == "copy_file_range"
+                                                 else os.lseek(dst, 0, os.SEEK_CUR) - n)
+        real["pwrite"](dst, b"\xff", at)
+        return n
+
+    monkeypatch.setattr(os, name, flipping)
+    monkeypatch.setattr(localcopy, "first_method", lambda dst: method)
+    _staging_fails_its_verify(tmp_path, b"\0" * (3 * MIB))
+
+
+def _staging_fails_its_verify(tmp_path: Path, content: bytes) -> None:
+    """``content`` staged from a file fails the digest's verify; nothing is left."""
+    (tmp_path / "a").write_bytes(content)
+    out = tmp_path / "out"
+    with open(tmp_path / "a", "rb", buffering=0) as raw, \
+            pytest.raises(IntegrityError, match="digest differs"):
+        write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {}, bytearray(MIB),
+                     "digest")
+    assert not out.exists() and _open_fds_to(out) == []
+
+
+def test_a_verified_copy_is_not_read_again_after_it_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digest read back while copying is the verify's: no second read of the copy
+    (the read that cost A's copy phase a sixth, benchmarks/RESULTS.md 2026-12-03)."""
+    def no_second_read(*args: Any, **kw: Any) -> Digest:
+        raise AssertionError("the copy was read again")
+
+    monkeypatch.setattr(holes, "digest_of_fd", no_second_read)
+    monkeypatch.setattr(holes, "digest_of_file", no_second_read)
+    data = os.urandom(3 * MIB + 1)
+    (tmp_path / "a").write_bytes(data)
+    with open(tmp_path / "a", "rb", buffering=0) as raw:
+        staged = write_staged(SourceReader(raw, str(tmp_path / "a")), str(tmp_path / "out"),
+                              {}, bytearray(MIB), "digest")
+    assert staged.checksum == digest_of_bytes(data)
+    assert (tmp_path / "out").read_bytes() == data
+
+
+@pytest.mark.parametrize("flip", [False, True], ids=["good", "written wrong"])
+def test_a_range_is_read_back_as_it_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flip: bool) -> None:
+    """A range of a split file from a regular local file: verified by its read-back, not
+    by a second read of the range; a range written wrong fails that verify."""
+    from distcp.copying.ranges import RangeReader
+    from distcp.model import CopyableFile, FileStatus, Split
+    from distcp.storage.local import storage as local
+    from distcp.storage.staging import RangeAt
+
+    def no_second_read(*args: Any) -> None:
+        raise AssertionError("the range was read again")
+
+    monkeypatch.setattr(local, "_verify_range", no_second_read)
+    monkeypatch.setattr(localcopy, "first_method", lambda dst: "readwrite")
+    if flip:
+        real_pwrite = os.pwrite
+        monkeypatch.setattr(os, "pwrite", lambda fd, data, at: real_pwrite(
+            fd, b"\xff" + bytes(data)[1:], at))
+    body = os.urandom(4 * MIB)
+    (tmp_path / "big").write_bytes(body)
+    storage = local.LocalStorage()
+    staged = storage.stage_split(str(tmp_path / "out"), str(tmp_path / "splits"), "data")
+    file = CopyableFile(FileStatus(str(tmp_path / "big"), len(body), 1.0),
+                        str(tmp_path / "out"), "urn", "all")
+    split = Split(1, 2, 2 * MIB, 2 * MIB, staged.text, str(tmp_path / "splits"))
+    with open(tmp_path / "big", "rb", buffering=0) as raw:
+        raw.seek(split.offset)
+        reader = RangeReader(SourceReader(raw, str(tmp_path / "big")), file, split)
+
+        def write() -> Any:
+            return storage.write_range(staged, RangeAt(1, 2 * MIB, 2 * MIB), reader,
+                                       bytearray(MIB), "digest", str(tmp_path / "splits"),
+                                       "a0")
+        if flip:
+            with pytest.raises(IntegrityError, match="range 1 of .* differs from what was "
+                                                     "read after writing it"):
+                write()
+            return
+        written = write()
+    want = Digest()
+    want.update(body[2 * MIB:])
+    assert written.blocks == want.blocks()
+    with open(staged.location, "rb") as copy:
+        copy.seek(2 * MIB)
+        assert copy.read() == body[2 * MIB:]
+
+
 def _open_fds_to(path: Path) -> list[str]:
     fds = Path("/proc/self/fd")
     found = []
@@ -333,13 +489,7 @@ def test_a_small_copy_written_wrong_fails_the_verify_and_leaves_nothing_open(
         return real_write(fd, b"\xff" + bytes(data)[1:])
 
     monkeypatch.setattr(os, "write", flipping)
-    (tmp_path / "a").write_bytes(b"small file")
-    out = tmp_path / "out"
-    with open(tmp_path / "a", "rb", buffering=0) as raw, \
-            pytest.raises(IntegrityError, match="digest differs"):
-        write_staged(SourceReader(raw, str(tmp_path / "a")), str(out), {}, bytearray(MIB),
-                     "digest")
-    assert not out.exists() and _open_fds_to(out) == []
+    _staging_fails_its_verify(tmp_path, b"small file")
 
 
 def _opened_copies(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[int]:

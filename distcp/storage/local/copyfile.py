@@ -9,7 +9,14 @@ is a copy through the page cache (ext4, tmpfs: ``PAGE_CACHE_COPIES``), the diges
 read of the source is better spent as the copy's read too: a piece of PIECE bytes is
 read, hashed while it is in the core's cache, and written. 8 × 256 MiB on ext4, two
 at a time (2026-11-27): 0.48 s that way, 0.59 s kernel copy and read back, ``cp -a``
-0.53 s; the verify's read is in both.
+0.53 s; the verify's read is in both. Again on Linux 6.18 (2026-12-03, by hand): the
+loop 0.63 s, the kernel copy with the source read back 0.80 s, ``cp -a`` 0.65 s.
+
+``--verify digest`` reads the copy back piece by piece as it is written (``check``):
+each piece comes back from the page cache while the core's cache still holds it, where
+a read of the whole copy afterwards comes from memory. The same bytes are read through
+the same descriptor and compared with the source's digest the same way; A's copy phase
+took 0.49 s that way against 0.61 s (benchmarks/RESULTS.md, 2026-12-03 evening).
 
 A sparse source is copied data segment by data segment (``distcp.storage.local.holes``), so the
 copy is sparse too; holes hash as zeros without being read, and the digest is that
@@ -70,8 +77,8 @@ def regular_fd(raw: Any) -> int | None:
 
 
 def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
-              method: str | None = None, fresh: os.stat_result | None = None
-              ) -> tuple[int, Digest]:
+              method: str | None = None, fresh: os.stat_result | None = None,
+              check: Digest | None = None) -> tuple[int, Digest]:
     """Copy what is left of ``src`` (from its position) to a new file at ``path``, left
     open for reading and writing: its verify reads it back through that descriptor (a
     second open, stat and close of each small file of a million cost a tenth of its
@@ -82,7 +89,8 @@ def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
     ``fresh``: ``src``'s status, given by a caller that has just opened it and reads
     it no further: the copy starts at 0 and leaves the position alone (two system
     calls of the dozen a small file costs). ``method``: the first way to try (default:
-    ``first_method``, and a small dense file's one read and one write)."""
+    ``first_method``, and a small dense file's one read and one write). ``check``:
+    where the copy, read back as it is written, is hashed (``copy_span``)."""
     start, st = (0, fresh) if fresh is not None else (os.lseek(src, 0, os.SEEK_CUR),
                                                        os.fstat(src))
     end = st.st_size
@@ -91,10 +99,10 @@ def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
     try:
         view = aligned(buffer)
         if method is None and small_dense(end - start, st, view):
-            _copy_small(src, dst, start, end - start, view, digest, source)
+            _copy_small(src, dst, start, end - start, view, digest, source, check)
         else:
             copy_span(src, dst, start, max(0, end - start), buffer, digest, source=source,
-                      method=method, dst_offset=0)
+                      method=method, dst_offset=0, check=check)
             os.ftruncate(dst, digest.size)  # a trailing hole is a size, not written bytes
         if fresh is None:
             os.lseek(src, start + digest.size, os.SEEK_SET)
@@ -105,13 +113,15 @@ def copy_into(src: int, path: str, buffer: bytearray, *, source: str = "",
 
 
 def _copy_small(src: int, dst: int, start: int, length: int, view: memoryview,
-                digest: Digest, source: str) -> None:
+                digest: Digest, source: str, check: Digest | None) -> None:
     """A small dense file in one read and one write: the kernel's copy and the read
     back for the digest would be two calls as well, and cost more Python per file. A
     source that ends early copies what it had: the caller compares sizes."""
     chunk = read_small(src, start, length, view, source)
     digest.update(chunk)
     write_all(dst, chunk)
+    if check is not None:
+        read_back(dst, 0, len(chunk), view, check)
 
 
 def small_dense(length: int, st: os.stat_result, view: memoryview) -> bool:
@@ -142,25 +152,41 @@ def write_all(dst: int, chunk: memoryview) -> None:
         written += os.write(dst, chunk[written:])
 
 
+def read_back(dst: int, at: int, count: int, view: memoryview, check: Digest) -> None:
+    """Hash into ``check`` the ``count`` bytes of ``dst`` at ``at``, just written, read
+    back through ``view`` (fewer where the copy is shorter: the digests then differ)."""
+    end = at + count
+    while at < end:
+        n = os.preadv(dst, [view[:min(len(view), HASH_CHUNK, end - at)]], at)
+        if not n:
+            return
+        check.update(view[:n])
+        at += n
+
+
 def copy_span(src: int, dst: int, offset: int, length: int, buffer: bytearray,
               digest: Digest, *, source: str = "", method: str | None = None,
-              dst_offset: int | None = None) -> None:
+              dst_offset: int | None = None, check: Digest | None = None) -> None:
     """Copy ``length`` bytes of ``src`` at ``offset`` to ``dst`` at ``dst_offset``
     (default: the same offset), hashing the source's logical bytes into ``digest``.
 
     Holes of the source are skipped in ``dst`` (the caller sets its size). A source
-    that ends early is a SourceReadError.
+    that ends early is a SourceReadError. ``check`` (``dst`` open for reading too):
+    each piece is read back from ``dst`` right after it is written and hashed into it,
+    a hole as the zeros it reads as (module docstring): the verify's digest.
     """
     if os.fstat(src).st_size < offset + length:  # holes past the end would hash as zeros
         raise SourceReadError(f"source ended before its listed size: {source}", path=source)
     shift = (offset if dst_offset is None else dst_offset) - offset
     mover = _Mover(src, dst, shift, aligned(buffer), digest, source,
-                   method or first_method(dst))
+                   method or first_method(dst), check)
     for start, stop, data in segments(src, offset, offset + length):
         if data:
             mover.data(start, stop)
         else:
             hash_zeros(digest, stop - start)
+            if check is not None:
+                hash_zeros(check, stop - start)
 
 
 _FIRST: dict[int, str] = {}
@@ -209,9 +235,9 @@ class _Mover:
     """Moves data segments chunk by chunk with the best method that works here."""
 
     def __init__(self, src: int, dst: int, shift: int, view: memoryview, digest: Digest,
-                 source: str, method: str) -> None:
+                 source: str, method: str, check: Digest | None = None) -> None:
         self.src, self.dst, self.shift, self.view = src, dst, shift, view
-        self.digest, self.source = digest, source
+        self.digest, self.source, self.check = digest, source, check
         self.method = METHODS.index(method)
 
     def data(self, pos: int, stop: int) -> None:
@@ -224,6 +250,8 @@ class _Mover:
                 self._hash_source(pos, moved)
             else:
                 moved = self._read_write(pos, min(want, PIECE))
+            if self.check is not None:
+                read_back(self.dst, pos + self.shift, moved, self.view, self.check)
             pos += moved
 
     def _kernel(self, pos: int, want: int) -> int:

@@ -54,6 +54,8 @@ class LocalFileWriter(FileWriter):
         self._copy: int | None = None
         #: Its status, taken once for the size check and the digest's read.
         self._copy_st: os.stat_result | None = None
+        #: The kernel's copy read back as it was written (``--verify digest``).
+        self._check: Digest | None = None
 
     def _open(self) -> BinaryIO:
         return open(self.path, "wb", buffering=0)
@@ -75,8 +77,9 @@ class LocalFileWriter(FileWriter):
     def copy_file(self, fd: int, buffer: bytearray, source: str,
                   fresh: os.stat_result | None = None) -> Digest | None:
         self._copied = True  # the file exists from here on: abort removes it
+        self._check = Digest() if self.verify == "digest" else None
         self._copy, digest = localcopy.copy_into(fd, self.path, buffer, source=source,
-                                                 fresh=fresh)
+                                                 fresh=fresh, check=self._check)
         return digest
 
     def commit(self, digest: Digest, buffer: bytearray) -> StagedStream:
@@ -119,6 +122,9 @@ class LocalFileWriter(FileWriter):
         return os.stat(self.path).st_size
 
     def _digest(self, buffer: bytearray) -> str:
+        """The copy read back as it was written, else read back now."""
+        if self._check is not None:
+            return self._check.hexdigest()
         if self._copy is not None:
             return holes.digest_of_fd(self._copy, buffer, self._copy_st).hexdigest()
         return holes.digest_of_file(self.path, buffer).hexdigest()
@@ -405,15 +411,18 @@ class LocalStorage(Storage):
                     attempt: str) -> WrittenRange:
         """Write the range at its offset into the shared staging file, then re-read it
         to verify. A regular local source goes through the kernel with its holes kept
-        (``localcopy``); any other source through pwrite of what was read."""
+        (``localcopy``), read back as it is written; any other source through pwrite of
+        what was read, read back after."""
         path = os_path(staged.location)
         digest = Digest()
         src = source.regular_fd()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        check = Digest() if verify == "digest" and src is not None else None
+        fd = os.open(path, (os.O_RDWR if check is not None else os.O_WRONLY) | os.O_CREAT,
+                     0o600)
         try:
             if src is not None:
                 localcopy.copy_span(src, fd, at.offset, at.length, buffer, digest,
-                                    source=fsutil.display(source.url))
+                                    source=fsutil.display(source.url), check=check)
                 source.copied(digest.size)
                 localcopy.extend_to(fd, at.offset + at.length)
             else:
@@ -426,7 +435,9 @@ class LocalStorage(Storage):
                                         f"{fsutil.display(path)}: {exc}", path=path) from exc
         finally:
             os.close(fd)
-        if verify == "digest":
+        if check is not None:
+            _compare_range(path, at, check.blocks(), digest.blocks())
+        elif verify == "digest":
             _verify_range(path, at, buffer, digest.blocks())
         return WrittenRange("", digest.blocks())
 
@@ -437,7 +448,11 @@ def _verify_range(path: str, at: RangeAt, buffer: bytearray, want: bytes) -> Non
         got = holes.digest_span(fd, at.offset, at.length, buffer)
     finally:
         os.close(fd)
-    if got.blocks() != want:
+    _compare_range(path, at, got.blocks(), want)
+
+
+def _compare_range(path: str, at: RangeAt, got: bytes, want: bytes) -> None:
+    if got != want:
         raise IntegrityError(f"range {at.index} of {fsutil.display(path)} differs from what "
                              "was read after writing it", path=path)
 
