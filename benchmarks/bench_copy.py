@@ -66,17 +66,22 @@ DATASETS: dict[str, dict[str, Any]] = {
     "B": {"kind": "small", "files": 20_000, "dirs": 200, "min": 1024, "max": 64 * 1024,
           "label": "B: 20,000 x 1-64 KiB in 200 dirs"},
     "C": {"kind": "tiny", "files": 5, "size": 7, "label": "C: 5 x 7 bytes"},
+    "D": {"kind": "large", "files": 1, "size": 2048 * MIB, "label": "D: 1 x 2 GiB"},
 }
+#: Data sets run only when named (``--only D``): one big file, its ranges on both cores.
+OPT_IN_DATASETS = ("D",)
 STATE_DIR = ".pydistcp"  # pydistcp's state directory under a destination
 GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 
 TOOLS = ["cp", "cp-halves", "rsync", "rclone", "floor", "pydistcp", "pydistcp-cds",
          "pydistcp-warm", "pydistcp-warm-spark", "empty-spark", "empty-spark-cds",
-         "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver"]
+         "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver",
+         "pydistcp-warm-whole"]
 #: Untimed seconds between a run's cleanup and the next run (module docstring).
 SETTLE_S = 0.0
 #: Not run unless named in --tools (pydistcp-warm-idle's runs first wait IDLE_S, untimed).
-OPT_IN = ("cp-halves", "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver")
+OPT_IN = ("cp-halves", "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver",
+          "pydistcp-warm-whole")
 #: A warm engine stops its idle Python workers after a minute (PySpark's
 #: PythonWorkerFactory checks every 10 s): a run this long after the last one starts
 #: new workers, as an hourly cron job's run always does.
@@ -94,11 +99,13 @@ TOOL_LABEL = {
     "pydistcp-warm-idle": f"`pydistcp copy`, warm engine idle {IDLE_S} s before (new workers)",
     "pydistcp-cds-on-spark": "`pydistcp copy --copying spark`, cold, with the archive",
     "pydistcp-driver": "`pydistcp copy --copying driver` (no Spark job)",
+    "pydistcp-warm-whole": "`pydistcp copy --split-size 0`, warm engine (big files whole)",
     "empty-spark": "empty Spark job (fresh process), no archive",
     "empty-spark-cds": "empty Spark job (fresh process), with the archive",
 }
 PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
-                  "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver")
+                  "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver",
+                  "pydistcp-warm-whole")
 EMPTY_TOOLS = ("empty-spark", "empty-spark-cds")
 #: How each variant runs: extra copy flags and environment.
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -109,6 +116,7 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "pydistcp-warm-idle": (["--engine", "warm"], {}),
     "pydistcp-cds-on-spark": (["--engine", "cold", "--copying", "spark"], {}),
     "pydistcp-driver": (["--engine", "cold", "--copying", "driver"], {}),
+    "pydistcp-warm-whole": (["--engine", "warm", "--split-size", "0"], {}),
     "empty-spark": ([], {"PYDISTCP_CDS": "0"}),
     "empty-spark-cds": ([], {}),
 }
@@ -333,7 +341,7 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
     columns show the steady state of repeated runs; returns what each step printed."""
     done: dict[str, str] = {}
     if any(t in tools for t in ("pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
-                                "pydistcp-warm-idle", "empty-spark-cds",
+                                "pydistcp-warm-whole", "pydistcp-warm-idle", "empty-spark-cds",
                                 "pydistcp-cds-on-spark")):
         r = subprocess.run(pydistcp_cmd() + ["engine", "start"], capture_output=True,
                            text=True, timeout=900, stdin=subprocess.DEVNULL)
@@ -599,6 +607,13 @@ def summarize(name: str, runs: list[dict[str, Any]], expect: tuple[int, int],
                    f"floor {floor} s vs rclone {rclone} s"
                    + (f"; pydistcp warm {warm_s} s, {warm_s - floor:.2f} s above the floor"
                       if warm_s else ""))
+    if name == "D":
+        whole = median("pydistcp-warm-whole")
+        m = median("pydistcp-warm")
+        target("end to end, ranges ÷ whole (warm engine)",
+               round(m / whole, 2) if m and whole else None, 1.0, True,
+               f"{m} s in ranges vs {whole} s whole; copy phase {copy_s} s, "
+               f"{cp / copy_s:.2f}× cp -a's throughput" if cp and copy_s else "")
     if name == "C":
         target(f"{TOOL_LABEL['pydistcp-warm']} wall, seconds", median("pydistcp-warm"), 1.5, True,
                "end to end, whole client process")
@@ -725,7 +740,7 @@ def main(argv: list[str] | None = None) -> int:
     versions = ensure_tools()
     versions.update(prepare_engines(tools))
     machine = machine_info(workdir)
-    names = [args.only] if args.only else sorted(DATASETS)
+    names = [args.only] if args.only else sorted(set(DATASETS) - set(OPT_IN_DATASETS))
     result: dict[str, Any] = {"rounds": args.rounds, "machine": machine, "versions": versions,
                               "settle_s": args.settle, "datasets": {}}
     out_root = Path(tempfile.mkdtemp(prefix="out-", dir=workdir))
@@ -775,7 +790,8 @@ def main(argv: list[str] | None = None) -> int:
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "copy.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.results / "copy.md").write_text(markdown)
-    if set(names) == set(DATASETS) and set(tools) >= set(TOOLS) - set(OPT_IN):
+    if set(names) >= set(DATASETS) - set(OPT_IN_DATASETS) \
+            and set(tools) >= set(TOOLS) - set(OPT_IN):
         update_readme(markdown)
     print()
     print(markdown)

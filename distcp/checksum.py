@@ -15,7 +15,7 @@ loop is free, and the composite adds one 16-byte hash per MiB.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 import xxhash
@@ -55,6 +55,20 @@ class Digest:
                 self._blocks.append(self._cur.digest())
                 self._cur.reset()
                 self._fill = 0
+
+    @classmethod
+    def joined(cls, parts: Sequence[Digest]) -> Digest:
+        """The digest of the parts' bytes one after another, as one ``Digest`` would
+        have hashed them: spans of one file hashed at once (``holes.digest_of_file``).
+        Every part but the last must end on a block boundary."""
+        whole = cls()
+        for part in parts:
+            if whole._fill:
+                raise ValueError("a digest's part ends inside a block before the last part")
+            whole._blocks += part._blocks
+            whole._cur, whole._fill = part._cur.copy(), part._fill
+            whole.size += part.size
+        return whole
 
     def blocks(self) -> bytes:
         """The block digests so far, 16 bytes each (the partial last block included)."""

@@ -252,8 +252,8 @@ def main() -> None:
               help="Copy files larger than SIZE (e.g. 256M) as byte ranges in parallel tasks, "
                    "joined at publish and resumed after a crash (local and S3 destinations). "
                    "Unset, a file over 256M that holds more than 1.5x an even share of the "
-                   "run's bytes per core is cut into ranges of half a share on an object "
-                   "store, so no core waits idle for it; 0 never splits.")
+                   "run's bytes per core is cut into ranges of half a share (on an object "
+                   "store or a local disk), so no core waits idle for it; 0 never splits.")
 @click.option("--links", type=click.Choice(["skip", "follow", "copy"]), default="skip",
               show_default=True,
               help="Symbolic links in a local source tree: skip (each one reported), follow "

@@ -56,7 +56,7 @@ def idle_core_split(sizes: Sequence[int], cores: int, minimum: int | None = None
     busy. A file holding clearly more than an even share of the run's bytes per core
     keeps one core copying while the others wait: files above half a share are cut into
     ranges of half a share (at least ``minimum`` / 2), which the packing spreads over the
-    cores (``distcp.spark.job`` asks this for object stores only)."""
+    cores (``idle_split``: where no join task follows)."""
     if cores < 2 or not sizes:
         return None
     minimum = IDLE_SPLIT_FROM if minimum is None else minimum
@@ -309,12 +309,14 @@ def prepare_splits(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableF
 def idle_split(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
                 cores: int) -> int | None:
     """``--split-size`` unset: ranges for the idle cores (``idle_core_split``) where the
-    ranges are parts of one upload that completing joins for free (object stores), and
-    nothing needs a file whole in one task (``--check``, ``--visibility file``). Not on a
-    local disk: a whole file moves through the kernel at ~1.6 GB/s here, and ranges add
-    the joined file's re-read at publish (warm engine, 2 cores, medians of 3: one 2 GiB
-    file 3.00 s split against 3.26 s whole, the skew set 3.45 s against 3.09 s)."""
-    if cfg.check or cfg.visibility != "file-set" or not spec.dst.capabilities.multipart:
+    ranges need no join task (parts of one upload that completing joins, or writes at
+    their offsets into one local staging file) and nothing needs a file whole in one
+    task (``--check``, ``--visibility file``). On a local disk the ranges cost the
+    joined file's re-read at publish, on every core (``holes.SPANS_FROM``): one 2 GiB
+    file on the warm engine, 2 cores, 0.85 s in ranges against 0.95 s whole by the
+    medians of 7 rounds, copy phase 0.59 s against 0.89 s, the re-read 0.17 s
+    (benchmarks/RESULTS.md, 2026-12-03 night)."""
+    if cfg.check or cfg.visibility != "file-set" or spec.dst.capabilities.joins_parts:
         return None
     return idle_core_split([f.origin.size for f in files if not f.converters],
                            cfg.tasks or cores)

@@ -1,6 +1,7 @@
-"""Without ``--split-size``, a big file that would keep one core uploading while the
-others wait is copied to an object store in ranges spread over the cores (issue "fast",
-point 4); a local destination keeps it whole (measured: it did not pay there).
+"""Without ``--split-size``, a big file that would keep one core copying while the
+others wait is copied in ranges spread over the cores (issue "fast", point 4): to an
+object store as parts of its upload, to a local disk written at their offsets into one
+staging file.
 
 The limit is lowered so that a 12 MiB file counts as big on the shared ``local[2]``
 session; the proof that it was split is the range results the driver collected, and
@@ -38,34 +39,41 @@ def _objects(server: S3Server) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("copying", ["auto", "spark"])
+@pytest.mark.parametrize("local", [False, True], ids=["s3", "local"])
 def test_a_big_file_alone_is_spread_over_the_idle_cores(
         spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
-        monkeypatch: pytest.MonkeyPatch, copying: str) -> None:
-    """By the run's threads (``auto``: a small plan, each range a part of the file's
-    upload) and by a Spark job."""
+        monkeypatch: pytest.MonkeyPatch, copying: str, local: bool) -> None:
+    """By the run's threads or processes (``auto``: a small plan, each range a part of
+    the file's upload or written at its offset) and by a Spark job."""
     src = tmp_path / "src"
     files = _source(src)
     monkeypatch.setattr(splitting, "IDLE_SPLIT_FROM", 2 * MiB)
-    s = distcp.copy(str(src), "s3://dst/t", dst_options=s3.options, progress=False,
+    dst = str(tmp_path / "dst") if local else "s3://dst/t"
+    s = distcp.copy(str(src), dst, dst_options={} if local else s3.options, progress=False,
                     copying=copying)
     assert s.ok, s.failures
     assert [w["strategy"] for w in s.strategy["copy"]] == \
         (["here"] if copying == "auto" else ["collected"])
     assert s.files_copied == 4
-    # half a share (6 MiB and 3 bytes) is just over 3 MiB; S3 parts are 5 MiB at least
-    assert s.results_collected == 3 + 3  # so 3 ranges (5 + 5 + 2 MiB) and 3 small files
+    # half a share (6 MiB and 3 bytes) is just over 3 MiB: whole MiB on a local disk
+    # (4 + 4 + 4), and S3 parts are 5 MiB at least (5 + 5 + 2)
+    assert s.results_collected == 3 + 3  # so 3 ranges and 3 small files
     assert "1 big file(s) copied in ranges of about 3 MiB over the idle cores" in s.notes[0]
-    assert _objects(s3) == files and s3.pending_uploads() == []
+    if local:
+        assert tree(tmp_path / "dst") == tree(src)
+        assert not list((tmp_path / "dst" / ".pydistcp").rglob("data"))  # staging gone
+    else:
+        assert _objects(s3) == files and s3.pending_uploads() == []
 
 
 @pytest.mark.parametrize("options", [{"verify": "size"}, {"tasks": 1}, {"check": ["not-empty"]},
-                                     {"split_size": 0}, {"local": True}])
+                                     {"split_size": 0}, {"local": True, "split_size": 0}])
 def test_files_that_keep_the_cores_busy_or_a_run_that_needs_them_whole_are_not_split(
         spark: Any, tmp_path: Path, s3: S3Server,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]) -> None:
     """``verify``: a control (its big file alone is split); one task has no idle core; a
-    ``--check`` needs each file whole in one task; ``--split-size 0`` never splits; a
-    local destination keeps whole files."""
+    ``--check`` needs each file whole in one task; ``--split-size 0`` never splits, on
+    a local disk as well."""
     src = tmp_path / "src"
     files = _source(src)
     monkeypatch.setattr(splitting, "IDLE_SPLIT_FROM", 2 * MiB)

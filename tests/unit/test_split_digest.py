@@ -36,6 +36,23 @@ def test_a_file_split_anywhere_on_block_boundaries_has_its_whole_digest() -> Non
     assert digest_of_bytes(data[:-1]) != whole
 
 
+def test_digests_of_spans_join_into_the_whole_files_digest() -> None:
+    """What the spans a publish re-reads at once (``holes.digest_of_file``) hash into:
+    the digest one ``Digest`` gives the same bytes, the last span's partial block
+    included; a span before the last must end on a block boundary."""
+    data = os.urandom(5 * BLOCK + 999)
+    parts = [Digest(), Digest(), Digest()]
+    for part, (a, b) in zip(parts, [(0, 2 * BLOCK), (2 * BLOCK, 4 * BLOCK), (4 * BLOCK, None)]):
+        part.update(data[a:b])
+    joined = Digest.joined(parts)
+    assert joined.hexdigest() == digest_of_bytes(data) and joined.size == len(data)
+    joined.update(b"more")  # it goes on as the whole file's digest would
+    assert joined.hexdigest() == digest_of_bytes(data + b"more")
+    assert parts[2].hexdigest() == digest_of_bytes(data[4 * BLOCK:])  # parts untouched
+    with pytest.raises(ValueError, match="inside a block"):
+        Digest.joined([parts[2], parts[0]])
+
+
 def test_range_sizes_are_whole_mib_and_respect_s3_part_rules() -> None:
     assert range_size(10 << 30, 3 * MiB + 1, LocalStorage()) == 4 * MiB
     assert range_size(10 << 30, 1 * MiB, ObjectStorage()) == 5 * MiB  # S3's minimum part
