@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -52,6 +53,7 @@ from distcp.state.lock import DestinationLock
 from distcp.state.store import read_json_or_none
 from distcp.storage import storage_for
 from distcp.storage.atomic import write_atomic
+from distcp.storage.filesystems import os_path
 from distcp.summary import Summary
 
 
@@ -150,11 +152,14 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
                    task_environment() if remote else None, None if remote else callback,
                    os.getcwd() if remote else None)
     name = source_name(progress.job_id)
+    checkpoint = checkpoint_of(layout, cfg)
+    if cleared_unstarted(checkpoint):
+        callback.message("the last query was killed before its first batch; its checkpoint starts anew")
     spark.dataSource.register(arrivals_source(cfg, known, layout.continuous_waiting,
                                               layout.root, name, sink.client, sink.cwd))
     query = (spark.readStream.format(name).load().writeStream.foreachBatch(sink)
              .trigger(processingTime=f"{cfg.interval} seconds")
-             .option("checkpointLocation", checkpoint_of(layout, cfg))
+             .option("checkpointLocation", checkpoint)
              .queryName(f"pydistcp-{progress.job_id}").start())
     follower = Follower(layout, dict(cfg.dst_options), callback if remote else None,
                         follow_every(layout, cfg))
@@ -408,6 +413,28 @@ def checkpoint_of(layout: StateLayout, cfg: CopyConfiguration) -> str:
     key = hashlib.sha256(layout.root.encode()).hexdigest()[:16]
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return os.path.join(cache, "pydistcp", "continuous", key, "checkpoint")
+
+
+def cleared_unstarted(checkpoint: str) -> bool:
+    """Remove a checkpoint whose query left files but never logged a batch's offsets;
+    whether it did. A copy killed while Spark wrote batch 0's offsets leaves the
+    temporary file of that write, and Spark then refuses the folder at every later start
+    ("should be empty on batch 0"). Without a batch there is nothing to resume, and the
+    catch-up at each start copies what the destination lacks. The path is the run's own
+    (the state root's or the user cache's), never one taken from the data."""
+    folder = os_path(checkpoint)
+    left = {log: _names(os.path.join(folder, log)) for log in ("offsets", "commits", "state")}
+    if any(name.isdigit() for name in left["offsets"]) or not any(left.values()):
+        return False
+    shutil.rmtree(folder)
+    return True
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import distcp
-from distcp.callbacks import DEFAULT_CALLBACK
+from distcp.callbacks import DEFAULT_CALLBACK, Callback
 from distcp.configuration import CopyConfiguration
 from distcp.planning import offsets
 from distcp.planning.arrivals import Arrival, Arrivals
@@ -130,6 +130,57 @@ def test_new_files_are_published_as_they_arrive_until_idle(spark: Any, tmp_path:
     assert f"continuous copy: stopped, job {summary.job_id}, {status['batches']} batch(es), " \
         f"{published} files" in shown.stdout
     assert "lag 0.0 s, waiting 0 files" in shown.stdout
+
+
+def test_a_query_killed_while_logging_its_first_batch_does_not_block_the_restart(
+        spark: Any, tmp_path: Path) -> None:
+    """A SIGKILL while Spark writes batch 0's offsets leaves that write's temporary file
+    in the checkpoint (seen in CI); Spark refuses such a folder at every later start
+    ("should be empty on batch 0"). The restart clears it, says so, and copies."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "a.txt").write_bytes(b"there before the start")
+    checkpoint = dst / ".pydistcp" / "continuous" / "checkpoint"
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "metadata").write_text('{"id":"8e1f0c1e-5b36-4b8e-9d55-5c0f6f1b3a0e"}')
+    (checkpoint / "offsets" / ".0.6a1c3f0e-2d4b-4a8e-9f1e-3c5d7b9a1e2f.tmp").write_text("v1\n")
+    messages: list[str] = []
+
+    class Told(Callback):
+        def message(self, text: str) -> None:
+            messages.append(text)
+
+    writer = Writer(src, seconds=2, every=0.2)
+    writer.start()
+    summary = distcp.copy(str(src), str(dst), continuous=True, interval=0.5, until_idle=True,
+                          settle=0.2, progress=False, callback=Told())
+    writer.join()
+    assert summary.ok
+    assert files_of(dst) == files_of(src)
+    assert "the last query was killed before its first batch; its checkpoint starts anew" \
+        in messages
+    assert any(name.isdigit() for name in os.listdir(checkpoint / "offsets"))
+
+
+def test_a_checkpoint_with_a_logged_batch_is_kept(tmp_path: Path) -> None:
+    """Only a checkpoint without any batch is cleared: one with batch offsets is what the
+    query resumes from, temporary files beside them or not."""
+    from distcp.run.continuous import cleared_unstarted
+    kept = tmp_path / "kept"
+    (kept / "offsets").mkdir(parents=True)
+    (kept / "offsets" / "0").write_text("v1\n{}\n")
+    (kept / "offsets" / ".1.f00d.tmp").write_text("v1\n")
+    assert not cleared_unstarted(str(kept)) and (kept / "offsets" / "0").exists()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "metadata").write_text("{}")  # a query stopped before anything arrived
+    assert not cleared_unstarted(str(fresh)) and (fresh / "metadata").exists()
+    assert not cleared_unstarted(str(tmp_path / "never"))
+    left = tmp_path / "left"
+    (left / "commits").mkdir(parents=True)
+    (left / "offsets").mkdir()
+    (left / "offsets" / ".0.f00d.tmp").write_text("v1\n")
+    assert cleared_unstarted(f"file://{left}") and not left.exists()
 
 
 def test_encrypted_archives_landing_are_expanded_as_they_land(spark: Any, tmp_path: Path
