@@ -76,12 +76,12 @@ GEN_VERSION = 1  # bump when the generator changes: cached data is regenerated
 TOOLS = ["cp", "cp-halves", "rsync", "rclone", "floor", "pydistcp", "pydistcp-cds",
          "pydistcp-warm", "pydistcp-warm-spark", "empty-spark", "empty-spark-cds",
          "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver",
-         "pydistcp-warm-whole"]
+         "pydistcp-warm-whole", "pydistcp-warm-size"]
 #: Untimed seconds between a run's cleanup and the next run (module docstring).
 SETTLE_S = 0.0
 #: Not run unless named in --tools (pydistcp-warm-idle's runs first wait IDLE_S, untimed).
 OPT_IN = ("cp-halves", "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver",
-          "pydistcp-warm-whole")
+          "pydistcp-warm-whole", "pydistcp-warm-size")
 #: A warm engine stops its idle Python workers after a minute (PySpark's
 #: PythonWorkerFactory checks every 10 s): a run this long after the last one starts
 #: new workers, as an hourly cron job's run always does.
@@ -100,12 +100,13 @@ TOOL_LABEL = {
     "pydistcp-cds-on-spark": "`pydistcp copy --copying spark`, cold, with the archive",
     "pydistcp-driver": "`pydistcp copy --copying driver` (no Spark job)",
     "pydistcp-warm-whole": "`pydistcp copy --split-size 0`, warm engine (big files whole)",
+    "pydistcp-warm-size": "`pydistcp copy --verify size`, warm engine (no read-back)",
     "empty-spark": "empty Spark job (fresh process), no archive",
     "empty-spark-cds": "empty Spark job (fresh process), with the archive",
 }
 PYDISTCP_TOOLS = ("pydistcp", "pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
                   "pydistcp-warm-idle", "pydistcp-cds-on-spark", "pydistcp-driver",
-                  "pydistcp-warm-whole")
+                  "pydistcp-warm-whole", "pydistcp-warm-size")
 EMPTY_TOOLS = ("empty-spark", "empty-spark-cds")
 #: How each variant runs: extra copy flags and environment.
 VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -117,6 +118,7 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "pydistcp-cds-on-spark": (["--engine", "cold", "--copying", "spark"], {}),
     "pydistcp-driver": (["--engine", "cold", "--copying", "driver"], {}),
     "pydistcp-warm-whole": (["--engine", "warm", "--split-size", "0"], {}),
+    "pydistcp-warm-size": (["--engine", "warm", "--verify", "size"], {}),
     "empty-spark": ([], {"PYDISTCP_CDS": "0"}),
     "empty-spark-cds": ([], {}),
 }
@@ -341,8 +343,8 @@ def prepare_engines(tools: list[str]) -> dict[str, str]:
     columns show the steady state of repeated runs; returns what each step printed."""
     done: dict[str, str] = {}
     if any(t in tools for t in ("pydistcp-cds", "pydistcp-warm", "pydistcp-warm-spark",
-                                "pydistcp-warm-whole", "pydistcp-warm-idle", "empty-spark-cds",
-                                "pydistcp-cds-on-spark")):
+                                "pydistcp-warm-whole", "pydistcp-warm-size", "pydistcp-warm-idle",
+                                "empty-spark-cds", "pydistcp-cds-on-spark")):
         r = subprocess.run(pydistcp_cmd() + ["engine", "start"], capture_output=True,
                            text=True, timeout=900, stdin=subprocess.DEVNULL)
         # no machine paths in the committed results: the home directory is "~"
@@ -591,6 +593,10 @@ def summarize(name: str, runs: list[dict[str, Any]], expect: tuple[int, int],
                f"copy phase {copy_s} s vs cp {cp} s" + (
                    f"; two cp -a at once {halves} s, {cp / halves:.2f}× cp -a"
                    if halves and cp else ""))
+        unread = t.get("pydistcp-warm-size", {}).get("copy_s")
+        if unread and cp:  # what the verify's read-back costs the target (benchmarks/passes.py)
+            target("copy phase throughput ÷ cp -a throughput, --verify size", round(cp / unread, 2),
+                   1.5, False, f"copy phase {unread} s without the read-back vs cp {cp} s")
     if name == "B":
         for tool, limit in (("pydistcp-warm", 0.5), ("pydistcp-warm-spark", 1.0),
                             ("pydistcp-cds", 2.5)):
