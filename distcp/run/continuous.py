@@ -154,7 +154,8 @@ def _stream(cfg: CopyConfiguration, spark: Any, layout: StateLayout, progress: P
     name = source_name(progress.job_id)
     checkpoint = checkpoint_of(layout, cfg)
     if cleared_unstarted(checkpoint):
-        callback.message("the last query was killed before its first batch; its checkpoint starts anew")
+        callback.message("the last query was killed before its first batch; "
+                         "its checkpoint starts anew")
     spark.dataSource.register(arrivals_source(cfg, known, layout.continuous_waiting,
                                               layout.root, name, sink.client, sink.cwd))
     query = (spark.readStream.format(name).load().writeStream.foreachBatch(sink)

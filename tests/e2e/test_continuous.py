@@ -162,27 +162,6 @@ def test_a_query_killed_while_logging_its_first_batch_does_not_block_the_restart
     assert any(name.isdigit() for name in os.listdir(checkpoint / "offsets"))
 
 
-def test_a_checkpoint_with_a_logged_batch_is_kept(tmp_path: Path) -> None:
-    """Only a checkpoint without any batch is cleared: one with batch offsets is what the
-    query resumes from, temporary files beside them or not."""
-    from distcp.run.continuous import cleared_unstarted
-    kept = tmp_path / "kept"
-    (kept / "offsets").mkdir(parents=True)
-    (kept / "offsets" / "0").write_text("v1\n{}\n")
-    (kept / "offsets" / ".1.f00d.tmp").write_text("v1\n")
-    assert not cleared_unstarted(str(kept)) and (kept / "offsets" / "0").exists()
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    (fresh / "metadata").write_text("{}")  # a query stopped before anything arrived
-    assert not cleared_unstarted(str(fresh)) and (fresh / "metadata").exists()
-    assert not cleared_unstarted(str(tmp_path / "never"))
-    left = tmp_path / "left"
-    (left / "commits").mkdir(parents=True)
-    (left / "offsets").mkdir()
-    (left / "offsets" / ".0.f00d.tmp").write_text("v1\n")
-    assert cleared_unstarted(f"file://{left}") and not left.exists()
-
-
 def test_encrypted_archives_landing_are_expanded_as_they_land(spark: Any, tmp_path: Path
                                                                ) -> None:
     ring = keyring()

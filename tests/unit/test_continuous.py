@@ -17,7 +17,14 @@ from distcp.metrics import RunMetrics, build_registry
 from distcp.model import FileStatus
 from distcp.planning import offsets
 from distcp.planning.arrivals import Arrival, Arrivals, read_waiting
-from distcp.run.continuous import Batches, Client, Progress, Stopped, stopped_cleanly
+from distcp.run.continuous import (
+    Batches,
+    Client,
+    Progress,
+    Stopped,
+    cleared_unstarted,
+    stopped_cleanly,
+)
 from distcp.state.layout import StateLayout
 from distcp.summary import Failure, Summary
 
@@ -215,3 +222,23 @@ def test_the_stop_ends_a_query_that_fails_while_a_batch_is_said_to_run(tmp_path:
     _stop_between_batches(query, layout, {}, "job")
     assert query.stopped
     assert json.loads(Path(layout.continuous_stop).read_text()) == {"job_id": "job"}
+
+
+def test_a_checkpoint_with_a_logged_batch_is_kept(tmp_path: Path) -> None:
+    """Only a checkpoint without any batch is cleared: one with batch offsets is what the
+    query resumes from, temporary files beside them or not."""
+    kept = tmp_path / "kept"
+    (kept / "offsets").mkdir(parents=True)
+    (kept / "offsets" / "0").write_text("v1\n{}\n")
+    (kept / "offsets" / ".1.f00d.tmp").write_text("v1\n")
+    assert not cleared_unstarted(str(kept)) and (kept / "offsets" / "0").exists()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "metadata").write_text("{}")  # a query stopped before anything arrived
+    assert not cleared_unstarted(str(fresh)) and (fresh / "metadata").exists()
+    assert not cleared_unstarted(str(tmp_path / "never"))
+    left = tmp_path / "left"
+    (left / "commits").mkdir(parents=True)
+    (left / "offsets").mkdir()
+    (left / "offsets" / ".0.f00d.tmp").write_text("v1\n")
+    assert cleared_unstarted(f"file://{left}") and not left.exists()
