@@ -25,8 +25,10 @@ none by default). On a VM whose balloon reports free memory to its host
 back costs a host fault, which moves ``cp -a``'s and pydistcp's times of A by turns
 (benchmarks/RESULTS.md, 2026-11-27, "This machine's memory"). A settle was meant to
 give every tool that state, but the host's own state moves too, so the rounds' spread
-shows it instead. Every copy is checked
-(file count and bytes); pydistcp's first good copy is also compared byte for byte.
+shows it instead. Memory is given back that often because the kernel pages out what
+was not touched for a minute (``damon_pageout_s``, in the machine line too). Every copy
+is checked (file count and bytes); pydistcp's first good copy is also compared byte for
+byte.
 
 Writes benchmarks/results/copy.json and copy.md, the run's table (not kept in git: a run
 worth keeping is folded into benchmarks/RESULTS.md, dated).
@@ -508,6 +510,7 @@ def machine_info(workdir: Path) -> dict[str, Any]:
         info["pyspark"] = "?"
     info["kernel"] = platform.release()
     info["free_page_reporting"] = free_page_reporting()
+    info["damon_pageout_s"] = damon_pageout_s()
     info["date"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     try:
         info["loadavg_start"] = os.getloadavg()[0]
@@ -530,6 +533,34 @@ def free_page_reporting() -> bool | None:
         except (OSError, ValueError):
             continue
     return False
+
+
+def damon_pageout_s(admin: Path = Path("/sys/kernel/mm/damon/admin/kdamonds")
+                    ) -> float | None:
+    """After how many seconds without an access the kernel's DAMON pages memory out (the
+    shortest of its running ``pageout`` schemes), or None where none runs.
+
+    On this project's machine one does, over all physical memory: a page not touched for
+    60 s is reclaimed (page cache dropped, written back first if dirty), and the balloon's
+    free page reporting then hands it to the host. So a benchmark's copies kept past a
+    minute, a source left alone for a minute and a warm engine idle for a minute leave
+    memory that the next write must fault back from the host (benchmarks/RESULTS.md,
+    2026-12-04, "What slows a round")."""
+    shortest = None
+    for context in admin.glob("*/contexts/*"):
+        try:
+            if (context.parent.parent / "state").read_text().strip() != "on":
+                continue
+            aggr_us = int((context / "monitoring_attrs/intervals/aggr_us").read_text())
+            for scheme in context.glob("schemes/[0-9]*"):
+                if (scheme / "action").read_text().strip() != "pageout":
+                    continue
+                age = int((scheme / "access_pattern/age/min").read_text())
+                seconds = age * aggr_us / 1e6
+                shortest = seconds if shortest is None else min(shortest, seconds)
+        except (OSError, ValueError):
+            continue
+    return shortest
 
 
 # --------------------------------------------------------------------------- report
@@ -645,6 +676,14 @@ def _gbps(bps: float | None) -> str:
     return f"{bps / 1e9:.2f} GB/s" if bps else "–"
 
 
+def _idle(machine: dict[str, Any]) -> str:
+    """``damon_pageout_s`` in words ("?" for a run recorded before it was)."""
+    if "damon_pageout_s" not in machine:
+        return "?"
+    seconds = machine["damon_pageout_s"]
+    return "never" if seconds is None else f"{seconds:g} s"
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
@@ -653,7 +692,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"{m['date']}; {result['rounds']} interleaved rounds, median wall seconds "
         f"(min–max); ×cp = median ÷ `cp -a` median; {result.get('settle_s', 0)} s "
         f"settle after each cleanup, free page reporting: "
-        f"{m.get('free_page_reporting', '?')}.",
+        f"{m.get('free_page_reporting', '?')}, DAMON pages out memory idle "
+        f"{_idle(m)}.",
         "",
         "| data set | tool | median wall s | min–max | ×cp | notes |",
         "|---|---|---|---|---|---|",
