@@ -18,14 +18,15 @@ and Python leave, against which pydistcp's own cost shows.
 
 Every round runs each tool once (the order rotates per round), each into a fresh empty
 destination on the same filesystem as the source; medians over rounds are reported.
-Destinations are deleted (untimed) right after each run, followed by ``sync`` so one
-tool's write-back does not land in the next tool's timing (and by ``--settle`` seconds,
-none by default). On a VM whose balloon reports free memory to its host
-(``free_page_reporting`` in the machine line) a page first written after it was given
-back costs a host fault, which moves ``cp -a``'s and pydistcp's times of A by turns
-(benchmarks/RESULTS.md, 2026-11-27, "This machine's memory"). A settle was meant to
-give every tool that state, but the host's own state moves too, so the rounds' spread
-shows it instead. Memory is given back that often because the kernel pages out what
+Destinations are deleted (untimed) right after each run (a many-file data set's are
+emptied instead and deleted after the last data set: ``keep_outputs``, ``_empty``),
+followed by ``sync`` so one tool's write-back does not land in the next tool's timing
+(and by ``--settle`` seconds, none by default). On a VM whose balloon reports free
+memory to its host (``free_page_reporting`` in the machine line) a page first written
+after it was given back costs a host fault, which moves ``cp -a``'s and pydistcp's
+times of A by turns (benchmarks/RESULTS.md, 2026-11-27, "This machine's memory"). A
+settle was meant to give every tool that state, but the host's own state moves too, so
+the rounds' spread shows it instead. Memory is given back that often because the kernel pages out what
 was not touched for a minute (``damon_pageout_s``, in the machine line too). Every copy
 is checked (file count and bytes); pydistcp's first good copy is also compared byte for
 byte.
@@ -411,7 +412,9 @@ def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
     except Exception as exc:  # noqa: BLE001 - a broken check is a failed run, not a crash
         rec["error"] = f"check failed: {type(exc).__name__}: {exc}"
     finally:
-        if not keep:
+        if keep:
+            _empty(dst)
+        else:
             _remove(dst)
         summary.unlink(missing_ok=True)
     if "error" in rec:
@@ -448,18 +451,35 @@ def _check_copy(rec: dict[str, Any], tool: str, src: Path, dst: Path, summary: P
             rec["error"] = f"content differs: {_tail(diff.stdout or diff.stderr)}"
 
 
-def keep_outputs(files: int, nbytes: int, runs: int, workdir: Path) -> bool:
-    """Keep a many-file data set's copies until its last round, when the disk has room.
+def keep_outputs(files: int) -> bool:
+    """Keep a many-file data set's copies, emptied (``_empty``), until the last data set.
 
     ext4 without a journal skips inodes freed in the last minute (5 minutes while their
     inode-table block is dirty) when it allocates new ones (``recently_deleted`` in the
     kernel's inode allocator; ``inodes.py``): deleting a 20k-file copy just before the
     next tool's run made that tool's file creation 10x slower here (~50 -> ~650 µs per
-    create, all kernel CPU). Deleting all copies after the data set's last round keeps
+    create, all kernel CPU). Deleting all copies once nothing is timed any more keeps
     that cost out of every timed run, and ``inodes.settle`` waits out a deletion made
-    before the data set's first round (another data set's, another benchmark's).
+    before the data set's first round (another benchmark's, or by hand).
     """
-    return files >= 1000 and shutil.disk_usage(workdir).free > 1.5 * runs * nbytes
+    return files >= 1000
+
+
+def _empty(path: Path) -> None:
+    """Every file of the copy ``path`` cut to 0 bytes, its tree and inodes left in place.
+
+    A copy kept whole stays in memory until the kernel pages it out a minute later
+    (``damon_pageout_s``) and the balloon hands that memory to the host, so each later
+    run wrote into memory the host had to give back: `cp -a` of B took 0.43-2.29 s, most
+    runs over 1.5 s. Cutting the previous copy's files frees its page cache at once for
+    the next run, as a machine whose memory is its own would have it, and frees no inode:
+    `cp -a` of B then took 0.42-0.47 s in every run after the first (benchmarks/RESULTS.md,
+    2026-12-04, "What slows a round")."""
+    for folder, _subfolders, names in os.walk(path):
+        for name in names:
+            file = os.path.join(folder, name)
+            if not os.path.islink(file):
+                os.truncate(file, 0)
 
 
 def _remove(path: Path) -> None:
@@ -789,7 +809,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [args.only] if args.only else sorted(set(DATASETS) - set(OPT_IN_DATASETS))
     result: dict[str, Any] = {"rounds": args.rounds, "machine": machine, "versions": versions,
                               "settle_s": args.settle, "datasets": {}}
+    inodes.after_deletion(workdir)  # the last run's emptied copies (inodes.py)
     out_root = Path(tempfile.mkdtemp(prefix="out-", dir=workdir))
+    kept = False
     try:
         for name in names:
             src = ensure_dataset(name, workdir)
@@ -799,7 +821,8 @@ def main(argv: list[str] | None = None) -> int:
             inodes.settle(out_root, f"{name}: ")  # where the copies go (inodes.py)
             runs: list[dict[str, Any]] = []
             compared = False
-            keep = keep_outputs(files, nbytes, args.rounds * len(tools), workdir)
+            keep = keep_outputs(files)
+            kept = kept or keep
             # floor.py's plain loop is a floor for many small files only: a big file's
             # kernel copy (pydistcp's) beats it (A, 2026-12-02)
             here = [t for t in tools if t != "floor" or DATASETS[name]["kind"] == "small"]
@@ -819,16 +842,13 @@ def main(argv: list[str] | None = None) -> int:
                         extra = " phases " + json.dumps(rec["summary"]["phases"])
                     print(f"[{name} round {rnd + 1}/{args.rounds}] {tool:<12} {shown}{extra}",
                           flush=True)
-            if keep:
-                print(f"[{name}] deleting {len(runs)} copies", flush=True)
-                for entry in out_root.iterdir():
-                    if entry.name != "logs":
-                        _remove(entry)
             ds = summarize(name, [r for r in runs if r["tool"] in tools], expect, args.rounds)
             ds["raw"] = runs
             result["datasets"][name] = ds
-    finally:
+    finally:  # the emptied copies too: deleted once nothing is timed any more
         shutil.rmtree(out_root, ignore_errors=True)  # the probes' files too
+        if kept:
+            inodes.deleted(workdir)
         if any(t.startswith("pydistcp-warm") for t in tools):
             stop_engines()
 

@@ -70,6 +70,37 @@ def settle(workdir: Path, what: str = "") -> float:
     return waited
 
 
+#: How long a deletion slows file creation here at most (the dirty window, 5 minutes).
+WINDOW_S = 300.0
+#: The file under a benchmark's work folder that says when it last deleted many files.
+DELETED_AT = ".deleted-at"
+
+
+def deleted(workdir: Path) -> None:
+    """Note in ``workdir`` that a benchmark just deleted many files there (its emptied
+    copies): the next benchmark run waits the window out (``after_deletion``), where a
+    probe in one block group can pass while the copies' groups are still slow (a B
+    run started a minute after another's deletion: `cp -a` 1.33 s by the median against
+    0.46 s in the run before it, benchmarks/RESULTS.md, 2026-12-04)."""
+    (workdir / DELETED_AT).write_text(f"{time.time():.0f}\n")
+
+
+def after_deletion(workdir: Path) -> float:
+    """Wait until ``WINDOW_S`` has passed since the deletion ``deleted`` noted in
+    ``workdir``; returns the seconds waited."""
+    try:
+        at = float((workdir / DELETED_AT).read_text())
+    except (OSError, ValueError):
+        return 0.0
+    left = at + WINDOW_S - time.time()
+    if left <= 0:
+        return 0.0
+    print(f"[settle] the last benchmark deleted its copies {WINDOW_S - left:.0f} s ago: "
+          f"waiting {left:.0f} s for their inodes", flush=True)
+    time.sleep(left)
+    return left
+
+
 def clear(workdir: Path) -> None:
     """Remove the probes' files (after the last timed run)."""
     shutil.rmtree(workdir / ".probe", ignore_errors=True)
