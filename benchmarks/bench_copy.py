@@ -19,17 +19,17 @@ and Python leave, against which pydistcp's own cost shows.
 Every round runs each tool once (the order rotates per round), each into a fresh empty
 destination on the same filesystem as the source; medians over rounds are reported.
 Destinations are deleted (untimed) right after each run (a many-file data set's are
-emptied instead and deleted after the last data set: ``keep_outputs``, ``_empty``),
+emptied instead and deleted after the last data set: ``empties_copies``, ``_empty``),
 followed by ``sync`` so one tool's write-back does not land in the next tool's timing
 (and by ``--settle`` seconds, none by default). On a VM whose balloon reports free
 memory to its host (``free_page_reporting`` in the machine line) a page first written
 after it was given back costs a host fault, which moves ``cp -a``'s and pydistcp's
 times of A by turns (benchmarks/RESULTS.md, 2026-11-27, "This machine's memory"). A
 settle was meant to give every tool that state, but the host's own state moves too, so
-the rounds' spread shows it instead. Memory is given back that often because the kernel pages out what
-was not touched for a minute (``damon_pageout_s``, in the machine line too). Every copy
-is checked (file count and bytes); pydistcp's first good copy is also compared byte for
-byte.
+the rounds' spread shows it instead. Memory is given back that often because the
+kernel pages out what was not touched for a minute (``damon_pageout_s``, in the machine
+line too). Every copy is checked (file count and bytes); pydistcp's first good copy is
+also compared byte for byte.
 
 Writes benchmarks/results/copy.json and copy.md, the run's table (not kept in git: a run
 worth keeping is folded into benchmarks/RESULTS.md, dated).
@@ -372,7 +372,7 @@ def stop_engines() -> None:
 
 
 def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
-             expect: tuple[int, int], compare: bool, keep: bool = False,
+             expect: tuple[int, int], compare: bool, empty: bool = False,
              settle: float = SETTLE_S) -> dict[str, Any]:
     """One timed run; never raises. Returns wall seconds or a failure reason."""
     dst = out_root / f"{tool}-{tag}"
@@ -412,7 +412,7 @@ def run_tool(tool: str, src: Path, out_root: Path, tag: str, timeout: float,
     except Exception as exc:  # noqa: BLE001 - a broken check is a failed run, not a crash
         rec["error"] = f"check failed: {type(exc).__name__}: {exc}"
     finally:
-        if keep:
+        if empty:
             _empty(dst)
         else:
             _remove(dst)
@@ -451,8 +451,9 @@ def _check_copy(rec: dict[str, Any], tool: str, src: Path, dst: Path, summary: P
             rec["error"] = f"content differs: {_tail(diff.stdout or diff.stderr)}"
 
 
-def keep_outputs(files: int) -> bool:
-    """Keep a many-file data set's copies, emptied (``_empty``), until the last data set.
+def empties_copies(files: int) -> bool:
+    """Whether a data set's copies are emptied (``_empty``) and kept until the last data
+    set rather than deleted after each run: a many-file one's.
 
     ext4 without a journal skips inodes freed in the last minute (5 minutes while their
     inode-table block is dirty) when it allocates new ones (``recently_deleted`` in the
@@ -821,8 +822,8 @@ def main(argv: list[str] | None = None) -> int:
             inodes.settle(out_root, f"{name}: ")  # where the copies go (inodes.py)
             runs: list[dict[str, Any]] = []
             compared = False
-            keep = keep_outputs(files)
-            kept = kept or keep
+            empty = empties_copies(files)
+            kept = kept or empty
             # floor.py's plain loop is a floor for many small files only: a big file's
             # kernel copy (pydistcp's) beats it (A, 2026-12-02)
             here = [t for t in tools if t != "floor" or DATASETS[name]["kind"] == "small"]
@@ -831,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
                 for tool in order:
                     compare = tool in PYDISTCP_TOOLS and not compared
                     rec = run_tool(tool, src, out_root, f"{name}{rnd}", args.timeout, expect,
-                                   compare, keep, args.settle)
+                                   compare, empty, args.settle)
                     compared = compared or (compare and "content_check" in rec)
                     rec["round"] = rnd
                     runs.append(rec)
