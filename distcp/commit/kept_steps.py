@@ -15,9 +15,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from distcp.commit.state_steps import _StateChange
-from distcp.commit.steps import CommitContext, CommitStep, PublishFiles, staged_target
+from distcp.commit.steps import (
+    CommitContext,
+    CommitStep,
+    PublishFiles,
+    moved_files,
+    staged_target,
+)
 from distcp.commit.upload_steps import CompleteUploads
-from distcp.copying.resultfiles import publishing_of, staged_tables
+from distcp.copying.resultfiles import publishing_by_folder, publishing_of, staged_tables
+from distcp.faults import crash_hook_or_none
 from distcp.state.bounds import DESTINATION, STATE
 from distcp.state.store import DatasetState, StateStore
 from distcp.storage import Storage, parse_staged
@@ -71,11 +78,23 @@ class PublishKept(CommitStep):
         return all(step.verify(ctx) for step in self._steps(ctx.dst_options))
 
     def execute(self, ctx: CommitContext) -> None:
-        """Each results file's steps executed as they are: a rename or complete already
-        done is skipped inside them, so no verify first (on an object store that would be
-        a LIST of the pending uploads more per results file)."""
-        for step in self._steps(ctx.dst_options):
-            step.execute(ctx)
+        """Each results file's renames, those of a folder's files grouped by Arrow
+        (``publishing_by_folder``: the storage may publish them by one rename), then its
+        completes. A rename or complete already done is skipped inside them, so no
+        verify first (on an object store that would be a LIST of the pending uploads
+        more per results file)."""
+        hook = crash_hook_or_none("mid_publish")
+        for url, _ in self.results:
+            found = publishing_by_folder(url, ctx.dst_options)
+            if found is None:  # a name in the escaped form: the steps read it
+                for step in self._steps_of(url, ctx.dst_options):
+                    step.execute(ctx)
+                continue
+            folders, moves, uploads = found
+            if folders or moves:
+                ctx.storage(folders[0].staged if folders else moves[0][0]).publish_all(
+                    moved_files(moves), hook, folders)
+            CompleteUploads(tuple(uploads)).execute(ctx)
 
     def upload_ids(self, options: dict[str, Any]) -> Iterator[str]:
         """The staged uploads this step completes: an orphan sweep must leave them."""
@@ -92,11 +111,15 @@ class PublishKept(CommitStep):
     def _steps(self, options: dict[str, Any]) -> Iterator[CommitStep]:
         """Per results file, read when its turn comes: its renames, its completes."""
         for url, _ in self.results:
-            moves, uploads = publishing_of(url, options)
-            if moves:
-                yield PublishFiles(tuple(moves))
-            if uploads:
-                yield CompleteUploads(tuple(uploads))
+            yield from self._steps_of(url, options)
+
+    @staticmethod
+    def _steps_of(url: str, options: dict[str, Any]) -> Iterator[CommitStep]:
+        moves, uploads = publishing_of(url, options)
+        if moves:
+            yield PublishFiles(tuple(moves))
+        if uploads:
+            yield CompleteUploads(tuple(uploads))
 
 
 @dataclass(frozen=True)

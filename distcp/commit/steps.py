@@ -11,13 +11,13 @@ secrets): those arrive through the CommitContext.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from distcp.errors import PublishError, StateError
-from distcp.faults import crash_hook, crash_point
+from distcp.faults import crash_hook_or_none, crash_point
 from distcp.state.bounds import DESTINATION, NAME, STATE, Bounds
 from distcp.storage import Staged, Storage, parse_staged, storage_for
 from distcp.storage import filesystems as fsutil
@@ -283,14 +283,18 @@ class PublishFiles(CommitStep):
         if not self.moves:
             return
         ctx.storage(self.moves[0][0]).publish_all(
-            self._files(), crash_hook("mid_publish"))
+            self._files(), crash_hook_or_none("mid_publish"))
 
     def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
         return iter(self._files())
 
     def _files(self) -> tuple[StagedFile, ...]:
-        return tuple(StagedFile(Staged.path(staging), final, size)
-                     for staging, final, size in self.moves)
+        return moved_files(self.moves)
+
+
+def moved_files(moves: Iterable[tuple[str, str, int]]) -> tuple[StagedFile, ...]:
+    """The staged files of ``PublishFiles``' moves (staging URL, final URL, size)."""
+    return tuple(StagedFile(Staged.path(staging), final, size) for staging, final, size in moves)
 
 
 @dataclass(frozen=True)

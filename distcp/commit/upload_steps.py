@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from distcp.commit.steps import CommitContext, CommitStep, staged_target
 from distcp.copying.resultfiles import Upload
 from distcp.errors import PublishError
-from distcp.faults import crash_hook
+from distcp.faults import crash_hook_or_none
 from distcp.state.bounds import DESTINATION
 from distcp.storage import filesystems as fsutil
 from distcp.storage import parse_staged, storage_for
@@ -53,7 +53,7 @@ class CompleteUploads(CommitStep):
         if not self.uploads:
             return
         ctx.storage(self.uploads[0][1]).publish_all(
-            self._files(), crash_hook("mid_publish"))
+            self._files(), crash_hook_or_none("mid_publish"))
 
     def staged_files(self, options: dict[str, Any]) -> Iterator[StagedFile]:
         return iter(self._files())

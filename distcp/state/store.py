@@ -265,7 +265,10 @@ class StateStore:
         name = mf.segment_name(seq, sequence_id)
         rows = 0
         with tempfile.TemporaryFile(prefix="pydistcp-segment-") as spool:
-            with pq.ParquetWriter(spool, mf.segment_table((), (), seq).schema) as writer:
+            # no dictionaries: destinations, digests and guids are unique (B's 20,000
+            # rows: 7.3 ms to write against 11.3, and a smaller file)
+            with pq.ParquetWriter(spool, mf.segment_table((), (), seq).schema,
+                                  use_dictionary=False) as writer:
                 for table in self._kept_tables(staged, tuple(removed), seq):
                     writer.write_table(table)
                     rows += table.num_rows

@@ -32,6 +32,7 @@ from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage import writes as writeopts
 from distcp.storage.files import FileWriter, part_name, write_part_file
+from distcp.storage.folders import FolderMove
 from distcp.storage.joins import SplitParts, join_parts
 from distcp.storage.pathlimits import posix_problem
 from distcp.storage.staged import Staged
@@ -568,19 +569,24 @@ class Storage(ABC):
         return all(self.is_published(f.staged, f.final, f.size) for f in files)
 
     def publish_all(self, files: Sequence[StagedFile],
-                    after_each: Callable[[StagedFile], None] = lambda f: None) -> None:
+                    after_each: Callable[[StagedFile], None] | None = None,
+                    folders: Sequence[FolderMove] = ()) -> None:
         """Publish a file set's staged files (``publish``), concurrently where calls are
         remote; one an interrupted earlier run already published is fine. ``after_each``
-        runs after each file (the commit step's crash point)."""
+        runs after each file (the commit step's crash point; None: nothing). ``folders``:
+        more of them, grouped by staging folder; a storage that can publish a folder by
+        one move does (local disk), this one publishes their files one by one."""
         def one(f: StagedFile) -> None:
             try:
                 self.publish(f.staged, f.final, f.parts)
             except FileNotFoundError:
                 if not self.is_published(f.staged, f.final, f.size):
                     raise
-            after_each(f)
+            if after_each is not None:
+                after_each(f)
 
-        self.for_each(files, one)  # local: a plain loop (~µs a rename)
+        every = [*files, *(f for move in folders for f in move.files())]
+        self.for_each(every, one)  # local: a plain loop (~µs a rename)
 
     def stored_checksum(self, status: FileStatus) -> str | None:
         """A digest of the file's bytes that the store keeps and its listing gave

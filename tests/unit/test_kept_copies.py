@@ -17,6 +17,7 @@ from distcp.copying.copyrows import Chunk, CopyRowsWriter, chunks_of, read_chunk
 from distcp.copying.resultfiles import (
     REPORTED_FAILURES,
     ResultsWriter,
+    publishing_by_folder,
     publishing_of,
     staged_tables,
 )
@@ -175,3 +176,66 @@ def test_a_report_carries_the_first_failures_whole_and_counts_the_rest(tmp_path:
     assert report.files_failed == REPORTED_FAILURES + 5
     assert len(report.failures) == REPORTED_FAILURES
     assert _staged(report.url) == []  # nothing to publish
+
+
+def test_a_results_files_renames_come_grouped_by_folder_as_publishing_of_lists_them(
+        tmp_path: Path) -> None:
+    """Files that keep their names in one staging folder, bound for one final folder,
+    are one FolderMove; a renamed one, a failure and an upload are as before."""
+    url = str(tmp_path / "u1-a.parquet")
+    writer = ResultsWriter(1, url, {})
+    staged = [("/stage/u1/d0/a", "/dst/x/a"), ("/stage/u1/d0/b", "/dst/x/b"),
+              ("/stage/u1/d1/c", "/dst/y/c"), ("/stage/u1/d0/t.tmp", "/dst/x/t"),
+              ("/stage/u1/d1/d", "/dst/y/d")]
+    for n, (staging, final) in enumerate(staged):
+        f = CopyableFile(FileStatus(f"/src/{n}", n, 1.0), final, "urn:a", "files")
+        writer.add(_result(f, staging=staging, bytes_written=n), f)
+    writer.add(_result(_file(8), ok=False), _file(8))
+    up = _file(9)
+    writer.add(_result(up, staging="s3-empty:s3://b/k9"), up)
+    writer.close()
+    found = publishing_by_folder(url, {})
+    assert found is not None
+    folders, moves, uploads = found
+    assert sorted((m.staged, m.final, m.names, m.sizes) for m in folders) == [
+        ("/stage/u1/d0", "/dst/x", ("a", "b"), (0, 1)),
+        ("/stage/u1/d1", "/dst/y", ("c", "d"), (2, 4))]
+    assert moves == [("/stage/u1/d0/t.tmp", "/dst/x/t", 3)]
+    assert uploads == [("s3-empty:s3://b/k9", "/dst/f9", 0, ())]
+    by_file = [(f.staged.location, f.final, f.size) for m in folders for f in m.files()]
+    assert sorted(by_file + moves) == sorted(publishing_of(url, {})[0])
+
+
+def test_a_results_file_naming_an_escaped_path_is_read_file_by_file(tmp_path: Path) -> None:
+    """A name that is not UTF-8 is stored escaped (``names.to_utf8``): the grouping by
+    Arrow leaves such a file to ``publishing_of``, which gives the name back."""
+    url = str(tmp_path / "u1-a.parquet")
+    writer = ResultsWriter(1, url, {})
+    f = CopyableFile(FileStatus("/src/n", 1, 1.0), "/dst/x/\udcffname", "urn:a", "files")
+    writer.add(_result(f, staging="/stage/d0/\udcffname", bytes_written=1), f)
+    writer.close()
+    assert publishing_by_folder(url, {}) is None
+    assert publishing_of(url, {}) == ([("/stage/d0/\udcffname", "/dst/x/\udcffname", 1)], [])
+
+
+def test_a_folder_move_is_one_rename_into_an_empty_folder_and_file_by_file_into_a_full_one(
+        tmp_path: Path) -> None:
+    from distcp.storage.folders import FolderMove
+    from distcp.storage.local.storage import LocalStorage
+
+    for folder, names in (("s1", "ab"), ("s2", "cd")):
+        (tmp_path / folder).mkdir()
+        for name in names:
+            (tmp_path / folder / name).write_bytes(b"x")
+    (tmp_path / "f1").mkdir()
+    (tmp_path / "f2").mkdir()
+    (tmp_path / "f2" / "mine").write_bytes(b"kept")
+    inode = (tmp_path / "s1").stat().st_ino
+    after: list[str] = []
+    LocalStorage().publish_all([], lambda f: after.append(f.final), [
+        FolderMove(str(tmp_path / "s1"), str(tmp_path / "f1"), ("a", "b"), (1, 1)),
+        FolderMove(str(tmp_path / "s2"), str(tmp_path / "f2"), ("c", "d"), (1, 1))])
+    assert (tmp_path / "f1").stat().st_ino == inode  # the staging folder itself
+    assert sorted(p.name for p in (tmp_path / "f2").iterdir()) == ["c", "d", "mine"]
+    assert (tmp_path / "f2" / "mine").read_bytes() == b"kept"
+    assert sorted(Path(f).name for f in after) == ["a", "b", "c", "d"]

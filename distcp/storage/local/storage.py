@@ -26,7 +26,7 @@ from distcp.storage.files import (
     unwritten,
 )
 from distcp.storage.filesystems import os_path
-from distcp.storage.folders import publish_folders
+from distcp.storage.folders import FolderMove, folders_of, publish_folders
 from distcp.storage.local import copyfile as localcopy
 from distcp.storage.local import holes
 from distcp.storage.staged import Staged
@@ -271,10 +271,13 @@ class LocalStorage(Storage):
         os.replace(os_path(src), os_path(dst))  # one syscall, no stat first
 
     def publish_all(self, files: Sequence[StagedFile],
-                    after_each: Callable[[StagedFile], None] = lambda f: None) -> None:
+                    after_each: Callable[[StagedFile], None] | None = None,
+                    folders: Sequence[FolderMove] = ()) -> None:
         """A final folder the run made empty gets its staged files in one rename of
         their staging folder (``distcp.storage.folders``); the rest one by one."""
-        super().publish_all(publish_folders(files, after_each, os_path), after_each)
+        grouped, rest = folders_of(files)
+        left = publish_folders([*folders, *grouped], after_each, os_path)
+        super().publish_all([*rest, *(f for move in left for f in move.files())], after_each)
 
     def remove(self, url: str) -> None:
         path = os_path(url)

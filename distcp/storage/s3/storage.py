@@ -25,6 +25,7 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage import treelisting as tl
 from distcp.storage.base import Capabilities, Storage, Tree
 from distcp.storage.errors import VersionChanged
+from distcp.storage.folders import FolderMove
 from distcp.storage.s3 import inflight, settings, uploads
 from distcp.storage.s3 import lean as s3get
 from distcp.storage.s3 import ops as s3
@@ -449,9 +450,14 @@ class ObjectStorage(Storage):
         return uploads.all_published(fs, files, self.capabilities.parallel_ops)
 
     def publish_all(self, files: Sequence[StagedFile],
-                    after_each: Callable[[StagedFile], None] = lambda f: None) -> None:
+                    after_each: Callable[[StagedFile], None] | None = None,
+                    folders: Sequence[FolderMove] = ()) -> None:
         """Complete the set's uploads concurrently; each object is checked (see
-        ``uploads.publish_all``)."""
+        ``uploads.publish_all``). An object store stages no folder: ``folders`` are
+        files staged on a filesystem, which ``Storage.publish_all`` renames."""
+        if folders:
+            super().publish_all(files, after_each, folders)
+            return
         if not files:
             return
         fs, _ = self.fs(files[0].final)

@@ -235,7 +235,8 @@ def all_published(fs: Any, files: Sequence[StagedFile], pool_size: int) -> bool:
     return all(_map(files, lambda f: holds(fs, f), pool_size))
 
 
-def publish_all(fs: Any, files: Sequence[StagedFile], after_each: Callable[[StagedFile], None],
+def publish_all(fs: Any, files: Sequence[StagedFile],
+                after_each: Callable[[StagedFile], None] | None,
                 pool_size: int, extra: Mapping[str, Any] | None = None) -> None:
     """Complete each staged upload (PUT each empty file); one no longer pending whose
     object is there whole is done already. The object must then be built from exactly
@@ -259,7 +260,8 @@ def publish_all(fs: Any, files: Sequence[StagedFile], after_each: Callable[[Stag
         if not (etag and etag == expected) and not holds(fs, f):
             raise PublishError(f"{fsutil.display(f.final)} does not have the size and "
                                "ETag of its staged parts after completing it", file_set="")
-        after_each(f)
+        if after_each is not None:
+            after_each(f)
 
     _map(files, one, pool_size)
 
