@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 from distcp import request_count
@@ -585,8 +586,8 @@ class Storage(ABC):
             if after_each is not None:
                 after_each(f)
 
-        every = [*files, *(f for move in folders for f in move.files())]
-        self.for_each(every, one)  # local: a plain loop (~µs a rename)
+        # one list, made by for_each: a publish of 300,000 files is not copied twice
+        self.for_each(chain(files, (f for move in folders for f in move.files())), one)
 
     def stored_checksum(self, status: FileStatus) -> str | None:
         """A digest of the file's bytes that the store keeps and its listing gave

@@ -51,7 +51,9 @@ class FolderMove:
 
 
 def folders_of(files: Sequence[StagedFile]) -> tuple[list[FolderMove], list[StagedFile]]:
-    """``files`` that a folder's rename may publish, as FolderMoves, and the rest."""
+    """``files`` that a folder's rename may publish, as FolderMoves, and the rest: the
+    rule ``resultfiles.publishing_by_folder`` applies by Arrow to a results file's
+    columns (a staged path whose name is its final name), here to values in hand."""
     groups: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
     rest: list[StagedFile] = []
     for f in files:

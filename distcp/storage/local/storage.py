@@ -277,7 +277,7 @@ class LocalStorage(Storage):
         their staging folder (``distcp.storage.folders``); the rest one by one."""
         grouped, rest = folders_of(files)
         left = publish_folders([*folders, *grouped], after_each, os_path)
-        super().publish_all([*rest, *(f for move in left for f in move.files())], after_each)
+        super().publish_all(rest, after_each, left)
 
     def remove(self, url: str) -> None:
         path = os_path(url)
