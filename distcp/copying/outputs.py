@@ -47,6 +47,15 @@ class Outputs:
             out.append(r)
         return out
 
+    @classmethod
+    def one(cls, result: TaskResult) -> Outputs:
+        """The outputs of a file copied as it is: one result (``of`` for a list of
+        one takes twice as long, and a task makes one per file)."""
+        out = cls.__new__(cls)
+        out.spill_dir, out.in_memory, out._spill, out._first = None, IN_MEMORY, None, {}
+        out._head, out._count, out._failed = [result], 1, result.status != "ok"
+        return out
+
     def append(self, result: TaskResult) -> None:
         self._count += 1
         self._failed += not result.ok
@@ -77,6 +86,13 @@ class Outputs:
     @property
     def all_ok(self) -> bool:
         return self._failed == 0
+
+    def verified(self) -> list[TaskResult] | None:
+        """Every result, when all are ok and held in memory (a file's journal record
+        in one step: the progress of each file asks it); None otherwise."""
+        if self._failed or self._spill is not None or not self._count:
+            return None
+        return list(self)
 
     def first(self) -> TaskResult:
         return next(iter(self))

@@ -63,13 +63,13 @@ class Progress:
 
     def advance(self, file: CopyableFile, results: Outputs) -> None:
         """Count ``file`` done and journal its results if every one is a verified copy."""
+        verified = results.verified()
         with self._lock:
             self.files += 1
             self.bytes += file.origin.size
-            journal = bool(results) and results.all_ok
-            if journal and not results.spilled:
-                self.pending.append((file.destination, [_RESULT_VALUES(r) for r in results]))
-        if journal and results.spilled:
+            if verified is not None:
+                self.pending.append((file.destination, [_result_values(r) for r in verified]))
+        if verified is None and results.spilled and results.all_ok:
             self._journal_alone(file.destination, results)
         if time.monotonic() - self.last >= self.INTERVAL_S:
             self.flush()
@@ -140,7 +140,7 @@ def _record_json(planned: str, results: Iterable[TaskResult]) -> Iterator[str]:
     """A segment of one record (``journal_records`` reads the form), piece by piece."""
     yield f'{{"fields": {json.dumps(_RESULT_FIELDS)}, "records": [[{json.dumps(planned)}, ['
     for n, r in enumerate(results):
-        yield (", " if n else "") + json.dumps(_RESULT_VALUES(r))
+        yield (", " if n else "") + json.dumps(_result_values(r))
     yield "]]]}"
 
 
@@ -159,7 +159,21 @@ def _chunks(pieces: Iterable[str]) -> Iterator[bytes]:
 
 
 _RESULT_FIELDS = tuple(f.name for f in fields(TaskResult))
-_RESULT_VALUES = attrgetter(*_RESULT_FIELDS)
+#: The fields every result sets (those without a default, then a copy's own); a
+#: journal row stops after them when the rest hold their defaults, as a plain copy's
+#: do: half the JSON, 2.0 -> 1.3 µs a result (Intel Xeon, 2026-12-04).
+_HEAD = _RESULT_FIELDS.index("checksum") + 1
+_HEAD_VALUES = attrgetter(*_RESULT_FIELDS[:_HEAD])
+_TAIL_VALUES = attrgetter(*_RESULT_FIELDS[_HEAD:])
+_TAIL_DEFAULTS = tuple(f.default for f in fields(TaskResult)[_HEAD:])
+
+
+def _result_values(result: TaskResult) -> tuple[Any, ...]:
+    """A result's journal row: its values in ``_RESULT_FIELDS``' order, the tail left
+    off where it holds the defaults (``journal_records`` gives them back)."""
+    tail = _TAIL_VALUES(result)
+    head: tuple[Any, ...] = _HEAD_VALUES(result)
+    return head if tail == _TAIL_DEFAULTS else head + tail
 
 
 def journal_records(segment: Any) -> Iterator[tuple[str, list[TaskResult]]]:
@@ -173,10 +187,19 @@ def journal_records(segment: Any) -> Iterator[tuple[str, list[TaskResult]]]:
     if isinstance(segment, dict):
         names = segment["fields"]
         for planned, rows in segment["records"]:
-            yield planned, [_result(zip(names, row, strict=True)) for row in rows]
+            yield planned, [_result(zip(_named(names, row), row, strict=True)) for row in rows]
         return
     for record in segment:
         yield record["planned"], [_result(r.items()) for r in record["results"]]
+
+
+def _named(names: list[str], row: list[Any]) -> list[str]:
+    """The names of a row's values: the first ``len(row)`` fields (a row may leave off
+    the fields after a copy's own, which then take their defaults), never fewer than a
+    result must have."""
+    if len(row) > len(names) or len(row) < min(_HEAD, len(names)):
+        raise ValueError(f"a journal row of {len(row)} values for {len(names)} fields")
+    return names[:len(row)]
 
 
 def _result(items: Iterable[tuple[str, Any]]) -> TaskResult:

@@ -165,19 +165,35 @@ def test_the_journal_progress_writes_reads_back_whole(tmp_path: Path) -> None:
     spec = TaskSpec("jobA", str(tmp_path / "state" / "staging" / "jobA"),
                     str(tmp_path / "state" / "progress" / "jobA"))
     (tmp_path / "state" / "progress" / "jobA").mkdir(parents=True)  # the driver makes it
+    moded = _result(tmp_path, "m", b"m")
+    moded = (moded[0], replace(moded[1], mode=0o640))  # a field past a copy's own set
     progress = Progress(spec, 0, "t1")
-    progress.advance(a[0], Outputs.of([a[1]]))
+    progress.advance(a[0], Outputs.one(a[1]))
+    progress.advance(moded[0], Outputs.of([moded[1]]))
     many = Outputs(str(tmp_path), in_memory=1)  # spilled: its own segment, streamed
     for r in (b[1], b2[1]):
         many.append(r)
     progress.advance(b[0], many)
     progress.flush()
-    segments = sorted(p.name for p in (tmp_path / "state" / "progress" / "jobA").iterdir())
+    folder = tmp_path / "state" / "progress" / "jobA"
+    segments = sorted(p.name for p in folder.iterdir())
     assert segments == ["u0-t1.j0.json", "u0-t1.j1.json", "u0-t1.json"]
     got = read_journal(str(tmp_path / "state"), {}, "jobA")
     assert got[a[1].guid] == (a[0].destination, [a[1]])
+    assert got[moded[1].guid] == (moded[0].destination, [moded[1]])
     planned, back = got[b[1].guid]
     assert planned == b[0].destination and back == [b[1], b2[1]]
+    # a plain copy's row stops after the fields it sets; one with more is whole
+    batched = json.loads((folder / "u0-t1.j1.json").read_text())
+    fields = batched["fields"]
+    rows = {row[fields.index("guid")]: row for _, [row] in batched["records"]}
+    assert len(rows[a[1].guid]) == fields.index("checksum") + 1
+    assert len(rows[moded[1].guid]) == len(fields)
+    # a row shorter than a result's own fields is refused, not read with holes
+    rows[a[1].guid][fields.index("checksum"):] = []
+    (folder / "u0-t1.j1.json").write_text(json.dumps(batched))
+    with pytest.raises(ValueError, match="a journal row of 11 values"):
+        read_journal(str(tmp_path / "state"), {}, "jobA")
 
 
 def test_sweep_keeps_journaled_intact_copies_of_dead_jobs_and_deletes_the_rest(
