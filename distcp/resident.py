@@ -83,7 +83,7 @@ PRELOAD = ("distcp.cli", "distcp.run.pipeline", "distcp.run.here",
            "distcp.commit.kept_steps", "distcp.commit.publish", "distcp.commit.orphans",
            "distcp.commit.collisions", "distcp.copying.task", "distcp.copying.keptunit",
            "distcp.planning.listing", "distcp.summary", "distcp.checking.report",
-           "pyarrow", "pyarrow.parquet", "pyarrow.compute")
+           "pyarrow", "pyarrow.parquet", "pyarrow.compute", "pyarrow.acero")
 #: The resident's own environment, so that pyarrow and numpy start no thread at their
 #: import: jemalloc's background thread (pyarrow's default pool is mimalloc; its bundled
 #: jemalloc purges without one), OpenBLAS's threads (``entry.one_blas_thread``).

@@ -181,7 +181,8 @@ def _copy_files(unit: WorkUnit, attempt: str, staging_dir: str, spec: TaskSpec
     stay one at a time: a converter chain has its own memory bound per task.
     """
     remote = not spec.dst.capabilities.local_paths or any(
-        not storage_for(f.origin.url, spec.src_options).capabilities.local_paths
+        fsutil.local_path(f.origin.url) is None  # a string's test before a storage's
+        and not storage_for(f.origin.url, spec.src_options).capabilities.local_paths
         for f in unit.files)
     now = set(unit.publish_now)
     # into local staging, each file under its final name: a folder the unit fills whole

@@ -254,7 +254,7 @@ class StateStore:
                     removed: Iterable[str]) -> None:
         """``append_segment`` of the outputs that copy tasks' results files list, given as
         their tables of staged outputs (``distcp.copying.resultfiles.staged_tables``, read
-        by the caller: the state knows no results file), a row group at a time into a
+        by the caller: the state knows no results file), a table at a time into a
         local temporary file, then written to the state in pieces: a segment of a
         million files is never in memory (storages that take one body join them).
         Tombstones come first, so an entry of the same destination, later in the

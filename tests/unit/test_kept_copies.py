@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from distcp.copying import copyrows
+from distcp.copying import copyrows, resultfiles
 from distcp.copying.copyrows import Chunk, CopyRowsWriter, chunks_of, read_chunk
 from distcp.copying.resultfiles import (
     REPORTED_FAILURES,
@@ -178,10 +178,13 @@ def test_a_report_carries_the_first_failures_whole_and_counts_the_rest(tmp_path:
     assert _staged(report.url) == []  # nothing to publish
 
 
+@pytest.mark.parametrize("read_rows", [resultfiles.READ_ROWS, 2])
 def test_a_results_files_renames_come_grouped_by_folder_as_publishing_of_lists_them(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_rows: int) -> None:
     """Files that keep their names in one staging folder, bound for one final folder,
-    are one FolderMove; a renamed one, a failure and an upload are as before."""
+    are one FolderMove; a renamed one, a failure and an upload are as before; a
+    folder's files read in different tables (``READ_ROWS``) are still one move."""
+    monkeypatch.setattr(resultfiles, "READ_ROWS", read_rows)
     url = str(tmp_path / "u1-a.parquet")
     writer = ResultsWriter(1, url, {})
     staged = [("/stage/u1/d0/a", "/dst/x/a"), ("/stage/u1/d0/b", "/dst/x/b"),
