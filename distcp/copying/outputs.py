@@ -89,20 +89,26 @@ class Outputs:
 
     def verified(self) -> list[TaskResult] | None:
         """Every result, when all are ok and held in memory (a file's journal record
-        in one step: the progress of each file asks it); None otherwise."""
+        in one step: the progress of each file asks it), as the list held (not to be
+        changed); None otherwise."""
         if self._failed or self._spill is not None or not self._count:
             return None
-        return list(self)
+        self._amend_head()
+        return self._head
 
     def first(self) -> TaskResult:
         return next(iter(self))
 
-    def __iter__(self) -> Iterator[TaskResult]:
+    def _amend_head(self) -> None:
+        """The first result amended, once, where it is held in the list, not on every
+        read: a task reads each file's results three times (journal, stream,
+        publish-now), and replace() is not cheap."""
         if self._first and self._head:
-            # amended once here, not on every read: a task reads each file's results
-            # three times (journal, stream, publish-now), and replace() is not cheap
             self._head[0] = replace(self._head[0], **self._first)
             self._first = {}
+
+    def __iter__(self) -> Iterator[TaskResult]:
+        self._amend_head()
         if self._spill is None:  # every result in the list: no generator per read
             return iter(self._head)
         return self._amended()

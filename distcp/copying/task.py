@@ -481,8 +481,7 @@ def _copy_plain(file: CopyableFile, key: ResultKey, staging_url: str, spec: Task
         elif small is not None:  # staged whole, then the source proved changed
             storage.discard(Staged.path(staging_url))
         return failed(key.result(file.destination, bytes_read=read), exc)
-    return key.result(file.destination, staging=text, bytes_written=size, checksum=checksum,
-                      bytes_read=read)
+    return key.copied(file.destination, text, read, size, checksum)
 
 
 def _copy_body(file: CopyableFile, key: ResultKey, folders: Folders, spec: TaskSpec,
@@ -512,8 +511,7 @@ def _copy_body(file: CopyableFile, key: ResultKey, folders: Folders, spec: TaskS
     if small is None:
         return None
     size, checksum = small
-    return key.result(file.destination, staging=Staged.path(staging_url).text,
-                      bytes_written=size, checksum=checksum, bytes_read=size)
+    return key.copied(file.destination, staging_url, size, size, checksum)
 
 
 def _copy_file(file: CopyableFile, unit_id: int, attempt: str, staging_dir: str, index: int,

@@ -46,3 +46,15 @@ def test_a_key_gives_every_result_of_one_file_the_same_shared_fields() -> None:
             file.guid, 4, "s2p4a1", "s3://b/in/a.tar", "urn:d", "p=1")
     assert (one.destination, one.status, one.bytes_read) == ("s3://c/out/x", "ok", 0)
     assert (two.destination, two.status, two.bytes_read) == ("s3://c/out/y", "failed", 3)
+
+
+def test_a_copied_result_by_position_is_the_result_by_keyword() -> None:
+    """``ResultKey.copied`` passes TaskResult's fields by position: a field moved or
+    inserted before ``checksum`` must fail here, not stage a copy under wrong values."""
+    from distcp.copying.results import ResultKey
+    from distcp.model import CopyableFile, FileStatus
+
+    file = CopyableFile(FileStatus("/in/a", 10, 1.5), "/out/a", "urn:d", "p=1")
+    key = ResultKey.of(file, 4, "a1")
+    assert key.copied("/out/a", "/stage/d0/a", 10, 11, "xxh3:ab") == key.result(
+        "/out/a", staging="/stage/d0/a", bytes_read=10, bytes_written=11, checksum="xxh3:ab")

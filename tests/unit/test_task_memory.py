@@ -50,6 +50,21 @@ def test_a_failed_result_is_counted_without_reading_the_spill(tmp_path: Path) ->
     for n in range(3):
         out.append(_result(n, status="failed" if n == 2 else "ok"))
     assert not out.all_ok
+    assert out.verified() is None  # a failure is never journaled
+
+
+def test_the_results_journaled_are_the_held_ones_amended_and_never_a_spill(
+        tmp_path: Path) -> None:
+    one = Outputs.one(_result(0))
+    one.amend_first(bytes_read=7, requests=(("get", 1),))
+    assert one.verified() == [_result(0, bytes_read=7, requests=(("get", 1),))]
+    assert list(one) == one.verified()  # amended once, read alike both ways
+    assert Outputs.one(_result(1, status="failed")).verified() is None
+    spilled = Outputs(str(tmp_path), in_memory=1)
+    for n in range(3):
+        spilled.append(_result(n))
+    assert spilled.all_ok and spilled.verified() is None  # journaled alone, streamed
+    spilled.close()
 
 
 def test_rewritten_applies_a_change_to_every_result(tmp_path: Path) -> None:
