@@ -125,7 +125,7 @@ class PublishKept(CommitStep):
 @dataclass(frozen=True)
 class AppendManifestKept(_StateChange):
     """``state_steps.AppendManifest`` of the outputs the results files list (and of ``removed``):
-    one segment, written a row group at a time."""
+    one segment, written a table at a time."""
 
     kind: ClassVar[str] = "manifest-listed"
     marker_suffix: ClassVar[str] = "mfl"

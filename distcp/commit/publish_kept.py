@@ -21,7 +21,7 @@ from distcp.commit.outcome import FileSetOutcome
 from distcp.commit.publish import Publishing, run_logged, sequence_id
 from distcp.commit.state_steps import AdvanceWatermark, CompactManifest, EmitEvent, RecordRun
 from distcp.commit.steps import CommitSequence, CommitStep, DeletePaths, MakeDirectories
-from distcp.copying.resultfiles import UnitReport
+from distcp.copying.resultfiles import UnitReport, read_once
 from distcp.datasets.recursive import PER_FILE
 from distcp.errors import PublishError, StateError
 from distcp.planning.plan import DatasetPlan
@@ -45,7 +45,8 @@ def publish_kept(dataset: DatasetPlan, reports: Sequence[UnitReport], pub: Publi
         pub.ctx.storage(dataset.destination_root).capabilities)
     sequence = _sequence(outcome, reports, pub, complete)
     try:
-        run_logged(sequence, pub)
+        with read_once():  # the renames, then the manifest segment: each file read once
+            run_logged(sequence, pub)
     except (PublishError, StateError) as exc:
         return failed + Tally(
             failures=(Failure(fsutil.display(dataset.destination_root),

@@ -242,3 +242,28 @@ def test_a_folder_move_is_one_rename_into_an_empty_folder_and_file_by_file_into_
     assert sorted(p.name for p in (tmp_path / "f2").iterdir()) == ["c", "d", "mine"]
     assert (tmp_path / "f2" / "mine").read_bytes() == b"kept"
     assert sorted(Path(f).name for f in after) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("read_rows", [resultfiles.READ_ROWS, 2])
+def test_a_publish_reads_a_small_results_file_once_for_its_renames_and_its_manifest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_rows: int) -> None:
+    """Inside ``read_once`` the second reader gets what the file held when the first read
+    it (here: the file is gone by then); a file past ``READ_ROWS`` is read each time."""
+    monkeypatch.setattr(resultfiles, "READ_ROWS", read_rows)
+    url = str(tmp_path / "u1-a.parquet")
+    writer = ResultsWriter(1, url, {})
+    for n in range(3):
+        writer.add(_result(_file(n), staging=f"/stage/{n}", bytes_written=10), _file(n))
+    writer.close()
+    renames, manifest = publishing_of(url, {}), _staged(url)
+    with resultfiles.read_once():
+        assert publishing_of(url, {}) == renames
+        Path(url).unlink()
+        if read_rows == 2:  # three rows: never held
+            with pytest.raises(FileNotFoundError):
+                _staged(url)
+            return
+        assert _staged(url) == manifest
+        with pytest.raises(FileNotFoundError):  # the second reader took it: not held twice
+            _staged(url)
+    assert getattr(resultfiles._reading, "held", None) is None
