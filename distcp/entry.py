@@ -12,7 +12,8 @@ forks each call ``run_here`` for a command that handed its run over.
 
 Only the command does this. ``distcp.cli.main`` called in a process of the user's (the
 API's callers, click's test runner) returns or raises as any function does. The same
-holds for the one OpenBLAS thread the command asks for (``one_blas_thread``).
+holds for the one OpenBLAS thread the command asks for (``one_blas_thread``) and its
+choice of pyarrow's allocator (``system_arrow_pool``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 import threading
 
 from distcp import timeline
-from distcp.resident import forwarded, serve
+from distcp.resident import forwarded, serve, system_arrow_pool
 
 
 def run() -> None:
@@ -43,6 +44,7 @@ def run_here() -> None:
 
     timeline.client_started()
     one_blas_thread()
+    system_arrow_pool()
     beside.enable()  # this process's own threads are known: planning may fork
     try:
         main(prog_name="pydistcp")

@@ -90,6 +90,24 @@ PRELOAD = ("distcp.cli", "distcp.run.pipeline", "distcp.run.here",
 THREADLESS = {"JE_ARROW_MALLOC_CONF": "background_thread:false", "OPENBLAS_NUM_THREADS": "1"}
 
 
+#: Which allocator pyarrow's default memory pool uses, read when pyarrow loads.
+ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def system_arrow_pool() -> None:
+    """Have pyarrow allocate through the C library's malloc, unless the user chose.
+
+    Its default, mimalloc, takes huge pages from the kernel (15-16 in a publish of data
+    set B), and on this project's machine that publish spent 17 to 105 ms in the kernel
+    from run to run with the same page faults: 0.09 s or 0.15 s, two modes. Through
+    malloc, no huge page: 0.082 s (0.081-0.092) and 0.083 s (0.076-0.095) by the
+    medians of 9 runs against 0.112 s (0.083-0.157) and 0.096 s (0.080-0.189) in turn,
+    the plan 0.116 s against 0.126 s (benchmarks/RESULTS.md, 2026-12-04). Like
+    ``entry.one_blas_thread``, the variable reaches the processes this one starts (the
+    resident client, the warm engine's Python workers, a cold run's copying processes)."""
+    os.environ.setdefault(ARROW_POOL_ENV, "system")
+
+
 def socket_path() -> str:
     """The resident's socket for this ``identity()`` (one resident per environment): a
     second tree of pydistcp on the module path (a ``PYTHONPATH`` of another checkout)
@@ -308,6 +326,7 @@ def serve(idle_s: float, run: Callable[[], None]) -> int:
     from distcp import installed
 
     os.environ.update(THREADLESS)  # read when pyarrow's and numpy's libraries load
+    system_arrow_pool()  # the command's allocator, chosen before pyarrow loads here
     for name in PRELOAD:
         importlib.import_module(name)
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
