@@ -75,14 +75,20 @@ print(len(os.listdir("/proc/self/task")))
 @pytest.mark.parametrize(("given", "kept"), [(None, "1"), ("2", "2")])
 def test_the_command_asks_openblas_for_one_thread_unless_the_user_chose(
         tmp_path: Path, given: str | None, kept: str) -> None:
-    (tmp_path / "script.py").write_text(BLAS_SCRIPT)
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    _command_with(tmp_path, BLAS_SCRIPT, BLAS_THREADS_ENV, given)
+    assert (tmp_path / "blas").read_text() == kept
+
+
+def _command_with(tmp_path: Path, script: str, name: str, given: str | None) -> None:
+    """Run ``script`` (the command, in a process of its own, never handed to a resident)
+    with the variable ``name`` set to ``given`` (None: unset); it must succeed."""
+    (tmp_path / "script.py").write_text(script)
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYDISTCP_RESIDENT": "0"}
     if given is not None:
-        env[BLAS_THREADS_ENV] = given
+        env[name] = given
     proc = subprocess.run([sys.executable, str(tmp_path / "script.py"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120, check=False, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "blas").read_text() == kept
 
 
 ARROW_SCRIPT = """
@@ -104,13 +110,7 @@ def test_the_command_has_pyarrow_allocate_through_malloc_unless_the_user_chose(
         tmp_path: Path, given: str | None, kept: str) -> None:
     """mimalloc's huge pages made a publish 0.09 s or 0.15 s from run to run
     (``resident.system_arrow_pool``): the pool pyarrow loads with in the command."""
-    (tmp_path / "script.py").write_text(ARROW_SCRIPT)
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYDISTCP_RESIDENT": "0"}
-    if given is not None:
-        env[ARROW_POOL_ENV] = given
-    proc = subprocess.run([sys.executable, str(tmp_path / "script.py"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, check=False, env=env)
-    assert proc.returncode == 0, proc.stderr
+    _command_with(tmp_path, ARROW_SCRIPT, ARROW_POOL_ENV, given)
     assert (tmp_path / "pool").read_text() == kept
 
 
