@@ -49,11 +49,11 @@ class Outputs:
 
     @classmethod
     def one(cls, result: TaskResult) -> Outputs:
-        """The outputs of a file copied as it is: one result (``of`` for a list of
-        one takes twice as long, and a task makes one per file)."""
-        out = cls.__new__(cls)
-        out.spill_dir, out.in_memory, out._spill, out._first = None, IN_MEMORY, None, {}
-        out._head, out._count, out._failed = [result], 1, result.status != "ok"
+        """The outputs of a file copied as it is: one result, without ``of``'s list and
+        loop (a task makes one per file)."""
+        out = cls()
+        out._head.append(result)
+        out._count, out._failed = 1, not result.ok
         return out
 
     def append(self, result: TaskResult) -> None:

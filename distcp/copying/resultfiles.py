@@ -144,8 +144,12 @@ READ_ROWS = 1 << 17
 #: Results files read whole inside ``read_once``, each kept for its next reader (per
 #: thread: an API caller may publish two runs at once).
 _reading = threading.local()
+#: The columns publishing reads (``publishing_of``, ``publishing_by_folder``), and the
+#: manifest segment (``staged_tables``: the last five are the segment's).
+_PUBLISHING = ["ok", "staging", "destination", "size", "parts"]
+_STAGED = ["ok", "staging", "destination", "size", "mtime", "digest", "guid"]
 #: Every column a reader of results files asks for (``read_once`` reads them all).
-_READ = ("ok", "staging", "destination", "size", "parts", "mtime", "digest", "guid")
+_READ = tuple(dict.fromkeys([*_PUBLISHING, *_STAGED]))
 
 
 @contextmanager
@@ -197,11 +201,10 @@ def staged_tables(url: str, options: dict[str, Any]) -> Iterator[Any]:
     files is made without a Python object per file."""
     import pyarrow.compute as pc
 
-    names = ["ok", "staging", "destination", "size", "mtime", "digest", "guid"]
-    for table in _groups(url, options, names):
+    for table in _groups(url, options, _STAGED):
         staged = table.filter(pc.and_(pc.fill_null(table["ok"], False),
                                       pc.not_equal(pc.fill_null(table["staging"], ""), "")))
-        yield staged.select(names[2:])
+        yield staged.select(_STAGED[2:])
 
 
 #: (staging, final, size) of a staged file a rename publishes (``PublishFiles``).
@@ -223,7 +226,7 @@ def publishing_by_folder(url: str, options: dict[str, Any]
     groups: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
     moves: list[Move] = []
     uploads: list[Upload] = []
-    for table in _groups(url, options, ["ok", "staging", "destination", "size", "parts"]):
+    for table in _groups(url, options, _PUBLISHING):
         staging = pc.fill_null(table["staging"], "")
         table = table.filter(pc.and_(pc.fill_null(table["ok"], False),
                                      pc.not_equal(staging, "")))
@@ -266,7 +269,7 @@ def publishing_of(url: str, options: dict[str, Any]) -> tuple[list[Move], list[U
     neither; a file written before the parts column existed holds renames only."""
     moves: list[Move] = []
     uploads: list[Upload] = []
-    for table in _groups(url, options, ["ok", "staging", "destination", "size", "parts"]):
+    for table in _groups(url, options, _PUBLISHING):
         more = _moves_and_uploads(table)
         moves += more[0]
         uploads += more[1]
