@@ -24,10 +24,10 @@ from distcp.model import CopyableFile, TaskResult, WorkUnit
 from distcp.planning.listing import plan_all
 from distcp.run.branch import publishing, task_spec
 from distcp.storage import parse_staged, storage_for
+from distcp.storage.http import wire as httpwire
 from distcp.storage.s3 import inflight
 from distcp.storage.s3 import lean as s3get
 from distcp.storage.s3 import ops as s3ops
-from distcp.storage.s3 import wire as httpwire
 from distcp.summary import Summary
 from tests.fixtures.s3_server import (  # noqa: F401 - fixtures
     S3Server,
@@ -141,14 +141,14 @@ def test_a_put_refused_from_the_one_thread_is_written_its_usual_way(
     usual way, which writes the right bytes; a server's other answers go the same way."""
     files = make_tree(tmp_path / "src", {f"g{n}.bin": 100 + n for n in range(6)})
     _, spec, todo, _ = planned(tmp_path / "src", rclone_s3)
-    real = inflight._request
+    real = inflight.request
 
     def flipping(method: str, host: str, path: str, headers: Any, body: bytes = b"") -> bytes:
         if path.endswith("/g3.bin"):
             body = body[:-1] + bytes([body[-1] ^ 1])
         return real(method, host, path, headers, body)
 
-    monkeypatch.setattr(inflight, "_request", flipping)
+    monkeypatch.setattr(inflight, "request", flipping)
     results = run_work_unit(WorkUnit(0, tuple(todo), publish_now=tuple(f.guid for f in todo)),
                             spec, "a0")
     assert all(r.ok for r in results), [r.message for r in results]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from distcp.storage.s3.wire import ProtocolError, Wire
+from distcp.storage.http.wire import ProtocolError, Wire
 
 
 class Scripted:

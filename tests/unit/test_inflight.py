@@ -258,7 +258,7 @@ class _Refusing:
         self.made = 0
 
     def take(self) -> tuple[Any, bool]:
-        from distcp.storage.s3.wire import _Connection
+        from distcp.storage.http.wire import _Connection
 
         ours, theirs = socket.socketpair()
         theirs.close()

@@ -13,7 +13,7 @@ signing it here (``sign``, SigV4) instead of with botocore's signer
 saves most of another 0.8 ms.
 
 The request is then written on a kept-alive socket and its answer split by hand
-(``distcp.storage.s3.wire``): 94 µs of CPU per GET instead of urllib3's 464 (one thread,
+(``distcp.storage.http.wire``): 94 µs of CPU per GET instead of urllib3's 464 (one thread,
 2,000 GETs: 3,100/s instead of 1,400).
 
 So a small object read whole with ``If-Match`` (``sources._get_listed``) goes through
@@ -53,9 +53,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
+from distcp.storage.http.wire import Answer, Wire
 from distcp.storage.s3 import settings
 from distcp.storage.s3.reach import LazyS3
-from distcp.storage.s3.wire import Answer, Wire
 from distcp.storage.watchdog import watchdog_seconds
 
 T = TypeVar("T")
