@@ -95,6 +95,34 @@ def blob(options: dict[str, Any], path: str, generation: int | None = None) -> g
     return bucket(options, name).blob(key, generation=generation)
 
 
+def listed(options: dict[str, Any], fs: Any, path: str) -> dict[str, dict[str, Any]]:
+    """Every object below the folder ``path`` (``bucket/prefix``), in one listing, each
+    as gcsfs's ``find(detail=True)`` describes it (gcsfs's own ``_process_object`` of
+    the same resource: the same sizes, mtimes and generations whichever listed it).
+
+    gcsfs's walk lists the tree twice (the second time to find an object that is also a
+    folder's name), each in pages of 1,000; the SDK asks for no page size, so the
+    service gives its own (1,000 on GCS; fake-gcs-server all at once, where each page
+    costs it a pass over every object: 20,000 objects listed twice by gcsfs took 17.6 s
+    there, once by the SDK 1.0 s, 2026-12-04). An error is the ``OSError`` gcsfs
+    would raise: FileNotFoundError, PermissionError, else OSError."""
+    name, key = split(path.rstrip("/"))
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        for item in client(options).list_blobs(bucket(options, name),
+                                               prefix=key + "/" if key else None,
+                                               timeout=TIMEOUT):
+            info = fs._process_object(name, item._properties)
+            found[info["name"]] = info
+    except gexc.NotFound as exc:
+        raise FileNotFoundError(f"no bucket {name}: {exc}") from exc
+    except gexc.Forbidden as exc:
+        raise PermissionError(f"listing gs://{path}: {exc}") from exc
+    except gexc.GoogleAPIError as exc:
+        raise OSError(f"listing gs://{path}: {exc}") from exc
+    return found
+
+
 def exists(options: dict[str, Any], path: str) -> bool:
     """Whether an object (any generation) is at ``path`` now (one GET of its metadata)."""
     return bool(blob(options, path).exists(timeout=TIMEOUT))

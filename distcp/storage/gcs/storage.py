@@ -21,21 +21,24 @@ into the staging object (``copy_in``); ranges go through the tasks (no range rew
 
 A state document is one upload (atomic); the run lock one upload with
 ``ifGenerationMatch=0`` (exclusive). Listings, reads and staged streams go through
-gcsfs; everything else through Google's SDK, after which gcsfs's cached listings are
-dropped.
+gcsfs, except a unit's small objects, read from one thread with requests of this
+package's own (``distcp.storage.gcs.reads``); everything else through Google's SDK,
+after which gcsfs's cached listings are dropped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from google.api_core import exceptions as gexc
 
 from distcp.errors import DestinationWriteError, IntegrityError
+from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import ServerSideCopyUnsupported, VersionChanged
-from distcp.storage.gcs import objects
+from distcp.storage.gcs import objects, reads
 from distcp.storage.gcs.probe import probe_problem
 from distcp.storage.gcs.writer import HeldWriter
 from distcp.storage.joins import SplitParts, join_parts
@@ -96,6 +99,24 @@ class GcsStorage(Storage):
                 raise VersionChanged(f"{fsutil.display(url)} is no longer generation "
                                      f"{etag}") from exc
             raise FileNotFoundError(fsutil.display(url)) from exc
+
+    def walk(self, url: str, links: str = "follow",
+             skipped: list[fsutil.Skipped] | None = None, most: int | None = None
+             ) -> Iterator[tuple[str, FileStatus]]:
+        """The objects below the folder ``url`` from one listing through the SDK
+        (``objects.listed``), the folders derived from their names and an object that is
+        also a folder's name reported from the same listing (``fsutil.walk_keys``)."""
+        fs, path = self._path(url)
+        return fsutil.walk_keys(fs, path, objects.listed(self.options, fs, path), skipped)
+
+    def read_versions(self, wanted: Sequence[tuple[str, str]]
+                      ) -> Iterator[tuple[int, bytes | None]] | None:
+        """Small objects' listed generations read from one thread over kept
+        connections (``distcp.storage.gcs.reads``); None where that way cannot send."""
+        if not wanted:
+            return None
+        return reads.fetch(self.options, [(self._path(url)[1], generation)
+                                          for url, generation in wanted])
 
     def probe(self, url: str, setting: str) -> None:
         """The bucket's metadata, asked once without retries: credentials found and
