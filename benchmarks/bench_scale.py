@@ -244,12 +244,22 @@ def bench_listing(keys: int, rounds: int, work: Path,
 #: VmHWM, not ru_maxrss, which Linux carries over from the parent at fork and across exec
 #: (this script's own RSS after comparing two trees of a million paths: ~675 MiB, which
 #: the no-op run planned on Spark reported as its peak until 2026-11-25).
+#: ``pydistcp`` with its peak resident memory written to ``RSS_OUT`` as it ends. The
+#: command ends by ``os._exit`` (``distcp.entry.end_process``, and at once when the
+#: resident client ran it: the peak is then this thin client's, the run's own process
+#: being the resident's fork), so the peak is written there, by this process only (the
+#: processes it forks end the same way).
 WITH_RSS = """
-import atexit, os, sys
+import os, sys
 def peak():
     return next(line.split()[1] for line in open("/proc/self/status")
                 if line.startswith("VmHWM"))
-atexit.register(lambda: open(os.environ["RSS_OUT"], "w").write(peak()))
+me, end = os.getpid(), os._exit
+def ended(code):
+    if os.getpid() == me:
+        open(os.environ["RSS_OUT"], "w").write(peak())
+    end(code)
+os._exit = ended
 from distcp.entry import run
 sys.argv[0] = "pydistcp"
 run()
