@@ -121,6 +121,19 @@ def test_only_the_listed_generation_is_taken_and_an_etag_goes_the_usual_way(
     assert storage.read_versions([]) is None
 
 
+def test_a_proxy_in_the_environment_leaves_every_object_to_the_sdk(
+        gcs: GcsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The wire speaks to no proxy: where one is named, the SDK (which honours it) reads."""
+    put_tree(gcs, "src", "p/", {"a.bin": b"alpha"})
+    [a] = _listed("p", tmp_path)
+    assert a.origin.etag is not None
+    storage = storage_for(a.origin.url, {})
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+    assert storage.read_versions([(a.origin.url, a.origin.etag)]) is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert list(storage.read_versions([(a.origin.url, a.origin.etag)]) or []) == [(0, b"alpha")]
+
+
 def test_an_answer_of_another_generation_or_transcoded_is_not_taken() -> None:
     plain = {"x-goog-generation": "12", "x-goog-stored-content-encoding": "identity"}
     assert reads._stored(Answer(200, plain, b"x"), "12")

@@ -95,6 +95,12 @@ def blob(options: dict[str, Any], path: str, generation: int | None = None) -> g
     return bucket(options, name).blob(key, generation=generation)
 
 
+#: What a listing asks of each object: what a walk's statuses are made of (size, mtime,
+#: the kept mtime in the metadata, the generation), not its ACLs, hashes and the rest.
+LISTED = ("items(name,size,generation,metageneration,updated,timeCreated,metadata),"
+          "nextPageToken")
+
+
 def listed(options: dict[str, Any], fs: Any, path: str) -> dict[str, dict[str, Any]]:
     """Every object below the folder ``path`` (``bucket/prefix``), in one listing, each
     as gcsfs's ``find(detail=True)`` describes it (gcsfs's own ``_process_object`` of
@@ -111,7 +117,7 @@ def listed(options: dict[str, Any], fs: Any, path: str) -> dict[str, dict[str, A
     try:
         for item in client(options).list_blobs(bucket(options, name),
                                                prefix=key + "/" if key else None,
-                                               timeout=TIMEOUT):
+                                               fields=LISTED, timeout=TIMEOUT):
             info = fs._process_object(name, item._properties)
             found[info["name"]] = info
     except gexc.NotFound as exc:

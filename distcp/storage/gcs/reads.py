@@ -16,7 +16,9 @@ object whose listed version is an ETag rather than a generation, gives None: the
 caller reads it its usual way (``GcsStorage.read_version``, through the SDK), which
 knows every retry and error.
 
-The requests carry what the SDK's client of the same options would send: nothing for
+Where the environment names a proxy (``HTTPS_PROXY`` and the like) every object goes
+the SDK's way, which honours it. The requests carry what the SDK's client of the same
+options would send: nothing for
 an emulator's anonymous access, else its credentials' OAuth token (refreshed first
 when it has expired; a token that expires meanwhile is answered 401, and those
 objects go the usual way), and the paying project under requester pays.
@@ -32,7 +34,7 @@ from urllib.parse import quote, urlsplit
 
 from distcp.storage.gcs import objects
 from distcp.storage.http.pipelined import Request, each, exchange, request
-from distcp.storage.http.wire import Answer, Wire
+from distcp.storage.http.wire import Answer, Wire, proxied
 from distcp.storage.watchdog import watchdog_seconds
 
 #: GETs in flight: ``GET_DEPTH`` pipelined on each of ``GET_CONNECTIONS``, as S3's.
@@ -59,7 +61,10 @@ def fetch(options: dict[str, Any], wanted: Sequence[tuple[str, str]]
     """Each ``(bucket/name, generation)`` of ``wanted`` read with one GET of that
     generation: yields ``(index, bytes)`` as the answers come, every index once, None
     where this way did not read it (module docstring). None at once where this way
-    cannot send at all (an endpoint that is not HTTP, credentials that cannot be had)."""
+    cannot send at all (an endpoint that is not HTTP, credentials that cannot be had, a
+    proxy named by the environment: the SDK sends through it, the wire would not)."""
+    if proxied():
+        return None
     client = objects.client(options)
     base = urlsplit(str(getattr(getattr(client, "_connection", None), "API_BASE_URL", "")))
     headers = _authorization(client)

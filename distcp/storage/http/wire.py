@@ -18,6 +18,7 @@ parse is an ``OSError``: the caller retries or falls back to its full client.
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import threading
@@ -31,6 +32,17 @@ _RECV = 64 * 1024
 #: A body up to this size goes out in one ``sendall`` with the head (one system call);
 #: a bigger one is sent from where it lies, not copied behind the head.
 _JOIN_BELOW = 256 * 1024
+
+
+#: The variables that name a proxy. The wire speaks to the endpoint itself, never
+#: through a proxy, so where one is set the stores' SDKs (which honour them) send.
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+             "all_proxy")
+
+
+def proxied() -> bool:
+    """Whether the environment names a proxy (``PROXY_ENV``)."""
+    return any(os.environ.get(name) for name in PROXY_ENV)
 
 
 class ProtocolError(OSError):

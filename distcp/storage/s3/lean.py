@@ -53,7 +53,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
-from distcp.storage.http.wire import Answer, Wire
+from distcp.storage.http.wire import Answer, Wire, proxied
 from distcp.storage.s3 import settings
 from distcp.storage.s3.reach import LazyS3
 from distcp.storage.watchdog import watchdog_seconds
@@ -441,7 +441,7 @@ def _plain(fs: Any) -> bool:
     if os.environ.get(DISABLE_ENV) == "0" or getattr(fs, "anon", False):
         return False
     if isinstance(fs, LazyS3):  # ``plain_reach`` refused every special setting
-        return not any(os.environ.get(name) for name in _PROXY_ENV)
+        return not proxied()
     if getattr(fs, "requester_pays", False) or getattr(fs, "version_aware", False):
         return False
     if getattr(fs, "s3_additional_kwargs", None):
@@ -449,12 +449,7 @@ def _plain(fs: Any) -> bool:
     config = getattr(fs, "config_kwargs", None) or {}
     if "signature_version" in config or config.get("proxies"):
         return False
-    # botocore honours the proxy variables; the wire does not speak to proxies
-    return not any(os.environ.get(name) for name in _PROXY_ENV)
-
-
-_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-              "all_proxy")
+    return not proxied()  # botocore honours the proxy variables; the wire does not
 
 
 def lean(fs: Any, action: Callable[[LeanGetter], T]) -> T | None:
