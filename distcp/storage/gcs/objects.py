@@ -1,8 +1,9 @@
 """Google's SDK behind the backend: the client, object names, requests (driver and executor).
 
-gcsfs answers listings and reads; state documents, exclusive creates, rewrites and
-metadata go through ``google-cloud-storage``, built from the same options gcsfs takes
-(``token``, ``project``, ``endpoint_url``) or else Google's standard environment:
+gcsfs answers a folder's entries and streamed reads; a tree's listing, state
+documents, exclusive creates, rewrites and metadata go through
+``google-cloud-storage``, built from the same options gcsfs takes (``token``,
+``project``, ``endpoint_url``) or else Google's standard environment:
 ``STORAGE_EMULATOR_HOST`` (an emulator, no credentials) and Application Default
 Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login). Tests set
 ``NO_GCE_CHECK`` and point ``GCE_METADATA_HOST``/``GCE_METADATA_IP`` at loopback: with

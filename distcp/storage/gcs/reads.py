@@ -18,10 +18,10 @@ knows every retry and error.
 
 Where the environment names a proxy (``HTTPS_PROXY`` and the like) every object goes
 the SDK's way, which honours it. The requests carry what the SDK's client of the same
-options would send: nothing for
-an emulator's anonymous access, else its credentials' OAuth token (refreshed first
-when it has expired; a token that expires meanwhile is answered 401, and those
-objects go the usual way), and the paying project under requester pays.
+options would send: nothing for an emulator's anonymous access, else its credentials'
+OAuth token (refreshed first when it has expired; a token that expires meanwhile is
+answered 401, and those objects go the usual way), and the paying project under
+requester pays.
 """
 
 from __future__ import annotations

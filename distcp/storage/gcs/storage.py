@@ -20,10 +20,11 @@ composed by the service into the staging object (``distcp.storage.joins`` with
 into the staging object (``copy_in``); ranges go through the tasks (no range rewrite).
 
 A state document is one upload (atomic); the run lock one upload with
-``ifGenerationMatch=0`` (exclusive). Listings, reads and staged streams go through
-gcsfs, except a unit's small objects, read from one thread with requests of this
-package's own (``distcp.storage.gcs.reads``); everything else through Google's SDK,
-after which gcsfs's cached listings are dropped.
+``ifGenerationMatch=0`` (exclusive). A tree is listed once through Google's SDK
+(``walk``) and a unit's small objects are read from one thread with requests of this
+package's own (``distcp.storage.gcs.reads``); a folder's entries, bigger reads and
+staged streams go through gcsfs; everything else through the SDK, after which gcsfs's
+cached listings are dropped.
 """
 
 from __future__ import annotations
