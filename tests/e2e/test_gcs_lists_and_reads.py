@@ -107,17 +107,29 @@ def test_a_unit_of_small_objects_is_read_from_one_thread_and_a_replaced_one_fail
 
 
 def test_only_the_listed_generation_is_taken_and_an_etag_goes_the_usual_way(
-        gcs: GcsServer, tmp_path: Path) -> None:  # noqa: F811
+        gcs: GcsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A version that is not a generation (a manifest's ETag, or anything a listing
+    could hold, a line break included) is never written into a request."""
     put_tree(gcs, "src", "g/", {"a.bin": b"alpha", "b.bin": b"beta"})
     a, b = _listed("g", tmp_path)
     assert a.origin.etag is not None and b.origin.etag is not None
+    sent: list[bytes] = []
+    made = reads.request
+
+    def kept(*args: Any) -> bytes:
+        sent.append(made(*args))
+        return sent[-1]
+
+    monkeypatch.setattr(reads, "request", kept)
     storage = storage_for(a.origin.url, {})
     wanted = [(a.origin.url, a.origin.etag), (b.origin.url, str(int(b.origin.etag) + 1)),
-              (b.origin.url, "CJ3v4bXx"), (b.origin.url, b.origin.etag)]
+              (b.origin.url, "CJ3v4bXx"), (b.origin.url, "7\r\nx-injected: 1"),
+              (b.origin.url, b.origin.etag)]
     got = storage.read_versions(wanted)
     assert got is not None
     assert sorted(got, key=lambda pair: pair[0]) == [(0, b"alpha"), (1, None), (2, None),
-                                                     (3, b"beta")]
+                                                     (3, None), (4, b"beta")]
+    assert len(sent) == 3 and not any(b"CJ3v4bXx" in r or b"injected" in r for r in sent)
     assert storage.read_versions([]) is None
 
 
