@@ -221,17 +221,17 @@ def main() -> None:
               show_default=True, envvar="PYDISTCP_COPYING",
               help="Who runs the copy tasks: spark (a Spark job), driver (this process, the "
                    "same tasks in forked processes, one per core, and the ranges of "
-                   "--split-size, into a local tree from local trees or S3; threads when "
-                   "another object store is in the run, or S3 is the destination) or auto "
-                   "(driver for a plan into a local tree from local trees or S3 "
+                   "--split-size, into a local tree from local trees, S3 or GCS; threads "
+                   "when another object store is in the run, or S3 is the destination) or auto "
+                   "(driver for a plan into a local tree from local trees, S3 or GCS "
                    "on a local master of at most 20,000 files, whatever their size and "
                    "the engine; with another object store 10,000 files of any "
                    "size, 1,000 when the warm engine runs (5,000 uploads of local files to "
                    "S3 without write options), 256 MiB with a converter "
                    "(threads): where a Spark job's start costs more "
-                   "than the copy; past that, a run into a local tree from local trees or "
-                   "S3, cold or on the warm engine, copies its kept files' chunks in forked "
-                   "processes too (and the ranges of --split-size); "
+                   "than the copy; past that, a run into a local tree from local trees, "
+                   "S3 or GCS, cold or on the warm engine, copies its kept files' chunks in "
+                   "forked processes too (and the ranges of --split-size); "
                    "a fork by the smallest of its branches' bounds; spark for the rest, a "
                    "cluster, or ranges a join task concatenates, as on GCS, FTP and SFTP).")
 @click.option("--cores", "--parallelism", "parallelism", type=click.IntRange(min=1),

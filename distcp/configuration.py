@@ -389,7 +389,7 @@ def local_ends(c: CopyConfiguration) -> bool:
 def forked_ends(c: CopyConfiguration) -> bool:
     """Whether processes this one forks may copy the run's files: every source read
     through a storage that stays whole in a child (``Storage.reads_forked``: this
-    machine's filesystem, S3 on the lean path), the destination and the state folder on
+    machine's filesystem, S3 on the lean path, GCS), the destination and the state folder on
     this machine's filesystem (no object store's client writing, with its threads and
     pools)."""
     return all(storage_for(url, dict(c.src_options)).reads_forked(url)

@@ -75,7 +75,7 @@ def forks_here(cfg: CopyConfiguration) -> bool:
     """Whether a plan copied here is copied by forked processes (``run.workers``), not
     threads: in the command's own process (``planning.beside.forks``), into a local
     tree from sources a child can read (``configuration.forked_ends``: local trees, S3
-    on the lean path), and no converter that may not (``Converter.forks``: gpg's). Other
+    on the lean path, GCS), and no converter that may not (``Converter.forks``: gpg's). Other
     object stores' clients keep threads and locks a child would inherit mid-use: a
     child forked after Azure's client had run was killed by signal 11."""
     return beside.forks() and forked_ends(cfg) and forks_safely(cfg.converters)
@@ -295,7 +295,7 @@ def kept_here(cfg: CopyConfiguration) -> str | None:
     """Why the kept datasets' chunks (files to copy and results in files) are copied by
     this process's forked copying processes, not a Spark job (None: Spark copies them):
     ``--copying auto`` on a local master where children may copy
-    (``forks_here``: into a local tree from local trees or S3). The same copy tasks run
+    (``forks_here``: into a local tree from local trees, S3 or GCS). The same copy tasks run
     either way, on as many cores. Where the session would start a JVM of its own, that
     start (3-6 s) is what this saves; on the warm engine, the job's start and its
     results' way back: 300,000 files of 64 B copied in 19.09 s here against 23.12 s on

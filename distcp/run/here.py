@@ -17,8 +17,8 @@ back; a task's Python holds the GIL, and threads of one process copied 20,000 sm
 files in 2.6 times two Spark workers' time (benchmarks/RESULTS.md, 2026-11-29). An API
 caller's process, whose threads and locks are not ours to fork, runs them in one thread
 per core; so does a run with an object store at either end, whose client's threads
-and locks a child would inherit, except S3 sources on the lean path, which a child
-reads with connections of its own (``choice.forks_here``).
+and locks a child would inherit, except S3 sources on the lean path and GCS sources,
+which a child reads with clients and connections of its own (``choice.forks_here``).
 
 What differs from a Spark job, on purpose:
 - **No task retry.** A unit whose code raised fails its files as data, as a failed

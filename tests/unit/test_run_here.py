@@ -279,7 +279,10 @@ _PLAIN = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s"}
     (_cfg(sources=("s3://b/src",), src_options=_PLAIN, destination="s3://b/dst",
           dst_options=_PLAIN), False),
     (_cfg(sources=("s3://b/src",), src_options=_PLAIN, state_dir="s3://b/state"), False),
-    (_cfg(sources=("gs://b/src",)), False), (_cfg(sources=("az://c/src",)), False)])
+    # GCS: each child builds its own SDK client; a GCS destination is written from here
+    (_cfg(sources=("gs://b/src",)), True),
+    (_cfg(sources=("gs://b/src",), destination="gs://b/dst"), False),
+    (_cfg(sources=("az://c/src",)), False)])
 def test_which_sources_the_processes_forked_here_read(
         cfg: CopyConfiguration, forks: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(beside, "_enabled", True)

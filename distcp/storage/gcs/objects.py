@@ -35,6 +35,18 @@ _clients: dict[str, gcs.Client] = {}
 _lock = threading.Lock()
 
 
+def _after_fork() -> None:
+    """A forked child builds its own clients: the parent's hold sessions whose pooled
+    connections both processes would send requests on, and a lock a parent's thread
+    may have held at the fork."""
+    global _lock
+    _lock = threading.Lock()
+    _clients.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def client(options: dict[str, Any]) -> gcs.Client:
     """The SDK client of these storage options, built once per process and options."""
     key = json.dumps([options, os.environ.get("STORAGE_EMULATOR_HOST"),

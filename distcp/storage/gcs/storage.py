@@ -110,6 +110,14 @@ class GcsStorage(Storage):
         fs, path = self._path(url)
         return fsutil.walk_keys(fs, path, objects.listed(self.options, fs, path), skipped)
 
+    def reads_forked(self, url: str) -> bool:
+        """A GCS source is read by the copying processes forked here: a child builds
+        its own SDK client (``objects._after_fork``) and connections for the small
+        objects' GETs (``reads._after_fork``), and gcsfs's filesystem is made anew
+        there (fsspec drops its instances and its event loop in a child). A chain
+        (``zip::gs://``) is not: its layers are fsspec's, made here."""
+        return "::" not in url
+
     def read_versions(self, wanted: Sequence[tuple[str, str]]
                       ) -> Iterator[tuple[int, bytes | None]] | None:
         """Small objects' listed generations read from one thread over kept
