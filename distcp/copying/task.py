@@ -608,8 +608,10 @@ class HeldBodies(dict[str, bytes]):
     def __init__(self) -> None:
         super().__init__()
         self.total = 0
-        #: Each held output's kept mtime (``Storage.publish_whole`` writes it).
+        #: Each held output's kept mtime and mode (``Storage.publish_whole`` writes
+        #: them where the store keeps them).
         self.mtimes: dict[str, float | int | None] = {}
+        self.modes: dict[str, int | None] = {}
 
     def __setitem__(self, key: str, body: bytes) -> None:
         super().__setitem__(key, body)
@@ -663,6 +665,7 @@ def _stage_output(out: FileAwareInputStream, file: CopyableFile, key: ResultKey,
     if staged.body is not None and held is not None:
         held[out.destination] = staged.body
         held.mtimes[out.destination] = _kept_mtime(file, out)
+        held.modes[out.destination] = _kept_mode(file, spec, out)
     if staged.staged is not None and staged.staged.needs_rename and not kept:
         _keep_attributes(storage, staging_url, file, spec, out)
     elif staged.staged is not None:
@@ -699,9 +702,7 @@ def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spe
     (the output's own where a converter knows them, else the origin's); through the
     ``writer`` still open where it can (no owner to set: True), else by the staged path
     (with a ``writer`` that carries them with its bytes, not at all: False)."""
-    mtime = _kept_mtime(file, out)
-    mode = file.mode if out is None or out.mode is None else _member_mode(spec, out.mode,
-                                                                          is_dir=False)
+    mtime, mode = _kept_mtime(file, out), _kept_mode(file, spec, out)
     if (writer is not None and file.owner is None and file.group is None
             and writer.keep_attributes(mode, mtime)):
         return True
@@ -709,6 +710,14 @@ def _keep_attributes(storage: Storage, staging_url: str, file: CopyableFile, spe
         storage.set_staged_attributes(staging_url, mode=mode, mtime=mtime, owner=file.owner,
                                       group=file.group)
     return False
+
+
+def _kept_mode(file: CopyableFile, spec: TaskSpec, out: FileAwareInputStream | None = None
+               ) -> int | None:
+    """The mode a copy keeps: the output's own where a converter knows it (through
+    ``--chmod``), else the origin's."""
+    return file.mode if out is None or out.mode is None else _member_mode(spec, out.mode,
+                                                                          is_dir=False)
 
 
 def _kept_mtime(file: CopyableFile, out: FileAwareInputStream | None = None
@@ -739,7 +748,8 @@ def _publish_one(r: TaskResult, held: HeldBodies, storage: Storage,
                  sent: Staged | None = None) -> TaskResult:
     if r.destination in held:
         body, mtime = held.pop(r.destination), held.mtimes.pop(r.destination, None)
-        staged = sent or storage.publish_whole(r.destination, body, mtime)
+        mode = held.modes.pop(r.destination, None)
+        staged = sent or storage.publish_whole(r.destination, body, mtime, mode)
     elif r.staging and not parse_staged(r.staging).is_published:
         staged = storage.publish_checked(parse_staged(r.staging), r.bytes_written, r.parts,
                                          r.destination)

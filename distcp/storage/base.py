@@ -528,11 +528,12 @@ class Storage(ABC):
         the final name and need none)."""
         raise NotImplementedError(f"{self.name} storage copies nothing server-side")
 
-    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None,
+                      mode: int | None = None) -> Staged:
         """Per-file visibility: write a small file held in memory straight to its final
         ``url``, whole or not at all, and check it; ``Staged.published(url)``. ``mtime``
-        (an int: nanoseconds): the file's, kept where the store writes it with the
-        object (``keep_mtime``)."""
+        (an int: nanoseconds) and ``mode``: the file's, kept where the store writes
+        them with the object (``keep_mtime``; a mode only where the store keeps one)."""
         raise NotImplementedError(f"{self.name} storage publishes file sets, not files")
 
     def publish_wholes(self, urls: Sequence[str], body: Callable[[int], bytes | None]

@@ -15,6 +15,7 @@ import pytest
 
 from distcp.checksum import Digest
 from distcp.errors import IntegrityError
+from distcp.storage import writes
 from distcp.storage.gcs import objects
 from distcp.storage.gcs.storage import GcsStorage
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
@@ -75,3 +76,46 @@ def test_a_staging_whose_size_differs_from_what_was_read_is_removed_and_named(
                        r" \(gs://dst/bad\)"):
         stage(b"x" * 1000, "bad", size=999)
     assert gcs.objects("dst") == {}
+
+
+def test_a_held_stream_is_sent_once_to_its_final_name_with_its_mtime_and_mode(
+        gcs: GcsServer) -> None:  # noqa: F811
+    """``--visibility file``: a short stream held by the writer sends nothing; its
+    publish is one upload to the final name carrying the mtime and mode; nothing is
+    staged. A longer one is staged, and with write options nothing is held."""
+    from google.cloud.storage import blob as sdk_blob
+
+    storage = GcsStorage({})
+    writer = storage.open_stage("gs://dst/held/a.txt", "gs://dst/.staging/a.txt",
+                                verify="digest", buffer_size=PART, hold_small=True)
+    writer.write(memoryview(b"held bytes"))
+    sent: list[str] = []
+    real = sdk_blob.Blob._do_multipart_upload
+
+    def counted(self: object, *args: object, **kwargs: object) -> object:
+        sent.append("upload")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    digest = Digest()
+    digest.update(b"held bytes")
+    sdk_blob.Blob._do_multipart_upload = counted  # type: ignore[method-assign]
+    try:
+        done = writer.commit(digest, bytearray(64 << 10))
+        assert (done.staged, done.body, sent) == (None, b"held bytes", [])
+        published = storage.publish_whole("gs://dst/held/a.txt", done.body,
+                                          1_600_000_000_500_000_000, 0o640)
+    finally:
+        sdk_blob.Blob._do_multipart_upload = real  # type: ignore[method-assign]
+    assert sent == ["upload"] and published.is_published
+    assert gcs.objects("dst") == {"held/a.txt": b"held bytes"}
+    assert gcs.metadata("dst", "held/a.txt") == {objects.MTIME_KEY: "1600000000",
+                                                 objects.MODE_KEY: "640"}
+    optioned = GcsStorage({writes.KEY: writes.WriteOptions(storage_class="NEARLINE")})
+    assert optioned.writes.for_objects
+    kept = optioned.open_stage("gs://dst/held/b.txt", "gs://dst/.staging/b.txt",
+                               verify="digest", buffer_size=PART, hold_small=True)
+    kept.write(memoryview(b"b"))
+    one = Digest()
+    one.update(b"b")
+    assert kept.commit(one, bytearray(64 << 10)).body is None  # staged: the rewrite sets it
+    assert gcs.objects("dst", ".staging/") == {".staging/b.txt": b"b"}

@@ -228,7 +228,8 @@ class AzureStorage(Storage):
         else:
             super().publish(staged, final_url, parts)
 
-    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None,
+                      mode: int | None = None) -> Staged:
         fs, final = self._blob(url)
         kept = None if mtime is None else nanoseconds(mtime)
         published = blocks.put_whole(fs, final, body, self.writes, _metadata(kept))

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.resumable_media import common as media
 
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.model import FileStatus
@@ -192,10 +193,33 @@ class GcsStorage(Storage):
                    size_hint: int = 0, buffer_size: int = 0,
                    hold_small: bool = False) -> StageWriter:
         """The staging object, a stream of up to one part sent in one checked upload
-        (``distcp.storage.gcs.writer``), a longer one through gcsfs."""
+        (``distcp.storage.gcs.writer``), a longer one through gcsfs. ``hold_small``: a
+        stream of up to one part is kept in memory for ``publish_whole``, unless the new
+        objects take write options (made by the rewrite that publishes them)."""
         fs, path = self._path(staging_url)
         return HeldWriter(self.options, fs, path, staging_url, verify,
-                          buffer_size or (8 << 20))
+                          buffer_size or (8 << 20),
+                          hold_small=hold_small and not self.writes.for_objects)
+
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None,
+                      mode: int | None = None) -> Staged:
+        """One upload of ``body`` to its final name, its mtime and mode in the same
+        request (the object appears whole, with them); the service's MD5 of what it
+        stored is checked against the body's (``objects.upload``: a mismatch deletes it
+        and raises) and its size against the body's."""
+        fs, path = self._path(url)
+        try:
+            held = objects.upload(self.options, path, body, objects.kept_attributes(mode, mtime))
+        except (gexc.GoogleAPIError, media.DataCorruption, OSError) as exc:
+            raise DestinationWriteError(f"cannot write {fsutil.display(url)}: {exc}",
+                                        path=url) from exc
+        finally:
+            self._written(fs)
+        if held != len(body):
+            objects.delete(self.options, path)
+            raise IntegrityError(f"{fsutil.display(url)}: the service holds {held} bytes, "
+                                 f"not the {len(body)} sent", path=url)
+        return Staged.published(url)
 
     def move(self, src: str, dst: str) -> None:
         """Publish: the service rewrites the staged object to ``dst``, then the staged

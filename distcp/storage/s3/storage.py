@@ -398,7 +398,8 @@ class ObjectStorage(Storage):
         fs, _ = self.fs(staged.location)
         return uploads.copy_range(fs, staged, at, source_url)
 
-    def publish_whole(self, url: str, body: bytes, mtime: float | None = None) -> Staged:
+    def publish_whole(self, url: str, body: bytes, mtime: float | None = None,
+                      mode: int | None = None) -> Staged:
         fs, final = self._final(url)
         return uploads.put_whole(fs, final, body, self._extra)
 
