@@ -23,7 +23,7 @@ from distcp.copying.task import TaskSpec, run_work_unit
 from distcp.model import CopyableFile, WorkUnit
 from distcp.storage import filesystems as fsutil
 from distcp.storage import storage_for
-from distcp.storage.gcs import reads
+from distcp.storage.gcs import endpoint, reads
 from distcp.storage.http.wire import Answer
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
 from tests.fixtures.stores import put_tree
@@ -165,7 +165,7 @@ def test_the_sdk_credentials_token_goes_on_each_request_and_anonymous_sends_none
         def __init__(self, credentials: Any) -> None:
             self._credentials = credentials
 
-    signed = reads._authorization(Client(Credentials(token="t0ken")))
+    signed = endpoint.authorization(Client(Credentials(token="t0ken")))
     assert signed is not None and signed["authorization"] == "Bearer t0ken"
-    assert reads._authorization(Client(AnonymousCredentials())) == {}  # type: ignore[no-untyped-call]
-    assert reads._authorization(Client(None)) == {}
+    assert endpoint.authorization(Client(AnonymousCredentials())) == {}  # type: ignore[no-untyped-call]
+    assert endpoint.authorization(Client(None)) == {}

@@ -29,7 +29,7 @@ cached listings are dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from google.api_core import exceptions as gexc
@@ -40,12 +40,13 @@ from distcp.model import FileStatus
 from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import ServerSideCopyUnsupported, VersionChanged
-from distcp.storage.gcs import objects, reads
+from distcp.storage.folders import FolderMove
+from distcp.storage.gcs import objects, publishes, reads
 from distcp.storage.gcs.probe import probe_problem
 from distcp.storage.gcs.writer import HeldWriter
 from distcp.storage.joins import SplitParts, join_parts
 from distcp.storage.staged import Staged
-from distcp.storage.staging import Parts, RangeAt, StagedStream, StageWriter
+from distcp.storage.staging import Parts, RangeAt, StagedFile, StagedStream, StageWriter
 
 #: GCS's limit for an object name, in bytes of UTF-8.
 MAX_NAME = 1024
@@ -235,6 +236,44 @@ class GcsStorage(Storage):
             self._written(fs)
         objects.delete(self.options, source)
         self._written(fs)
+
+    def publish_all(self, files: Sequence[StagedFile],
+                    after_each: Callable[[StagedFile], None] | None = None,
+                    folders: Sequence[FolderMove] = ()) -> None:
+        """A file set's staged objects rewritten to their final names, then deleted,
+        from one thread (``distcp.storage.gcs.publishes``); what that way did not
+        publish, a run with write options for the new objects (``rewrite_with``) and
+        any folder staged on a filesystem go ``Storage.publish_all``'s way (``move``,
+        through the SDK). ``after_each`` runs once a file's staged object is gone."""
+        moving = [f for f in files if f.staged.needs_rename]
+        pairs = [(self._path(f.staged.location)[1], self._path(f.final)[1])
+                 for f in moving] if moving and not folders and not self.writes.for_objects \
+            else []
+        done = publishes.rewrites(self.options, pairs) if pairs else None
+        if done is None:
+            super().publish_all(files, after_each, folders)
+            return
+        fs = self.fs(moving[0].final)[0]
+        try:
+            rewritten = sorted(index for index, whole in done if whole)
+        finally:
+            self._written(fs)
+        staged = [pairs[index][0] for index in rewritten]
+        gone = publishes.deletes(self.options, staged) or (
+            (n, False) for n in range(len(staged)))
+        try:
+            for n, deleted in gone:
+                if not deleted:
+                    objects.delete(self.options, staged[n])  # its error is the publish's
+                if after_each is not None:
+                    after_each(moving[rewritten[n]])
+        finally:
+            self._written(fs)
+        published = set(rewritten)
+        rest = [f for f in files if not f.staged.needs_rename]
+        rest += [f for index, f in enumerate(moving) if index not in published]
+        if rest:
+            super().publish_all(rest, after_each)
 
     def copy_in(self, source_url: str, final_url: str, size: int,
                 part_size: int, staging_url: str = "") -> StagedStream:
