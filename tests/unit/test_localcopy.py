@@ -639,6 +639,46 @@ def test_a_page_cache_filesystem_copies_by_the_loop_in_pieces(
     assert os.stat(tmp_path / "c").st_blocks * 512 <= MIB
 
 
+def test_the_loop_reserves_each_big_data_segment_before_writing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data segment of RESERVE bytes or more has its blocks before its first write,
+    the copy's size untouched by that; a smaller one and the holes are not reserved."""
+    probe = os.open(tmp_path / "probe", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if not localcopy.reserve(probe, 0, MIB):
+            pytest.skip("this filesystem reserves nothing")
+    finally:
+        os.close(probe)
+    monkeypatch.setattr(localcopy, "first_method", lambda dst: "readwrite")
+    content = sparse_file(tmp_path / "a", 16 * MIB,
+                          {2 * MIB: os.urandom(3 * MIB), 10 * MIB: b"x" * 100})
+    if os.stat(tmp_path / "a").st_blocks * 512 >= 16 * MIB:
+        pytest.skip("this filesystem does not keep holes")
+    seen: list[tuple[int, int, int]] = []
+    real_pwrite = os.pwrite
+
+    def pwrite(fd: int, data: Any, offset: int) -> int:
+        st = os.fstat(fd)
+        seen.append((offset, st.st_size, st.st_blocks * 512))
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    digest = _copy(tmp_path / "a", tmp_path / "b", buffer_size=8 * MIB)
+    assert (tmp_path / "b").read_bytes() == content
+    assert digest.hexdigest() == digest_of_bytes(content)
+    assert seen[0] == (2 * MIB, 0, 3 * MIB)  # reserved, the size kept
+    assert os.stat(tmp_path / "b").st_blocks * 512 <= 3 * MIB + 64 * 1024
+
+
+def test_a_reservation_that_cannot_be_made_is_no_error(tmp_path: Path) -> None:
+    r, w = os.pipe()
+    try:
+        assert localcopy.reserve(w, 0, MIB) is False
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 @pytest.mark.parametrize("kind", ["xfs", "btrfs", "nfs4", None])
 def test_a_cloning_or_remote_or_unknown_filesystem_keeps_the_kernel_copy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str | None) -> None:
