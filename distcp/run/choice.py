@@ -291,6 +291,15 @@ def here_because(cfg: CopyConfiguration, files: int, most: int | None, what: str
             "start would cost more")
 
 
+def copiers_here(cfgs: Sequence[CopyConfiguration]) -> str:
+    """Who copies work units taken here (``run.here.run_units``): processes forked here
+    where every branch's ends allow it and this process may fork, else threads of this
+    process; one a core, at most one a unit."""
+    if all(forks_here(c) for c in cfgs) and beside.forks():
+        return "processes forked here"
+    return "threads of this process"
+
+
 def kept_here(cfg: CopyConfiguration) -> str | None:
     """Why the kept datasets' chunks (files to copy and results in files) are copied by
     this process's forked copying processes, not a Spark job (None: Spark copies them):
@@ -308,15 +317,16 @@ def kept_here(cfg: CopyConfiguration) -> str | None:
 
 
 def copy_strategies(collected: int, kept: int, collects: str | None,
-                    here: str | None = None, kept_by: str | None = None
-                    ) -> tuple[Strategy, ...]:
+                    here: str | None = None, kept_by: str | None = None,
+                    copiers: str = "threads of this process") -> tuple[Strategy, ...]:
     """How the run copied: ``collected`` files whose results came to the driver, ``kept``
     files whose results stayed in files; ``collects``: ``collects_because``;
-    ``here``: why this process copied the collected ones (``copies_here``);
-    ``kept_by``: why it copied the kept ones (``kept_here``)."""
+    ``here``: why this process copied the collected ones (``copies_here``), by
+    ``copiers`` (``copiers_here``); ``kept_by``: why it copied the kept ones
+    (``kept_here``)."""
     out = []
     if here is not None and collected:
-        out.append(Strategy(HERE, f"{collected:,} files copied in this process, no Spark "
+        out.append(Strategy(HERE, f"{collected:,} files copied by {copiers}, no Spark "
                                   f"job: {here}"))
     if kept:
         out.append(Strategy(KEPT_HERE, f"{kept:,} files: each dataset's files to copy and "

@@ -15,7 +15,13 @@ from distcp.callbacks import Callback
 from distcp.planning import visibility
 from distcp.planning.splitting import idle_split
 from distcp.run.branch import BranchRun
-from distcp.run.choice import copies_here, copy_strategies, cores_here, kept_here
+from distcp.run.choice import (
+    copiers_here,
+    copies_here,
+    copy_strategies,
+    cores_here,
+    kept_here,
+)
 from distcp.run.here import copy_here, copy_kept_here
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
@@ -49,6 +55,7 @@ def copy_branch(run: BranchRun, sessions: Sessions, session: LazySession, callba
             if kept_by is not None else copy_kept(cfg, spec, run.kept, sessions, callback)
         tally = tally + more
     kept = sum(d.files_kept for d in run.kept)
-    ways = copy_strategies(len(run.files), kept, run.collects, here, kept_by)
+    ways = copy_strategies(len(run.files), kept, run.collects, here, kept_by,
+                           copiers_here([cfg]))
     return len(run.files) + kept, tally + CopyTally(strategy=tuple(record_strategies(
         log, "copy", tuple(("", s) for s in ways), cfg.destination)))

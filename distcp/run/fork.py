@@ -35,7 +35,7 @@ from distcp.planning.packing import pack, per_core, unit_count
 from distcp.planning.plan import Plan
 from distcp.planning.strategy import FORK, NOTHING, Strategy
 from distcp.run.branch import BranchRun
-from distcp.run.choice import cores_here, fork_copies_here, forks_here
+from distcp.run.choice import copiers_here, cores_here, fork_copies_here, forks_here
 from distcp.run.here import run_units
 from distcp.run.report import record_strategies
 from distcp.runlog import RunLog
@@ -88,7 +88,8 @@ def copy_forked(runs: list[BranchRun], settings: ForkSettings, callback: Callbac
     todo = [ForkedFile(tuple(t)) for t in targets.values()]
     here = fork_copies_here([run.cfg for run in runs], len(todo)) if todo else None
     why = (f"{len(runs)} destinations, each file read once for all the branches it goes "
-           "to" + (f", in this process, no Spark job: {here}" if here else "")
+           "to" + (f", by {copiers_here([run.cfg for run in runs])}, no Spark job: {here}"
+                   if here else "")
            if todo else "nothing to copy: no Spark job")
     chosen = CopyTally(strategy=tuple(record_strategies(log, "copy", (("", Strategy(
         FORK if todo else NOTHING, why)),), runs[0].cfg.destination)))
@@ -129,7 +130,8 @@ def _copy_here(runs: list[BranchRun], todo: list[ForkedFile], settings: ForkSett
     units = _units(runs, todo, cores)
     fork = _fork_spec(runs, settings, here=True)
     attempt = f"here{os.getpid()}"
-    callback.message(f"copying {len(todo):,} file(s) in this process, no Spark job")
+    callback.message(f"copying {len(todo):,} file(s) by "
+                     f"{copiers_here([run.cfg for run in runs])}, no Spark job")
     callback.set_size(len(todo), sum(f.lead.origin.size for f in todo))
 
     def one(unit: ForkUnit, stop: threading.Event) -> list[TaskResult]:

@@ -60,7 +60,7 @@ from distcp.planning import beside
 from distcp.planning.beside import preload, preloaded
 from distcp.planning.plan import DatasetPlan
 from distcp.planning.splitting import split_units, whole_results
-from distcp.run.choice import cores_here, forks_here
+from distcp.run.choice import copiers_here, cores_here, forks_here
 from distcp.run.workers import run_forked
 from distcp.spark.check import digest_units, poll_counters
 from distcp.spark.job import KEPT_UNITS_FROM, poll_progress
@@ -81,7 +81,8 @@ def copy_here(cfg: CopyConfiguration, spec: TaskSpec, files: list[CopyableFile],
     cores = cores_here(cfg)
     units, splits, resumed = split_units(cfg, spec, files, cores, publish_now,
                                          ranges=not spec.dst.capabilities.joins_parts)
-    callback.message(f"copying {len(files):,} file(s) in this process, no Spark job")
+    callback.message(f"copying {len(files):,} file(s) by {copiers_here([cfg])}, "
+                     "no Spark job")
     callback.set_size(len(files), sum(f.origin.size for f in files))
     t = time.monotonic()
     mark("copying in this process")

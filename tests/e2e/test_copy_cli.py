@@ -211,7 +211,7 @@ def test_non_tty_progress_prints_plain_lines(tmp_path: Path) -> None:
     r = run_cli("copy", str(src), str(tmp_path / "dst"))
     assert r.returncode == 0, r.stderr
     # status and progress on stderr; stdout keeps only the summary
-    assert "pydistcp: copying 1 file(s) in this process, no Spark job" in r.stderr
+    assert "pydistcp: copying 1 file(s) by processes forked here, no Spark job" in r.stderr
     assert "starting Spark" not in r.stderr  # a plan this small needs none
     assert "100% 1/1 files" in r.stderr and "\r" not in r.stderr
     assert r.stdout.startswith("copied 1 files") and "pydistcp:" not in r.stdout

@@ -54,7 +54,8 @@ def test_a_small_plan_is_copied_here_with_no_spark_at_all(tmp_path: Path) -> Non
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["strategy"]["copy"] == [{
         "strategy": "here",
-        "why": "5 files copied in this process, no Spark job: --copying auto: 5 files of "
+        "why": "5 files copied by processes forked here, no Spark job: --copying auto: "
+               "5 files of "
                f"{sum(p.stat().st_size for p in src.rglob('*.txt')):,} bytes on a local "
                f"master, at most {HERE_FORKED:,} files: a Spark job's start would "
                "cost more than the copy"}]
@@ -207,7 +208,7 @@ def test_a_small_fork_is_copied_here_for_every_branch_with_no_spark(
     assert tree(a) == tree(src) and tree(b) == tree(src)
     summary = json.loads((tmp_path / "s.json").read_text())
     (way,) = summary["strategy"]["copy"]
-    assert way["strategy"] == "fork" and "in this process, no Spark job: --copying " \
+    assert way["strategy"] == "fork" and "by processes forked here, no Spark job: --copying " \
         f"{copying}" in way["why"], way
     assert summary["files_copied"] == 10 and summary["log_file"] == ""
     assert "starting Spark" not in out.stderr and not list(logs.glob("spark-*.log"))

@@ -60,8 +60,8 @@ def test_minus_v_and_the_log_file_say_how_and_why(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert (f"pydistcp: plan {src}: driver-paired-walk (--listing driver: two local trees "
             "walked side by side in this process)") in out.stderr
-    why = ("3 files copied in this process, no Spark job: --copying auto: 3 files of 3 bytes "
-           "on a local master, at most 20,000 files: a Spark job's start would cost "
+    why = ("3 files copied by processes forked here, no Spark job: --copying auto: 3 files "
+           "of 3 bytes on a local master, at most 20,000 files: a Spark job's start would cost "
            "more than the copy")
     assert f"pydistcp: copy: here ({why})" in out.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]

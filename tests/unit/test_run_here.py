@@ -295,6 +295,21 @@ def test_which_sources_the_processes_forked_here_read(
     assert (choice.here_files(cfg) == HERE_FORKED) is forks
 
 
+def test_the_reason_names_who_copies_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Processes forked here only where every branch's ends allow it and this process
+    may fork (the CLI's); else threads of this process, as ``run_units`` takes them."""
+    local, to_gcs = _cfg(), _cfg(sources=("gs://b/src",), destination="gs://b/dst")
+    monkeypatch.setattr(beside, "_enabled", True)
+    assert choice.copiers_here([local]) == "processes forked here"
+    assert choice.copiers_here([local, to_gcs]) == "threads of this process"
+    (way,) = choice.copy_strategies(3, 0, None, "--copying driver",
+                                    copiers=choice.copiers_here([local]))
+    assert way.why == "3 files copied by processes forked here, no Spark job: " \
+        "--copying driver"
+    monkeypatch.setattr(beside, "_enabled", False)  # an API caller's process
+    assert choice.copiers_here([local]) == "threads of this process"
+
+
 @pytest.mark.parametrize(("converters", "forks"), [
     ((), True), (("gunzip", "untar"), True), (("decrypt",), False), (("decrypt", "gunzip"), False),
 ])
