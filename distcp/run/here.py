@@ -214,7 +214,7 @@ def read_here(cfg: CopyConfiguration, jobs: list[DigestJob], progress: str,
     progress documents, in forked processes between local trees, else threads."""
     cores = cores_here(cfg)
     units = digest_units(cfg, jobs, progress, cores, None)
-    callback.message(f"reading {len(jobs):,} file(s) in this process, no Spark job")
+    callback.message(f"reading {len(jobs):,} file(s) by {copiers_here([cfg])}, no Spark job")
     callback.set_size(len(jobs), sum(j.size for j in jobs))
     attempt = f"here{os.getpid()}"
 

@@ -177,6 +177,7 @@ def test_cli_exit_status_and_combined_report(spark: Any, tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1].startswith("5 matching, 0 differing, 0 missing on "
                                                 "destination, 0 missing on source, 0 errors")
+    assert "file(s) by processes forked here, no Spark job" in r.stderr
     flip_byte_keeping_size_and_mtime(dst / "h.log", 450)
     (dst / "empty").unlink()
     combined = tmp_path / "combined.txt"
