@@ -10,13 +10,14 @@ request where it was eight through gcsfs (the SDK's uploads counted).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
 from distcp.checksum import Digest
 from distcp.errors import IntegrityError
 from distcp.storage import writes
-from distcp.storage.gcs import objects
+from distcp.storage.gcs import objects, uploads
 from distcp.storage.gcs.storage import GcsStorage
 from tests.fixtures.gcs_server import GcsServer, fake_gcs_server, gcs  # noqa: F401 - fixtures
 
@@ -49,23 +50,34 @@ def test_a_staged_stream_holds_its_bytes_and_metadata_whatever_its_size(
                                                objects.MODE_KEY: "640"}
 
 
-def test_a_small_stream_is_one_upload_request(gcs: GcsServer) -> None:  # noqa: F811
-    client = gcs.client()
-    before = {b.name for b in client.list_blobs("dst")}
-    sent: list[str] = []
+def _count_uploads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each upload sent: ``upload`` by the request written here (``gcs/uploads.py``),
+    ``sdk upload`` by Google's SDK."""
     from google.cloud.storage import blob as sdk_blob
 
-    real = sdk_blob.Blob._do_multipart_upload
+    sent: list[str] = []
+    by_hand, by_sdk = uploads.upload, sdk_blob.Blob._do_multipart_upload
 
-    def counted(self: object, *args: object, **kwargs: object) -> object:
-        sent.append("upload")
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+    def hand(*args: Any, **kwargs: Any) -> int | None:
+        held = by_hand(*args, **kwargs)
+        sent.append("upload" if held is not None else "not sent here")
+        return held
 
-    sdk_blob.Blob._do_multipart_upload = counted  # type: ignore[method-assign]
-    try:
-        stage(b"x" * 1000, "one")
-    finally:
-        sdk_blob.Blob._do_multipart_upload = real  # type: ignore[method-assign]
+    def sdk(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append("sdk upload")
+        return by_sdk(self, *args, **kwargs)
+
+    monkeypatch.setattr(uploads, "upload", hand)
+    monkeypatch.setattr(sdk_blob.Blob, "_do_multipart_upload", sdk)
+    return sent
+
+
+def test_a_small_stream_is_one_upload_request(gcs: GcsServer,  # noqa: F811
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    client = gcs.client()
+    before = {b.name for b in client.list_blobs("dst")}
+    sent = _count_uploads(monkeypatch)
+    stage(b"x" * 1000, "one")
     assert sent == ["upload"]
     assert {b.name for b in client.list_blobs("dst")} - before == {"one"}
 
@@ -79,33 +91,21 @@ def test_a_staging_whose_size_differs_from_what_was_read_is_removed_and_named(
 
 
 def test_a_held_stream_is_sent_once_to_its_final_name_with_its_mtime_and_mode(
-        gcs: GcsServer) -> None:  # noqa: F811
+        gcs: GcsServer, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """``--visibility file``: a short stream held by the writer sends nothing; its
     publish is one upload to the final name carrying the mtime and mode; nothing is
     staged. A longer one is staged, and with write options nothing is held."""
-    from google.cloud.storage import blob as sdk_blob
-
     storage = GcsStorage({})
     writer = storage.open_stage("gs://dst/held/a.txt", "gs://dst/.staging/a.txt",
                                 verify="digest", buffer_size=PART, hold_small=True)
     writer.write(memoryview(b"held bytes"))
-    sent: list[str] = []
-    real = sdk_blob.Blob._do_multipart_upload
-
-    def counted(self: object, *args: object, **kwargs: object) -> object:
-        sent.append("upload")
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
-
+    sent = _count_uploads(monkeypatch)
     digest = Digest()
     digest.update(b"held bytes")
-    sdk_blob.Blob._do_multipart_upload = counted  # type: ignore[method-assign]
-    try:
-        done = writer.commit(digest, bytearray(64 << 10))
-        assert (done.staged, done.body, sent) == (None, b"held bytes", [])
-        published = storage.publish_whole("gs://dst/held/a.txt", done.body,
-                                          1_600_000_000_500_000_000, 0o640)
-    finally:
-        sdk_blob.Blob._do_multipart_upload = real  # type: ignore[method-assign]
+    done = writer.commit(digest, bytearray(64 << 10))
+    assert (done.staged, done.body, sent) == (None, b"held bytes", [])
+    published = storage.publish_whole("gs://dst/held/a.txt", done.body,
+                                      1_600_000_000_500_000_000, 0o640)
     assert sent == ["upload"] and published.is_published
     assert gcs.objects("dst") == {"held/a.txt": b"held bytes"}
     assert gcs.metadata("dst", "held/a.txt") == {objects.MTIME_KEY: "1600000000",

@@ -4,7 +4,8 @@ Through Google's SDK each request costs the client CPU in a thread that holds th
 while it builds and parses. Where many small requests go at once, a unit's small
 objects read (``gcs/reads.py``) and a file set's staged objects published
 (``gcs/publishes.py``), each is written by hand and sent with the others from one
-thread through ``distcp.storage.http.pipelined``, on connections kept here.
+thread through ``distcp.storage.http.pipelined``, on connections kept here; a small
+file's upload (``gcs/uploads.py``) is written by hand too, sent from its task's thread.
 
 Such a request carries what the SDK's client of the same options would send: to its
 API's base URL (Google's, or an emulator's), with its credentials' OAuth token
@@ -90,6 +91,16 @@ def send(at: Endpoint, count: int, requests: Iterable[Request], depth: int
     where no whole answer came (``pipelined.exchange``)."""
     return each(range(count), exchange(_wire(at), requests, _sent, CONNECTIONS, at.limit,
                                        depth))
+
+
+def one(at: Endpoint, method: str, target: str, headers: dict[str, str], body: bytes
+        ) -> Answer | None:
+    """One request to ``at`` on a kept connection, from the calling thread: its answer,
+    None where none came whole (the SDK's way then says why)."""
+    try:
+        return _wire(at).request(method, target, headers, body)
+    except OSError:
+        return None
 
 
 def name(path: str) -> str:
