@@ -1,5 +1,5 @@
 """A small GCS object uploaded in one request written by hand, against fake-gcs-server on
-127.0.0.1 (``distcp.storage.gcs.uploads``, reached through ``objects.upload``).
+127.0.0.1 (``distcp.storage.gcs.uploads``).
 
 The object arrives whole, with its metadata and content type, and Google's SDK's upload
 is not called; an upload the service refuses goes the SDK's way, whose error is the one
@@ -46,7 +46,7 @@ def test_an_upload_is_one_request_written_here(gcs: GcsServer,  # noqa: F811
               "bigger": bytes(range(256)) * 300}
     attributes = objects.kept_attributes(0o640, 1_700_000_000.0)
     for name, body in bodies.items():
-        assert objects.upload({}, f"dst/up/{name}", body, attributes) == len(body)
+        assert uploads.upload({}, f"dst/up/{name}", body, attributes) == len(body)
     assert calls == []
     assert gcs.objects("dst", "up/") == {f"up/{n}": b for n, b in bodies.items()}
     stored = gcs.client().bucket("dst").get_blob("up/odd name #?%&/ü")
@@ -61,7 +61,7 @@ def test_an_upload_the_service_refuses_goes_the_sdk_way(gcs: GcsServer,  # noqa:
     SDK's upload then raises its own error."""
     calls = _count_the_sdk(monkeypatch, send=True)
     with pytest.raises(gexc.NotFound):
-        objects.upload({}, "no-such-bucket/a", b"A", {})
+        uploads.upload({}, "no-such-bucket/a", b"A", {})
     assert calls == ["a"]
 
 
@@ -124,9 +124,9 @@ def test_a_body_stored_changed_is_deleted_and_raises(gcs: GcsServer,  # noqa: F8
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _count_the_sdk(monkeypatch, send=False)
     options = {"endpoint_url": changer.endpoint, "token": "anon"}
-    assert objects.upload(options, "dst/kept", b"plain bytes", {}) == 11
+    assert uploads.upload(options, "dst/kept", b"plain bytes", {}) == 11
     with pytest.raises(IntegrityError, match="gs://dst/changed: the service's MD5 of what "
                                              "it stored is not that of the 13 bytes sent"):
-        objects.upload(options, "dst/changed", b"a change-me b", {})
+        uploads.upload(options, "dst/changed", b"a change-me b", {})
     assert calls == []
     assert gcs.objects("dst") == {"kept": b"plain bytes"}

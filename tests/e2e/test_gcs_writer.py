@@ -56,7 +56,7 @@ def _count_uploads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from google.cloud.storage import blob as sdk_blob
 
     sent: list[str] = []
-    by_hand, by_sdk = uploads.upload, sdk_blob.Blob._do_multipart_upload
+    by_hand, by_sdk = uploads.by_hand, sdk_blob.Blob._do_multipart_upload
 
     def hand(*args: Any, **kwargs: Any) -> int | None:
         held = by_hand(*args, **kwargs)
@@ -67,7 +67,7 @@ def _count_uploads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         sent.append("sdk upload")
         return by_sdk(self, *args, **kwargs)
 
-    monkeypatch.setattr(uploads, "upload", hand)
+    monkeypatch.setattr(uploads, "by_hand", hand)
     monkeypatch.setattr(sdk_blob.Blob, "_do_multipart_upload", sdk)
     return sent
 

@@ -256,20 +256,19 @@ def kept_attributes(mode: int | None, mtime: float | None) -> dict[str, str]:
     return values
 
 
-def upload(options: dict[str, Any], path: str, body: bytes, metadata: dict[str, str]) -> int:
-    """``body`` as the object ``path`` with ``metadata``, in one request; the size the
-    service says it holds. Written by hand where it can be (``gcs/uploads.py``), else
-    the SDK's: either checks the MD5 the service answers against the body's (a mismatch
-    deletes the object and raises ``IntegrityError``, the SDK's ``DataCorruption``)."""
-    from distcp.storage.gcs import uploads  # it imports this module
+#: What every object written here is stored as (gcsfs stores a big file's the same).
+CONTENT_TYPE = "application/octet-stream"
 
-    held = uploads.upload(options, path, body, metadata)
-    if held is not None:
-        return held
+
+def upload(options: dict[str, Any], path: str, body: bytes, metadata: dict[str, str]) -> int:
+    """``body`` as the object ``path`` with ``metadata``, in one request through the SDK
+    (``gcs/uploads.py`` writes it by hand first); the size the service says it holds.
+    The SDK checks the MD5 the service answers against the body's (a mismatch deletes
+    the object and raises ``DataCorruption``)."""
     target = blob(options, path)
     if metadata:
         target.metadata = metadata
-    target.upload_from_string(body, content_type=uploads.CONTENT_TYPE, checksum="md5",
+    target.upload_from_string(body, content_type=CONTENT_TYPE, checksum="md5",
                               timeout=TIMEOUT)
     return int(target.size if target.size is not None else -1)
 

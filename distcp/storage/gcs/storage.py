@@ -41,7 +41,7 @@ from distcp.storage import filesystems as fsutil
 from distcp.storage.base import Capabilities, Storage
 from distcp.storage.errors import ServerSideCopyUnsupported, VersionChanged
 from distcp.storage.folders import FolderMove
-from distcp.storage.gcs import objects, publishes, reads
+from distcp.storage.gcs import objects, publishes, reads, uploads
 from distcp.storage.gcs.probe import probe_problem
 from distcp.storage.gcs.writer import HeldWriter
 from distcp.storage.joins import SplitParts, join_parts
@@ -206,11 +206,11 @@ class GcsStorage(Storage):
                       mode: int | None = None) -> Staged:
         """One upload of ``body`` to its final name, its mtime and mode in the same
         request (the object appears whole, with them); the service's MD5 of what it
-        stored is checked against the body's (``objects.upload``: a mismatch deletes it
+        stored is checked against the body's (``uploads.upload``: a mismatch deletes it
         and raises) and its size against the body's."""
         fs, path = self._path(url)
         try:
-            held = objects.upload(self.options, path, body, objects.kept_attributes(mode, mtime))
+            held = uploads.upload(self.options, path, body, objects.kept_attributes(mode, mtime))
         except (gexc.GoogleAPIError, media.DataCorruption, OSError) as exc:
             raise DestinationWriteError(f"cannot write {fsutil.display(url)}: {exc}",
                                         path=url) from exc

@@ -30,16 +30,22 @@ from urllib.parse import quote
 from distcp.errors import IntegrityError
 from distcp.storage.gcs import endpoint, objects
 
-#: What every object written here is stored as (gcsfs stores a big file's the same).
-CONTENT_TYPE = "application/octet-stream"
+CONTENT_TYPE = objects.CONTENT_TYPE
 
 
-def upload(options: dict[str, Any], path: str, body: bytes, metadata: dict[str, str]
-           ) -> int | None:
+def upload(options: dict[str, Any], path: str, body: bytes, metadata: dict[str, str]) -> int:
     """``body`` as the object ``path`` (``bucket/name``) with ``metadata`` in one
-    request: the size the service says it holds, or None where this way did not upload
-    it (the caller's SDK way then does). An MD5 answered that is not the body's deletes
-    the object and raises IntegrityError."""
+    request: the size the service says it holds. Written here, else through the SDK
+    (``objects.upload``); an MD5 answered that is not the body's deletes the object and
+    raises IntegrityError (the SDK's way: ``DataCorruption``)."""
+    held = by_hand(options, path, body, metadata)
+    return held if held is not None else objects.upload(options, path, body, metadata)
+
+
+def by_hand(options: dict[str, Any], path: str, body: bytes, metadata: dict[str, str]
+            ) -> int | None:
+    """``upload``'s request written here: the size held, or None where this way did not
+    upload (``upload`` then goes the SDK's way)."""
     at = endpoint.endpoint(options)
     if at is None:
         return None

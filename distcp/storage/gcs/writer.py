@@ -30,7 +30,7 @@ from distcp.checksum import Digest
 from distcp.errors import DestinationWriteError, IntegrityError
 from distcp.storage import filesystems as fsutil
 from distcp.storage.files import FileWriter
-from distcp.storage.gcs import objects
+from distcp.storage.gcs import objects, uploads
 from distcp.storage.staged import Staged
 from distcp.storage.staging import StagedStream, StageWriter
 
@@ -79,7 +79,7 @@ class HeldWriter(StageWriter):
         if self.hold_small:  # per-file visibility: one upload to the final name, later
             return StagedStream(None, digest.size, digest.hexdigest(), body=body)
         try:
-            held = objects.upload(self.options, self.path, body, self._metadata)
+            held = uploads.upload(self.options, self.path, body, self._metadata)
         except (gexc.GoogleAPIError, media.DataCorruption, OSError) as exc:
             raise self.failure(exc if isinstance(exc, OSError) else OSError(str(exc))) from exc
         finally:
