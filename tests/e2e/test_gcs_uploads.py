@@ -50,7 +50,7 @@ def test_an_upload_is_one_request_written_here(gcs: GcsServer,  # noqa: F811
     assert calls == []
     assert gcs.objects("dst", "up/") == {f"up/{n}": b for n, b in bodies.items()}
     stored = gcs.client().bucket("dst").get_blob("up/odd name #?%&/ü")
-    assert stored.content_type == uploads.CONTENT_TYPE
+    assert stored.content_type == objects.CONTENT_TYPE
     assert stored.metadata[objects.MTIME_KEY] == "1700000000"
     assert stored.metadata[objects.MODE_KEY] == "640"
 

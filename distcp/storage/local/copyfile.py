@@ -36,6 +36,7 @@ refuses it (EXDEV on old kernels, EINVAL/ENOSYS/EOPNOTSUPP, or a premature 0):
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 from typing import Any
@@ -234,25 +235,26 @@ def filesystem_type(device: int, table: str = "/proc/self/mountinfo") -> str | N
     return None
 
 
-_FALLOCATE: list[Any] = []
-
-
 def reserve(fd: int, offset: int, length: int) -> bool:
     """Reserve ``length`` bytes of ``fd`` at ``offset`` on disk, its size unchanged;
     False where that cannot be done (no such call, a filesystem without it, no room:
     the writes then allocate, or fail, as they would have). The system call itself,
     not ``posix_fallocate``, which emulates it by writing where it is missing."""
-    if not _FALLOCATE:
-        try:
-            import ctypes
-
-            call = ctypes.CDLL(None, use_errno=True).fallocate
-            call.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
-            _FALLOCATE.append(call)
-        except (OSError, AttributeError):
-            _FALLOCATE.append(None)
-    call = _FALLOCATE[0]
+    call = _fallocate()
     return call is not None and call(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0
+
+
+@functools.cache
+def _fallocate() -> Any:
+    """libc's ``fallocate``, typed for 64-bit offsets; None where there is none."""
+    try:
+        import ctypes
+
+        call = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    return call
 
 
 def extend_to(fd: int, end: int) -> None:
