@@ -26,6 +26,20 @@ def test_entries_at_one_path_pair_and_the_rest_stand_alone() -> None:
         ("a", "a"), ("a/x", None), (None, "a/y"), ("a-b", None), (None, "b"), ("c", "c")]
 
 
+def test_relative_paths_pair_in_the_walks_order_given_by_order() -> None:
+    """The walks key entries by relative path and ``merged`` orders two that differ
+    through ``order``: 'a/x' comes before 'a-b' in a depth-first walk, though '-' sorts
+    before '/' as plain text, which would put 'a-b' before 'a/y'."""
+    def rel(*rels: str) -> Any:
+        return iter([(r, {"path": r}) for r in rels])
+
+    expected = [("a", "a"), ("a/x", None), (None, "a/y"), ("a-b", None), (None, "b"),
+                ("c", "c")]
+    assert names(merged(rel("a", "a/x", "a-b", "c"), rel("a", "a/y", "b", "c"),
+                        lambda r: tl.sort_key(tl.TREE, r))) == expected
+    assert names(merged(rel("a", "a/x", "a-b", "c"), rel("a", "a/y", "b", "c"))) != expected
+
+
 def test_one_side_empty() -> None:
     assert names(merged(keyed(), keyed("a", "a/b"))) == [(None, "a"), (None, "a/b")]
     assert names(merged(keyed("a"), keyed())) == [("a", None)]
