@@ -40,6 +40,29 @@ def test_relative_paths_pair_in_the_walks_order_given_by_order() -> None:
     assert names(merged(rel("a", "a/x", "a-b", "c"), rel("a", "a/y", "b", "c"))) != expected
 
 
+def test_a_file_on_both_sides_pairs_though_a_folder_beside_it_sorts_otherwise_as_text(
+        tmp_path: Path) -> None:
+    """'d/a-b' on both sides follows the folder 'd/a' in the walks, though '-' sorts
+    before '/' as text: the subtree's walks are merged in the walk's order, so it pairs
+    (merged by text it would stand alone on both sides, copied again)."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for root, files in ((src, ("d/a/x", "d/a-b")), (dst, ("d/a/y", "d/a-b"))):
+        for rel in files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(rel)
+
+    def task(root: Path) -> tl.ListingTask:
+        return tl.ListingTask(tl.TREE, str(root), str(root), "skip", start=str(root / "d"))
+
+    row = tl.row_of(str(dst / "d"), local_status(str(dst / "d")))
+    pairs = list(task_pairs(PairedTask("d", task(src), task(dst), target_row=row),
+                            str(src), str(dst)))
+    got = [(s[0][len(str(src)) + 1:] if isinstance(s, tuple) else None,
+            t[0][len(str(dst)) + 1:] if isinstance(t, tuple) else None) for s, t in pairs]
+    assert got == [("d", "d"), ("d/a", "d/a"), ("d/a/x", None), (None, "d/a/y"),
+                   ("d/a-b", "d/a-b")]
+
+
 def test_one_side_empty() -> None:
     assert names(merged(keyed(), keyed("a", "a/b"))) == [(None, "a"), (None, "a/b")]
     assert names(merged(keyed("a"), keyed())) == [("a", None)]
