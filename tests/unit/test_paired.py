@@ -21,6 +21,32 @@ def names(pairs: Any) -> list[tuple[str | None, str | None]]:
     return [(s["path"] if s else None, t["path"] if t else None) for s, t in pairs]
 
 
+def subtree_pairs(tmp_path: Path, src_files: tuple[str, ...],
+                  dst_files: tuple[str, ...]) -> list[tuple[Any, Any]]:
+    """Writes both trees under ``tmp_path`` and pairs the subtree ``d`` as a Spark
+    planning task would: both sides walked from ``d``, the target's own entry the
+    driver's row."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for root, files in ((src, src_files), (dst, dst_files)):
+        for rel in files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(rel)
+
+    def task(root: Path) -> tl.ListingTask:
+        return tl.ListingTask(tl.TREE, str(root), str(root), "skip", start=str(root / "d"))
+
+    row = tl.row_of(str(dst / "d"), local_status(str(dst / "d")))
+    return list(task_pairs(PairedTask("d", task(src), task(dst), target_row=row),
+                           str(src), str(dst)))
+
+
+def relative(tmp_path: Path, pairs: list[tuple[Any, Any]]) -> list[tuple[str | None, str | None]]:
+    """The pairs of ``subtree_pairs`` as relative paths, None for a side without one."""
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    return [(s[0][len(src) + 1:] if isinstance(s, tuple) else None,
+             t[0][len(dst) + 1:] if isinstance(t, tuple) else None) for s, t in pairs]
+
+
 def test_entries_at_one_path_pair_and_the_rest_stand_alone() -> None:
     assert names(merged(keyed("a", "a/x", "a-b", "c"), keyed("a", "a/y", "b", "c"))) == [
         ("a", "a"), ("a/x", None), (None, "a/y"), ("a-b", None), (None, "b"), ("c", "c")]
@@ -45,22 +71,9 @@ def test_a_file_on_both_sides_pairs_though_a_folder_beside_it_sorts_otherwise_as
     """'d/a-b' on both sides follows the folder 'd/a' in the walks, though '-' sorts
     before '/' as text: the subtree's walks are merged in the walk's order, so it pairs
     (merged by text it would stand alone on both sides, copied again)."""
-    src, dst = tmp_path / "src", tmp_path / "dst"
-    for root, files in ((src, ("d/a/x", "d/a-b")), (dst, ("d/a/y", "d/a-b"))):
-        for rel in files:
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(rel)
-
-    def task(root: Path) -> tl.ListingTask:
-        return tl.ListingTask(tl.TREE, str(root), str(root), "skip", start=str(root / "d"))
-
-    row = tl.row_of(str(dst / "d"), local_status(str(dst / "d")))
-    pairs = list(task_pairs(PairedTask("d", task(src), task(dst), target_row=row),
-                            str(src), str(dst)))
-    got = [(s[0][len(str(src)) + 1:] if isinstance(s, tuple) else None,
-            t[0][len(str(dst)) + 1:] if isinstance(t, tuple) else None) for s, t in pairs]
-    assert got == [("d", "d"), ("d/a", "d/a"), ("d/a/x", None), (None, "d/a/y"),
-                   ("d/a-b", "d/a-b")]
+    pairs = subtree_pairs(tmp_path, ("d/a/x", "d/a-b"), ("d/a/y", "d/a-b"))
+    assert relative(tmp_path, pairs) == [("d", "d"), ("d/a", "d/a"), ("d/a/x", None),
+                                         (None, "d/a/y"), ("d/a-b", "d/a-b")]
 
 
 def test_one_side_empty() -> None:
@@ -72,21 +85,9 @@ def test_a_subtree_task_pairs_its_root_with_the_drivers_row_and_walks_both(
         tmp_path: Path) -> None:
     """The source walk yields the subtree's own entry; the target's is the driver's row
     (its walk's own left out), so it is paired once."""
-    src, dst = tmp_path / "src", tmp_path / "dst"
-    for root, files in ((src, ("d/a", "d/e/b")), (dst, ("d/a", "d/z"))):
-        for rel in files:
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(rel)
-
-    def task(root: Path) -> tl.ListingTask:
-        return tl.ListingTask(tl.TREE, str(root), str(root), "skip", start=str(root / "d"))
-
-    row = tl.row_of(str(dst / "d"), local_status(str(dst / "d")))
-    pairs = list(task_pairs(PairedTask("d", task(src), task(dst), target_row=row),
-                            str(src), str(dst)))
-    got = [(s[0][len(str(src)) + 1:] if isinstance(s, tuple) else None,
-            t[0][len(str(dst)) + 1:] if isinstance(t, tuple) else None) for s, t in pairs]
-    assert got == [("d", "d"), ("d/a", "d/a"), ("d/e", None), ("d/e/b", None), (None, "d/z")]
+    pairs = subtree_pairs(tmp_path, ("d/a", "d/e/b"), ("d/a", "d/z"))
+    assert relative(tmp_path, pairs) == [("d", "d"), ("d/a", "d/a"), ("d/e", None),
+                                         ("d/e/b", None), (None, "d/z")]
     # the walks' own values, not listing rows: a file's stat itself (its size), a
     # directory's status
     source_file, target_file = pairs[1]
