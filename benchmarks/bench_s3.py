@@ -198,7 +198,15 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
     the small set the warm engine also runs with ``--visibility file`` (one PUT per file,
     rclone's guarantee), and the summary's requests per file are kept for both modes.
     ``only``: the pydistcp columns to run (all when empty); the peers always run.
-    ``base`` (``--baseline``): each pydistcp column also runs on that code, in turn."""
+    ``base`` (``--baseline``): each pydistcp column also runs on that code, in turn.
+
+    The bucket is emptied before each round of the big set only (4 GiB a round would
+    fill the disk). The small set's rounds each upload to a prefix of their own and the
+    objects stay until the set is done: emptying 2,000 objects of ``rclone serve s3``
+    deletes 2,000 files in its folder, and every upload after it paid ext4's inode
+    penalty (``inodes.py``), more with every round (a probe in the server's folder: 20 µs
+    a file before the first round, 180-690 µs after the second; the tools' rounds came
+    bimodal, 2026-12-05)."""
     out: dict[str, Any] = {}
     env = aws_env(endpoint)
     # the warm engine and its Python workers, untimed: a warm-up upload of one file is
@@ -219,10 +227,15 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
         times: dict[str, list[float]] = {t: [] for t in tools}
         phases: dict[str, list[dict[str, float]]] = {}
         per_file: dict[str, float] = {}
+        keep = name != "big"  # the objects stay until the set is done (above)
+        empty_bucket(endpoint)
+        if keep:
+            inodes.settle(tmp, f"up {name}: ")  # the server's folder (inodes.py)
         for rnd in range(rounds):
             for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
-                empty_bucket(endpoint)
-                seconds, summary = upload(tool, sets[name], endpoint, f"{name}-{tool}",
+                if not keep:
+                    empty_bucket(endpoint)
+                seconds, summary = upload(tool, sets[name], endpoint, f"{name}-{tool}-{rnd}",
                                           tmp / "s.json", base)
                 times[tool].append(seconds)
                 if summary:
@@ -238,6 +251,8 @@ def bench_upload(sets: dict[str, Path], endpoint: str, rounds: int, tmp: Path,
                      "pydistcp_copy_publish_s": work, "requests_per_file": per_file,
                      "best_peer_s": best,
                      "ratio_to_best_peer": {t: round(v / best, 2) for t, v in med.items()}}
+    empty_bucket(endpoint)
+    inodes.clear(tmp)
     for where in [env, *([baseline.env(base, env)] if base is not None else [])]:
         subprocess.run([sys.executable, "-m", "distcp", "engine", "stop", "--all"], env=where,
                        cwd=where.get("PYTHONPATH"), capture_output=True, check=False)
