@@ -138,10 +138,10 @@ def _walk_order(rel: str) -> str:
 
 
 def merged(left: Iterator[tuple[str, V]], right: Iterator[tuple[str, V]],
-           order: Callable[[str], str] | None = None) -> Iterator[tuple[V | None, V | None]]:
+           order: Callable[[str], str] = str) -> Iterator[tuple[V | None, V | None]]:
     """Two walks in one order merged into pairs by key; an entry alone where the other
     walk has nothing at its key. ``order``: what makes two keys that differ comparable
-    in the walks' order (None: the keys themselves). Keys are first compared as they
+    in the walks' order (by default the keys themselves). Keys are first compared as they
     are, so two trees alike, a no-op rerun's, make no ordering key at all (each side's
     ``tl.sort_key`` was a copy of every path): a cold no-op rerun of 300,000 files took
     1.23 s instead of 1.38 s (benchmarks/RESULTS.md, 2026-12-04, "The paired walk")."""
@@ -150,7 +150,7 @@ def merged(left: Iterator[tuple[str, V]], right: Iterator[tuple[str, V]],
         if a[0] == b[0]:
             yield a[1], b[1]
             a, b = next(left, None), next(right, None)
-        elif (order(a[0]) < order(b[0])) if order is not None else a[0] < b[0]:
+        elif order(a[0]) < order(b[0]):
             yield a[1], None
             a = next(left, None)
         else:
